@@ -1,0 +1,152 @@
+"""`EstimatorSpec`: what a `model_fn` returns, validated on construction."""
+
+from typing import Any, Mapping, Optional
+
+import keras
+import tensorflow as tf
+
+from estimator_rt.errors import ModelFnError
+from estimator_rt.mode_keys import ModeKeys
+
+
+def _is_tensor_like(value: Any) -> bool:
+  return isinstance(value, (tf.Tensor, tf.Variable)) or tf.is_tensor(value)
+
+
+def _is_metric_pair(value: Any) -> bool:
+  return (isinstance(value, (tuple, list)) and len(value) == 2 and
+          all(_is_tensor_like(v) or isinstance(v, tf.Operation)
+              for v in value))
+
+
+class EstimatorSpec:
+  """What a `model_fn` returns for one mode.
+
+  The fields each mode needs:
+
+  * `ModeKeys.TRAIN`: `loss` and exactly one of `optimizer` (a Keras
+    optimizer: the runtime differentiates `loss` with respect to the model's
+    trainable variables, scales for the number of replicas and applies the
+    gradients with a cross-replica reduction) or `train_op` (the model_fn
+    updated its variables itself and returns the resulting tensor or op; the
+    runtime only runs it).
+  * `ModeKeys.EVAL`: `loss`, and optionally `eval_metric_ops`, a dict from
+    name to a Keras metric object whose `update_state` the model_fn already
+    called, or to a `(value, update_op)` pair.
+  * `ModeKeys.PREDICT`: `predictions`, a tensor or a dict of tensors with the
+    batch as first dimension. They also define the exported serving
+    signature.
+
+  `loss` must be a scalar: the mean over this replica's batch. Fields a mode
+  does not use are accepted and ignored, so one model_fn can build every
+  field unconditionally.
+
+  Raises:
+    ModelFnError: a required field is missing or has the wrong type. The
+      message names the field and the value received.
+  """
+
+  def __init__(self,
+               mode: str,
+               *,
+               predictions: Any = None,
+               loss: Any = None,
+               optimizer: Optional[keras.optimizers.Optimizer] = None,
+               train_op: Any = None,
+               eval_metric_ops: Optional[Mapping[str, Any]] = None):
+    if mode not in ModeKeys.ALL:
+      raise ModelFnError(
+          f'EstimatorSpec: mode={mode!r} is not one of {ModeKeys.ALL}; pass '
+          'the `mode` argument the model_fn received.')
+    self.mode = mode
+    self.predictions = predictions
+    self.loss = loss
+    self.optimizer = optimizer
+    self.train_op = train_op
+    self.eval_metric_ops = dict(eval_metric_ops or {})
+    self._validate()
+
+  def _validate(self):
+    mode = self.mode
+    if mode in (ModeKeys.TRAIN, ModeKeys.EVAL):
+      if self.loss is None:
+        raise ModelFnError(
+            f'EstimatorSpec(mode={mode!r}): `loss` is required in {mode} mode '
+            'but was None; return the mean loss over the batch.')
+      if not _is_tensor_like(self.loss):
+        try:
+          self.loss = tf.convert_to_tensor(self.loss)
+        except (TypeError, ValueError) as e:
+          raise ModelFnError(
+              f'EstimatorSpec(mode={mode!r}): `loss` must be a scalar tensor, '
+              f'got {type(self.loss).__name__}: {self.loss!r}') from e
+      if self.loss.shape.rank not in (None, 0):
+        raise ModelFnError(
+            f'EstimatorSpec(mode={mode!r}): `loss` must be a scalar (the mean '
+            f'over this replica\'s batch), got shape {self.loss.shape}. Reduce '
+            'it, e.g. with tf.reduce_mean.')
+      if not (self.loss.dtype.is_floating or self.loss.dtype.is_complex):
+        raise ModelFnError(
+            f'EstimatorSpec(mode={mode!r}): `loss` must be a floating point '
+            f'tensor, got dtype {self.loss.dtype.name}.')
+    if mode == ModeKeys.TRAIN:
+      if self.optimizer is None and self.train_op is None:
+        raise ModelFnError(
+            "EstimatorSpec(mode='train'): give `optimizer` (a Keras optimizer) "
+            'or `train_op`; both were None.')
+      if self.optimizer is not None and self.train_op is not None:
+        raise ModelFnError(
+            "EstimatorSpec(mode='train'): give `optimizer` or `train_op`, not "
+            'both.')
+      if (self.optimizer is not None and
+          not isinstance(self.optimizer, keras.optimizers.Optimizer)):
+        raise ModelFnError(
+            "EstimatorSpec(mode='train'): `optimizer` must be a Keras "
+            f'optimizer (keras.optimizers.*), got '
+            f'{type(self.optimizer).__name__}: {self.optimizer!r}')
+    if mode == ModeKeys.EVAL:
+      for name, metric in self.eval_metric_ops.items():
+        if not isinstance(name, str):
+          raise ModelFnError(
+              "EstimatorSpec(mode='eval'): `eval_metric_ops` keys must be "
+              f'strings, got {name!r}.')
+        if name == 'loss':
+          raise ModelFnError(
+              "EstimatorSpec(mode='eval'): `eval_metric_ops` may not define "
+              "'loss'; the runtime reports the mean loss under that name.")
+        if not (isinstance(metric, keras.metrics.Metric) or
+                _is_metric_pair(metric)):
+          raise ModelFnError(
+              "EstimatorSpec(mode='eval'): eval_metric_ops[" + repr(name) +
+              '] must be a Keras metric object or a (value, update_op) pair, '
+              f'got {type(metric).__name__}: {metric!r}')
+    if mode == ModeKeys.PREDICT:
+      if self.predictions is None:
+        raise ModelFnError(
+            "EstimatorSpec(mode='infer'): `predictions` is required in "
+            'PREDICT mode but was None.')
+      preds = (self.predictions if isinstance(self.predictions, Mapping) else
+               {'predictions': self.predictions})
+      for name, value in preds.items():
+        if not isinstance(name, str):
+          raise ModelFnError(
+              "EstimatorSpec(mode='infer'): `predictions` keys must be "
+              f'strings, got {name!r}.')
+        if not _is_tensor_like(value):
+          raise ModelFnError(
+              "EstimatorSpec(mode='infer'): predictions[" + repr(name) +
+              f'] must be a tensor, got {type(value).__name__}: {value!r}')
+
+  @property
+  def predictions_dict(self) -> Mapping[str, Any]:
+    """`predictions` as a dict (a single tensor is named 'predictions')."""
+    if isinstance(self.predictions, Mapping):
+      return dict(self.predictions)
+    return {'predictions': self.predictions}
+
+  def __repr__(self):
+    fields = ', '.join(
+        f'{k}={getattr(self, k)!r}'
+        for k in ('loss', 'optimizer', 'train_op', 'predictions')
+        if getattr(self, k) is not None)
+    return f'EstimatorSpec({self.mode!r}, {fields})'
