@@ -1,0 +1,254 @@
+"""Checkpoints in model_dir: when to save, what to restore, and checking a
+checkpoint belongs to this model before touching it.
+
+Checkpoints are TF2 object checkpoints named `model.ckpt-<global step>`
+(the prefix tf.estimator used), listed in model_dir's `checkpoint` state
+file by `tf.train.CheckpointManager`.
+"""
+
+import os
+import re
+import tempfile
+import time
+from typing import Optional
+
+from absl import logging
+import tensorflow as tf
+
+from estimator_rt.errors import IncompatibleCheckpointError
+from estimator_rt.errors import UserInputError
+from estimator_rt.mode_keys import ModeKeys
+
+CHECKPOINT_NAME = 'model.ckpt'
+_VALUE_SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
+_STEP_RE = re.compile(r'-(\d+)$')
+
+
+def latest_checkpoint(model_dir: Optional[str]) -> Optional[str]:
+  """Path prefix of the newest checkpoint in `model_dir`, or None."""
+  if not model_dir or not tf.io.gfile.isdir(model_dir):
+    return None
+  return tf.train.latest_checkpoint(model_dir)
+
+
+def checkpoint_step(path: str) -> int:
+  """The global step a checkpoint path was saved at (from its name)."""
+  match = _STEP_RE.search(path)
+  if not match:
+    raise ValueError(f'checkpoint path {path!r} does not end in -<step>.')
+  return int(match.group(1))
+
+
+def resolve_checkpoint(path_or_dir: str, *, what: str) -> str:
+  """A checkpoint prefix from a checkpoint prefix or a directory.
+
+  Raises:
+    UserInputError: nothing there is a checkpoint.
+  """
+  if tf.io.gfile.isdir(path_or_dir):
+    found = tf.train.latest_checkpoint(path_or_dir)
+    if found is None:
+      raise UserInputError(
+          f'{what}={path_or_dir!r} is a directory with no checkpoint in it.')
+    return found
+  if not tf.io.gfile.exists(path_or_dir + '.index'):
+    raise UserInputError(
+        f'{what}={path_or_dir!r} is neither a checkpoint (no '
+        f'{path_or_dir}.index) nor a directory holding one.')
+  return path_or_dir
+
+
+def _read_shapes(path: str) -> dict:
+  reader = tf.train.load_checkpoint(path)
+  shapes = reader.get_variable_to_shape_map()
+  dtypes = reader.get_variable_to_dtype_map()
+  return {k: (tuple(v), dtypes[k]) for k, v in shapes.items()}
+
+
+def _entry(prefix: str, index: int) -> str:
+  return f'{prefix}/{index}{_VALUE_SUFFIX}'
+
+
+def check_compatible(path: str, graph, *, source: str) -> bool:
+  """Checks that `path` holds the model variables `graph` created.
+
+  The model variables must match one to one (in TRAIN mode) or as a prefix
+  of the checkpoint's (EVAL and PREDICT create no optimizer variables, and
+  a train_op's optimizer state counts as model state).
+
+  Args:
+    path: a checkpoint prefix.
+    graph: a ModelGraph.
+    source: names the checkpoint's origin in errors (e.g. "model_dir
+      '/tmp/x'").
+
+  Returns:
+    Whether the checkpoint's optimizer state matches the graph's optimizer
+    (always True when the graph has none).
+
+  Raises:
+    IncompatibleCheckpointError: the checkpoint belongs to another model.
+  """
+  saved = _read_shapes(path)
+  hint = ('Use a fresh model_dir for a different model, or warm-start from '
+          'the old one.')
+  if 'global_step' + _VALUE_SUFFIX not in saved:
+    raise IncompatibleCheckpointError(
+        f'{source} holds checkpoint {path} that was not written by '
+        f'estimator_rt (no global_step). {hint}')
+  saved_model_count = sum(1 for k in saved
+                          if k.startswith('model/') and k.endswith(_VALUE_SUFFIX))
+  ours = graph.model_variables
+  if graph.mode == ModeKeys.TRAIN and saved_model_count != len(ours):
+    raise IncompatibleCheckpointError(
+        f'{source} holds checkpoint {path} of a different model: it has '
+        f'{saved_model_count} model variables, the model_fn creates '
+        f'{len(ours)}. {hint}')
+  for i, variable in enumerate(ours):
+    key = _entry('model', i)
+    if key not in saved:
+      raise IncompatibleCheckpointError(
+          f'{source} holds checkpoint {path} of a different model: it has '
+          f'{saved_model_count} model variables, the model_fn creates '
+          f'{len(ours)} (first missing: #{i} {variable.name}). {hint}')
+    shape, dtype = saved[key]
+    if shape != tuple(variable.shape) or dtype != variable.dtype.base_dtype:
+      raise IncompatibleCheckpointError(
+          f'{source} holds checkpoint {path} of a different model: model '
+          f'variable #{i} ({variable.name}) is {shape} {dtype.name} there '
+          f'but {tuple(variable.shape)} {variable.dtype.base_dtype.name} in '
+          f'the model_fn. {hint}')
+  if graph.optimizer is None:
+    return True
+  optimizer_state = graph.checkpoint.optimizer
+  for i, variable in enumerate(optimizer_state):
+    entry = saved.get(_entry('optimizer', i))
+    if entry is None or entry[0] != tuple(variable.shape):
+      return False
+  return sum(1 for k in saved if k.startswith('optimizer/')) == len(
+      optimizer_state)
+
+
+def restore(graph, path: str, *, source: str) -> None:
+  """Restores `graph`'s state from checkpoint `path`, after checking it.
+
+  Optimizer state is restored when it matches (same optimizer); otherwise
+  the optimizer starts fresh, with a warning.
+  """
+  optimizer_matches = check_compatible(path, graph, source=source)
+  if optimizer_matches:
+    graph.checkpoint.read(path).expect_partial()
+    return
+  logging.warning(
+      'Checkpoint %s has optimizer state for a different optimizer; '
+      'restoring the model and global step, starting the optimizer fresh.',
+      path)
+  tf.train.Checkpoint(global_step=graph.global_step,
+                      model=graph.model_variables).read(path).expect_partial()
+
+
+def warm_start(graph, source: str) -> str:
+  """Initializes the model variables (only) from another checkpoint.
+
+  Args:
+    graph: the TRAIN ModelGraph, before any training.
+    source: a checkpoint prefix or a model_dir.
+
+  Returns:
+    The checkpoint path used.
+  """
+  path = resolve_checkpoint(source, what='warm_start_from')
+  saved = _read_shapes(path)
+  for i, variable in enumerate(graph.model_variables):
+    entry = saved.get(_entry('model', i))
+    if entry is None or entry[0] != tuple(variable.shape):
+      raise IncompatibleCheckpointError(
+          f'warm_start_from={source!r}: checkpoint {path} does not hold '
+          f'model variable #{i} ({variable.name}, shape '
+          f'{tuple(variable.shape)}); warm start needs the same model '
+          'variables.')
+  tf.train.Checkpoint(model=graph.model_variables).read(path).expect_partial()
+  return path
+
+
+class CheckpointSaver:
+  """Saves `checkpoint` to `directory` by steps or seconds, keeping the last N.
+
+  Args:
+    checkpoint: the tf.train.Checkpoint to save.
+    directory: where to save (model_dir).
+    max_to_keep: how many recent checkpoints to keep; 0 keeps all.
+    every_steps: save when the global step reaches a multiple of this.
+    every_secs: save when this many seconds passed since the last save.
+  """
+
+  def __init__(self, *, checkpoint: tf.train.Checkpoint, directory: str,
+               max_to_keep: int, every_steps: Optional[int],
+               every_secs: Optional[float]):
+    self._manager = tf.train.CheckpointManager(
+        checkpoint, directory=directory, max_to_keep=max_to_keep or None,
+        checkpoint_name=CHECKPOINT_NAME)
+    self._every_steps = every_steps
+    self._every_secs = every_secs
+    self._last_save_time = time.time()
+    latest = self._manager.latest_checkpoint
+    self._last_saved_step = checkpoint_step(latest) if latest else None
+
+  def next_save_step(self, step: int) -> Optional[int]:
+    """The next step at which a step-based save is due (None: not by steps)."""
+    if not self._every_steps:
+      return None
+    return (step // self._every_steps + 1) * self._every_steps
+
+  def is_due(self, step: int) -> bool:
+    if step == self._last_saved_step:
+      return False
+    if self._every_steps:
+      return step % self._every_steps == 0
+    return time.time() - self._last_save_time >= self._every_secs
+
+  def save(self, step: int) -> Optional[str]:
+    """Saves at `step` unless already saved there; returns the path or None."""
+    if step == self._last_saved_step:
+      return None
+    path = self._manager.save(checkpoint_number=step)
+    self._last_save_time = time.time()
+    self._last_saved_step = step
+    return path
+
+  @property
+  def last_saved_step(self) -> Optional[int]:
+    return self._last_saved_step
+
+
+def ensure_writable_dir(model_dir: str) -> None:
+  """Checks that `model_dir` exists or can be created, and can be written.
+
+  Local paths only are probed (remote filesystems answer at first write).
+  Nothing is left behind.
+
+  Raises:
+    UserInputError: the directory cannot be written.
+  """
+  if '://' in model_dir:
+    return
+  path = os.path.abspath(model_dir)
+  probe = path
+  while not os.path.exists(probe):
+    parent = os.path.dirname(probe)
+    if parent == probe:
+      break
+    probe = parent
+  if not os.path.isdir(probe):
+    raise UserInputError(
+        f'model_dir={model_dir!r} cannot be created: {probe} is a file, not '
+        'a directory.')
+  # os.access says yes to root on read-only mounts; a real (immediately
+  # deleted) temporary file is the only reliable answer.
+  try:
+    with tempfile.TemporaryFile(dir=probe):
+      pass
+  except OSError as e:
+    raise UserInputError(
+        f'model_dir={model_dir!r} is not writable ({probe}: {e.strerror}); '
+        'choose another model_dir or fix its permissions.') from e

@@ -1,0 +1,127 @@
+"""The outer training loop: how many steps each compiled loop runs, and
+what happens between loops (hooks, summaries, checkpoints).
+
+Each loop is cut short so that every event lands exactly on its step: a
+checkpoint every N steps is saved at step N, a summary every M steps is
+written at step M, a hook asking to see step K sees step K.
+"""
+
+import time
+from typing import Callable, Iterable, List, Optional
+
+from absl import logging
+import tensorflow as tf
+
+from estimator_rt.checkpoints import CheckpointSaver
+from estimator_rt.hooks import Hook
+from estimator_rt.hooks import LoopResult
+from estimator_rt.summaries import ScalarWriter
+
+# A listener is called after each checkpoint save with (path, global_step);
+# returning True asks training to stop (train_and_evaluate's evaluation uses
+# this for early stopping decisions made at save time).
+SavingListener = Callable[[str, int], Optional[bool]]
+
+
+class TrainController:
+  """Runs compiled training loops up to a step, with everything around them.
+
+  Args:
+    train_loop: compiled `(iterator, num_steps) -> (loss, steps, finite)`.
+    iterator: the distributed iterator it consumes.
+    global_step: the global step variable.
+    steps_per_loop: most steps in one compiled call.
+    hooks: Hook objects, called in order.
+    saver: saves checkpoints, or None (a worker that must not write).
+    summary_writer: writes training scalars, or None.
+    save_summary_steps: write scalars every this many steps (0: never).
+    saving_listeners: called after each checkpoint save.
+  """
+
+  def __init__(self, *, train_loop: Callable, iterator, global_step,
+               steps_per_loop: int, hooks: Iterable[Hook],
+               saver: Optional[CheckpointSaver],
+               summary_writer: Optional[ScalarWriter],
+               save_summary_steps: int,
+               saving_listeners: Iterable[SavingListener] = ()):
+    self._train_loop = train_loop
+    self._iterator = iterator
+    self._global_step = global_step
+    self._steps_per_loop = steps_per_loop
+    self._hooks: List[Hook] = list(hooks)
+    self._saver = saver
+    self._writer = summary_writer
+    self._summary_every = save_summary_steps
+    self._listeners = list(saving_listeners)
+
+  def _loop_end(self, step: int, max_steps: Optional[int]) -> int:
+    limits = [step + self._steps_per_loop]
+    if max_steps is not None:
+      limits.append(max_steps)
+    if self._saver is not None:
+      limits.append(self._saver.next_save_step(step))
+    if self._writer is not None and self._summary_every:
+      limits.append((step // self._summary_every + 1) * self._summary_every)
+    for hook in self._hooks:
+      limits.append(hook.next_step_limit(step))
+    return min(limit for limit in limits if limit is not None and limit > step)
+
+  def _save(self, step: int) -> bool:
+    """Saves a checkpoint; returns whether a listener asked to stop."""
+    path = self._saver.save(step)
+    if path is None:
+      return False
+    logging.info('Saved checkpoint %s', path)
+    stop = False
+    for listener in self._listeners:
+      stop = bool(listener(path, step)) or stop
+    return stop
+
+  def run(self, *, max_steps: Optional[int]) -> int:
+    """Trains up to global step `max_steps` (None: until the input ends).
+
+    Returns:
+      The global step when training ended.
+
+    Raises:
+      Whatever a hook raises (e.g. NanLossError); no checkpoint is saved
+      for the loop that raised.
+    """
+    step = int(self._global_step.numpy())
+    for hook in self._hooks:
+      hook.begin(global_step=step, max_steps=max_steps)
+    stop = False
+    while not stop and (max_steps is None or step < max_steps):
+      loop_end = self._loop_end(step, max_steps)
+      requested = loop_end - step
+      start = time.time()
+      loss, steps_run, finite = self._train_loop(
+          self._iterator, tf.constant(requested, tf.int32))
+      loss = float(loss)
+      steps_run = int(steps_run)
+      elapsed = time.time() - start
+      step += steps_run
+      if steps_run < requested:
+        logging.info('Input ended after global step %d.', step)
+        stop = True
+      if steps_run == 0:
+        break
+      result = LoopResult(global_step=step, steps=steps_run, loss=loss,
+                          all_finite=bool(finite), elapsed_secs=elapsed,
+                          max_steps=max_steps)
+      for hook in self._hooks:
+        stop = bool(hook.after_loop(result)) or stop
+      if (self._writer is not None and self._summary_every and
+          (step % self._summary_every == 0 or stop or step == max_steps)):
+        self._writer.write({'loss': loss,
+                            'global_step/sec': steps_run / max(elapsed, 1e-9)},
+                           step)
+      if self._saver is not None and self._saver.is_due(step):
+        stop = self._save(step) or stop
+    if self._saver is not None:
+      self._save(step)
+    if self._writer is not None:
+      self._writer.flush()
+    for hook in self._hooks:
+      hook.end(global_step=step)
+    return step

@@ -1,0 +1,420 @@
+"""`Estimator`: train, evaluate, predict and export one model_fn."""
+
+import os
+import tempfile
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Sequence
+
+from absl import logging
+import keras
+import numpy as np
+import tensorflow as tf
+
+from estimator_rt import checkpoints
+from estimator_rt import export as export_lib
+from estimator_rt import hooks as hooks_lib
+from estimator_rt import inputs
+from estimator_rt import loops
+from estimator_rt import strategies
+from estimator_rt import summaries
+from estimator_rt import user_fns
+from estimator_rt.controller import TrainController
+from estimator_rt.errors import UserInputError
+from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.model_graph import ModelGraph
+from estimator_rt.run_config import RunConfig
+
+
+def _check_steps(name: str, value: Optional[int]) -> None:
+  if value is not None and (isinstance(value, bool) or
+                            not isinstance(value, int) or value <= 0):
+    raise UserInputError(f'{name}={value!r} must be an integer > 0 or None.')
+
+
+class _EvalState:
+  """A cached EVAL graph and its compiled loop (rebuilt per input_fn)."""
+
+  def __init__(self, graph: ModelGraph):
+    self.graph = graph
+    self.loop = loops.make_eval_loop(graph)
+
+
+class Estimator:
+  """Trains, evaluates, predicts with and exports a `model_fn`.
+
+  Semantics follow tf.estimator: `train` trains *up to* a global step and
+  resumes from model_dir's latest checkpoint; `evaluate` and `predict` use
+  the latest checkpoint (or one you name); everything is written under
+  model_dir. Differences: the training loop runs `config.steps_per_loop`
+  steps per compiled call, hooks are plain objects or callables run between
+  those calls, and a model_dir holding another model's checkpoint is
+  refused before anything is written.
+
+  Args:
+    model_fn: `model_fn(features, labels, mode, params, config)` returning
+      an `EstimatorSpec`; `labels`, `mode`, `params`, `config` optional.
+    model_dir: where checkpoints, summaries and exports go. Overrides
+      `config.model_dir`; if both are None a temporary directory is used.
+    config: a `RunConfig`.
+    params: a dict passed to model_fn and input_fn (`batch_size` is the
+      global batch size).
+    warm_start_from: a model_dir or checkpoint path whose model variables
+      initialize a model_dir that has no checkpoint yet.
+  """
+
+  def __init__(self, model_fn: Callable, *, model_dir: Optional[str] = None,
+               config: Optional[RunConfig] = None,
+               params: Optional[Dict[str, Any]] = None,
+               warm_start_from: Optional[str] = None):
+    self._model_fn = user_fns.check_model_fn(model_fn)
+    config = config or RunConfig()
+    if not isinstance(config, RunConfig):
+      raise UserInputError(
+          f'config={config!r} must be an estimator_rt.RunConfig.')
+    if (model_dir and config.model_dir and
+        os.path.normpath(model_dir) != os.path.normpath(config.model_dir)):
+      raise UserInputError(
+          f'model_dir={model_dir!r} differs from config.model_dir='
+          f'{config.model_dir!r}; give one of them.')
+    model_dir = model_dir or config.model_dir
+    if model_dir is None:
+      model_dir = tempfile.mkdtemp(prefix='estimator_rt_')
+      logging.warning('No model_dir given; using temporary %s', model_dir)
+    checkpoints.ensure_writable_dir(model_dir)
+    self._config = config.replace(model_dir=model_dir)
+    if params is not None and not isinstance(params, dict):
+      raise UserInputError(f'params={params!r} must be a dict or None.')
+    self._params = dict(params or {})
+    self._warm_start_from = warm_start_from
+    self._train_strategy = None
+    self._eval_strategy = None
+    self._eval_states = {}
+    self._features_spec = None
+
+  @property
+  def model_dir(self) -> str:
+    return self._config.model_dir
+
+  @property
+  def config(self) -> RunConfig:
+    return self._config
+
+  @property
+  def params(self) -> Dict[str, Any]:
+    return dict(self._params)
+
+  @property
+  def model_fn(self) -> Callable:
+    return self._model_fn
+
+  def latest_checkpoint(self) -> Optional[str]:
+    """Path of the newest checkpoint in model_dir, or None."""
+    return checkpoints.latest_checkpoint(self.model_dir)
+
+  # Strategies are created once per Estimator: creating one is not free and
+  # compiled functions stay bound to the strategy they were traced under.
+  @property
+  def train_strategy(self) -> tf.distribute.Strategy:
+    if self._train_strategy is None:
+      self._train_strategy = strategies.resolve_strategy(
+          self._config.train_distribute)
+    return self._train_strategy
+
+  @property
+  def eval_strategy(self) -> tf.distribute.Strategy:
+    """The strategy for evaluate, predict (and export: no distribution)."""
+    if self._eval_strategy is None:
+      if self._config.eval_distribute is not None:
+        self._eval_strategy = strategies.resolve_strategy(
+            self._config.eval_distribute)
+      elif (strategies.is_central_storage(self.train_strategy) or
+            strategies.is_multi_worker(self.train_strategy)):
+        # CentralStorageStrategy miscounts Keras metric updates (observed
+        # on TF 2.21), and multi-worker strategies need every worker: both
+        # evaluate without distribution.
+        self._eval_strategy = tf.distribute.get_strategy()
+      else:
+        self._eval_strategy = self.train_strategy
+    return self._eval_strategy
+
+  def _seed(self):
+    if self._config.tf_random_seed is not None:
+      keras.utils.set_random_seed(self._config.tf_random_seed)
+
+  def _remember_features(self, element_spec):
+    features, _ = inputs.split_element(element_spec)
+    self._features_spec = features
+
+  # -------------------------------------------------------------- train
+  def train(self, input_fn: Callable, hooks: Sequence[Any] = (),
+            steps: Optional[int] = None, max_steps: Optional[int] = None,
+            saving_listeners: Sequence[Callable] = ()) -> 'Estimator':
+    """Trains up to `max_steps`, or `steps` more steps, or until input ends.
+
+    A model_dir whose latest checkpoint is already at or past `max_steps`
+    trains 0 steps and returns. A checkpoint is saved at the end.
+
+    Args:
+      input_fn: `input_fn(params, input_context)` returning a dataset.
+      hooks: Hook objects or callables run between compiled loops.
+      steps: train this many more steps. Exclusive with `max_steps`.
+      max_steps: train up to this global step.
+      saving_listeners: `fn(checkpoint_path, global_step)` after each save.
+
+    Returns:
+      self, for chaining.
+
+    Raises:
+      UserInputError: bad arguments, model_fn or input_fn results, or an
+        incompatible checkpoint in model_dir; nothing is written then.
+      NanLossError: the loss diverged; the last good checkpoint is kept.
+    """
+    _check_steps('steps', steps)
+    _check_steps('max_steps', max_steps)
+    if steps is not None and max_steps is not None:
+      raise UserInputError(
+          f'train: give steps={steps} or max_steps={max_steps}, not both.')
+    latest = self.latest_checkpoint()
+    if max_steps is not None and latest is not None:
+      done = checkpoints.checkpoint_step(latest)
+      if done >= max_steps:
+        logging.info('Skipping training: checkpoint %s is already at step '
+                     '%d >= max_steps=%d.', latest, done, max_steps)
+        return self
+    user_hooks = [hooks_lib.as_hook(h) for h in hooks]
+    strategy = self.train_strategy
+    self._seed()
+    data = inputs.make_input(strategy, input_fn, self._params,
+                             auto_shard_policy=self._config.auto_shard_policy,
+                             role='train input_fn')
+    self._remember_features(data.element_spec)
+    graph = ModelGraph(model_fn=self._model_fn, mode=ModeKeys.TRAIN,
+                       params=self._params, config=self._config,
+                       strategy=strategy, sample=data.sample)
+    source = f'model_dir {self.model_dir!r}'
+    if latest is not None:
+      checkpoints.restore(graph, latest, source=source)
+      logging.info('Restored %s (global step %d).', latest,
+                   int(graph.global_step.numpy()))
+    elif self._warm_start_from:
+      used = checkpoints.warm_start(graph, self._warm_start_from)
+      logging.info('Warm-started model variables from %s.', used)
+    start_step = int(graph.global_step.numpy())
+    if steps is not None:
+      max_steps = start_step + steps
+    train_loop = loops.make_train_loop(graph, infinite_input=data.infinite)
+    # Everything is validated; from here on model_dir is written.
+    tf.io.gfile.makedirs(self.model_dir)
+    saver = checkpoints.CheckpointSaver(
+        checkpoint=graph.checkpoint, directory=self.model_dir,
+        max_to_keep=self._config.keep_checkpoint_max,
+        every_steps=self._config.save_checkpoints_steps,
+        every_secs=self._config.checkpoint_every_secs)
+    builtin = [hooks_lib.NanLossHook()]
+    if self._config.log_step_count_steps:
+      builtin.append(hooks_lib.LoggingHook(
+          every_steps=self._config.log_step_count_steps))
+    writer = summaries.ScalarWriter(self.model_dir)
+    controller = TrainController(
+        train_loop=train_loop, iterator=iter(data.dataset),
+        global_step=graph.global_step,
+        steps_per_loop=self._config.steps_per_loop,
+        hooks=builtin + user_hooks, saver=saver, summary_writer=writer,
+        save_summary_steps=self._config.save_summary_steps,
+        saving_listeners=saving_listeners)
+    try:
+      final_step = controller.run(max_steps=max_steps)
+    finally:
+      writer.close()
+    logging.info('Training ended at global step %d (started at %d).',
+                 final_step, start_step)
+    return self
+
+  # ----------------------------------------------------------- evaluate
+  def _checkpoint_to_use(self, checkpoint_path: Optional[str]) -> str:
+    if checkpoint_path is not None:
+      return checkpoints.resolve_checkpoint(checkpoint_path,
+                                            what='checkpoint_path')
+    latest = self.latest_checkpoint()
+    if latest is None:
+      raise UserInputError(
+          f'No checkpoint in model_dir {self.model_dir!r} to evaluate or '
+          'predict with; train first or pass checkpoint_path.')
+    return latest
+
+  def evaluate(self, input_fn: Callable, steps: Optional[int] = None,
+               hooks: Sequence[Any] = (),
+               checkpoint_path: Optional[str] = None,
+               name: Optional[str] = None) -> Dict[str, Any]:
+    """Evaluates a checkpoint on `steps` batches (or until input ends).
+
+    Metrics are reset before and reduced across replicas after the
+    evaluation, and written as scalars to model_dir/eval (or eval_<name>)
+    at the checkpoint's global step.
+
+    Returns:
+      A dict with 'loss' (mean over examples), each metric's result and
+      'global_step'.
+    """
+    _check_steps('steps', steps)
+    path = self._checkpoint_to_use(checkpoint_path)
+    strategy = self.eval_strategy
+    data = inputs.make_input(strategy, input_fn, self._params,
+                             auto_shard_policy=self._config.auto_shard_policy,
+                             role='eval input_fn')
+    if data.infinite and steps is None:
+      raise UserInputError(
+          'evaluate: the eval input_fn repeats forever and steps=None, so '
+          'evaluation would never end; pass steps or stop repeating.')
+    self._remember_features(data.element_spec)
+    key = (input_fn, name)
+    state = self._eval_states.get(key)
+    if state is None:
+      state = _EvalState(ModelGraph(
+          model_fn=self._model_fn, mode=ModeKeys.EVAL, params=self._params,
+          config=self._config, strategy=strategy, sample=data.sample))
+      self._eval_states = {key: state}  # Keep one: graphs hold memory.
+    graph = state.graph
+    checkpoints.restore(graph, path, source=f'checkpoint {path!r}')
+    graph.reset_metrics()
+    loss_sum, count, steps_run, pair_values = state.loop(
+        iter(data.dataset),
+        tf.constant(steps or loops.UNTIL_END_OF_INPUT, tf.int32))
+    count = float(count)
+    results = {'loss': float(loss_sum) / count if count else float('nan')}
+    for metric_name, metric in graph.metrics.items():
+      results[metric_name] = _to_python(metric.result())
+    for metric_name, value in zip(state.loop.pair_names, pair_values):
+      results[metric_name] = _to_python(value)
+    global_step = int(graph.global_step.numpy())
+    results['global_step'] = global_step
+    writer = summaries.ScalarWriter(summaries.eval_dir(self.model_dir, name))
+    scalars = {k: v for k, v in results.items()
+               if k != 'global_step' and np.ndim(v) == 0}
+    writer.write(scalars, global_step)
+    writer.close()
+    for hook in hooks:
+      hooks_lib.as_hook(hook).end(global_step=global_step)
+    logging.info('Evaluation of %s after %d steps: %s', path, int(steps_run),
+                 ', '.join(f'{k} = {v:.6g}' if np.ndim(v) == 0 else f'{k} = {v}'
+                           for k, v in results.items()))
+    return results
+
+  # ------------------------------------------------------------ predict
+  def predict(self, input_fn: Callable,
+              predict_keys: Optional[Sequence[str]] = None,
+              hooks: Sequence[Any] = (),
+              checkpoint_path: Optional[str] = None,
+              yield_single_examples: bool = True) -> Iterator[Any]:
+    """Yields predictions for every example (or batch) of `input_fn`.
+
+    Labels in the input are ignored. With `yield_single_examples`, yields
+    one dict per example (or one array if the model_fn returned a single
+    tensor); otherwise one per batch.
+    """
+    del hooks  # Prediction runs no training loop for hooks to observe.
+    path = self._checkpoint_to_use(checkpoint_path)
+    strategy = self.eval_strategy
+    data = inputs.make_input(strategy, input_fn, self._params,
+                             auto_shard_policy='OFF',
+                             role='predict input_fn')
+    if data.infinite:
+      raise UserInputError(
+          'predict: the input_fn repeats forever; prediction would never '
+          'end. Return a finite dataset.')
+    graph = ModelGraph(model_fn=self._model_fn, mode=ModeKeys.PREDICT,
+                       params=self._params, config=self._config,
+                       strategy=strategy, sample=data.sample)
+    checkpoints.restore(graph, path, source=f'checkpoint {path!r}')
+    single = not isinstance(graph.build_spec.predictions, dict)
+    keys = list(predict_keys) if predict_keys else None
+    if keys:
+      unknown = set(keys) - set(graph.build_spec.predictions_dict)
+      if unknown:
+        raise UserInputError(
+            f'predict_keys={keys} names {sorted(unknown)}, which the model_fn '
+            f'does not predict (it predicts '
+            f'{sorted(graph.build_spec.predictions_dict)}).')
+    step = loops.make_predict_step(graph)
+    for element in data.dataset:
+      batch = loops.concat_replica_predictions(step(element))
+      if keys:
+        batch = {k: batch[k] for k in keys}
+      if not yield_single_examples:
+        yield batch['predictions'] if single else batch
+        continue
+      size = len(next(iter(batch.values())))
+      for i in range(size):
+        if single:
+          yield batch['predictions'][i]
+        else:
+          yield {k: v[i] for k, v in batch.items()}
+
+  # ------------------------------------------------------------- export
+  def export_saved_model(self, export_dir_base: str,
+                         serving_input_receiver_fn: Optional[Callable] = None,
+                         checkpoint_path: Optional[str] = None,
+                         input_fn: Optional[Callable] = None) -> str:
+    """Exports the PREDICT graph as a SavedModel with a serving signature.
+
+    The signature's inputs come from `serving_input_receiver_fn` (returning
+    a `ServingInputReceiver`); if None, from the features of `input_fn`'s
+    dataset, or of the last dataset this Estimator trained or evaluated on,
+    with the batch dimension left open.
+
+    Returns:
+      The export directory, `<export_dir_base>/<unix time>`.
+    """
+    path = self._checkpoint_to_use(checkpoint_path)
+    strategy = tf.distribute.get_strategy()
+    if serving_input_receiver_fn is not None:
+      receiver = serving_input_receiver_fn()
+      if not isinstance(receiver, export_lib.ServingInputReceiver):
+        raise UserInputError(
+            'serving_input_receiver_fn must return a ServingInputReceiver, '
+            f'got {type(receiver).__name__}.')
+    else:
+      if input_fn is not None:
+        data = inputs.make_input(strategy, input_fn, self._params,
+                                 role='export input_fn', sample_only=True)
+        self._remember_features(data.element_spec)
+      if self._features_spec is None:
+        raise UserInputError(
+            'export_saved_model: no serving_input_receiver_fn and no input_fn '
+            'to infer the serving inputs from; pass one of them.')
+      receiver = export_lib.receiver_from_element_spec(self._features_spec)
+    sample = _zeros_batch(receiver)
+    graph = ModelGraph(model_fn=self._model_fn, mode=ModeKeys.PREDICT,
+                       params=self._params, config=self._config,
+                       strategy=strategy, sample=(sample, None))
+    checkpoints.restore(graph, path, source=f'checkpoint {path!r}')
+    export_dir = export_lib.save(graph, receiver, export_dir_base)
+    logging.info('Exported SavedModel of %s to %s', path, export_dir)
+    return export_dir
+
+
+def _zeros_batch(receiver) -> Any:
+  """A one-example batch of zeros shaped like the features the receiver
+  produces (traced, so a parsing receiver needs no valid serialized input).
+  """
+  names = list(receiver.receiver_specs)
+  specs = [receiver.receiver_specs[n] for n in names]
+  concrete = tf.function(
+      lambda *args: receiver.features(dict(zip(names, args)))
+  ).get_concrete_function(*specs)
+
+  def zeros(tensor):
+    if not isinstance(tensor, tf.Tensor):
+      raise UserInputError(
+          'serving_input_receiver_fn produced a non-dense feature '
+          f'({type(tensor).__name__}); only dense features can be exported.')
+    shape = [1 if d is None else d for d in tensor.shape.as_list()]
+    if tensor.dtype == tf.string:
+      return tf.fill(shape, tf.constant(b'', tf.string))
+    return tf.zeros(shape, tensor.dtype)
+
+  return tf.nest.map_structure(zeros, concrete.structured_outputs)
+
+
+def _to_python(value):
+  array = np.asarray(value)
+  return array.item() if array.ndim == 0 else array

@@ -1,0 +1,162 @@
+"""Exporters: write SavedModels during and after train_and_evaluate.
+
+Each exporter writes under `<model_dir>/export/<name>/<unix time>`, called
+with the evaluation result of the checkpoint it exports.
+"""
+
+import os
+from typing import Any, Callable, Dict, Optional
+
+from absl import logging
+import tensorflow as tf
+
+from estimator_rt import summaries
+from estimator_rt.errors import UserInputError
+
+
+def _check_name(name):
+  if not isinstance(name, str) or not name or os.sep in name:
+    raise UserInputError(
+        f'exporter name={name!r} must be a non-empty string without '
+        f'{os.sep!r}.')
+
+
+def _loss_smaller(best: Dict[str, Any], current: Dict[str, Any]) -> bool:
+  return current['loss'] < best['loss']
+
+
+class Exporter:
+  """Base class: decides whether to export, and exports.
+
+  Args:
+    name: subdirectory of model_dir/export.
+    serving_input_receiver_fn: as for `Estimator.export_saved_model`; None
+      infers the inputs from the training data's features.
+    exports_to_keep: keep only this many newest exports (None keeps all).
+  """
+
+  def __init__(self, *, name: str,
+               serving_input_receiver_fn: Optional[Callable] = None,
+               exports_to_keep: Optional[int] = 5):
+    _check_name(name)
+    if exports_to_keep is not None and exports_to_keep < 1:
+      raise UserInputError(
+          f'{type(self).__name__}: exports_to_keep={exports_to_keep!r} must '
+          'be >= 1 or None.')
+    self.name = name
+    self._serving_input_receiver_fn = serving_input_receiver_fn
+    self._exports_to_keep = exports_to_keep
+
+  def should_export(self, *, eval_result: Dict[str, Any],
+                    is_the_final_export: bool) -> bool:
+    raise NotImplementedError
+
+  def export(self, estimator, *, checkpoint_path: str,
+             eval_result: Dict[str, Any],
+             is_the_final_export: bool) -> Optional[str]:
+    """Exports `checkpoint_path` if this exporter's rule says so.
+
+    Returns:
+      The export directory, or None if nothing was exported.
+    """
+    if not self.should_export(eval_result=eval_result,
+                              is_the_final_export=is_the_final_export):
+      return None
+    base = os.path.join(estimator.model_dir, 'export', self.name)
+    path = estimator.export_saved_model(
+        base, self._serving_input_receiver_fn,
+        checkpoint_path=checkpoint_path)
+    self._garbage_collect(base)
+    return path
+
+  def _garbage_collect(self, base: str) -> None:
+    if self._exports_to_keep is None:
+      return
+    exports = sorted((int(d), d) for d in tf.io.gfile.listdir(base)
+                     if d.strip('/').isdigit())
+    for _, old in exports[:-self._exports_to_keep]:
+      logging.info('Removing old export %s', os.path.join(base, old))
+      tf.io.gfile.rmtree(os.path.join(base, old.strip('/')))
+
+
+class LatestExporter(Exporter):
+  """Exports after every evaluation, keeping the newest `exports_to_keep`."""
+
+  def __init__(self, name: str = 'latest', serving_input_receiver_fn=None,
+               *, exports_to_keep: Optional[int] = 5):
+    super().__init__(name=name,
+                     serving_input_receiver_fn=serving_input_receiver_fn,
+                     exports_to_keep=exports_to_keep)
+
+  def should_export(self, *, eval_result, is_the_final_export):
+    return True
+
+
+class FinalExporter(Exporter):
+  """Exports once, after the final evaluation."""
+
+  def __init__(self, name: str = 'final', serving_input_receiver_fn=None):
+    super().__init__(name=name,
+                     serving_input_receiver_fn=serving_input_receiver_fn,
+                     exports_to_keep=None)
+
+  def should_export(self, *, eval_result, is_the_final_export):
+    return is_the_final_export
+
+
+class BestExporter(Exporter):
+  """Exports when an evaluation beats every earlier one.
+
+  "Earlier" includes evaluations from previous runs in the same model_dir:
+  on first use the exporter reads the evaluation event files, so a resumed
+  job does not export a model worse than one it already had.
+
+  Args:
+    name: subdirectory of model_dir/export.
+    serving_input_receiver_fn: see Exporter.
+    compare_fn: `compare_fn(best_eval_result, current_eval_result)` returns
+      True when current is better. Default: smaller 'loss'.
+    metric_name: the metric `compare_fn` looks at, used to recover the best
+      earlier value from event files (default 'loss').
+    eval_name: the EvalSpec name whose event files hold earlier results.
+    exports_to_keep: see Exporter.
+  """
+
+  def __init__(self, name: str = 'best', serving_input_receiver_fn=None, *,
+               compare_fn: Callable = _loss_smaller,
+               metric_name: str = 'loss', eval_name: Optional[str] = None,
+               exports_to_keep: Optional[int] = 5):
+    super().__init__(name=name,
+                     serving_input_receiver_fn=serving_input_receiver_fn,
+                     exports_to_keep=exports_to_keep)
+    self._compare_fn = compare_fn
+    self._metric_name = metric_name
+    self._eval_name = eval_name
+    self._best: Optional[Dict[str, Any]] = None
+    self._history_loaded = False
+
+  def export(self, estimator, *, checkpoint_path, eval_result,
+             is_the_final_export):
+    if not self._history_loaded:
+      self._load_history(estimator.model_dir, eval_result['global_step'])
+    return super().export(estimator, checkpoint_path=checkpoint_path,
+                          eval_result=eval_result,
+                          is_the_final_export=is_the_final_export)
+
+  def _load_history(self, model_dir: str, current_step: int) -> None:
+    self._history_loaded = True
+    points = summaries.read_scalars(
+        summaries.eval_dir(model_dir, self._eval_name)).get(
+            self._metric_name, [])
+    for step, value in points:
+      if step == current_step:
+        continue  # That is the result being judged now.
+      candidate = {self._metric_name: value, 'global_step': step}
+      if self._best is None or self._compare_fn(self._best, candidate):
+        self._best = candidate
+
+  def should_export(self, *, eval_result, is_the_final_export):
+    if self._best is None or self._compare_fn(self._best, eval_result):
+      self._best = dict(eval_result)
+      return True
+    return False

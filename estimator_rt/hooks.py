@@ -1,0 +1,224 @@
+"""Hooks: code that runs between compiled training loops.
+
+A hook is an object with any of the methods below, or a plain callable,
+which is treated as `after_loop`. The outer loop calls them in order:
+
+* `begin(*, global_step, max_steps)`: once, before the first loop.
+* `next_step_limit(global_step) -> int | None`: the step at which the next
+  loop must end so that this hook sees that exact step (e.g. 100 for a
+  hook that acts every 100 steps). None means no constraint.
+* `after_loop(result) -> bool | None`: after each loop, with a
+  `LoopResult`. Returning True asks training to stop (it saves a checkpoint
+  and ends normally). Raising stops training without saving.
+* `end(*, global_step)`: once, after the last loop, if training ended
+  normally.
+"""
+
+import dataclasses
+import datetime
+import math
+import time
+from typing import Optional
+
+from absl import logging
+
+from estimator_rt import summaries
+from estimator_rt.errors import NanLossError
+from estimator_rt.errors import UserInputError
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopResult:
+  """What one compiled training loop did.
+
+  Attributes:
+    global_step: the global step after the loop.
+    steps: training steps the loop ran.
+    loss: the loss of its last step (mean over replicas).
+    all_finite: whether every step's loss was finite.
+    elapsed_secs: wall time of the loop, including fetching its results.
+    max_steps: the step training runs up to (None: until input ends).
+  """
+
+  global_step: int
+  steps: int
+  loss: float
+  all_finite: bool
+  elapsed_secs: float
+  max_steps: Optional[int]
+
+
+class Hook:
+  """Base class with no-op methods; subclass and override what you need."""
+
+  def begin(self, *, global_step: int, max_steps: Optional[int]) -> None:
+    pass
+
+  def next_step_limit(self, global_step: int) -> Optional[int]:
+    del global_step
+    return None
+
+  def after_loop(self, result: LoopResult) -> Optional[bool]:
+    del result
+    return None
+
+  def end(self, *, global_step: int) -> None:
+    pass
+
+
+class _CallableHook(Hook):
+
+  def __init__(self, fn):
+    self._fn = fn
+
+  def after_loop(self, result):
+    return self._fn(result)
+
+
+def as_hook(hook) -> Hook:
+  """A Hook from a Hook-like object or a plain callable."""
+  if isinstance(hook, Hook):
+    return hook
+  if any(hasattr(hook, m) for m in ('begin', 'after_loop', 'end',
+                                     'next_step_limit')):
+    return hook
+  if callable(hook):
+    return _CallableHook(hook)
+  raise UserInputError(
+      f'hooks: {hook!r} is neither a hook object nor a callable.')
+
+
+def _next_multiple(step: int, every: int) -> int:
+  return (step // every + 1) * every
+
+
+class LoggingHook(Hook):
+  """Logs step, loss, steps/s and the ETA every `every_steps` steps."""
+
+  def __init__(self, *, every_steps: int):
+    self._every = every_steps
+    self._last_time = None
+    self._last_step = None
+
+  def begin(self, *, global_step, max_steps):
+    self._last_time = time.time()
+    self._last_step = global_step
+
+  def next_step_limit(self, global_step):
+    return _next_multiple(global_step, self._every)
+
+  def after_loop(self, result):
+    step = result.global_step
+    if step % self._every and step != result.max_steps:
+      return None
+    now = time.time()
+    rate = (step - self._last_step) / max(now - self._last_time, 1e-9)
+    self._last_time, self._last_step = now, step
+    message = f'step {step}'
+    if result.max_steps:
+      message += f'/{result.max_steps}'
+    message += f', loss = {result.loss:.6g}, {rate:.1f} steps/s'
+    if result.max_steps and rate > 0:
+      eta = datetime.timedelta(seconds=round((result.max_steps - step) / rate))
+      message += f', ETA {eta}'
+    logging.info(message)
+    return None
+
+
+class NanLossHook(Hook):
+  """Stops training with `NanLossError` when a loss is NaN or infinite.
+
+  It runs before the checkpoint of the same loop is written, so the
+  diverged weights are never saved and model_dir keeps its last good
+  checkpoint.
+  """
+
+  def after_loop(self, result):
+    if not result.all_finite or not math.isfinite(result.loss):
+      raise NanLossError(
+          f'Training diverged: loss became NaN or infinite in the steps up '
+          f'to global step {result.global_step} (last loss {result.loss}). '
+          'The last good checkpoint in model_dir is kept. Lower the learning '
+          'rate, check the input for NaNs, or clip gradients.')
+    return None
+
+
+class StopAtStepHook(Hook):
+  """Stops training after `num_steps` more steps or at `last_step`.
+
+  Exactly one of the two must be given.
+  """
+
+  def __init__(self, *, num_steps: Optional[int] = None,
+               last_step: Optional[int] = None):
+    if (num_steps is None) == (last_step is None):
+      raise UserInputError(
+          f'StopAtStepHook: give exactly one of num_steps={num_steps!r} and '
+          f'last_step={last_step!r}.')
+    self._num_steps = num_steps
+    self._last_step = last_step
+
+  def begin(self, *, global_step, max_steps):
+    if self._num_steps is not None:
+      self._last_step = global_step + self._num_steps
+
+  def next_step_limit(self, global_step):
+    return self._last_step
+
+  def after_loop(self, result):
+    return result.global_step >= self._last_step
+
+
+class EarlyStoppingHook(Hook):
+  """Stops training when an evaluation metric stops improving.
+
+  It reads the evaluation event files (model_dir/eval or eval_<name>), so
+  it works both with local train_and_evaluate and with a separate evaluator
+  task. Training stops when the best value of `metric_name` was reached
+  more than `max_steps_without_improvement` steps before the newest
+  evaluation.
+
+  Args:
+    model_dir: the Estimator's model_dir.
+    metric_name: an evaluation metric, e.g. 'loss' or 'accuracy'.
+    max_steps_without_improvement: patience, in global steps.
+    higher_is_better: True for accuracy-like metrics, False for losses.
+    min_steps: never stop before this global step.
+    eval_name: the EvalSpec name whose results to read.
+  """
+
+  def __init__(self, *, model_dir: str, metric_name: str,
+               max_steps_without_improvement: int,
+               higher_is_better: bool = False, min_steps: int = 0,
+               eval_name: Optional[str] = None):
+    if max_steps_without_improvement <= 0:
+      raise UserInputError(
+          'EarlyStoppingHook: max_steps_without_improvement='
+          f'{max_steps_without_improvement!r} must be > 0.')
+    self._eval_dir = summaries.eval_dir(model_dir, eval_name)
+    self._metric = metric_name
+    self._patience = max_steps_without_improvement
+    self._sign = 1.0 if higher_is_better else -1.0
+    self._min_steps = min_steps
+    self.stopped_at_step = None
+
+  def should_stop(self) -> bool:
+    """Whether the evaluations so far say training should stop."""
+    points = summaries.read_scalars(self._eval_dir).get(self._metric, [])
+    if not points:
+      return False
+    best_step, best = None, None
+    for step, value in points:
+      if best is None or self._sign * value > self._sign * best:
+        best_step, best = step, value
+    newest = points[-1][0]
+    return newest >= self._min_steps and newest - best_step > self._patience
+
+  def after_loop(self, result):
+    if self.should_stop():
+      logging.info('Early stopping at step %d: %s has not improved for more '
+                   'than %d steps.', result.global_step, self._metric,
+                   self._patience)
+      self.stopped_at_step = result.global_step
+      return True
+    return None

@@ -1,0 +1,117 @@
+"""From an `input_fn` to the input a compiled loop iterates over.
+
+Two kinds of input_fn, as in DESIGN.md:
+
+* one that declares `input_context` shards and batches itself with the
+  per-replica batch size; the strategy calls it once per input pipeline
+  (`distribute_datasets_from_function`);
+* one that does not returns a globally batched dataset; the strategy splits
+  each batch across replicas and, across workers, shards the dataset by the
+  RunConfig's `auto_shard_policy` (`experimental_distribute_dataset`).
+"""
+
+import dataclasses
+from typing import Any, Callable, Optional, Tuple
+
+import tensorflow as tf
+
+from estimator_rt import user_fns
+from estimator_rt.errors import InputFnError
+
+_POLICIES = {
+    'AUTO': tf.data.experimental.AutoShardPolicy.AUTO,
+    'FILE': tf.data.experimental.AutoShardPolicy.FILE,
+    'DATA': tf.data.experimental.AutoShardPolicy.DATA,
+    'OFF': tf.data.experimental.AutoShardPolicy.OFF,
+}
+
+
+def split_element(element: Any) -> Tuple[Any, Any]:
+  """(features, labels) of a dataset element; labels is None if absent."""
+  if isinstance(element, tuple):
+    if len(element) == 2:
+      return element[0], element[1]
+    if len(element) == 1:
+      return element[0], None
+  return element, None
+
+
+@dataclasses.dataclass(frozen=True)
+class DistributedInput:
+  """An input_fn's data, ready for a strategy.
+
+  Attributes:
+    dataset: what to iterate in a compiled loop (a distributed dataset, or
+      the plain dataset under the default strategy).
+    sample: one local batch as (features, labels), for the build call.
+    element_spec: the `element_spec` of the local dataset.
+    infinite: whether the dataset repeats forever (then loops need no
+      end-of-input check, which saves work on every step).
+  """
+
+  dataset: Any
+  sample: Tuple[Any, Any]
+  element_spec: Any
+  infinite: bool
+
+
+def _first_batch(dataset: tf.data.Dataset, role: str, fn) -> Tuple[Any, Any]:
+  for element in dataset.take(1):
+    return split_element(element)
+  raise InputFnError(
+      f'{role} {getattr(fn, "__qualname__", fn)!r} returned an empty '
+      'dataset; it must yield at least one batch.')
+
+
+def make_input(strategy: tf.distribute.Strategy,
+               input_fn: Callable,
+               params: dict,
+               *,
+               auto_shard_policy: str = 'AUTO',
+               role: str = 'input_fn',
+               sample_only: bool = False) -> DistributedInput:
+  """Calls `input_fn` and distributes its dataset with `strategy`.
+
+  Args:
+    strategy: the strategy whose replicas consume the data.
+    input_fn: the user's input function.
+    params: the Estimator's params (`params['batch_size']`, if present, is
+      the global batch size).
+    auto_shard_policy: 'AUTO', 'FILE', 'DATA' or 'OFF' for global datasets.
+    role: names the function in errors.
+    sample_only: only produce `sample` and `element_spec` (for export);
+      `dataset` is then None.
+
+  Raises:
+    InputFnError: the input_fn returned no dataset or an empty one.
+  """
+  if user_fns.input_fn_takes_context(input_fn):
+    local_context = tf.distribute.InputContext(
+        num_input_pipelines=1, input_pipeline_id=0,
+        num_replicas_in_sync=strategy.num_replicas_in_sync)
+    local = user_fns.call_input_fn(input_fn, params, local_context, role=role)
+    sample = _first_batch(local, role, input_fn)
+    distributed = None
+    if not sample_only:
+      distributed = strategy.distribute_datasets_from_function(
+          lambda context: user_fns.call_input_fn(
+              input_fn, params, context, role=role))
+  else:
+    local = user_fns.call_input_fn(input_fn, params, role=role)
+    sample = _first_batch(local, role, input_fn)
+    distributed = None
+    if not sample_only:
+      options = tf.data.Options()
+      options.experimental_distribute.auto_shard_policy = _POLICIES[
+          auto_shard_policy]
+      distributed = strategy.experimental_distribute_dataset(
+          local.with_options(options))
+  infinite = int(local.cardinality()) == int(tf.data.INFINITE_CARDINALITY)
+  return DistributedInput(dataset=distributed, sample=sample,
+                          element_spec=local.element_spec, infinite=infinite)
+
+
+def batch_size_of(features: Any) -> tf.Tensor:
+  """The leading dimension of the first tensor in `features`, as float32."""
+  first = tf.nest.flatten(features)[0]
+  return tf.cast(tf.shape(first)[0], tf.float32)

@@ -1,0 +1,188 @@
+"""Compiled inner loops: many training steps, a whole evaluation, a batch
+of predictions, each inside one `tf.function`.
+
+The outer loop (controller.py) decides how many steps to run; these
+functions only run them. Training runs `num_steps` steps per call in a
+`tf.range` loop over the distributed iterator, so the Python overhead of a
+call is paid once per loop, not once per step.
+"""
+
+from typing import Any, Callable, Dict, Tuple
+
+import tensorflow as tf
+
+from estimator_rt.errors import ModelFnError
+from estimator_rt.inputs import batch_size_of
+from estimator_rt.inputs import split_element
+from estimator_rt.model_graph import ModelGraph
+
+# Loop bound for "until the input ends": large, but an int32 for tf.range.
+UNTIL_END_OF_INPUT = 2**31 - 1
+
+
+def _replica_train_step(graph: ModelGraph) -> Callable:
+  """The per-replica step: forward, backward, apply."""
+  strategy = graph.strategy
+  num_replicas = strategy.num_replicas_in_sync
+
+  def step(element):
+    features, labels = split_element(element)
+    if not graph.uses_optimizer:
+      spec = graph.call(features, labels)
+      # The train_op updated the variables; make sure it ran before the
+      # loss is returned.
+      with tf.control_dependencies(
+          [t for t in tf.nest.flatten(spec.train_op) if t is not None]):
+        return tf.cast(tf.identity(spec.loss), tf.float32)
+    with tf.GradientTape() as tape:
+      spec = graph.call(features, labels)
+      # The loss is a mean over this replica's batch; the optimizer sums
+      # gradients across replicas, so dividing by the number of replicas
+      # makes the update the mean over the global batch.
+      scaled_loss = spec.loss / tf.cast(num_replicas, spec.loss.dtype)
+    variables = graph.trainable_variables
+    grads = tape.gradient(scaled_loss, variables)
+    pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
+    if not pairs:
+      raise ModelFnError(
+          'model_fn: the loss does not depend on any trainable variable '
+          f'({len(variables)} exist); no gradient to apply.')
+    graph.optimizer.apply_gradients(pairs)
+    return tf.cast(spec.loss, tf.float32)
+
+  return step
+
+
+def make_train_loop(graph: ModelGraph, *, infinite_input: bool) -> Callable:
+  """A compiled function `(iterator, num_steps) -> (loss, steps, finite)`.
+
+  It runs up to `num_steps` training steps, stopping early only if the
+  input ends, and increments the global step once per step. `loss` is the
+  last step's loss (mean over replicas), `steps` how many steps ran, and
+  `finite` whether every step's loss was finite.
+
+  Args:
+    graph: the TRAIN ModelGraph.
+    infinite_input: the dataset repeats forever, so no step needs to check
+      for the end of input.
+  """
+  strategy = graph.strategy
+  replica_step = _replica_train_step(graph)
+  global_step = graph.global_step
+
+  def run_step(element):
+    per_replica_loss = strategy.run(replica_step, args=(element,))
+    global_step.assign_add(1)
+    return strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica_loss,
+                           axis=None)
+
+  @tf.function
+  def train_loop(iterator, num_steps):
+    loss = tf.constant(float('nan'))
+    steps = tf.constant(0, tf.int64)
+    finite = tf.constant(True)
+    for _ in tf.range(num_steps):
+      if infinite_input:
+        loss = run_step(next(iterator))
+      else:
+        optional = iterator.get_next_as_optional()
+        if not optional.has_value():
+          break
+        loss = run_step(optional.get_value())
+      steps += 1
+      finite = tf.logical_and(finite, tf.math.is_finite(loss))
+    return loss, steps, finite
+
+  return train_loop
+
+
+def _pair_metrics(graph: ModelGraph) -> Dict[str, Any]:
+  return {name: pair for name, pair in graph.build_spec.eval_metric_ops.items()
+          if name not in graph.metrics}
+
+
+def make_eval_loop(graph: ModelGraph) -> Callable:
+  """A compiled function `(iterator, num_steps) -> results`.
+
+  Runs up to `num_steps` evaluation steps (fewer if the input ends).
+  Keras metrics accumulate in their own variables; the function returns
+  `(loss_sum, example_count, steps, pair_values)` where the loss is
+  weighted by each replica's batch size (a replica may get an empty last
+  batch) and `pair_values` holds, for each `(value, update_op)` metric, the
+  value after the last update.
+  """
+  strategy = graph.strategy
+  pair_names = sorted(_pair_metrics(graph))
+
+  def replica_step(element):
+    features, labels = split_element(element)
+    spec = graph.call(features, labels)
+    count = batch_size_of(features)
+    loss = tf.cast(spec.loss, tf.float32)
+    weighted = tf.where(count > 0, loss * count, 0.0)
+    updates = [spec.eval_metric_ops[n][1] for n in pair_names]
+    with tf.control_dependencies([u for u in updates if u is not None]):
+      values = [tf.cast(tf.identity(spec.eval_metric_ops[n][0]), tf.float32)
+                for n in pair_names]
+    return weighted, count, values
+
+  def initial_pair_values():
+    return [tf.zeros_like(tf.cast(graph.build_spec.eval_metric_ops[n][0],
+                                  tf.float32)) for n in pair_names]
+
+  @tf.function
+  def eval_loop(iterator, num_steps):
+    loss_sum = tf.constant(0.0)
+    count = tf.constant(0.0)
+    steps = tf.constant(0, tf.int64)
+    values = initial_pair_values()
+    for _ in tf.range(num_steps):
+      optional = iterator.get_next_as_optional()
+      if not optional.has_value():
+        break
+      weighted, n, replica_values = strategy.run(
+          replica_step, args=(optional.get_value(),))
+      loss_sum += strategy.reduce(tf.distribute.ReduceOp.SUM, weighted,
+                                  axis=None)
+      count += strategy.reduce(tf.distribute.ReduceOp.SUM, n, axis=None)
+      values = [strategy.reduce(tf.distribute.ReduceOp.MEAN, v, axis=None)
+                for v in replica_values]
+      steps += 1
+    return loss_sum, count, steps, values
+
+  eval_loop.pair_names = pair_names
+  return eval_loop
+
+
+def make_predict_step(graph: ModelGraph) -> Callable:
+  """A compiled function `element -> predictions` for one distributed batch.
+
+  `predictions` is a tuple with one dict per local replica, in replica
+  order (the order in which a global batch was split across replicas).
+  """
+  strategy = graph.strategy
+  names = sorted(graph.build_spec.predictions_dict)
+
+  def replica_step(element):
+    features, _ = split_element(element)
+    predictions = graph.call(features, None).predictions_dict
+    if set(names) != set(predictions):
+      raise ModelFnError(
+          f'model_fn returned prediction keys {sorted(predictions)} on one '
+          f'call and {names} on another.')
+    return {n: predictions[n] for n in names}
+
+  @tf.function
+  def predict_step(element):
+    per_replica = strategy.run(replica_step, args=(element,))
+    return strategy.experimental_local_results(per_replica)
+
+  return predict_step
+
+
+def concat_replica_predictions(per_replica: Tuple[Dict[str, Any], ...]
+                               ) -> Dict[str, Any]:
+  """Joins per-replica prediction dicts into one batch, as numpy arrays."""
+  names = per_replica[0].keys()
+  return {n: tf.concat([r[n] for r in per_replica], axis=0).numpy()
+          for n in names}

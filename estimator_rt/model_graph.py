@@ -1,0 +1,187 @@
+"""The variables and per-replica computation of one mode of a `model_fn`.
+
+`ModelGraph` plays the part of the graph tf.estimator built for each mode:
+it calls the model_fn once eagerly under the strategy's scope (the *build
+call*) to create the variables, sorts them into model, optimizer and metric
+variables, and then lets compiled code call the model_fn again on the same
+variables. Checkpoints hold the model variables by creation index, the
+optimizer's state and the global step, so TRAIN, EVAL and PREDICT graphs
+built in different processes restore each other's checkpoints.
+"""
+
+import contextlib
+import threading
+from typing import Any, List, Optional
+
+import keras
+import tensorflow as tf
+
+from estimator_rt import user_fns
+from estimator_rt.errors import ModelFnError
+from estimator_rt.errors import UserInputError
+from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.spec import EstimatorSpec
+from estimator_rt.variable_store import VariableStore
+
+_current = threading.local()
+
+# Exceptions that, raised from inside a model_fn, mean the model_fn or its
+# inputs are wrong (shape mismatches, bad arguments), not that TF failed.
+_USER_CODE_ERRORS = (ValueError, TypeError, KeyError, IndexError,
+                     AttributeError, tf.errors.InvalidArgumentError)
+
+
+def _name(fn) -> str:
+  return getattr(fn, '__qualname__', None) or repr(fn)
+
+
+def _shapes(structure) -> str:
+  if structure is None:
+    return 'None'
+  shapes = tf.nest.map_structure(
+      lambda t: str(tuple(t.shape)) if hasattr(t, 'shape') else repr(t),
+      structure)
+  return str(shapes).replace("'", '')
+
+
+def get_global_step() -> Optional[tf.Variable]:
+  """The global step variable while a model_fn runs, else None.
+
+  Use it for step-dependent behaviour inside a model_fn (schedules,
+  summaries); it counts training steps across restarts.
+  """
+  return getattr(_current, 'global_step', None)
+
+
+@contextlib.contextmanager
+def _global_step_scope(variable):
+  previous = getattr(_current, 'global_step', None)
+  _current.global_step = variable
+  try:
+    yield
+  finally:
+    _current.global_step = previous
+
+
+def _variable_of(keras_or_tf_variable) -> tf.Variable:
+  """The tf.Variable behind a Keras 3 variable (or the variable itself)."""
+  if isinstance(keras_or_tf_variable, keras.Variable):
+    return keras_or_tf_variable.value
+  return keras_or_tf_variable
+
+
+def _optimizer_state(optimizer) -> List[tf.Variable]:
+  # The learning rate is left out of checkpoints on purpose: a resumed run
+  # must use the learning rate its params give now (tf.estimator users
+  # changed it between runs), not the one saved with the old run.
+  return [_variable_of(v) for v in optimizer.variables
+          if not v.name.endswith('learning_rate')]
+
+
+class ModelGraph:
+  """One mode's variables, built once, and calls of the model_fn on them.
+
+  Attributes:
+    mode: the ModeKeys value.
+    strategy: the strategy whose scope holds the variables.
+    build_spec: the EstimatorSpec of the build call (its optimizer and
+      metric objects are the ones the runtime uses).
+    global_step: int64 step counter.
+    model_variables: the model's own variables in creation order (no
+      optimizer or metric state).
+    trainable_variables: the trainable model variables.
+    optimizer: the Keras optimizer (TRAIN with `optimizer` only).
+    metrics: name -> Keras metric of the build call (EVAL).
+    checkpoint: a tf.train.Checkpoint over what this mode saves/restores.
+  """
+
+  def __init__(self, *, model_fn, mode: str, params: dict, config,
+               strategy: tf.distribute.Strategy, sample):
+    self.mode = mode
+    self.strategy = strategy
+    self._model_fn = model_fn
+    self._params = params
+    self._config = config
+    self._store = VariableStore(
+        owner=f'model_fn {_name(model_fn)}')
+    features, labels = sample
+    with strategy.scope():
+      self.global_step = tf.Variable(
+          0, dtype=tf.int64, trainable=False, name='global_step',
+          aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+      with self._store.recording(snapshot=mode == ModeKeys.TRAIN):
+        spec = self._invoke(features, labels)
+      self.build_spec = spec
+      owned = set()
+      self.optimizer = spec.optimizer if mode == ModeKeys.TRAIN else None
+      if self.optimizer is not None:
+        owned.update(id(_variable_of(v)) for v in self.optimizer.variables)
+      self.metrics = {}
+      if mode == ModeKeys.EVAL:
+        for name, metric in spec.eval_metric_ops.items():
+          if isinstance(metric, keras.metrics.Metric):
+            self.metrics[name] = metric
+            owned.update(id(_variable_of(v)) for v in metric.variables)
+      self.model_variables = [
+          v for v in self._store.variables if id(v) not in owned]
+      self.trainable_variables = [
+          v for v in self.model_variables if v.trainable]
+      if self.optimizer is not None:
+        if not self.trainable_variables:
+          raise ModelFnError(
+              'model_fn returned an optimizer but created no trainable '
+              'variables to optimize.')
+        self.optimizer.build(self.trainable_variables)
+    if mode == ModeKeys.TRAIN:
+      # The build call ran one forward pass (and a train_op's update): undo
+      # it so training starts from the initial values.
+      self._store.restore_snapshots()
+    self.reset_metrics()
+    state = {'global_step': self.global_step, 'model': self.model_variables}
+    if self.optimizer is not None:
+      state['optimizer'] = _optimizer_state(self.optimizer)
+    self.checkpoint = tf.train.Checkpoint(**state)
+
+  @property
+  def uses_optimizer(self) -> bool:
+    return self.optimizer is not None
+
+  def _invoke(self, features, labels) -> EstimatorSpec:
+    try:
+      with _global_step_scope(self.global_step):
+        spec = user_fns.call_model_fn(self._model_fn, features, labels,
+                                      self.mode, self._params, self._config)
+    except UserInputError:
+      raise
+    except _USER_CODE_ERRORS as e:
+      # A bare TensorFlow trace does not say which call of which function
+      # failed on what input; say it, and keep the original as the cause.
+      raise ModelFnError(
+          f'model_fn {_name(self._model_fn)} failed in mode {self.mode!r} on '
+          f'features {_shapes(features)} and labels {_shapes(labels)}: '
+          f'{type(e).__name__}: {e}') from e
+    if not isinstance(spec, EstimatorSpec):
+      raise ModelFnError(
+          f'model_fn {_name(self._model_fn)} returned '
+          f'{type(spec).__name__} in mode {self.mode!r}; it must return an '
+          'estimator_rt.EstimatorSpec.')
+    if spec.mode != self.mode:
+      raise ModelFnError(
+          f'model_fn returned EstimatorSpec(mode={spec.mode!r}) when called '
+          f'with mode={self.mode!r}; pass the mode it received.')
+    return spec
+
+  def call(self, features, labels) -> EstimatorSpec:
+    """Calls the model_fn on the built variables (inside compiled code)."""
+    with self._store.reusing():
+      spec = self._invoke(features, labels)
+    if self.mode == ModeKeys.TRAIN and (
+        (spec.optimizer is None) != (self.build_spec.optimizer is None)):
+      raise ModelFnError(
+          'model_fn returned an optimizer on one call and a train_op on '
+          'another; return the same kind every time.')
+    return spec
+
+  def reset_metrics(self):
+    for metric in self.metrics.values():
+      metric.reset_state()

@@ -1,0 +1,105 @@
+"""Distribution strategies for one process, by name.
+
+The multi-worker strategies (`multi_worker_mirrored`, `parameter_server`)
+need a cluster and are created by the cluster roles, not here.
+"""
+
+from typing import Optional, Union
+
+import tensorflow as tf
+
+from estimator_rt.errors import UserInputError
+
+LOCAL_STRATEGY_NAMES = ('default', 'one_device', 'mirrored',
+                        'central_storage')
+
+
+def configure_cpu_devices(count: int) -> None:
+  """Splits the host CPU into `count` logical devices.
+
+  This lets `mirrored` and `central_storage` run several replicas on a
+  machine without GPUs (as the tests do). It must run before TensorFlow
+  initializes its devices, i.e. before the first op or strategy.
+
+  Raises:
+    UserInputError: `count` is not a positive integer, or TensorFlow's
+      devices are already initialized with a different layout.
+  """
+  if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+    raise UserInputError(
+        f'num_cpu_devices={count!r} must be an integer >= 1.')
+  cpu = tf.config.list_physical_devices('CPU')[0]
+  try:
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * count)
+  except RuntimeError as e:
+    if len(tf.config.list_logical_devices('CPU')) != count:
+      raise UserInputError(
+          f'num_cpu_devices={count}: TensorFlow already initialized its '
+          'devices; set this before any TensorFlow op runs.') from e
+
+
+def _compute_devices(num_gpus: Optional[int]) -> list:
+  gpus = tf.config.list_logical_devices('GPU')
+  if num_gpus is None:
+    num_gpus = len(gpus)
+  if num_gpus > len(gpus):
+    raise UserInputError(
+        f'num_gpus={num_gpus} but this machine has {len(gpus)} GPU(s).')
+  if num_gpus > 0:
+    return [d.name for d in gpus[:num_gpus]]
+  return [d.name for d in tf.config.list_logical_devices('CPU')]
+
+
+def make_strategy(name: str, *,
+                  num_gpus: Optional[int] = None) -> tf.distribute.Strategy:
+  """Creates a one-process strategy by name.
+
+  Args:
+    name: 'default' (no distribution), 'one_device' (the first GPU, else
+      the CPU), 'mirrored' (synchronous replicas on every GPU, or on every
+      logical CPU device when there is no GPU), or 'central_storage'
+      (variables on the CPU, computation replicated like 'mirrored').
+    num_gpus: how many GPUs to use; None uses all; 0 forces the CPU.
+
+  Raises:
+    UserInputError: an unknown name or more GPUs than the machine has.
+  """
+  if num_gpus is not None and (isinstance(num_gpus, bool) or
+                               not isinstance(num_gpus, int) or num_gpus < 0):
+    raise UserInputError(f'num_gpus={num_gpus!r} must be an integer >= 0.')
+  if name == 'default':
+    return tf.distribute.get_strategy()
+  if name == 'one_device':
+    return tf.distribute.OneDeviceStrategy(_compute_devices(num_gpus)[0])
+  if name == 'mirrored':
+    return tf.distribute.MirroredStrategy(devices=_compute_devices(num_gpus))
+  if name == 'central_storage':
+    return tf.distribute.experimental.CentralStorageStrategy(
+        compute_devices=_compute_devices(num_gpus),
+        parameter_device='/cpu:0')
+  raise UserInputError(
+      f'distribution strategy {name!r} is not one of {LOCAL_STRATEGY_NAMES} '
+      '(multi-worker strategies need a TF_CONFIG cluster).')
+
+
+def resolve_strategy(value: Union[None, str, tf.distribute.Strategy]
+                     ) -> tf.distribute.Strategy:
+  """A strategy from a RunConfig field: None, a name, or a strategy."""
+  if value is None:
+    return tf.distribute.get_strategy()
+  if isinstance(value, str):
+    return make_strategy(value)
+  return value
+
+
+def is_central_storage(strategy: tf.distribute.Strategy) -> bool:
+  return isinstance(strategy,
+                    tf.distribute.experimental.CentralStorageStrategy)
+
+
+def is_multi_worker(strategy: tf.distribute.Strategy) -> bool:
+  """Whether `strategy` spans several processes (workers or ps)."""
+  return isinstance(strategy, (
+      tf.distribute.MultiWorkerMirroredStrategy,
+      tf.distribute.experimental.ParameterServerStrategy))

@@ -1,0 +1,170 @@
+"""`train_and_evaluate`: train, evaluate each new checkpoint, export.
+
+This module holds the local (single-process) mode. The cluster roles read
+from TF_CONFIG build on the same specs.
+"""
+
+import dataclasses
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from absl import logging
+
+from estimator_rt import checkpoints
+from estimator_rt.errors import UserInputError
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainSpec:
+  """What to train on and for how long.
+
+  Attributes:
+    input_fn: the training input_fn.
+    max_steps: train up to this global step (None: until input ends).
+    hooks: hooks for the training loop.
+  """
+
+  input_fn: Callable
+  max_steps: Optional[int] = None
+  hooks: Sequence[Any] = ()
+
+  def __post_init__(self):
+    if not callable(self.input_fn):
+      raise UserInputError(
+          f'TrainSpec: input_fn={self.input_fn!r} is not callable.')
+    if self.max_steps is not None and (
+        isinstance(self.max_steps, bool) or
+        not isinstance(self.max_steps, int) or self.max_steps <= 0):
+      raise UserInputError(
+          f'TrainSpec: max_steps={self.max_steps!r} must be an integer > 0 '
+          'or None.')
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalSpec:
+  """What to evaluate on, how often, and what to export.
+
+  Attributes:
+    input_fn: the evaluation input_fn.
+    steps: batches per evaluation (None: until the input ends).
+    name: evaluation name; summaries go to model_dir/eval_<name>.
+    hooks: hooks run at the end of each evaluation.
+    exporters: Exporter objects run after each evaluation.
+    start_delay_secs: a separate evaluator task waits this long before its
+      first evaluation (unused in local mode, where the first checkpoint
+      is the natural start).
+    throttle_secs: evaluate a new checkpoint only if this many seconds
+      passed since the last evaluation began. The final checkpoint is
+      always evaluated.
+  """
+
+  input_fn: Callable
+  steps: Optional[int] = 100
+  name: Optional[str] = None
+  hooks: Sequence[Any] = ()
+  exporters: Sequence[Any] = ()
+  start_delay_secs: float = 120
+  throttle_secs: float = 600
+
+  def __post_init__(self):
+    if not callable(self.input_fn):
+      raise UserInputError(
+          f'EvalSpec: input_fn={self.input_fn!r} is not callable.')
+    if self.steps is not None and (
+        isinstance(self.steps, bool) or not isinstance(self.steps, int) or
+        self.steps <= 0):
+      raise UserInputError(
+          f'EvalSpec: steps={self.steps!r} must be an integer > 0 or None.')
+    if self.throttle_secs < 0:
+      raise UserInputError(
+          f'EvalSpec: throttle_secs={self.throttle_secs!r} must be >= 0.')
+    if not isinstance(self.exporters, (list, tuple)):
+      object.__setattr__(self, 'exporters', (self.exporters,))
+    names = [e.name for e in self.exporters]
+    if len(set(names)) != len(names):
+      raise UserInputError(
+          f'EvalSpec: exporter names {names} must be unique.')
+
+
+class CheckpointEvaluator:
+  """Evaluates checkpoints once each and runs the exporters after.
+
+  Shared by local train_and_evaluate and the evaluator task: it remembers
+  which global steps it evaluated, so no checkpoint is evaluated twice.
+  """
+
+  def __init__(self, *, estimator, eval_spec: EvalSpec):
+    self._estimator = estimator
+    self._spec = eval_spec
+    self.evaluated_steps: List[int] = []
+    self.last_result: Optional[Dict[str, Any]] = None
+    self.export_results: List[str] = []
+
+  def evaluate(self, checkpoint_path: str, *,
+               is_final: bool) -> Optional[Dict[str, Any]]:
+    """Evaluates `checkpoint_path` unless its step was evaluated already."""
+    step = checkpoints.checkpoint_step(checkpoint_path)
+    if step in self.evaluated_steps:
+      return None
+    result = self._estimator.evaluate(
+        self._spec.input_fn, steps=self._spec.steps, hooks=self._spec.hooks,
+        checkpoint_path=checkpoint_path, name=self._spec.name)
+    self.evaluated_steps.append(step)
+    self.last_result = result
+    for exporter in self._spec.exporters:
+      path = exporter.export(self._estimator, checkpoint_path=checkpoint_path,
+                             eval_result=result, is_the_final_export=is_final)
+      if path:
+        logging.info('Exporter %r wrote %s', exporter.name, path)
+        self.export_results.append(path)
+    return result
+
+
+def train_and_evaluate(estimator, train_spec: TrainSpec,
+                       eval_spec: EvalSpec
+                       ) -> Tuple[Optional[Dict[str, Any]], List[str]]:
+  """Trains, evaluating after new checkpoints, then evaluates and exports.
+
+  Local mode (no cluster): evaluation runs in this process after each
+  checkpoint save, never at step 0 and never twice for one checkpoint,
+  at most once per `eval_spec.throttle_secs`; after training, the final
+  checkpoint is evaluated (if it was not already) and the exporters run
+  with `is_the_final_export=True`.
+
+  Returns:
+    (metrics of the last evaluation, paths of all exports written).
+  """
+  if not isinstance(train_spec, TrainSpec):
+    raise UserInputError(f'train_spec={train_spec!r} must be a TrainSpec.')
+  if not isinstance(eval_spec, EvalSpec):
+    raise UserInputError(f'eval_spec={eval_spec!r} must be an EvalSpec.')
+  evaluator = CheckpointEvaluator(estimator=estimator, eval_spec=eval_spec)
+  last_eval_start = [None]
+
+  def after_save(path: str, step: int) -> None:
+    if step == 0 or step == train_spec.max_steps:
+      return  # Step 0 is untrained; the final one is evaluated below.
+    now = time.time()
+    if (last_eval_start[0] is not None and
+        now - last_eval_start[0] < eval_spec.throttle_secs):
+      return
+    last_eval_start[0] = now
+    evaluator.evaluate(path, is_final=False)
+
+  estimator.train(train_spec.input_fn, hooks=train_spec.hooks,
+                  max_steps=train_spec.max_steps,
+                  saving_listeners=[after_save])
+  final = estimator.latest_checkpoint()
+  if final is None:
+    raise UserInputError('train_and_evaluate: training wrote no checkpoint.')
+  result = evaluator.evaluate(final, is_final=True)
+  if result is None:
+    # The final checkpoint was evaluated during training; the exporters
+    # still owe their final export.
+    result = evaluator.last_result
+    for exporter in eval_spec.exporters:
+      path = exporter.export(estimator, checkpoint_path=final,
+                             eval_result=result, is_the_final_export=True)
+      if path:
+        evaluator.export_results.append(path)
+  return result, evaluator.export_results

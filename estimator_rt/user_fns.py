@@ -1,0 +1,174 @@
+"""Calling the user's `model_fn` and `input_fn` with the arguments they declare.
+
+Both functions may declare only some of their optional arguments, as with
+tf.estimator: `model_fn(features, labels, mode, params, config)` with
+`labels`, `mode`, `params` and `config` optional, and `input_fn(params,
+input_context)` with both optional. This module finds out which ones they
+take and loads functions named as `module:attr` on the command line.
+"""
+
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+from typing import Any, Callable, Optional
+
+import tensorflow as tf
+
+from estimator_rt.errors import InputFnError
+from estimator_rt.errors import UserInputError
+
+_MODEL_FN_ARGS = ('features', 'labels', 'mode', 'params', 'config')
+
+
+def _fn_name(fn: Callable) -> str:
+  return getattr(fn, '__qualname__', None) or repr(fn)
+
+
+def _declared_args(fn: Callable) -> set:
+  try:
+    params = inspect.signature(fn).parameters
+  except (TypeError, ValueError):
+    return set()
+  if any(p.kind == p.VAR_KEYWORD for p in params.values()):
+    return {'*'}
+  return set(params)
+
+
+def check_model_fn(model_fn: Any) -> Callable:
+  """Checks that `model_fn` is callable and takes `features`; returns it."""
+  if not callable(model_fn):
+    raise UserInputError(
+        f'model_fn={model_fn!r} is not callable; pass a function '
+        'model_fn(features, labels, mode, params).')
+  args = _declared_args(model_fn)
+  if '*' not in args and 'features' not in args:
+    raise UserInputError(
+        f'model_fn {_fn_name(model_fn)} must take an argument named '
+        f'`features`; it declares {sorted(args)}. Expected '
+        'model_fn(features, labels, mode, params[, config]).')
+  unknown = args - set(_MODEL_FN_ARGS) - {'*'}
+  sig = inspect.signature(model_fn)
+  required_unknown = [
+      a for a in unknown if sig.parameters[a].default is inspect.Parameter.empty
+      and sig.parameters[a].kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                     inspect.Parameter.KEYWORD_ONLY)]
+  if required_unknown:
+    raise UserInputError(
+        f'model_fn {_fn_name(model_fn)} has argument(s) {sorted(required_unknown)} '
+        f'the runtime cannot supply; it passes only {list(_MODEL_FN_ARGS)}.')
+  return model_fn
+
+
+def call_model_fn(model_fn, features, labels, mode, params, config):
+  """Calls `model_fn` with the subset of arguments it declares."""
+  args = _declared_args(model_fn)
+  kwargs = {'features': features}
+  values = {'labels': labels, 'mode': mode, 'params': params,
+            'config': config}
+  for name, value in values.items():
+    if '*' in args or name in args:
+      kwargs[name] = value
+    elif name == 'labels' and labels is not None:
+      raise UserInputError(
+          f'model_fn {_fn_name(model_fn)} does not take `labels`, but the '
+          'input_fn yields (features, labels). Add a `labels` argument or '
+          'yield only features.')
+  return model_fn(**kwargs)
+
+
+def input_fn_takes_context(input_fn: Callable) -> bool:
+  """Whether `input_fn` declares `input_context` (and so shards itself)."""
+  args = _declared_args(input_fn)
+  return 'input_context' in args
+
+
+def call_input_fn(input_fn: Callable, params: dict,
+                  input_context: Optional[tf.distribute.InputContext] = None,
+                  *, role: str = 'input_fn') -> tf.data.Dataset:
+  """Calls `input_fn` and checks that it returned a `tf.data.Dataset`.
+
+  Args:
+    input_fn: the user's function.
+    params: passed as `params` if the function declares it.
+    input_context: passed if the function declares `input_context`.
+    role: how errors name the function (e.g. 'TrainSpec.input_fn').
+
+  Raises:
+    InputFnError: `input_fn` is not callable or did not return a Dataset.
+  """
+  if not callable(input_fn):
+    raise InputFnError(f'{role}={input_fn!r} is not callable.')
+  args = _declared_args(input_fn)
+  kwargs = {}
+  if '*' in args or 'params' in args:
+    kwargs['params'] = params
+  if '*' in args or 'input_context' in args:
+    kwargs['input_context'] = input_context
+  dataset = input_fn(**kwargs)
+  if not isinstance(dataset, tf.data.Dataset):
+    raise InputFnError(
+        f'{role} {_fn_name(input_fn)} returned {type(dataset).__name__}, not '
+        'a tf.data.Dataset. Return a dataset of (features, labels) or of '
+        'features, e.g. tf.data.Dataset.from_tensor_slices((x, y)).batch(b).')
+  spec = dataset.element_spec
+  if isinstance(spec, tuple) and len(spec) not in (1, 2):
+    raise InputFnError(
+        f'{role} {_fn_name(input_fn)} yields tuples of {len(spec)} elements; '
+        'yield (features, labels) or features alone.')
+  return dataset
+
+
+def load_callable(spec: str, *, flag: str) -> Callable:
+  """Loads `module.path:attr` or `path/to/file.py:attr`.
+
+  Args:
+    spec: the reference. The module part is a dotted module importable from
+      sys.path (the current directory included) or a path to a .py file.
+    flag: the flag or field named in errors.
+
+  Raises:
+    UserInputError: the spec is malformed, does not import, lacks the
+      attribute, or the attribute is not callable.
+  """
+  if not isinstance(spec, str) or ':' not in spec:
+    raise UserInputError(
+        f'--{flag}={spec!r} must look like module.path:function or '
+        'path/to/file.py:function.')
+  module_part, attr = spec.rsplit(':', 1)
+  if not module_part or not attr:
+    raise UserInputError(
+        f'--{flag}={spec!r} must look like module.path:function or '
+        'path/to/file.py:function.')
+  try:
+    if module_part.endswith('.py') or os.sep in module_part:
+      path = os.path.abspath(module_part)
+      if not os.path.isfile(path):
+        raise UserInputError(f'--{flag}={spec!r}: file {path} does not exist.')
+      name = '_estimator_rt_user_' + os.path.splitext(
+          os.path.basename(path))[0]
+      module_spec = importlib.util.spec_from_file_location(name, path)
+      module = importlib.util.module_from_spec(module_spec)
+      sys.modules[name] = module
+      module_spec.loader.exec_module(module)
+    else:
+      if os.getcwd() not in sys.path and '' not in sys.path:
+        sys.path.insert(0, os.getcwd())
+      module = importlib.import_module(module_part)
+  except UserInputError:
+    raise
+  except Exception as e:  # pylint: disable=broad-except
+    raise UserInputError(
+        f'--{flag}={spec!r}: importing {module_part!r} failed with '
+        f'{type(e).__name__}: {e}') from e
+  if not hasattr(module, attr):
+    raise UserInputError(
+        f'--{flag}={spec!r}: module {module_part!r} has no attribute '
+        f'{attr!r}.')
+  fn = getattr(module, attr)
+  if not callable(fn):
+    raise UserInputError(
+        f'--{flag}={spec!r}: {attr!r} is a {type(fn).__name__}, not a '
+        'function.')
+  return fn

@@ -1,0 +1,126 @@
+"""One set of variables shared by every call of a `model_fn`.
+
+The runtime calls `model_fn` once eagerly (the *build call*) to create the
+variables, then again inside each compiled function. Keras 3 cannot create
+variables inside a traced function under a distribution strategy, and a
+model_fn may build a fresh `keras.Sequential` on every call, so later calls
+must not create anything: a `tf.variable_creator_scope` hands the build
+call's variables back, in creation order, to whatever asks for a new one.
+"""
+
+import contextlib
+from typing import List, Optional
+
+import tensorflow as tf
+
+from estimator_rt.errors import ModelFnError
+
+
+def _describe(name, shape, dtype) -> str:
+  shape = 'unknown shape' if shape is None else f'shape {tuple(shape)}'
+  dtype = getattr(dtype, 'name', dtype)
+  return f'{name!r} with {shape} {dtype}'
+
+
+def _requested_shape_dtype(kwargs):
+  """Shape and dtype a `tf.Variable(...)` call asks for, where known."""
+  shape = kwargs.get('shape')
+  dtype = kwargs.get('dtype')
+  value = kwargs.get('initial_value')
+  if callable(value):
+    value = None  # Calling an initializer just to compare shapes is wasteful.
+  if value is not None and shape is None:
+    try:
+      value = tf.convert_to_tensor(value, dtype_hint=dtype)
+      shape = value.shape
+      dtype = dtype or value.dtype
+    except (TypeError, ValueError):
+      pass
+  if dtype is not None:
+    dtype = tf.as_dtype(dtype).base_dtype
+  return (None if shape is None else tf.TensorShape(shape)), dtype
+
+
+class VariableStore:
+  """Records the build call's variables and hands them to later calls.
+
+  Use `recording()` around the build call and `reusing()` around every
+  later call. A later call that asks for a variable the build call did not
+  create, or one of another shape or dtype, fails with a `ModelFnError`
+  naming the first mismatching variable.
+  """
+
+  def __init__(self, *, owner: str = 'model_fn'):
+    self._owner = owner
+    self._variables: List[tf.Variable] = []
+    self._snapshots: Optional[list] = None
+
+  @property
+  def variables(self) -> List[tf.Variable]:
+    """Every variable the build call created, in creation order."""
+    return list(self._variables)
+
+  @contextlib.contextmanager
+  def recording(self, *, snapshot: bool = False):
+    """Records variables created inside; optionally remembers their values.
+
+    Args:
+      snapshot: remember each variable's value right after creation so that
+        `restore_snapshots` can undo what the build call did to them (a
+        TRAIN build call may step an optimizer in its train_op or update
+        batch-norm statistics).
+    """
+    if snapshot:
+      self._snapshots = []
+
+    def creator(next_creator, **kwargs):
+      variable = next_creator(**kwargs)
+      self._variables.append(variable)
+      if self._snapshots is not None:
+        self._snapshots.append((variable, tf.identity(variable.read_value())))
+      return variable
+
+    with tf.variable_creator_scope(creator):
+      yield
+
+  def restore_snapshots(self):
+    """Sets every snapshotted variable back to its value at creation."""
+    for variable, value in self._snapshots or ():
+      variable.assign(value)
+    self._snapshots = None
+
+  @contextlib.contextmanager
+  def reusing(self):
+    """Hands back recorded variables, in order, instead of creating new ones.
+
+    Each entry gets its own cursor, so replicas calling the model_fn on
+    their own threads do not disturb each other.
+    """
+    cursor = [0]
+
+    def creator(next_creator, **kwargs):
+      del next_creator  # Never create: that is the point.
+      index = cursor[0]
+      name = kwargs.get('name') or '<unnamed>'
+      shape, dtype = _requested_shape_dtype(kwargs)
+      if index >= len(self._variables):
+        raise ModelFnError(
+            f'{self._owner} creates more variables than on its first call: '
+            f'variable #{index} {_describe(name, shape, dtype)} is new (the '
+            f'first call created {len(self._variables)}). A model_fn must '
+            'create the same variables, in the same order, on every call.')
+      variable = self._variables[index]
+      same_shape = shape is None or shape.is_compatible_with(variable.shape)
+      same_dtype = dtype is None or dtype == variable.dtype.base_dtype
+      if not (same_shape and same_dtype):
+        raise ModelFnError(
+            f'{self._owner} creates different variables than on its first '
+            f'call: variable #{index} is {_describe(name, shape, dtype)} now '
+            f'but was {_describe(variable.name, variable.shape, variable.dtype)}'
+            '. A model_fn must create the same variables, in the same order, '
+            'on every call.')
+      cursor[0] += 1
+      return variable
+
+    with tf.variable_creator_scope(creator):
+      yield
