@@ -1,0 +1,42 @@
+"""Shared test set-up.
+
+The whole pytest process gets 2 logical CPU devices so that `mirrored` and
+`central_storage` run 2 replicas without a GPU; this must happen before any
+TensorFlow op runs, hence at import time here.
+"""
+
+import os
+import subprocess
+import sys
+
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
+
+import pytest  # pylint: disable=g-import-not-at-top
+
+from estimator_rt import strategies  # pylint: disable=g-import-not-at-top
+
+strategies.configure_cpu_devices(2)
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_python(args, *, timeout=180, env=None, cwd=None):
+  """Runs `python args...` in a fresh process; returns CompletedProcess.
+
+  Bounded by `timeout` seconds (the process is killed past it). The repo
+  root is on PYTHONPATH so `estimator_rt`, `model_fns` and `input_fns`
+  import as in an installed checkout.
+  """
+  full_env = dict(os.environ)
+  full_env['PYTHONPATH'] = REPO_ROOT + os.pathsep + full_env.get(
+      'PYTHONPATH', '')
+  full_env.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
+  full_env.update(env or {})
+  return subprocess.run([sys.executable] + list(args), capture_output=True,
+                        text=True, timeout=timeout, env=full_env,
+                        cwd=cwd or REPO_ROOT, check=False)
+
+
+@pytest.fixture
+def python_runner():
+  return run_python
