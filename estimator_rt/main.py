@@ -1,0 +1,275 @@
+"""The estimator_rt binary: `python -m estimator_rt.main --model_fn=... ...`.
+
+Runs train, evaluate, train_and_evaluate, predict or export for a model_fn
+and input_fns named as `module:attr` (or `path/to/file.py:attr`). With no
+flags at all it trains the MLP classifier on the handwritten digits that
+ship with scikit-learn into a fresh model_dir, evaluates it, exports it and
+prints the final metrics and the export path.
+
+Exit codes: 0 success; 2 bad input (flags, TF_CONFIG, model_fn or input_fn
+results, an incompatible model_dir), reported as one line on stderr with
+nothing written to model_dir; 1 anything else (e.g. a diverged loss).
+"""
+
+import json
+import os
+import sys
+import tempfile
+import time
+
+# TensorFlow's C++ INFO lines (CPU feature notes, device placement) drown
+# the training log; users who want them set the variable themselves.
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
+
+from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags
+from absl import logging
+
+MODES = ('train', 'evaluate', 'train_and_evaluate', 'predict', 'export')
+STRATEGIES = ('default', 'one_device', 'mirrored', 'central_storage')
+EXPORTERS = ('latest', 'best', 'final')
+
+DEFAULT_MODEL_FN = 'model_fns.mlp:model_fn'
+DEFAULT_INPUT_FN = 'input_fns.digits:train_input_fn'
+DEFAULT_EVAL_INPUT_FN = 'input_fns.digits:eval_input_fn'
+# The default job's global batch size (the digits input_fns require one).
+DEFAULT_JOB_PARAMS = {'batch_size': 128}
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string('model_fn', DEFAULT_MODEL_FN,
+                    'The model_fn, as module.path:attr or file.py:attr.')
+flags.DEFINE_string('input_fn', DEFAULT_INPUT_FN,
+                    'The training (or predict/export) input_fn.')
+flags.DEFINE_string('eval_input_fn', None,
+                    'The evaluation input_fn (default: the digits eval split '
+                    'when --input_fn is the default, else --input_fn).')
+flags.DEFINE_string('params', None,
+                    'JSON dict of params, or @path/to/params.json. Merged '
+                    "over the model_fn module's DEFAULT_PARAMS, if any "
+                    '(and batch_size=128 for the default digits input).')
+flags.DEFINE_string('model_dir', None,
+                    'Where checkpoints, summaries and exports go (default: a '
+                    'fresh temporary directory).')
+flags.DEFINE_enum('mode', 'train_and_evaluate', MODES, 'What to run.')
+flags.DEFINE_integer('max_steps', 1000, 'Train up to this global step.',
+                     lower_bound=1)
+flags.DEFINE_integer('eval_steps', None,
+                     'Batches per evaluation (default: until the eval input '
+                     'ends).', lower_bound=1)
+flags.DEFINE_integer('save_checkpoints_steps', None,
+                     'Save a checkpoint every this many steps.', lower_bound=1)
+flags.DEFINE_float('save_checkpoints_secs', None,
+                   'Save a checkpoint every this many seconds (default 600 '
+                   'when neither this nor --save_checkpoints_steps is set).')
+flags.DEFINE_integer('keep_checkpoint_max', 5,
+                     'Checkpoints to keep (0 keeps all).', lower_bound=0)
+flags.DEFINE_integer('save_summary_steps', 100,
+                     'Write training scalars every this many steps.',
+                     lower_bound=0)
+flags.DEFINE_integer('log_step_count_steps', 100,
+                     'Log progress every this many steps.', lower_bound=0)
+flags.DEFINE_float('throttle_secs', 600,
+                   'train_and_evaluate: at most one evaluation per this many '
+                   'seconds.', lower_bound=0)
+flags.DEFINE_integer('steps_per_loop', 100,
+                     'Training steps per compiled call.', lower_bound=1)
+flags.DEFINE_integer('tf_random_seed', None, 'Seed for reproducible runs.')
+flags.DEFINE_enum('distribution_strategy', 'default', STRATEGIES,
+                  'The distribution strategy.')
+flags.DEFINE_integer('num_gpus', None,
+                     'GPUs to use (default: all; 0 forces the CPU).',
+                     lower_bound=0)
+flags.DEFINE_integer('num_cpu_devices', None,
+                     'Split the CPU into this many logical devices, so '
+                     'mirrored strategies get several replicas without a '
+                     'GPU.', lower_bound=1)
+flags.DEFINE_enum('auto_shard_policy', 'AUTO', ('AUTO', 'FILE', 'DATA', 'OFF'),
+                  'How a globally batched dataset is sharded across workers.')
+flags.DEFINE_list('exporters', ['final'],
+                  f'Exporters for train_and_evaluate, any of {EXPORTERS}.')
+flags.DEFINE_string('export_dir', None,
+                    '--mode=export: the export base directory (default '
+                    'model_dir/export/saved_model).')
+flags.DEFINE_string('checkpoint_path', None,
+                    'evaluate/predict/export: the checkpoint to use (default '
+                    'the latest in model_dir).')
+
+
+def _fail(message: str) -> None:
+  print(f'error: {message}', file=sys.stderr)
+  sys.exit(2)
+
+
+def _load_params(spec, model_fn) -> dict:
+  from estimator_rt.errors import UserInputError  # pylint: disable=g-import-not-at-top
+  module = sys.modules.get(getattr(model_fn, '__module__', ''), None)
+  params = dict(getattr(module, 'DEFAULT_PARAMS', {}) or {})
+  if spec is None:
+    return params
+  text, where = spec, '--params'
+  if spec.startswith('@'):
+    path = spec[1:]
+    try:
+      with open(path) as f:
+        text = f.read()
+    except OSError as e:
+      raise UserInputError(f'--params={spec!r}: cannot read {path}: '
+                           f'{e.strerror}') from e
+    where = f'--params file {path}'
+  try:
+    parsed = json.loads(text)
+  except json.JSONDecodeError as e:
+    raise UserInputError(
+        f'{where} is not valid JSON ({e.msg} at line {e.lineno} column '
+        f'{e.colno}): {text[:80]!r}') from e
+  if not isinstance(parsed, dict):
+    raise UserInputError(
+        f'{where} must be a JSON object (a dict of params), got '
+        f'{type(parsed).__name__}.')
+  params.update(parsed)
+  return params
+
+
+def _check_no_cluster() -> None:
+  from estimator_rt.errors import UserInputError  # pylint: disable=g-import-not-at-top
+  raw = os.environ.get('TF_CONFIG', '').strip()
+  if not raw:
+    return
+  try:
+    cluster = json.loads(raw).get('cluster') or {}
+  except (json.JSONDecodeError, AttributeError) as e:
+    raise UserInputError(f'TF_CONFIG is not a JSON object: {raw[:80]!r}') from e
+  if sum(len(v) for v in cluster.values() if isinstance(v, list)) > 1:
+    # Cluster roles are not built yet; refusing beats silently training
+    # alone while the other tasks wait for this one.
+    raise UserInputError(
+        'TF_CONFIG describes a cluster; cluster roles (chief, worker, ps, '
+        'evaluator) are not supported by this version yet. Unset TF_CONFIG '
+        'to train in one process.')
+
+
+def _exporters(names, ert):
+  from estimator_rt.errors import UserInputError  # pylint: disable=g-import-not-at-top
+  made = []
+  for name in names:
+    if name == 'latest':
+      made.append(ert.LatestExporter())
+    elif name == 'best':
+      made.append(ert.BestExporter())
+    elif name == 'final':
+      made.append(ert.FinalExporter())
+    else:
+      raise UserInputError(
+          f'--exporters: {name!r} is not one of {EXPORTERS}.')
+  return made
+
+
+def _jsonable(value):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  if isinstance(value, dict):
+    return {k: _jsonable(v) for k, v in value.items()}
+  array = np.asarray(value)
+  if array.dtype.kind in 'SO':
+    return (array.astype(str).tolist())
+  return array.tolist()
+
+
+def run(argv) -> int:
+  """Runs the job the flags describe; returns the process exit code."""
+  del argv
+  if FLAGS.num_cpu_devices:
+    from estimator_rt import strategies  # pylint: disable=g-import-not-at-top
+    strategies.configure_cpu_devices(FLAGS.num_cpu_devices)
+  import estimator_rt as ert  # pylint: disable=g-import-not-at-top
+  from estimator_rt import strategies  # pylint: disable=g-import-not-at-top
+  from estimator_rt import user_fns  # pylint: disable=g-import-not-at-top
+
+  _check_no_cluster()
+  model_fn = user_fns.load_callable(FLAGS.model_fn, flag='model_fn')
+  input_fn = user_fns.load_callable(FLAGS.input_fn, flag='input_fn')
+  eval_spec = FLAGS.eval_input_fn
+  if eval_spec is None:
+    eval_spec = (DEFAULT_EVAL_INPUT_FN if FLAGS.input_fn == DEFAULT_INPUT_FN
+                 else FLAGS.input_fn)
+  eval_input_fn = user_fns.load_callable(eval_spec, flag='eval_input_fn')
+  params = _load_params(FLAGS.params, model_fn)
+  if FLAGS.input_fn == DEFAULT_INPUT_FN:
+    params = {**DEFAULT_JOB_PARAMS, **params}
+  model_dir = FLAGS.model_dir
+  if model_dir is None:
+    model_dir = tempfile.mkdtemp(
+        prefix=time.strftime('estimator_rt_%Y%m%d_%H%M%S_'))
+    logging.info('Using fresh model_dir %s', model_dir)
+  strategy = strategies.make_strategy(FLAGS.distribution_strategy,
+                                      num_gpus=FLAGS.num_gpus)
+  config = ert.RunConfig(
+      model_dir=model_dir, tf_random_seed=FLAGS.tf_random_seed,
+      save_summary_steps=FLAGS.save_summary_steps,
+      save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+      save_checkpoints_secs=FLAGS.save_checkpoints_secs,
+      keep_checkpoint_max=FLAGS.keep_checkpoint_max,
+      log_step_count_steps=FLAGS.log_step_count_steps,
+      steps_per_loop=FLAGS.steps_per_loop, train_distribute=strategy,
+      auto_shard_policy=FLAGS.auto_shard_policy)
+  estimator = ert.Estimator(model_fn, config=config, params=params)
+  mode = FLAGS.mode
+  if mode == 'train':
+    estimator.train(input_fn, max_steps=FLAGS.max_steps)
+    print(f'Trained to {estimator.latest_checkpoint()}')
+  elif mode == 'evaluate':
+    metrics = estimator.evaluate(eval_input_fn, steps=FLAGS.eval_steps,
+                                 checkpoint_path=FLAGS.checkpoint_path)
+    print('Metrics: ' + json.dumps(_jsonable(metrics)))
+  elif mode == 'train_and_evaluate':
+    metrics, exports = ert.train_and_evaluate(
+        estimator, ert.TrainSpec(input_fn, max_steps=FLAGS.max_steps),
+        ert.EvalSpec(eval_input_fn, steps=FLAGS.eval_steps,
+                     throttle_secs=FLAGS.throttle_secs,
+                     exporters=_exporters(FLAGS.exporters, ert)))
+    print('Final metrics: ' + json.dumps(_jsonable(metrics)))
+    print(f'model_dir: {model_dir}')
+    for path in exports:
+      print(f'Exported: {path}')
+  elif mode == 'predict':
+    for prediction in estimator.predict(
+        input_fn, checkpoint_path=FLAGS.checkpoint_path):
+      print(json.dumps(_jsonable(prediction)))
+  elif mode == 'export':
+    base = FLAGS.export_dir or os.path.join(model_dir, 'export',
+                                            'saved_model')
+    path = estimator.export_saved_model(
+        base, checkpoint_path=FLAGS.checkpoint_path, input_fn=input_fn)
+    print(f'Exported: {path}')
+  return 0
+
+
+def _main(argv) -> None:
+  from estimator_rt.errors import UserInputError  # pylint: disable=g-import-not-at-top
+  try:
+    code = run(argv)
+  except UserInputError as e:
+    _fail(str(e))
+  except Exception as e:  # pylint: disable=broad-except
+    from estimator_rt.errors import NanLossError  # pylint: disable=g-import-not-at-top
+    if isinstance(e, NanLossError):
+      print(f'error: {e}', file=sys.stderr)
+      sys.exit(1)
+    raise
+  sys.exit(code)
+
+
+def _parse_flags(argv):
+  """absl's parser, but a bad flag exits 2 with one line (absl uses 1)."""
+  try:
+    return FLAGS(argv)
+  except flags.Error as e:
+    _fail(f'{e}. Run with --helpfull for the flags.')
+
+
+def main_entry():
+  logging.set_verbosity(logging.INFO)
+  app.run(_main, flags_parser=_parse_flags)
+
+
+if __name__ == '__main__':
+  main_entry()
