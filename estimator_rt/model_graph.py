@@ -112,16 +112,21 @@ class ModelGraph:
       with self._store.recording(snapshot=mode == ModeKeys.TRAIN):
         spec = self._invoke(features, labels)
       self.build_spec = spec
+      # Optimizer and metric state is not model state, in any mode: a
+      # model_fn may build its optimizer and metrics unconditionally, and
+      # EVAL must see the same model variables as TRAIN.
       owned = set()
+      if spec.optimizer is not None:
+        owned.update(id(_variable_of(v)) for v in spec.optimizer.variables)
+      for metric in spec.eval_metric_ops.values():
+        if isinstance(metric, keras.metrics.Metric):
+          owned.update(id(_variable_of(v)) for v in metric.variables)
       self.optimizer = spec.optimizer if mode == ModeKeys.TRAIN else None
-      if self.optimizer is not None:
-        owned.update(id(_variable_of(v)) for v in self.optimizer.variables)
       self.metrics = {}
       if mode == ModeKeys.EVAL:
-        for name, metric in spec.eval_metric_ops.items():
-          if isinstance(metric, keras.metrics.Metric):
-            self.metrics[name] = metric
-            owned.update(id(_variable_of(v)) for v in metric.variables)
+        self.metrics = {
+            name: metric for name, metric in spec.eval_metric_ops.items()
+            if isinstance(metric, keras.metrics.Metric)}
       self.model_variables = [
           v for v in self._store.variables if id(v) not in owned]
       self.trainable_variables = [
