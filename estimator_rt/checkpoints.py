@@ -107,6 +107,8 @@ def check_compatible(path: str, graph, *, source: str) -> bool:
   for i, variable in enumerate(ours):
     key = _entry('model', i)
     if key not in saved:
+      if graph.mode == ModeKeys.EVAL and not variable.trainable:
+        continue  # Evaluation-local state, e.g. a (value, update_op) metric.
       raise IncompatibleCheckpointError(
           f'{source} holds checkpoint {path} of a different model: it has '
           f'{saved_model_count} model variables, the model_fn creates '
@@ -136,6 +138,9 @@ def restore(graph, path: str, *, source: str) -> None:
   the optimizer starts fresh, with a warning.
   """
   optimizer_matches = check_compatible(path, graph, source=source)
+  graph.set_checkpointed_count(sum(
+      1 for i in range(len(graph.model_variables))
+      if tf.train.load_checkpoint(path).has_tensor(_entry('model', i))))
   if optimizer_matches:
     graph.checkpoint.read(path).expect_partial()
     return

@@ -101,6 +101,16 @@ def _pair_metrics(graph: ModelGraph) -> Dict[str, Any]:
           if name not in graph.metrics}
 
 
+def _pair_result(pair):
+  """The result of a (value, update_op) metric: the update's output (the
+  updated value), or `value` read after the update if update_op is an op."""
+  value, update_op = pair
+  if isinstance(update_op, tf.Operation):
+    with tf.control_dependencies([update_op]):
+      return tf.identity(value)
+  return update_op
+
+
 def make_eval_loop(graph: ModelGraph) -> Callable:
   """A compiled function `(iterator, num_steps) -> results`.
 
@@ -108,8 +118,8 @@ def make_eval_loop(graph: ModelGraph) -> Callable:
   Keras metrics accumulate in their own variables; the function returns
   `(loss_sum, example_count, steps, pair_values)` where the loss is
   weighted by each replica's batch size (a replica may get an empty last
-  batch) and `pair_values` holds, for each `(value, update_op)` metric, the
-  value after the last update.
+  batch) and `pair_values` holds, for each `(value, update_op)` metric,
+  what the last step's update returned.
   """
   strategy = graph.strategy
   pair_names = sorted(_pair_metrics(graph))
@@ -120,22 +130,27 @@ def make_eval_loop(graph: ModelGraph) -> Callable:
     count = batch_size_of(features)
     loss = tf.cast(spec.loss, tf.float32)
     weighted = tf.where(count > 0, loss * count, 0.0)
-    updates = [spec.eval_metric_ops[n][1] for n in pair_names]
-    with tf.control_dependencies([u for u in updates if u is not None]):
-      values = [tf.cast(tf.identity(spec.eval_metric_ops[n][0]), tf.float32)
-                for n in pair_names]
+    values = [tf.cast(_pair_result(spec.eval_metric_ops[n]), tf.float32)
+              for n in pair_names]
     return weighted, count, values
 
-  def initial_pair_values():
-    return [tf.zeros_like(tf.cast(graph.build_spec.eval_metric_ops[n][0],
-                                  tf.float32)) for n in pair_names]
+  def build_call_result(name):
+    value, update_op = graph.build_spec.eval_metric_ops[name]
+    result = value if isinstance(update_op, tf.Operation) else update_op
+    # The build call ran under the strategy's scope, so results of updating
+    # mirrored variables are distributed; any replica's copy has the shape.
+    return strategy.experimental_local_results(result)[0]
+
+  initial_values = [
+      tf.zeros_like(tf.cast(build_call_result(n), tf.float32)).numpy()
+      for n in pair_names]
 
   @tf.function
   def eval_loop(iterator, num_steps):
     loss_sum = tf.constant(0.0)
     count = tf.constant(0.0)
     steps = tf.constant(0, tf.int64)
-    values = initial_pair_values()
+    values = [tf.constant(v) for v in initial_values]
     for _ in tf.range(num_steps):
       optional = iterator.get_next_as_optional()
       if not optional.has_value():

@@ -78,6 +78,16 @@ def _optimizer_state(optimizer) -> List[tf.Variable]:
           if not v.name.endswith('learning_rate')]
 
 
+def _snapshot_rule(mode):
+  if mode == ModeKeys.TRAIN:
+    return lambda variable: True
+  if mode == ModeKeys.EVAL:
+    # Only non-trainable variables can be evaluation-local state; keeping
+    # copies of the (restored) weights would double their memory.
+    return lambda variable: not variable.trainable
+  return None
+
+
 class ModelGraph:
   """One mode's variables, built once, and calls of the model_fn on them.
 
@@ -109,7 +119,7 @@ class ModelGraph:
       self.global_step = tf.Variable(
           0, dtype=tf.int64, trainable=False, name='global_step',
           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-      with self._store.recording(snapshot=mode == ModeKeys.TRAIN):
+      with self._store.recording(snapshot=_snapshot_rule(mode)):
         spec = self._invoke(features, labels)
       self.build_spec = spec
       # Optimizer and metric state is not model state, in any mode: a
@@ -137,10 +147,14 @@ class ModelGraph:
               'model_fn returned an optimizer but created no trainable '
               'variables to optimize.')
         self.optimizer.build(self.trainable_variables)
+    # Variables of this mode only (a (value, update_op) metric's state);
+    # set by `set_checkpointed_count` once a checkpoint says which exist.
+    self.local_variables = []
     if mode == ModeKeys.TRAIN:
       # The build call ran one forward pass (and a train_op's update): undo
       # it so training starts from the initial values.
-      self._store.restore_snapshots()
+      self._store.reset(self._store.variables)
+      self._store.forget_snapshots()
     self.reset_metrics()
     state = {'global_step': self.global_step, 'model': self.model_variables}
     if self.optimizer is not None:
@@ -187,6 +201,16 @@ class ModelGraph:
           'another; return the same kind every time.')
     return spec
 
+  def set_checkpointed_count(self, count: int) -> None:
+    """Marks model variables past the first `count` as evaluation-local.
+
+    EVAL may create state TRAIN never saved (a `(value, update_op)` metric's
+    variables); it is not restored but reset before each evaluation.
+    """
+    self.local_variables = self.model_variables[count:]
+
   def reset_metrics(self):
+    """Resets Keras metrics and evaluation-local variables."""
     for metric in self.metrics.values():
       metric.reset_state()
+    self._store.reset(self.local_variables)

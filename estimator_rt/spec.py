@@ -10,7 +10,11 @@ from estimator_rt.mode_keys import ModeKeys
 
 
 def _is_tensor_like(value: Any) -> bool:
-  return isinstance(value, (tf.Tensor, tf.Variable)) or tf.is_tensor(value)
+  # A distributed value is what an eager build call under a strategy's
+  # scope gets back from updating a mirrored variable.
+  return (isinstance(value, (tf.Tensor, tf.Variable,
+                             tf.distribute.DistributedValues)) or
+          tf.is_tensor(value))
 
 
 def _is_metric_pair(value: Any) -> bool:
@@ -32,7 +36,13 @@ class EstimatorSpec:
     runtime only runs it).
   * `ModeKeys.EVAL`: `loss`, and optionally `eval_metric_ops`, a dict from
     name to a Keras metric object whose `update_state` the model_fn already
-    called, or to a `(value, update_op)` pair.
+    called, or to a `(value, update_op)` pair. For a pair, the reported
+    result is what `update_op` returns on the last step (the updated value,
+    as `tf.compat.v1.metrics` update ops return it); its variables are
+    reset to their initial values before each evaluation. Under a
+    multi-replica strategy the result is the mean over replicas of each
+    replica's update result, which is right for mean-like metrics on equal
+    batches only; use Keras metrics there (they reduce exactly).
   * `ModeKeys.PREDICT`: `predictions`, a tensor or a dict of tensors with the
     batch as first dimension. They also define the exported serving
     signature.

@@ -9,7 +9,7 @@ call's variables back, in creation order, to whatever asks for a new one.
 """
 
 import contextlib
-from typing import List, Optional
+from typing import Callable, Dict, Iterable, List
 
 import tensorflow as tf
 
@@ -53,7 +53,7 @@ class VariableStore:
   def __init__(self, *, owner: str = 'model_fn'):
     self._owner = owner
     self._variables: List[tf.Variable] = []
-    self._snapshots: Optional[list] = None
+    self._snapshots: Dict[int, tf.Tensor] = {}
 
   @property
   def variables(self) -> List[tf.Variable]:
@@ -61,33 +61,36 @@ class VariableStore:
     return list(self._variables)
 
   @contextlib.contextmanager
-  def recording(self, *, snapshot: bool = False):
+  def recording(self, *, snapshot: Callable[[tf.Variable], bool] = None):
     """Records variables created inside; optionally remembers their values.
 
     Args:
-      snapshot: remember each variable's value right after creation so that
-        `restore_snapshots` can undo what the build call did to them (a
-        TRAIN build call may step an optimizer in its train_op or update
-        batch-norm statistics).
+      snapshot: which variables to remember the value of right after
+        creation, so that `reset` can put it back (a TRAIN build call may
+        step an optimizer in its train_op or update batch-norm statistics;
+        evaluation-local state must start fresh for each evaluation).
     """
-    if snapshot:
-      self._snapshots = []
 
     def creator(next_creator, **kwargs):
       variable = next_creator(**kwargs)
       self._variables.append(variable)
-      if self._snapshots is not None:
-        self._snapshots.append((variable, tf.identity(variable.read_value())))
+      if snapshot is not None and snapshot(variable):
+        self._snapshots[id(variable)] = tf.identity(variable.read_value())
       return variable
 
     with tf.variable_creator_scope(creator):
       yield
 
-  def restore_snapshots(self):
-    """Sets every snapshotted variable back to its value at creation."""
-    for variable, value in self._snapshots or ():
-      variable.assign(value)
-    self._snapshots = None
+  def reset(self, variables: Iterable[tf.Variable]) -> None:
+    """Sets `variables` back to their values at creation (if remembered)."""
+    for variable in variables:
+      value = self._snapshots.get(id(variable))
+      if value is not None:
+        variable.assign(value)
+
+  def forget_snapshots(self) -> None:
+    """Frees the remembered values (they can be as large as the model)."""
+    self._snapshots = {}
 
   @contextlib.contextmanager
   def reusing(self):
