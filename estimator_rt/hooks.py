@@ -200,10 +200,16 @@ class EarlyStoppingHook(Hook):
     self._patience = max_steps_without_improvement
     self._sign = 1.0 if higher_is_better else -1.0
     self._min_steps = min_steps
+    self._seen_state = None
     self.stopped_at_step = None
 
   def should_stop(self) -> bool:
     """Whether the evaluations so far say training should stop."""
+    # Called after every loop: read the event files only when they changed.
+    state = summaries.event_files_state(self._eval_dir)
+    if state == self._seen_state:
+      return False
+    self._seen_state = state
     points = summaries.read_scalars(self._eval_dir).get(self._metric, [])
     if not points:
       return False

@@ -62,6 +62,12 @@ def _event_files(logdir: str) -> List[str]:
                 if 'tfevents' in f)
 
 
+def event_files_state(logdir: str) -> Tuple[Tuple[str, int], ...]:
+  """(file, size) of each event file: changes whenever anything is written."""
+  return tuple((path, tf.io.gfile.stat(path).length)
+               for path in _event_files(logdir))
+
+
 def read_scalars(logdir: str) -> Dict[str, List[Tuple[int, float]]]:
   """Every scalar in `logdir`'s event files: tag -> [(step, value)], by step.
 

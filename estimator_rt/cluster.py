@@ -1,0 +1,260 @@
+"""TF_CONFIG: parsed once, validated before anything starts, immutable.
+
+TF_CONFIG is the JSON environment variable tf.estimator and tf.distribute
+read to learn the cluster and this process's place in it:
+
+    {"cluster": {"chief": ["host0:2222"], "worker": ["host1:2222"],
+                 "ps": ["host2:2222"], "evaluator": ["host3:2222"]},
+     "task": {"type": "worker", "index": 0}}
+
+Differences from tf.estimator, on purpose: the evaluator may be listed in
+`cluster` or left out of it (tf.estimator wanted one or the other depending
+on the strategy); a string index such as "1" is accepted; every mistake is
+reported as one line naming the field and the value, before any server
+starts.
+"""
+
+import dataclasses
+import json
+import re
+from typing import Dict, List, Mapping, Optional, Tuple
+
+from estimator_rt.errors import UserInputError
+
+CHIEF = 'chief'
+WORKER = 'worker'
+PS = 'ps'
+EVALUATOR = 'evaluator'
+JOB_NAMES = (CHIEF, WORKER, PS, EVALUATOR)
+
+# Strategies by what they need from a cluster.
+MULTI_WORKER_MIRRORED = 'multi_worker_mirrored'
+PARAMETER_SERVER = 'parameter_server'
+
+_HOST_PORT = re.compile(r'^(?:\[(?P<ipv6>[0-9A-Fa-f:.]+)\]|(?P<host>[^\s:/\[\]]+))'
+                        r':(?P<port>\d{1,5})$')
+
+
+class ClusterConfigError(UserInputError):
+  """TF_CONFIG (or a cluster flag) is malformed or inconsistent."""
+
+
+def _fail(message: str):
+  raise ClusterConfigError(message)
+
+
+def check_address(address, *, where: str) -> str:
+  """Checks `host:port` (or `[ipv6]:port`); returns it.
+
+  Raises:
+    ClusterConfigError: naming `where` and the value.
+  """
+  if not isinstance(address, str):
+    _fail(f'{where}={address!r} must be a "host:port" string.')
+  match = _HOST_PORT.match(address)
+  if not match or not 0 < int(match.group('port')) < 65536:
+    _fail(f'{where}={address!r} is not a valid "host:port" address (port '
+          '1-65535; IPv6 hosts in brackets).')
+  return address
+
+
+def _parse_index(value, *, where: str) -> int:
+  if isinstance(value, bool):
+    _fail(f'{where}={value!r} must be an integer.')
+  if isinstance(value, str) and re.fullmatch(r'-?\d+', value.strip()):
+    value = int(value)
+  if not isinstance(value, int):
+    _fail(f'{where}={value!r} must be an integer (or a string of digits).')
+  if value < 0:
+    _fail(f'{where}={value!r} must be >= 0.')
+  return value
+
+
+def validate_cluster(cluster, *, where: str = 'TF_CONFIG cluster'
+                     ) -> Dict[str, Tuple[str, ...]]:
+  """Checks a cluster dict (job -> list of addresses); returns a clean copy.
+
+  Raises:
+    ClusterConfigError: not a dict, an unknown job, a malformed or
+      duplicate address, two chiefs, or more than one evaluator.
+  """
+  if not isinstance(cluster, Mapping):
+    _fail(f'{where} must be a JSON object mapping job names to address '
+          f'lists, got {type(cluster).__name__}: {cluster!r}')
+  clean = {}
+  seen = {}
+  for job, addresses in cluster.items():
+    if job not in JOB_NAMES:
+      _fail(f'{where} has unknown job {job!r}; jobs are {list(JOB_NAMES)}.')
+    if isinstance(addresses, str):
+      addresses = [addresses]
+    if not isinstance(addresses, (list, tuple)) or not addresses:
+      _fail(f'{where}[{job!r}]={addresses!r} must be a non-empty list of '
+            '"host:port" addresses.')
+    for i, address in enumerate(addresses):
+      check_address(address, where=f'{where}[{job!r}][{i}]')
+      if address in seen:
+        _fail(f'{where}: address {address!r} is used by both '
+              f'{seen[address]} and {job}:{i}; every task needs its own '
+              'host:port.')
+      seen[address] = f'{job}:{i}'
+    clean[job] = tuple(addresses)
+  if len(clean.get(CHIEF, ())) > 1:
+    _fail(f'{where}[{CHIEF!r}] lists {len(clean[CHIEF])} chiefs; a cluster '
+          'has at most one.')
+  if len(clean.get(EVALUATOR, ())) > 1:
+    _fail(f'{where}[{EVALUATOR!r}] lists {len(clean[EVALUATOR])} '
+          'evaluators; a cluster has at most one.')
+  return clean
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskInfo:
+  """This process's place in a cluster.
+
+  Attributes:
+    cluster: job -> addresses, as given (the evaluator included if listed).
+    task_type: 'chief', 'worker', 'ps' or 'evaluator'.
+    task_index: index within the job.
+    rpc_layer: the protocol ('grpc' unless TF_CONFIG says otherwise).
+  """
+
+  cluster: Mapping[str, Tuple[str, ...]]
+  task_type: str
+  task_index: int
+  rpc_layer: str = 'grpc'
+
+  @property
+  def training_cluster(self) -> Dict[str, List[str]]:
+    """The cluster without the evaluator: what strategies and servers see.
+
+    The evaluator never joins training, so it must not be in the cluster
+    the training tasks connect to (they would wait for it).
+    """
+    return {job: list(addresses) for job, addresses in self.cluster.items()
+            if job != EVALUATOR}
+
+  @property
+  def num_workers(self) -> int:
+    """Training workers, the chief included."""
+    return len(self.cluster.get(CHIEF, ())) + len(self.cluster.get(WORKER, ()))
+
+  @property
+  def num_ps(self) -> int:
+    return len(self.cluster.get(PS, ()))
+
+  @property
+  def has_evaluator(self) -> bool:
+    return EVALUATOR in self.cluster or self.task_type == EVALUATOR
+
+  @property
+  def is_chief(self) -> bool:
+    """The chief, or worker 0 when there is no chief job."""
+    if self.task_type == CHIEF:
+      return True
+    return (self.task_type == WORKER and self.task_index == 0 and
+            CHIEF not in self.cluster)
+
+  @property
+  def address(self) -> Optional[str]:
+    """This task's address (None for an evaluator left out of `cluster`)."""
+    addresses = self.cluster.get(self.task_type)
+    return addresses[self.task_index] if addresses else None
+
+  def as_tf_config(self) -> dict:
+    """TF_CONFIG for this task as TensorFlow's resolvers expect it."""
+    return {'cluster': self.training_cluster,
+            'task': {'type': self.task_type, 'index': self.task_index},
+            'rpc_layer': self.rpc_layer}
+
+  def describe(self) -> str:
+    jobs = ', '.join(f'{len(v)} {k}' for k, v in self.cluster.items())
+    return (f'{self.task_type}:{self.task_index}'
+            f'{" (chief)" if self.is_chief and self.task_type != CHIEF else ""}'
+            f' at {self.address or "(not in cluster)"} in a cluster of {jobs}')
+
+
+def parse_tf_config(raw: Optional[str]) -> Optional[TaskInfo]:
+  """Parses TF_CONFIG; None when unset or without a cluster (local mode).
+
+  Raises:
+    ClusterConfigError: naming the offending field and value.
+  """
+  if raw is None or not raw.strip():
+    return None
+  try:
+    config = json.loads(raw)
+  except json.JSONDecodeError as e:
+    _fail(f'TF_CONFIG is not valid JSON ({e.msg} at column {e.colno}): '
+          f'{raw[:120]!r}')
+  if not isinstance(config, dict):
+    _fail(f'TF_CONFIG must be a JSON object, got {type(config).__name__}: '
+          f'{raw[:120]!r}')
+  if 'cluster' not in config or config['cluster'] in (None, {}):
+    if config.get('task'):
+      _fail('TF_CONFIG has a "task" but no "cluster"; give both, or neither '
+            'for local training.')
+    return None
+  cluster = validate_cluster(config['cluster'])
+  task = config.get('task')
+  if not isinstance(task, Mapping):
+    _fail(f'TF_CONFIG "task" must be an object like {{"type": "worker", '
+          f'"index": 0}}, got {task!r}.')
+  task_type = task.get('type')
+  if task_type is None:
+    _fail('TF_CONFIG task has no "type"; give one of '
+          f'{list(JOB_NAMES)}.')
+  if task_type not in JOB_NAMES:
+    _fail(f'TF_CONFIG task type={task_type!r} is not one of '
+          f'{list(JOB_NAMES)}.')
+  if task_type not in cluster and task_type != EVALUATOR:
+    _fail(f'TF_CONFIG task type={task_type!r} is not a job in the cluster '
+          f'(jobs: {sorted(cluster)}).')
+  if 'index' not in task:
+    _fail(f'TF_CONFIG task {{"type": {task_type!r}}} has no "index".')
+  index = _parse_index(task['index'], where='TF_CONFIG task index')
+  if task_type == EVALUATOR and index > 0:
+    _fail(f'TF_CONFIG task index={index} for the evaluator; there is one '
+          'evaluator, index 0.')
+  if task_type in cluster and index >= len(cluster[task_type]):
+    _fail(f'TF_CONFIG task index={index} is out of range: job '
+          f'{task_type!r} has {len(cluster[task_type])} task(s), indices '
+          f'0..{len(cluster[task_type]) - 1}.')
+  rpc_layer = config.get('rpc_layer') or 'grpc'
+  if not isinstance(rpc_layer, str):
+    _fail(f'TF_CONFIG rpc_layer={rpc_layer!r} must be a string like "grpc".')
+  return TaskInfo(cluster=cluster, task_type=task_type, task_index=index,
+                  rpc_layer=rpc_layer)
+
+
+def check_strategy(task: TaskInfo, strategy_name: str) -> None:
+  """Checks that the cluster's shape fits the distribution strategy.
+
+  Raises:
+    ClusterConfigError: ps tasks the strategy cannot use, a parameter
+      server strategy without ps or workers, multi-worker mirrored with no
+      workers, or several training tasks under a one-process strategy.
+  """
+  if task.num_ps and strategy_name != PARAMETER_SERVER:
+    _fail(f'TF_CONFIG has {task.num_ps} ps task(s) but '
+          f'--distribution_strategy={strategy_name!r} cannot use them; use '
+          f'{PARAMETER_SERVER!r} or remove the "ps" job.')
+  if strategy_name == PARAMETER_SERVER:
+    if not task.num_ps:
+      _fail(f'--distribution_strategy={PARAMETER_SERVER!r} needs "ps" tasks '
+            'in the TF_CONFIG cluster; it has none.')
+    if not task.cluster.get(WORKER):
+      _fail(f'--distribution_strategy={PARAMETER_SERVER!r} needs "worker" '
+            'tasks in the TF_CONFIG cluster; it has none.')
+    if CHIEF not in task.cluster:
+      _fail(f'--distribution_strategy={PARAMETER_SERVER!r} needs a "chief" '
+            '(the coordinator) in the TF_CONFIG cluster; it has none.')
+  elif strategy_name == MULTI_WORKER_MIRRORED:
+    if not task.num_workers:
+      _fail(f'--distribution_strategy={MULTI_WORKER_MIRRORED!r} needs '
+            '"chief" or "worker" tasks in the TF_CONFIG cluster; it has '
+            'none.')
+  elif task.num_workers > 1:
+    _fail(f'TF_CONFIG has {task.num_workers} training tasks but '
+          f'--distribution_strategy={strategy_name!r} trains in one process; '
+          f'use {MULTI_WORKER_MIRRORED!r} or {PARAMETER_SERVER!r}.')
