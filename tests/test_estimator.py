@@ -1,0 +1,196 @@
+"""Estimator.evaluate / predict and the summaries train and evaluate write,
+checked against NumPy recomputations from the checkpoint's weights."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import estimator_rt as ert
+from estimator_rt import summaries
+import _models as M
+
+
+def _trained(tmp_path, strategy='default', steps=20, **config):
+  x, y = M.make_data(64)
+  est = ert.Estimator(M.make_model_fn(optimizer='adam', lr=0.02),
+                      model_dir=str(tmp_path),
+                      config=M.quiet_config(train_distribute=strategy,
+                                            **config))
+  est.train(M.global_input_fn(x, y, batch_size=16), max_steps=steps)
+  return est
+
+
+def _numpy_metrics(est, x, y, checkpoint=None):
+  weights = M.read_model_variables(checkpoint or est.latest_checkpoint())
+  out = M.np_forward(weights, x)
+  return {'loss': np.mean((out - y) ** 2), 'mae': np.mean(np.abs(out - y)),
+          'mean_prediction': np.mean(out)}
+
+
+# -------------------------------------------------------------- evaluate
+@pytest.mark.parametrize('strategy', ['default', 'mirrored'])
+@pytest.mark.parametrize('n', [9, 11, 16])
+def test_evaluate_weights_loss_by_examples_with_partial_batches(tmp_path,
+                                                                strategy, n):
+  """Batches of 4: 9 examples end with a batch of 1 (one replica of two gets
+  nothing), 11 with a batch of 3 (split 2/1). The loss must be the mean
+  over examples, not over batches or replicas."""
+  est = _trained(tmp_path, strategy)
+  ex, ey = M.make_data(n, seed=5)
+  result = est.evaluate(M.global_input_fn(ex, ey, batch_size=4, repeat=False))
+  expected = _numpy_metrics(est, ex, ey)
+  assert result['global_step'] == 20
+  for key, value in expected.items():
+    assert result[key] == pytest.approx(value, rel=1e-5), key
+
+
+@pytest.mark.parametrize('strategy', ['default', 'mirrored'])
+def test_evaluate_twice_gives_identical_results(tmp_path, strategy):
+  est = _trained(tmp_path, strategy)
+  ex, ey = M.make_data(20, seed=2)
+  eval_fn = M.global_input_fn(ex, ey, batch_size=8, repeat=False)
+  first = est.evaluate(eval_fn)
+  second = est.evaluate(eval_fn)
+  assert first == second
+  # Metrics are reset, not accumulated: both equal the one-pass values.
+  expected = _numpy_metrics(est, ex, ey)
+  assert first['mae'] == pytest.approx(expected['mae'], rel=1e-5)
+  # A different checkpoint in between gives its own results, then the
+  # latest again gives the first ones.
+  older = est.evaluate(eval_fn, checkpoint_path=M.ckpt_path(tmp_path, 10))
+  assert older['global_step'] == 10
+  assert older['loss'] != first['loss']
+  assert older['loss'] == pytest.approx(
+      _numpy_metrics(est, ex, ey, M.ckpt_path(tmp_path, 10))['loss'],
+      rel=1e-5)
+  assert est.evaluate(eval_fn) == first
+
+
+def test_evaluate_steps_limits_the_batches(tmp_path):
+  est = _trained(tmp_path)
+  ex, ey = M.make_data(40, seed=3)
+  result = est.evaluate(M.global_input_fn(ex, ey, batch_size=4), steps=3)
+  expected = _numpy_metrics(est, ex[:12], ey[:12])
+  assert result['loss'] == pytest.approx(expected['loss'], rel=1e-5)
+  assert result['mae'] == pytest.approx(expected['mae'], rel=1e-5)
+
+
+def test_evaluate_with_value_update_op_pair_metric(tmp_path):
+  """A `(value, update_op)` metric built on the model_fn's own variables
+  counts examples across every evaluation batch, and starts from 0 in
+  each evaluation."""
+  weights = M.initial_weights()
+
+  def model_fn(features, labels, mode):
+    out = M.build_keras_model(weights)(features['x'])
+    loss = tf.reduce_mean(tf.square(out - labels))
+    if mode == ert.ModeKeys.EVAL:
+      seen = tf.Variable(0.0, trainable=False, name='seen')
+      update = seen.assign_add(tf.cast(tf.shape(out)[0], tf.float32))
+      return ert.EstimatorSpec(mode, loss=loss,
+                               eval_metric_ops={'seen': (seen, update)})
+    return ert.EstimatorSpec(mode, loss=loss,
+                             optimizer=keras.optimizers.SGD(0.05))
+
+  x, y = M.make_data(32)
+  est = ert.Estimator(model_fn, model_dir=str(tmp_path),
+                      config=M.quiet_config())
+  est.train(M.global_input_fn(x, y, batch_size=8), max_steps=10)
+  eval_fn = M.global_input_fn(x[:10], y[:10], batch_size=4, repeat=False)
+  assert est.evaluate(eval_fn)['seen'] == 10.0
+  assert est.evaluate(eval_fn)['seen'] == 10.0
+
+
+def test_evaluate_forever_repeating_input_without_steps(tmp_path):
+  est = _trained(tmp_path)
+  ex, ey = M.make_data(8)
+  with pytest.raises(ert.UserInputError, match='steps'):
+    est.evaluate(M.global_input_fn(ex, ey, batch_size=4))  # repeat()s.
+  assert not (tmp_path / 'eval').exists()
+
+
+def test_evaluate_and_predict_without_a_checkpoint(tmp_path):
+  est = ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path / 'empty'),
+                      config=M.quiet_config())
+  ex, ey = M.make_data(8)
+  with pytest.raises(ert.UserInputError, match='No checkpoint'):
+    est.evaluate(M.global_input_fn(ex, ey, batch_size=4, repeat=False))
+  with pytest.raises(ert.UserInputError, match='No checkpoint'):
+    list(est.predict(M.global_input_fn(ex, batch_size=4, repeat=False)))
+  with pytest.raises(ert.UserInputError):
+    est.evaluate(M.global_input_fn(ex, ey, batch_size=4, repeat=False),
+                 checkpoint_path=str(tmp_path / 'nope' / 'model.ckpt-3'))
+  assert not (tmp_path / 'empty').exists() or not list(
+      (tmp_path / 'empty').iterdir())
+
+
+# --------------------------------------------------------------- predict
+@pytest.mark.parametrize('strategy', ['default', 'mirrored'])
+def test_predict_yields_every_example_in_order(tmp_path, strategy):
+  est = _trained(tmp_path, strategy)
+  px, py = M.make_data(11, seed=4)
+  expected = M.np_forward(M.read_model_variables(est.latest_checkpoint()), px)
+  # Labels in the input are ignored.
+  single = list(est.predict(M.global_input_fn(px, py, batch_size=4,
+                                              repeat=False)))
+  assert len(single) == 11
+  assert all(set(p) == {'y', 'double'} for p in single)
+  np.testing.assert_allclose(np.stack([p['y'] for p in single]), expected,
+                             rtol=1e-5, atol=1e-5)
+  batches = list(est.predict(M.global_input_fn(px, batch_size=4,
+                                               repeat=False),
+                             predict_keys=['double'],
+                             yield_single_examples=False))
+  assert [set(b) for b in batches] == [{'double'}] * 3
+  assert [len(b['double']) for b in batches] == [4, 4, 3]
+  np.testing.assert_allclose(np.concatenate([b['double'] for b in batches]),
+                             2 * expected, rtol=1e-5, atol=1e-5)
+
+
+def test_predict_unknown_key_and_repeating_input(tmp_path):
+  est = _trained(tmp_path)
+  px, _ = M.make_data(4)
+  with pytest.raises(ert.UserInputError, match='nope'):
+    list(est.predict(M.global_input_fn(px, batch_size=2, repeat=False),
+                     predict_keys=['nope']))
+  with pytest.raises(ert.UserInputError, match='forever'):
+    list(est.predict(M.global_input_fn(px, batch_size=2)))
+
+
+# ------------------------------------------------------------- summaries
+def test_train_summaries_at_multiples_of_save_summary_steps(tmp_path):
+  est = _trained(tmp_path, steps=50, save_summary_steps=10, steps_per_loop=7,
+                 save_checkpoints_steps=25)
+  scalars = summaries.read_scalars(str(tmp_path))
+  for tag in ('loss', 'global_step/sec'):
+    assert [s for s, _ in scalars[tag]] == [10, 20, 30, 40, 50], tag
+  assert all(v > 0 and np.isfinite(v) for _, v in scalars['global_step/sec'])
+  losses = [v for _, v in scalars['loss']]
+  assert all(np.isfinite(losses)) and losses[-1] < losses[0]
+  # A resumed run appends to the same tags.
+  x, y = M.make_data(64)
+  est.train(M.global_input_fn(x, y, batch_size=16), max_steps=70)
+  steps = [s for s, _ in summaries.read_scalars(str(tmp_path))['loss']]
+  assert steps == [10, 20, 30, 40, 50, 60, 70]
+
+
+def test_no_train_summaries_when_disabled(tmp_path):
+  _trained(tmp_path, save_summary_steps=0)
+  assert 'loss' not in summaries.read_scalars(str(tmp_path))
+
+
+def test_eval_summaries_in_eval_and_eval_name(tmp_path):
+  est = _trained(tmp_path)
+  ex, ey = M.make_data(16, seed=7)
+  eval_fn = M.global_input_fn(ex, ey, batch_size=8, repeat=False)
+  plain = est.evaluate(eval_fn)
+  named = est.evaluate(eval_fn, checkpoint_path=M.ckpt_path(tmp_path, 10),
+                       name='holdout')
+  written = summaries.read_scalars(str(tmp_path / 'eval'))
+  assert set(written) == {'loss', 'mae', 'mean_prediction'}
+  for tag in written:
+    assert written[tag] == [(20, pytest.approx(plain[tag], rel=1e-6))], tag
+  written_named = summaries.read_scalars(str(tmp_path / 'eval_holdout'))
+  assert written_named['loss'] == [(10, pytest.approx(named['loss'],
+                                                      rel=1e-6))]

@@ -1,0 +1,214 @@
+"""train_and_evaluate: evaluation after each new checkpoint, throttling, the
+final evaluation, and the exporters' rules, read back from event files and
+the exports on disk."""
+
+import os
+import types
+
+import numpy as np
+import pytest
+
+import estimator_rt as ert
+from estimator_rt import export as export_lib
+from estimator_rt import summaries
+import _models as M
+
+
+def _setup(tmp_path, *, model_fn=None, train=None, eval_data=None, **config):
+  x, y = train or M.make_data(64)
+  ex, ey = eval_data or M.make_data(32, seed=1)
+  est = ert.Estimator(model_fn or M.make_model_fn(optimizer='adam', lr=0.02),
+                      model_dir=str(tmp_path),
+                      config=M.quiet_config(**config))
+  return (est, M.global_input_fn(x, y, batch_size=16),
+          M.global_input_fn(ex, ey, batch_size=8, repeat=False))
+
+
+def _export_dirs(base):
+  if not os.path.isdir(base):
+    return []
+  return sorted(os.path.join(base, d) for d in os.listdir(base))
+
+
+@pytest.mark.parametrize('strategy', ['default', 'mirrored'])
+def test_evaluates_after_each_new_checkpoint(tmp_path, strategy):
+  est, train_fn, eval_fn = _setup(tmp_path, save_checkpoints_steps=10,
+                                  train_distribute=strategy)
+  metrics, exports = ert.train_and_evaluate(
+      est, ert.TrainSpec(train_fn, max_steps=40),
+      ert.EvalSpec(eval_fn, steps=None, throttle_secs=0))
+  assert exports == []
+  checkpoints = M.checkpoint_steps(str(tmp_path))
+  assert checkpoints == [10, 20, 30, 40]
+  evaluated = M.eval_steps(str(tmp_path / 'eval'))
+  assert evaluated == checkpoints  # No step 0, no duplicates, none missed.
+  assert M.eval_steps(str(tmp_path / 'eval'), 'mae') == checkpoints
+  assert metrics['global_step'] == 40
+
+  # The returned metrics are those evaluate() gives on the final checkpoint.
+  again = est.evaluate(eval_fn, checkpoint_path=M.ckpt_path(tmp_path, 40),
+                       name='check')
+  assert set(again) == set(metrics) == {'loss', 'mae', 'mean_prediction',
+                                        'global_step'}
+  for key in metrics:
+    assert again[key] == pytest.approx(metrics[key], rel=1e-6), key
+  # And they are what was written for step 40.
+  written = summaries.read_scalars(str(tmp_path / 'eval'))
+  assert written['loss'][-1] == (40, pytest.approx(metrics['loss'], rel=1e-6))
+  losses = [v for _, v in written['loss']]
+  assert losses[-1] < losses[0]
+
+
+def test_named_evaluation_writes_to_eval_name(tmp_path):
+  est, train_fn, eval_fn = _setup(tmp_path, save_checkpoints_steps=10)
+  ert.train_and_evaluate(
+      est, ert.TrainSpec(train_fn, max_steps=20),
+      ert.EvalSpec(eval_fn, steps=2, name='holdout', throttle_secs=0))
+  assert M.eval_steps(str(tmp_path / 'eval_holdout')) == [10, 20]
+  assert not (tmp_path / 'eval').exists()
+
+
+def test_final_checkpoint_off_the_save_grid_is_evaluated(tmp_path):
+  est, train_fn, eval_fn = _setup(tmp_path, save_checkpoints_steps=10)
+  metrics, _ = ert.train_and_evaluate(
+      est, ert.TrainSpec(train_fn, max_steps=25),
+      ert.EvalSpec(eval_fn, steps=None, throttle_secs=0))
+  assert M.eval_steps(str(tmp_path / 'eval')) == [10, 20, 25]
+  assert metrics['global_step'] == 25
+
+
+def test_large_throttle_leaves_only_the_first_and_final_evaluation(tmp_path):
+  """throttle_secs counts from the previous evaluation: the first checkpoint
+  after step 0 is evaluated (as tf.estimator did), the ones within the next
+  hour are not, the final one always is."""
+  est, train_fn, eval_fn = _setup(tmp_path, save_checkpoints_steps=10)
+  metrics, _ = ert.train_and_evaluate(
+      est, ert.TrainSpec(train_fn, max_steps=50),
+      ert.EvalSpec(eval_fn, steps=None, throttle_secs=3600))
+  assert M.checkpoint_steps(str(tmp_path)) == [10, 20, 30, 40, 50]
+  evaluated = M.eval_steps(str(tmp_path / 'eval'))
+  assert evaluated[-1] == 50 and metrics['global_step'] == 50
+  assert evaluated in ([50], [10, 50]), evaluated
+
+
+def test_resumed_train_and_evaluate_at_max_steps_evaluates_once(tmp_path):
+  est, train_fn, eval_fn = _setup(tmp_path, save_checkpoints_steps=10)
+  train_spec = ert.TrainSpec(train_fn, max_steps=20)
+  eval_spec = ert.EvalSpec(eval_fn, steps=None, throttle_secs=0)
+  ert.train_and_evaluate(est, train_spec, eval_spec)
+  metrics, _ = ert.train_and_evaluate(est, train_spec, eval_spec)
+  assert metrics['global_step'] == 20
+  assert M.checkpoint_steps(str(tmp_path)) == [10, 20]
+
+
+def test_latest_exporter_keeps_exports_to_keep(tmp_path):
+  est, train_fn, eval_fn = _setup(tmp_path, save_checkpoints_steps=10)
+  exporter = ert.LatestExporter('latest', exports_to_keep=2)
+  metrics, exports = ert.train_and_evaluate(
+      est, ert.TrainSpec(train_fn, max_steps=40),
+      ert.EvalSpec(eval_fn, steps=None, throttle_secs=0,
+                   exporters=[exporter]))
+  assert len(exports) == 4  # One export per evaluation.
+  kept = _export_dirs(tmp_path / 'export' / 'latest')
+  assert len(kept) == 2, kept
+  assert set(kept) <= set(exports)
+  for path in kept:
+    assert os.path.isfile(os.path.join(path, 'saved_model.pb'))
+  steps = sorted(M.saved_model_global_step(p) for p in kept)
+  assert set(steps) <= {10, 20, 30, 40}
+  assert metrics['global_step'] == 40
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    'export._fresh_export_dir names an export int(time.time()) and only '
+    'counts up past names that still exist; Exporter._garbage_collect then '
+    'deletes the smallest names. When exports come faster than one per '
+    'second (tiny models: ~0.3 s each), a name freed by garbage collection '
+    'is reused for the NEWEST export, which sorts first and is deleted '
+    'next time (or right away): LatestExporter keeps older exports and '
+    'drops newer ones. Fix: name the export max(int(time.time()), newest '
+    'existing name + 1) (or garbage-collect by export order/mtime).'))
+def test_latest_exporter_keeps_the_newest_exports_when_exports_are_fast(
+    tmp_path, monkeypatch):
+  """Exports within one second, made deterministic by freezing the clock
+  the export directory names come from."""
+  monkeypatch.setattr(export_lib, 'time',
+                      types.SimpleNamespace(time=lambda: 1_700_000_000.0))
+  est, train_fn, _ = _setup(tmp_path, save_checkpoints_steps=10)
+  est.train(train_fn, max_steps=40)
+  exporter = ert.LatestExporter('latest', exports_to_keep=2)
+  for step in (10, 20, 30, 40):
+    exporter.export(est, checkpoint_path=M.ckpt_path(tmp_path, step),
+                    eval_result={'loss': 1.0, 'global_step': step},
+                    is_the_final_export=step == 40)
+  kept = _export_dirs(tmp_path / 'export' / 'latest')
+  assert sorted(M.saved_model_global_step(p) for p in kept) == [30, 40]
+
+
+def test_final_exporter_exports_once_at_the_end(tmp_path):
+  est, train_fn, eval_fn = _setup(tmp_path, save_checkpoints_steps=10)
+  _, exports = ert.train_and_evaluate(
+      est, ert.TrainSpec(train_fn, max_steps=30),
+      ert.EvalSpec(eval_fn, steps=None, throttle_secs=0,
+                   exporters=[ert.FinalExporter('final')]))
+  kept = _export_dirs(tmp_path / 'export' / 'final')
+  assert len(kept) == 1 and exports == kept
+  assert M.saved_model_global_step(kept[0]) == 30
+  assert M.eval_steps(str(tmp_path / 'eval')) == [10, 20, 30]
+
+
+def test_best_exporter_exports_only_on_improvement(tmp_path):
+  """Training fits y = 2 x.w, evaluation wants y = x.w: the eval loss falls
+  while the model passes x.w on its way to 2 x.w, then rises."""
+  rng = np.random.RandomState(3)
+  x = rng.randn(64, 4).astype(np.float32)
+  w = np.array([[0.5], [-0.5], [0.25], [1.0]], np.float32)
+
+  def linear_model_fn(features, labels, mode):
+    import keras  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    out = keras.layers.Dense(1, kernel_initializer='zeros')(features['x'])
+    if mode == ert.ModeKeys.PREDICT:
+      return ert.EstimatorSpec(mode, predictions=out)
+    loss = tf.reduce_mean(tf.square(out - labels))
+    return ert.EstimatorSpec(mode, loss=loss,
+                             optimizer=keras.optimizers.SGD(0.02))
+
+  est, train_fn, eval_fn = _setup(
+      tmp_path, model_fn=linear_model_fn, train=(x, 2 * (x @ w)),
+      eval_data=(x, x @ w), save_checkpoints_steps=5, steps_per_loop=5)
+  exporter = ert.BestExporter('best', exports_to_keep=None)
+  _, exports = ert.train_and_evaluate(
+      est, ert.TrainSpec(train_fn, max_steps=80),
+      ert.EvalSpec(eval_fn, steps=None, throttle_secs=0,
+                   exporters=[exporter]))
+
+  points = summaries.read_scalars(str(tmp_path / 'eval'))['loss']
+  improved, best = [], float('inf')
+  for step, loss in points:
+    if loss < best:
+      improved.append(step)
+      best = loss
+  # The data make both kinds of evaluation happen.
+  assert 1 < len(improved) < len(points), points
+  exported_steps = [M.saved_model_global_step(p) for p in exports]
+  assert exported_steps == improved
+  assert sorted(_export_dirs(tmp_path / 'export' / 'best')) == sorted(exports)
+
+
+def test_exporter_names_must_be_unique(tmp_path):
+  est, _, eval_fn = _setup(tmp_path)
+  del est
+  with pytest.raises(ert.UserInputError, match='unique'):
+    ert.EvalSpec(eval_fn, exporters=[ert.LatestExporter('a'),
+                                     ert.FinalExporter('a')])
+
+
+def test_specs_are_checked(tmp_path):
+  est, train_fn, eval_fn = _setup(tmp_path)
+  with pytest.raises(ert.UserInputError):
+    ert.TrainSpec(train_fn, max_steps=0)
+  with pytest.raises(ert.UserInputError):
+    ert.EvalSpec(eval_fn, throttle_secs=-1)
+  with pytest.raises(ert.UserInputError):
+    ert.train_and_evaluate(est, train_fn, ert.EvalSpec(eval_fn))
