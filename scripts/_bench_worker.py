@@ -1,0 +1,336 @@
+"""One side of one benchmark run, in its own process (see benchmark.py).
+
+    python scripts/_bench_worker.py --side {bare,runtime} --workload W1 \
+        --steps 60000 [--profile out.prof]
+
+Trains one workload for `--steps` steps, either with `estimator_rt` or with
+a bare TF2 loop doing the same math on the same input pipeline, and prints
+one line `BENCH_RESULT {json}` on stdout with:
+
+  side, workload, steps: what ran.
+  boundaries: [[global_step, perf_counter, process_time], ...] at the end
+    of every loop.
+  steps_per_sec: steady state, from the end of the first loop (1 step, which
+    includes tracing) to the end of the last one.
+  cpu_ms_per_100_steps: process CPU time (all threads) per 100 steps over the
+    same span: less sensitive than steps/s to other processes competing for
+    the cores, so it helps to tell a slower runtime from a busy machine.
+  outer_ms_per_loop (runtime only): median wall time per loop spent outside
+    the compiled call (hooks, summaries, logging, the controller itself):
+    the loop interval minus `LoopResult.elapsed_secs`.
+  first_step_wall: `time.time()` when the first training step finished; the
+    parent subtracts the wall time it took just before starting us.
+  imports_done_wall: `time.time()` after TensorFlow, Keras and the project's
+    modules were imported (splits the first-step time into import and
+    build + trace + step).
+  peak_rss_kib: `ru_maxrss` of this process at the end.
+
+Both sides run the same loop boundaries, 1, 99, then 100 steps per loop,
+so that they trace at the same point and amortize per-call costs alike: the
+runtime gets them from its own `steps_per_loop=100` plus a hook asking for
+step 1; the bare loop calls its `tf.function` with n=1, n=99, then n=100.
+
+This file is not a test of correctness; `tests/test_benchmark_script.py`
+checks that the bare models have the variables the model_fns create.
+"""
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+
+# Run as a script, Python puts scripts/ (not the repo root) on sys.path; the
+# project's packages live in the root.
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _REPO_ROOT not in sys.path:
+  sys.path.insert(0, _REPO_ROOT)
+
+# Imported here, before anything is timed against imports_done_wall, and on
+# both sides alike: the input_fns import estimator_rt (for its errors), so
+# the bare side pays for importing the runtime's modules too. The parent
+# reports how long the imports took on each side.
+from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top,wrong-import-position
+import keras  # pylint: disable=g-import-not-at-top,wrong-import-position
+import tensorflow as tf  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+import estimator_rt as ert  # pylint: disable=g-import-not-at-top,wrong-import-position
+from input_fns import digits  # pylint: disable=g-import-not-at-top,wrong-import-position
+from input_fns import synthetic  # pylint: disable=g-import-not-at-top,wrong-import-position
+from model_fns import cnn  # pylint: disable=g-import-not-at-top,wrong-import-position
+from model_fns import linear  # pylint: disable=g-import-not-at-top,wrong-import-position
+from model_fns import mlp  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+_IMPORTS_DONE_WALL = time.time()
+
+RESULT_PREFIX = 'BENCH_RESULT '
+
+# The steps the runtime's own loop length is (RunConfig.steps_per_loop) and
+# the bare loop's steps per tf.function call.
+STEPS_PER_LOOP = 100
+
+
+# ------------------------------------------------------------ workloads
+# Each workload: the project's model_fn and input_fn, the params both get,
+# and the bare side's equivalents: a Keras model built once with the same
+# layers, the same loss on (labels, model output) and the same optimizer.
+
+def _linear_model():
+  # model_fns.linear: Sequential([Dense(1)]), predictions squeezed to [b].
+  return keras.Sequential([keras.layers.Dense(1, name='dense')],
+                          name='linear')
+
+
+def _linear_loss(labels, outputs):
+  # model_fns.linear: mean squared error of the squeezed predictions.
+  predictions = tf.squeeze(outputs, axis=-1)
+  return tf.reduce_mean(tf.square(tf.cast(labels, tf.float32) - predictions))
+
+
+def _mlp_model():
+  # model_fns.mlp with its DEFAULT_PARAMS: hidden [64, 32], no dropout.
+  return keras.Sequential([
+      keras.layers.Flatten(name='flatten'),
+      keras.layers.Dense(64, activation='relu', name='hidden_0'),
+      keras.layers.Dense(32, activation='relu', name='hidden_1'),
+      keras.layers.Dense(10, name='logits'),
+  ], name='mlp')
+
+
+def _cnn_model():
+  # model_fns.cnn, layer for layer.
+  return keras.Sequential([
+      keras.layers.Conv2D(16, 3, padding='same', activation='relu',
+                          name='conv_0'),
+      keras.layers.MaxPooling2D(2, padding='same', name='pool_0'),
+      keras.layers.Conv2D(32, 3, padding='same', activation='relu',
+                          name='conv_1'),
+      keras.layers.MaxPooling2D(2, padding='same', name='pool_1'),
+      keras.layers.Flatten(name='flatten'),
+      keras.layers.Dense(64, activation='relu', name='hidden'),
+      keras.layers.Dense(10, name='logits'),
+  ], name='cnn')
+
+
+def _classifier_loss(labels, logits):
+  # model_fns._common.classifier_spec: sparse softmax cross-entropy, mean
+  # over the batch, on int64 class ids of shape [batch].
+  class_ids = tf.reshape(tf.cast(labels, tf.int64), [-1])
+  return keras.losses.SparseCategoricalCrossentropy(from_logits=True)(
+      class_ids, logits)
+
+
+WORKLOADS = {
+    'W1': dict(
+        description='linear model, synthetic regression, batch 64, SGD 0.2',
+        model_fn=linear.model_fn,
+        input_fn=synthetic.linear_input_fn,
+        params={'batch_size': 64},
+        bare_model=_linear_model,
+        bare_loss=_linear_loss,
+        bare_optimizer=lambda: keras.optimizers.SGD(
+            linear.DEFAULT_PARAMS['learning_rate'])),
+    'W2': dict(
+        description='MLP [64, 32], sklearn digits, batch 128, Adam 0.01',
+        model_fn=mlp.model_fn,
+        input_fn=digits.train_input_fn,
+        params={'batch_size': 128},
+        bare_model=_mlp_model,
+        bare_loss=_classifier_loss,
+        bare_optimizer=lambda: keras.optimizers.Adam(
+            mlp.DEFAULT_PARAMS['learning_rate'])),
+    'W3': dict(
+        description='CNN, synthetic 32x32x3 images, batch 128, Adam 0.001',
+        model_fn=cnn.model_fn,
+        input_fn=synthetic.images_input_fn,
+        params={'batch_size': 128},
+        bare_model=_cnn_model,
+        bare_loss=_classifier_loss,
+        bare_optimizer=lambda: keras.optimizers.Adam(
+            cnn.DEFAULT_PARAMS['learning_rate'])),
+}
+
+
+def build_bare(workload: str):
+  """The bare side's (dataset, model, optimizer, loss_fn), built once.
+
+  The dataset is the workload's input_fn called without an input context,
+  which is what the runtime's default strategy gets too (one pipeline, one
+  replica: no sharding, the full batch). The model and optimizer are built
+  eagerly here because variables cannot be created inside the traced
+  `tf.range` loop.
+  """
+  spec = WORKLOADS[workload]
+  dataset = spec['input_fn'](dict(spec['params']))
+  model = spec['bare_model']()
+  features_spec = dataset.element_spec[0]['x']
+  model.build(features_spec.shape)
+  optimizer = spec['bare_optimizer']()
+  optimizer.build(model.trainable_variables)
+  return dataset, model, optimizer, spec['bare_loss']
+
+
+def _loop_sizes(total_steps: int):
+  """1, 99, then 100 per loop up to `total_steps` (the runtime's cut)."""
+  sizes = [1]
+  step = 1
+  while step < total_steps:
+    size = min(STEPS_PER_LOOP - step % STEPS_PER_LOOP, total_steps - step)
+    sizes.append(size)
+    step += size
+  return sizes
+
+
+def run_bare(workload: str, total_steps: int, record) -> None:
+  """Trains with a plain TF2 loop: `tf.function` over `tf.range(n)` steps."""
+  dataset, model, optimizer, loss_fn = build_bare(workload)
+  variables = model.trainable_variables
+  iterator = iter(dataset)
+
+  @tf.function
+  def train(it, num_steps):
+    loss = tf.constant(0.0)
+    for _ in tf.range(num_steps):
+      features, labels = next(it)
+      with tf.GradientTape() as tape:
+        loss = loss_fn(labels, model(features['x'], training=True))
+      grads = tape.gradient(loss, variables)
+      optimizer.apply_gradients(zip(grads, variables))
+    return loss
+
+  step = 0
+  for size in _loop_sizes(total_steps):
+    # A tensor, not a Python int: every size reuses the one trace.
+    loss = train(iterator, tf.constant(size, tf.int32))
+    loss.numpy()  # Sync: the steps have run when the timestamp is taken.
+    step += size
+    record(step, None)
+
+
+class _BoundaryHook(ert.Hook):
+  """Asks for a 1-step first loop and records the end of every loop."""
+
+  def __init__(self, record):
+    self._record = record
+
+  def next_step_limit(self, global_step):
+    # The first loop ends at step 1, so its end is "first step finished";
+    # afterwards the runtime's own loop lengths apply.
+    return 1 if global_step == 0 else None
+
+  def after_loop(self, result):
+    self._record(result.global_step, result.elapsed_secs)
+    return None
+
+
+def run_runtime(workload: str, total_steps: int, record) -> None:
+  """Trains with `ert.Estimator.train`, the runtime's defaults but one.
+
+  The one change: checkpoints only at the end (save_checkpoints_steps past
+  the run), since the bare loop saves nothing; summaries and the log line
+  every 100 steps stay, as every user gets them.
+  """
+  spec = WORKLOADS[workload]
+  with tempfile.TemporaryDirectory(prefix='bench_ert_') as model_dir:
+    estimator = ert.Estimator(
+        spec['model_fn'], model_dir=model_dir,
+        config=ert.RunConfig(steps_per_loop=STEPS_PER_LOOP,
+                             save_checkpoints_steps=10 * total_steps,
+                             log_step_count_steps=100,
+                             save_summary_steps=100),
+        params=dict(spec['params']))
+    estimator.train(spec['input_fn'], max_steps=total_steps,
+                    hooks=[_BoundaryHook(record)])
+
+
+def steady_state(boundaries, loop_secs):
+  """Steady-state figures from the end of the first loop to the last one.
+
+  Args:
+    boundaries: (global_step, perf_counter, process_time) per loop end.
+    loop_secs: per loop, the seconds inside the compiled call as the
+      runtime measured them, or None (bare side).
+
+  Returns:
+    A dict with steps_per_sec, cpu_ms_per_100_steps and, if `loop_secs` are
+    known, outer_ms_per_loop.
+  """
+  if len(boundaries) < 2:
+    return {'steps_per_sec': float('nan'),
+            'cpu_ms_per_100_steps': float('nan')}
+  (step0, wall0, cpu0), (step1, wall1, cpu1) = boundaries[0], boundaries[-1]
+  figures = {
+      'steps_per_sec': (step1 - step0) / max(wall1 - wall0, 1e-9),
+      'cpu_ms_per_100_steps': 1e5 * (cpu1 - cpu0) / (step1 - step0),
+  }
+  if loop_secs[-1] is not None:
+    # Loop k's interval runs from the end of loop k-1 (its after_loop) to
+    # the end of loop k; what the compiled call did not take is overhead.
+    outer = sorted((boundaries[k][1] - boundaries[k - 1][1]) - loop_secs[k]
+                   for k in range(1, len(boundaries)))
+    figures['outer_ms_per_loop'] = 1e3 * outer[len(outer) // 2]
+  return figures
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('--side', choices=('bare', 'runtime'), required=True)
+  parser.add_argument('--workload', choices=sorted(WORKLOADS), required=True)
+  parser.add_argument('--steps', type=int, required=True,
+                      help='total training steps (>= 101)')
+  parser.add_argument('--profile', default=None,
+                      help='write cProfile stats of the whole training run '
+                      'to this file (distorts the timings; for diagnosis)')
+  args = parser.parse_args(argv)
+  if args.steps < 101:
+    parser.error(f'--steps={args.steps} must be >= 101: the first loop '
+                 '(1 step) is discarded and at least one more is needed.')
+
+  boundaries = []
+  loop_secs = []
+  first_step_wall = []
+
+  def record(global_step, elapsed_secs):
+    boundaries.append((global_step, time.perf_counter(), time.process_time()))
+    loop_secs.append(elapsed_secs)
+    if not first_step_wall:
+      first_step_wall.append(time.time())
+
+  # As under an absl binary (estimator_rt.main): the runtime's INFO lines
+  # (steps/s every 100 steps, checkpoints) are really written, to stderr.
+  absl_logging.set_verbosity(absl_logging.INFO)
+  run = run_bare if args.side == 'bare' else run_runtime
+  if args.profile:
+    import cProfile  # pylint: disable=g-import-not-at-top
+    profiler = cProfile.Profile()
+    profiler.runcall(run, args.workload, args.steps, record)
+    profiler.dump_stats(args.profile)
+  else:
+    run(args.workload, args.steps, record)
+
+  result = {
+      'side': args.side,
+      'workload': args.workload,
+      'steps': boundaries[-1][0] if boundaries else 0,
+      **steady_state(boundaries, loop_secs),
+      'first_step_wall': first_step_wall[0] if first_step_wall else None,
+      'imports_done_wall': _IMPORTS_DONE_WALL,
+      # Linux reports kilobytes (KiB).
+      'peak_rss_kib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+      'boundaries': [[s, round(w, 6), round(c, 6)]
+                     for s, w, c in boundaries],
+  }
+  sys.stdout.write(RESULT_PREFIX + json.dumps(result) + '\n')
+  return 0
+
+
+if __name__ == '__main__':
+  status = main()
+  sys.stdout.flush()
+  sys.stderr.flush()
+  # Everything is measured. Skip interpreter teardown: on this kind of
+  # machine tf.data's autotuning threads have kept processes idle for up to
+  # a minute at exit (DESIGN.md), which would only slow the benchmark down.
+  os._exit(status)  # pylint: disable=protected-access

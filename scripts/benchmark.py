@@ -1,0 +1,306 @@
+"""Benchmark: estimator_rt against a bare TF2 loop on the same workloads.
+
+    PYTHONPATH=. python scripts/benchmark.py [--rounds 3] [--workloads W1,W3]
+        [--steps W1=60000,W3=800] [--json]
+
+For each workload (W1 linear model on batches of 64, W2 the MLP on the
+bundled digits with Adam, batch 128, W3 the CNN on 32x32x3 synthetic images,
+batch 128), each round runs the bare loop and the runtime once each, every
+run in a fresh process (scripts/_bench_worker.py), alternating which goes
+first (round 1: bare then runtime, round 2: runtime then bare, ...) so that
+neither side always runs on a warmer or cooler machine. Both use the
+project's own model_fn / input_fn definitions; the bare loop builds the same
+Keras layers once and runs a `tf.function` of 100 steps per call.
+
+It reports, as medians over rounds:
+
+* steady-state steps/s of each side and their ratio runtime/bare (targets:
+  >= 0.9 on W1, >= 0.95 on W2 and W3);
+* time from process start (just before the parent starts the child) to the
+  end of the first training step, and the difference runtime - bare
+  (target: <= 1 s);
+* peak RSS of each process and the ratio runtime/bare (target: <= 1.2).
+
+This script itself imports nothing heavy: all TensorFlow work happens in the
+children, so the parent's own state cannot favour either side.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import Dict, List, Optional
+
+_SCRIPTS_DIR = os.path.dirname(os.path.abspath(__file__))
+_REPO_ROOT = os.path.dirname(_SCRIPTS_DIR)
+_WORKER = os.path.join(_SCRIPTS_DIR, '_bench_worker.py')
+_RESULT_PREFIX = 'BENCH_RESULT '  # As _bench_worker.RESULT_PREFIX.
+
+WORKLOADS = ('W1', 'W2', 'W3')
+
+# Steps per run, chosen so that each child has about 5-10 s of steady state
+# on a 2-core CPU machine (bare W1 6,000-14,000 steps/s, W2 3,000-5,000,
+# W3 ~100). Multiples of 100, so that every loop after the first two is a
+# full one.
+DEFAULT_STEPS = {'W1': 60000, 'W2': 30000, 'W3': 800}
+
+# Minimum steps/s ratio runtime/bare per workload.
+SPEED_TARGETS = {'W1': 0.9, 'W2': 0.95, 'W3': 0.95}
+# Most seconds the runtime's first step may come after the bare loop's.
+FIRST_STEP_TARGET_S = 1.0
+# Largest peak-RSS ratio runtime/bare.
+MEMORY_TARGET = 1.2
+
+DEFAULT_TIMEOUT_S = 300
+
+
+def _child_env() -> Dict[str, str]:
+  """The environment of every child: the same for both sides."""
+  env = dict(os.environ)
+  env['PYTHONPATH'] = _REPO_ROOT + (
+      os.pathsep + env['PYTHONPATH'] if env.get('PYTHONPATH') else '')
+  # TensorFlow's C++ INFO/WARNING lines only add noise to stderr.
+  env['TF_CPP_MIN_LOG_LEVEL'] = '2'
+  # Unbuffered, so that a child killed on timeout still leaves its output.
+  env['PYTHONUNBUFFERED'] = '1'
+  return env
+
+
+class ChildError(RuntimeError):
+  """A benchmark child failed, timed out, or printed no result."""
+
+
+def run_child(side: str, workload: str, steps: int, *,
+              timeout_s: float, env: Dict[str, str]) -> dict:
+  """Runs one side of one workload in a fresh process; returns its result.
+
+  Adds `first_step_s` (from just before the process was started to the end
+  of its first step), `import_s` (process start to imports done) and
+  `peak_rss_mib` to what the child reports.
+
+  Raises:
+    ChildError: the child exited non-zero, ran past `timeout_s` (it is
+      killed) or printed no result line.
+  """
+  command = [sys.executable, _WORKER, '--side', side, '--workload', workload,
+             '--steps', str(steps)]
+  # Wall clock, not perf_counter: the child reports time.time() and the two
+  # clocks must be the same one across processes.
+  launched = time.time()
+  process = subprocess.Popen(command, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env,
+                             cwd=_REPO_ROOT)
+  try:
+    stdout, stderr = process.communicate(timeout=timeout_s)
+  except subprocess.TimeoutExpired:
+    process.kill()
+    stdout, stderr = process.communicate()
+    raise ChildError(
+        f'{side} {workload} ran past {timeout_s} s and was killed; stderr '
+        f'tail:\n{stderr[-3000:]}') from None
+  if process.returncode != 0:
+    raise ChildError(
+        f'{side} {workload} exited with {process.returncode}; stderr tail:\n'
+        f'{stderr[-3000:]}')
+  lines = [l for l in stdout.splitlines() if l.startswith(_RESULT_PREFIX)]
+  if not lines:
+    raise ChildError(
+        f'{side} {workload} printed no {_RESULT_PREFIX.strip()} line; '
+        f'stdout tail:\n{stdout[-2000:]}\nstderr tail:\n{stderr[-2000:]}')
+  result = json.loads(lines[-1][len(_RESULT_PREFIX):])
+  result['first_step_s'] = result['first_step_wall'] - launched
+  result['import_s'] = result['imports_done_wall'] - launched
+  result['peak_rss_mib'] = result['peak_rss_kib'] / 1024.0
+  return result
+
+
+# What each run contributes to the report (outer_ms_per_loop: runtime only).
+_RUN_KEYS = ('steps', 'steps_per_sec', 'first_step_s', 'import_s',
+             'peak_rss_mib', 'cpu_ms_per_100_steps', 'outer_ms_per_loop')
+
+
+def _median(runs: List[dict], key: str) -> float:
+  return statistics.median(r[key] for r in runs)
+
+
+def summarize(workload: str, runs: Dict[str, List[dict]]) -> dict:
+  """Medians per side, ratios runtime/bare and whether targets are met."""
+  sides = {}
+  for side in ('bare', 'runtime'):
+    side_runs = runs[side]
+    keys = [k for k in _RUN_KEYS if k in side_runs[0]]
+    sides[side] = {k: _median(side_runs, k) for k in keys if k != 'steps'}
+    sides[side]['runs'] = [{k: r[k] for k in keys} for r in side_runs]
+  bare, runtime = sides['bare'], sides['runtime']
+  speed_ratio = runtime['steps_per_sec'] / bare['steps_per_sec']
+  first_step_diff = runtime['first_step_s'] - bare['first_step_s']
+  memory_ratio = runtime['peak_rss_mib'] / bare['peak_rss_mib']
+  return {
+      'bare': bare,
+      'runtime': runtime,
+      'steps_per_sec_ratio': speed_ratio,
+      'steps_per_sec_target': SPEED_TARGETS[workload],
+      'first_step_diff_s': first_step_diff,
+      'first_step_target_s': FIRST_STEP_TARGET_S,
+      'peak_rss_ratio': memory_ratio,
+      'cpu_per_step_ratio': (runtime['cpu_ms_per_100_steps'] /
+                             bare['cpu_ms_per_100_steps']),
+      'peak_rss_target': MEMORY_TARGET,
+      'meets': {
+          'steps_per_sec': speed_ratio >= SPEED_TARGETS[workload],
+          'first_step': first_step_diff <= FIRST_STEP_TARGET_S,
+          'peak_rss': memory_ratio <= MEMORY_TARGET,
+      },
+  }
+
+
+def format_table(results: Dict[str, dict]) -> str:
+  """The results as a Markdown table (a '*' marks a missed target)."""
+  header = ('| workload | bare steps/s | runtime steps/s | ratio | target | '
+            'first step bare s | runtime s | diff s | peak RSS bare MiB | '
+            'runtime MiB | ratio |')
+  rows = [header, '|' + '---|' * 11]
+  for workload, r in results.items():
+    miss = {k: '' if ok else ' *' for k, ok in r['meets'].items()}
+    rows.append(
+        f"| {workload} | {r['bare']['steps_per_sec']:,.0f} | "
+        f"{r['runtime']['steps_per_sec']:,.0f} | "
+        f"{r['steps_per_sec_ratio']:.3f}{miss['steps_per_sec']} | "
+        f">= {r['steps_per_sec_target']} | "
+        f"{r['bare']['first_step_s']:.2f} | "
+        f"{r['runtime']['first_step_s']:.2f} | "
+        f"{r['first_step_diff_s']:+.2f}{miss['first_step']} | "
+        f"{r['bare']['peak_rss_mib']:.0f} | "
+        f"{r['runtime']['peak_rss_mib']:.0f} | "
+        f"{r['peak_rss_ratio']:.3f}{miss['peak_rss']} |")
+  return '\n'.join(rows)
+
+
+def format_diagnostics(results: Dict[str, dict]) -> str:
+  """Figures that help explain the table (not targets)."""
+  rows = ['| workload | CPU ms/100 steps bare | runtime | ratio | '
+          'runtime outside compiled loop, ms/loop | imports bare s | '
+          'runtime s | first step after imports bare s | runtime s |',
+          '|' + '---|' * 9]
+  for workload, r in results.items():
+    bare, runtime = r['bare'], r['runtime']
+    rows.append(
+        f"| {workload} | {bare['cpu_ms_per_100_steps']:.1f} | "
+        f"{runtime['cpu_ms_per_100_steps']:.1f} | "
+        f"{r['cpu_per_step_ratio']:.3f} | "
+        f"{runtime.get('outer_ms_per_loop', float('nan')):.2f} | "
+        f"{bare['import_s']:.2f} | {runtime['import_s']:.2f} | "
+        f"{bare['first_step_s'] - bare['import_s']:.2f} | "
+        f"{runtime['first_step_s'] - runtime['import_s']:.2f} |")
+  return '\n'.join(rows)
+
+
+def _parse_workloads(text: str) -> List[str]:
+  names = [w.strip().upper() for w in text.split(',') if w.strip()]
+  unknown = [w for w in names if w not in WORKLOADS]
+  if unknown or not names:
+    raise argparse.ArgumentTypeError(
+        f'--workloads={text!r}: expected a comma-separated subset of '
+        f'{",".join(WORKLOADS)}.')
+  return names
+
+
+def _parse_steps(text: str) -> Dict[str, int]:
+  """'300' (every workload) or 'W1=60000,W3=800' (the rest default)."""
+  try:
+    if '=' not in text:
+      return {w: int(text) for w in WORKLOADS}
+    steps = {}
+    for item in text.split(','):
+      name, value = item.split('=')
+      name = name.strip().upper()
+      if name not in WORKLOADS:
+        raise ValueError(name)
+      steps[name] = int(value)
+    return steps
+  except ValueError:
+    raise argparse.ArgumentTypeError(
+        f'--steps={text!r}: expected N or W1=N,W2=N,...') from None
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+  parser = argparse.ArgumentParser(
+      description=__doc__.split('\n')[0],
+      formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument('--rounds', type=int, default=3,
+                      help='runs per side and workload (default 3)')
+  parser.add_argument('--workloads', type=_parse_workloads,
+                      default=list(WORKLOADS),
+                      help='comma-separated subset of W1,W2,W3 (default all)')
+  parser.add_argument('--steps', type=_parse_steps, default={},
+                      help='training steps per run: N for every workload, or '
+                      'W1=N,W2=N,... (default '
+                      + ','.join(f'{k}={v}' for k, v in DEFAULT_STEPS.items())
+                      + ')')
+  parser.add_argument('--timeout', type=float, default=DEFAULT_TIMEOUT_S,
+                      help='seconds after which a child is killed '
+                      f'(default {DEFAULT_TIMEOUT_S})')
+  parser.add_argument('--json', action='store_true',
+                      help='print one JSON object on stdout instead of the '
+                      'table (progress still goes to stderr)')
+  args = parser.parse_args(argv)
+  if args.rounds < 1:
+    parser.error(f'--rounds={args.rounds} must be >= 1.')
+  steps = {w: args.steps.get(w, DEFAULT_STEPS[w]) for w in args.workloads}
+  for workload, n in steps.items():
+    if n < 101:
+      parser.error(f'--steps: {workload}={n} must be >= 101 (the first, '
+                   '1-step loop is discarded).')
+
+  env = _child_env()
+  runs = {w: {'bare': [], 'runtime': []} for w in args.workloads}
+  load_before = os.getloadavg()
+  started = time.time()
+  for round_index in range(args.rounds):
+    # Alternate which side goes first, so that drift in the machine's state
+    # (thermal, page cache, a neighbour's load) does not favour one side.
+    order = ('bare', 'runtime') if round_index % 2 == 0 else ('runtime',
+                                                              'bare')
+    for workload in args.workloads:
+      for side in order:
+        result = run_child(side, workload, steps[workload],
+                           timeout_s=args.timeout, env=env)
+        runs[workload][side].append(result)
+        print(f'round {round_index + 1}/{args.rounds} {workload} {side:7s}: '
+              f"{result['steps_per_sec']:9,.0f} steps/s, first step "
+              f"{result['first_step_s']:.2f} s (imports "
+              f"{result['import_s']:.2f} s), peak RSS "
+              f"{result['peak_rss_mib']:.0f} MiB, "
+              f"{result['cpu_ms_per_100_steps']:.1f} CPU ms/100 steps",
+              file=sys.stderr, flush=True)
+  results = {w: summarize(w, runs[w]) for w in args.workloads}
+  report = {
+      'command': ' '.join([os.path.basename(sys.executable),
+                           'scripts/benchmark.py'] +
+                          (sys.argv[1:] if argv is None else list(argv))),
+      'rounds': args.rounds,
+      'steps': steps,
+      'cpu_count': os.cpu_count(),
+      'loadavg_before': load_before,
+      'loadavg_after': os.getloadavg(),
+      'wall_s': time.time() - started,
+      'results': results,
+  }
+  if args.json:
+    print(json.dumps(report, indent=2))
+  else:
+    print(format_table(results))
+    print()
+    print(format_diagnostics(results))
+    print(f"\n{args.rounds} round(s); steps {steps}; medians over rounds; "
+          "'*' = target missed. Load average before "
+          f"{load_before[0]:.2f}, after {report['loadavg_after'][0]:.2f} "
+          f"({os.cpu_count()} CPUs); {report['wall_s']:.0f} s in all.")
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

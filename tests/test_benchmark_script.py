@@ -1,0 +1,85 @@
+"""scripts/benchmark.py: it runs end to end, and compares like with like.
+
+No timing is asserted: the numbers depend on the machine. The tests check
+that the script produces its figures for both sides, and that the bare loop
+it compares against computes the same model and loss as the model_fns.
+"""
+
+import importlib.util
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from estimator_rt.mode_keys import ModeKeys
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _load_worker():
+  # scripts/ is not a package; load the worker module from its file.
+  path = os.path.join(REPO_ROOT, 'scripts', '_bench_worker.py')
+  spec = importlib.util.spec_from_file_location('_bench_worker', path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def test_benchmark_reports_both_sides_and_ratios(python_runner):
+  proc = python_runner(
+      ['scripts/benchmark.py', '--rounds', '1', '--workloads', 'W1',
+       '--steps', '300', '--json', '--timeout', '150'], timeout=360)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  report = json.loads(proc.stdout)
+  assert report['rounds'] == 1
+  assert list(report['results']) == ['W1']
+  w1 = report['results']['W1']
+  for side in ('bare', 'runtime'):
+    assert w1[side]['steps_per_sec'] > 0
+    assert w1[side]['first_step_s'] > 0
+    assert w1[side]['peak_rss_mib'] > 0
+    assert len(w1[side]['runs']) == 1
+    assert w1[side]['runs'][0]['steps'] == 300
+  assert w1['steps_per_sec_ratio'] == pytest.approx(
+      w1['runtime']['steps_per_sec'] / w1['bare']['steps_per_sec'])
+  assert w1['peak_rss_ratio'] > 0
+  assert isinstance(w1['first_step_diff_s'], float)
+  assert set(w1['meets']) == {'steps_per_sec', 'first_step', 'peak_rss'}
+
+
+@pytest.mark.parametrize('workload', ['W1', 'W2', 'W3'])
+def test_bare_loop_computes_what_the_model_fn_computes(workload):
+  worker = _load_worker()
+  spec = worker.WORKLOADS[workload]
+  dataset, model, _, loss_fn = worker.build_bare(workload)
+  features, labels = next(iter(dataset))
+
+  # The model_fn's model variables, in creation order, from one eager call.
+  created = []
+
+  def creator(next_creator, **kwargs):
+    variable = next_creator(**kwargs)
+    created.append(variable)
+    return variable
+
+  with tf.variable_creator_scope(creator):
+    model_fn_spec = spec['model_fn'](features, labels, ModeKeys.TRAIN,
+                                     dict(spec['params']))
+  # The optimizer creates its (non-trainable) counters too; leave them out.
+  created = [v for v in created if v.trainable]
+  bare_variables = model.trainable_variables
+  assert [tuple(v.shape) for v in created] == [
+      tuple(v.shape) for v in bare_variables]
+  bare_optimizer = spec['bare_optimizer']()
+  assert type(model_fn_spec.optimizer) is type(bare_optimizer)
+  assert float(model_fn_spec.optimizer.learning_rate) == pytest.approx(
+      float(bare_optimizer.learning_rate))
+
+  # Same weights and batch give the same loss.
+  for bare, reference in zip(bare_variables, created):
+    bare.assign(reference)
+  bare_loss = loss_fn(labels, model(features['x'], training=True))
+  np.testing.assert_allclose(bare_loss.numpy(), model_fn_spec.loss.numpy(),
+                             rtol=1e-6)
