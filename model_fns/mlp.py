@@ -1,0 +1,107 @@
+"""Multi-layer perceptron classifier on dense features.
+
+Pair it with `input_fns.digits` (64 features, 10 classes) or
+`input_fns.synthetic.classification_input_fn`.
+
+Params (see DEFAULT_PARAMS):
+  hidden_units: sizes of the ReLU hidden layers (default [64, 32]).
+  n_classes: number of classes, >= 2 (default 10).
+  learning_rate: > 0 (default 0.01).
+  optimizer: 'adam' (default) or 'sgd'.
+  dropout: dropout rate after each hidden layer in TRAIN, in [0, 1)
+    (default 0.0: no dropout layers at all).
+
+Modes:
+  PREDICT: predictions {'class_ids': int64 [batch], 'probabilities':
+    float32 [batch, n_classes]}.
+  EVAL: loss (mean sparse softmax cross-entropy over the batch) and
+    eval_metric_ops {'accuracy': keras.metrics.SparseCategoricalAccuracy}.
+  TRAIN: the same loss and the chosen Keras optimizer.
+"""
+
+from typing import Any, Mapping, Optional
+
+import keras
+
+from estimator_rt.errors import ModelFnError
+from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.spec import EstimatorSpec
+from model_fns import _common
+
+_NAME = 'model_fns.mlp.model_fn'
+
+DEFAULT_PARAMS = {
+    'hidden_units': [64, 32],
+    'n_classes': 10,
+    'learning_rate': 0.01,
+    'optimizer': 'adam',
+    'dropout': 0.0,
+}
+
+
+def _hidden_units(params: Mapping[str, Any]) -> list:
+  units = params['hidden_units']
+  if not isinstance(units, (list, tuple)) or not all(
+      isinstance(u, int) and not isinstance(u, bool) and u > 0
+      for u in units):
+    raise ModelFnError(
+        f"{_NAME}: params['hidden_units'] must be a list of positive "
+        f'integers, got {units!r}.')
+  return list(units)
+
+
+def _dropout(params: Mapping[str, Any]) -> float:
+  rate = params['dropout']
+  if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not (
+      0.0 <= rate < 1.0):
+    raise ModelFnError(
+        f"{_NAME}: params['dropout'] must be a number in [0, 1), got "
+        f'{rate!r}.')
+  return float(rate)
+
+
+def model_fn(features: Any, labels: Any, mode: str,
+             params: Optional[Mapping[str, Any]]) -> EstimatorSpec:
+  """Builds the MLP classifier for `mode`.
+
+  Args:
+    features: a float tensor [batch, d], or a dict holding it under 'x'.
+      Inputs of higher rank (images) are flattened to [batch, d].
+    labels: integer class ids of shape [batch] or [batch, 1]; None in
+      PREDICT.
+    mode: one of `ert.ModeKeys`.
+    params: overrides for DEFAULT_PARAMS; other keys are ignored.
+
+  Returns:
+    An `ert.EstimatorSpec` for `mode`.
+
+  Raises:
+    ModelFnError: bad params, features of rank < 2, missing labels in
+      TRAIN/EVAL, or labels whose shape does not fit the logits (one-hot
+      labels, another batch size); the message names both shapes.
+  """
+  _common.check_mode(_NAME, mode)
+  params = _common.merge_params(_NAME, DEFAULT_PARAMS, params)
+  n_classes = _common.n_classes(_NAME, params)
+  hidden_units = _hidden_units(params)
+  dropout = _dropout(params)
+  x = _common.get_inputs(_NAME, features)
+  if x.shape.rank is not None and x.shape.rank < 2:
+    raise ModelFnError(
+        f'{_NAME}: features must have shape [batch, d] (or [batch, ...] to '
+        f'be flattened), got {x.shape}.')
+
+  # Built on every call; the runtime makes each call reuse the variables of
+  # the first. Explicit names keep variable paths stable across calls.
+  layers = [keras.layers.Flatten(name='flatten')]
+  for i, units in enumerate(hidden_units):
+    layers.append(keras.layers.Dense(units, activation='relu',
+                                     name=f'hidden_{i}'))
+    if dropout > 0.0:
+      # Only added when used: a Dropout layer owns a seed variable, and a
+      # model without dropout should not carry one into its checkpoints.
+      layers.append(keras.layers.Dropout(dropout, name=f'dropout_{i}'))
+  layers.append(keras.layers.Dense(n_classes, name='logits'))
+  model = keras.Sequential(layers, name='mlp')
+  logits = model(x, training=mode == ModeKeys.TRAIN)
+  return _common.classifier_spec(_NAME, mode, params, logits, labels)
