@@ -36,6 +36,12 @@ class TrainController:
     summary_writer: writes training scalars, or None.
     save_summary_steps: write scalars every this many steps (0: never).
     saving_listeners: called after each checkpoint save.
+    agree: for synchronous multi-worker training, maps this worker's
+      `(stop, save)` decisions to the cluster's (True if any worker says
+      so). Every worker must run the same loops and save at the same steps:
+      their steps are collective operations. Loop lengths depend on steps
+      only, so they agree by construction; decisions that depend on time
+      or on hooks go through this function.
   """
 
   def __init__(self, *, train_loop: Callable, iterator, global_step,
@@ -43,7 +49,8 @@ class TrainController:
                saver: Optional[CheckpointSaver],
                summary_writer: Optional[ScalarWriter],
                save_summary_steps: int,
-               saving_listeners: Iterable[SavingListener] = ()):
+               saving_listeners: Iterable[SavingListener] = (),
+               agree: Optional[Callable[[bool, bool], tuple]] = None):
     self._train_loop = train_loop
     self._iterator = iterator
     self._global_step = global_step
@@ -53,6 +60,7 @@ class TrainController:
     self._writer = summary_writer
     self._summary_every = save_summary_steps
     self._listeners = list(saving_listeners)
+    self._agree = agree
 
   def _loop_end(self, step: int, max_steps: Optional[int]) -> int:
     limits = [step + self._steps_per_loop]
@@ -60,7 +68,9 @@ class TrainController:
       limits.append(max_steps)
     if self._saver is not None:
       limits.append(self._saver.next_save_step(step))
-    if self._writer is not None and self._summary_every:
+    if self._summary_every:
+      # Also without a writer (a non-chief worker): every worker must cut
+      # its loops at the same steps.
       limits.append((step // self._summary_every + 1) * self._summary_every)
     for hook in self._hooks:
       limits.append(hook.next_step_limit(step))
@@ -116,7 +126,10 @@ class TrainController:
         self._writer.write({'loss': loss,
                             'global_step/sec': steps_run / max(elapsed, 1e-9)},
                            step)
-      if self._saver is not None and self._saver.is_due(step):
+      save = self._saver is not None and self._saver.is_due(step)
+      if self._agree is not None:
+        stop, save = self._agree(stop, save)
+      if save:
         stop = self._save(step) or stop
     if self._saver is not None:
       self._save(step)

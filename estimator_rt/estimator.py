@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from estimator_rt import checkpoints
+from estimator_rt import cluster
 from estimator_rt import export as export_lib
 from estimator_rt import hooks as hooks_lib
 from estimator_rt import inputs
@@ -86,9 +87,16 @@ class Estimator:
     self._params = dict(params or {})
     self._warm_start_from = warm_start_from
     self._train_strategy = None
+    self._coordinator = None
     self._eval_strategy = None
     self._eval_states = {}
     self._features_spec = None
+    task = self._config.task_info
+    if (self._config.train_distribute == cluster.MULTI_WORKER_MIRRORED and
+        (task is None or task.task_type in (cluster.CHIEF, cluster.WORKER))):
+      # Collective ops must be configured before TensorFlow runs any op, so
+      # a training task creates this strategy now rather than at train().
+      _ = self.train_strategy
 
   @property
   def model_dir(self) -> str:
@@ -116,8 +124,37 @@ class Estimator:
   def train_strategy(self) -> tf.distribute.Strategy:
     if self._train_strategy is None:
       self._train_strategy = strategies.resolve_strategy(
-          self._config.train_distribute)
+          self._config.train_distribute, task=self._config.task_info)
     return self._train_strategy
+
+  def _coordinator_for(self, strategy):
+    """The ClusterCoordinator of a parameter-server strategy, else None."""
+    if not strategies.is_parameter_server(strategy):
+      return None
+    if self._coordinator is None:
+      self._coordinator = (
+          tf.distribute.experimental.coordinator.ClusterCoordinator(strategy))
+    return self._coordinator
+
+  def _agreement(self, strategy):
+    """For synchronous multi-worker training: decisions any worker makes
+    become every worker's (see TrainController), else None."""
+    task = self._config.task_info
+    if (task is None or task.num_workers < 2 or
+        not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)):
+      return None
+
+    @tf.function
+    def count_votes(votes):
+      per_replica = strategy.run(lambda: tf.identity(votes))
+      return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica,
+                             axis=None)
+
+    def agree(stop: bool, save: bool):
+      total = count_votes(tf.constant([int(stop), int(save)], tf.int32))
+      return bool(total[0] > 0), bool(total[1] > 0)
+
+    return agree
 
   @property
   def eval_strategy(self) -> tf.distribute.Strategy:
@@ -126,11 +163,13 @@ class Estimator:
       if self._config.eval_distribute is not None:
         self._eval_strategy = strategies.resolve_strategy(
             self._config.eval_distribute)
-      elif (strategies.is_central_storage(self.train_strategy) or
+      elif (self._config.task_info is not None or
+            strategies.is_central_storage(self.train_strategy) or
             strategies.is_multi_worker(self.train_strategy)):
+        # In a cluster, evaluation runs in one process (an evaluator must
+        # not even create the training strategy: it would join training).
         # CentralStorageStrategy miscounts Keras metric updates (observed
-        # on TF 2.21), and multi-worker strategies need every worker: both
-        # evaluate without distribution.
+        # on TF 2.21). All of these evaluate without distribution.
         self._eval_strategy = tf.distribute.get_strategy()
       else:
         self._eval_strategy = self.train_strategy
@@ -182,10 +221,11 @@ class Estimator:
         return self
     user_hooks = [hooks_lib.as_hook(h) for h in hooks]
     strategy = self.train_strategy
+    coordinator = self._coordinator_for(strategy)
     self._seed()
     data = inputs.make_input(strategy, input_fn, self._params,
                              auto_shard_policy=self._config.auto_shard_policy,
-                             role='train input_fn')
+                             role='train input_fn', coordinator=coordinator)
     self._remember_features(data.element_spec)
     graph = ModelGraph(model_fn=self._model_fn, mode=ModeKeys.TRAIN,
                        params=self._params, config=self._config,
@@ -202,10 +242,21 @@ class Estimator:
     if steps is not None:
       max_steps = start_step + steps
     train_loop = loops.make_train_loop(graph, infinite_input=data.infinite)
-    # Everything is validated; from here on model_dir is written.
-    tf.io.gfile.makedirs(self.model_dir)
+    if coordinator is not None:
+      train_loop = loops.make_coordinated_train_loop(
+          train_loop, coordinator,
+          num_workers=len(self._config.task_info.cluster[cluster.WORKER]))
+    # Everything is validated; from here on model_dir is written (by the
+    # chief only: other synchronous workers must save too, because saving
+    # is part of the collective protocol, but into a scratch directory).
+    is_chief = self._config.is_chief
+    if is_chief:
+      tf.io.gfile.makedirs(self.model_dir)
+      checkpoint_dir = self.model_dir
+    else:
+      checkpoint_dir = tempfile.mkdtemp(prefix='estimator_rt_worker_')
     saver = checkpoints.CheckpointSaver(
-        checkpoint=graph.checkpoint, directory=self.model_dir,
+        checkpoint=graph.checkpoint, directory=checkpoint_dir,
         max_to_keep=self._config.keep_checkpoint_max,
         every_steps=self._config.save_checkpoints_steps,
         every_secs=self._config.checkpoint_every_secs)
@@ -213,18 +264,22 @@ class Estimator:
     if self._config.log_step_count_steps:
       builtin.append(hooks_lib.LoggingHook(
           every_steps=self._config.log_step_count_steps))
-    writer = summaries.ScalarWriter(self.model_dir)
+    writer = summaries.ScalarWriter(self.model_dir) if is_chief else None
     controller = TrainController(
         train_loop=train_loop, iterator=iter(data.dataset),
         global_step=graph.global_step,
         steps_per_loop=self._config.steps_per_loop,
         hooks=builtin + user_hooks, saver=saver, summary_writer=writer,
         save_summary_steps=self._config.save_summary_steps,
-        saving_listeners=saving_listeners)
+        saving_listeners=saving_listeners if is_chief else (),
+        agree=self._agreement(strategy))
     try:
       final_step = controller.run(max_steps=max_steps)
     finally:
-      writer.close()
+      if writer is not None:
+        writer.close()
+      if not is_chief:
+        tf.io.gfile.rmtree(checkpoint_dir)
     logging.info('Training ended at global step %d (started at %d).',
                  final_step, start_step)
     return self

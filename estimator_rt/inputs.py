@@ -69,7 +69,8 @@ def make_input(strategy: tf.distribute.Strategy,
                *,
                auto_shard_policy: str = 'AUTO',
                role: str = 'input_fn',
-               sample_only: bool = False) -> DistributedInput:
+               sample_only: bool = False,
+               coordinator=None) -> DistributedInput:
   """Calls `input_fn` and distributes its dataset with `strategy`.
 
   Args:
@@ -81,6 +82,10 @@ def make_input(strategy: tf.distribute.Strategy,
     role: names the function in errors.
     sample_only: only produce `sample` and `element_spec` (for export);
       `dataset` is then None.
+    coordinator: a `ClusterCoordinator` (parameter-server training): the
+      dataset is then created on every worker (`create_per_worker_dataset`).
+      Each worker reads the whole input_fn dataset, as with tf.estimator's
+      parameter servers: shuffle it, and make it repeat.
 
   Raises:
     InputFnError: the input_fn returned no dataset or an empty one.
@@ -92,7 +97,7 @@ def make_input(strategy: tf.distribute.Strategy,
     local = user_fns.call_input_fn(input_fn, params, local_context, role=role)
     sample = _first_batch(local, role, input_fn)
     distributed = None
-    if not sample_only:
+    if not sample_only and coordinator is None:
       distributed = strategy.distribute_datasets_from_function(
           lambda context: user_fns.call_input_fn(
               input_fn, params, context, role=role))
@@ -100,13 +105,28 @@ def make_input(strategy: tf.distribute.Strategy,
     local = user_fns.call_input_fn(input_fn, params, role=role)
     sample = _first_batch(local, role, input_fn)
     distributed = None
-    if not sample_only:
+    if not sample_only and coordinator is None:
       options = tf.data.Options()
       options.experimental_distribute.auto_shard_policy = _POLICIES[
           auto_shard_policy]
       distributed = strategy.experimental_distribute_dataset(
           local.with_options(options))
   infinite = int(local.cardinality()) == int(tf.data.INFINITE_CARDINALITY)
+  if coordinator is not None and not sample_only:
+    if not infinite:
+      raise InputFnError(
+          f'{role} {getattr(input_fn, "__qualname__", input_fn)!r} returns a '
+          'finite dataset; parameter-server workers need one that repeats '
+          'forever (add .repeat()). Training length comes from max_steps.')
+    takes_context = user_fns.input_fn_takes_context(input_fn)
+
+    def per_worker_dataset_fn():
+      return strategy.distribute_datasets_from_function(
+          lambda context: user_fns.call_input_fn(
+              input_fn, params, context if takes_context else None,
+              role=role))
+
+    distributed = coordinator.create_per_worker_dataset(per_worker_dataset_fn)
   return DistributedInput(dataset=distributed, sample=sample,
                           element_spec=local.element_spec, infinite=infinite)
 

@@ -96,6 +96,36 @@ def make_train_loop(graph: ModelGraph, *, infinite_input: bool) -> Callable:
   return train_loop
 
 
+def make_coordinated_train_loop(train_loop: Callable, coordinator,
+                                num_workers: int) -> Callable:
+  """Runs `train_loop` on parameter-server workers through a coordinator.
+
+  The returned function has `train_loop`'s signature and results: asked for
+  N steps, it schedules about N / num_workers steps on each worker (they run
+  asynchronously, each on its own per-worker iterator, updating the
+  variables on the ps tasks), waits for all of them, and reports the last
+  scheduled call's loss and the total steps. Between calls every scheduled
+  step has finished, so checkpoints and hooks see a consistent state.
+  """
+
+  def coordinated_loop(iterator, num_steps):
+    total = int(num_steps)
+    parts = min(num_workers, total)
+    sizes = [total // parts + (1 if i < total % parts else 0)
+             for i in range(parts)]
+    scheduled = [coordinator.schedule(
+        train_loop, args=(iterator, tf.constant(size, tf.int32)))
+                 for size in sizes]
+    coordinator.join()
+    results = [r.fetch() for r in scheduled]
+    loss = results[-1][0]
+    steps = sum(int(r[1]) for r in results)
+    finite = all(bool(r[2]) for r in results)
+    return loss, steps, finite
+
+  return coordinated_loop
+
+
 def _pair_metrics(graph: ModelGraph) -> Dict[str, Any]:
   return {name: pair for name, pair in graph.build_spec.eval_metric_ops.items()
           if name not in graph.metrics}

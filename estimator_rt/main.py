@@ -26,7 +26,8 @@ from absl import flags
 from absl import logging
 
 MODES = ('train', 'evaluate', 'train_and_evaluate', 'predict', 'export')
-STRATEGIES = ('default', 'one_device', 'mirrored', 'central_storage')
+STRATEGIES = ('default', 'one_device', 'mirrored', 'central_storage',
+              'multi_worker_mirrored', 'parameter_server')
 EXPORTERS = ('latest', 'best', 'final')
 
 DEFAULT_MODEL_FN = 'model_fns.mlp:model_fn'
@@ -90,6 +91,10 @@ flags.DEFINE_list('exporters', ['final'],
 flags.DEFINE_string('export_dir', None,
                     '--mode=export: the export base directory (default '
                     'model_dir/export/saved_model).')
+flags.DEFINE_bool('check_config', False,
+                  'Validate TF_CONFIG and the flags, print the role this '
+                  'process would take and what it would do, and exit 0 '
+                  'without starting anything.')
 flags.DEFINE_string('checkpoint_path', None,
                     'evaluate/predict/export: the checkpoint to use (default '
                     'the latest in model_dir).')
@@ -130,24 +135,6 @@ def _load_params(spec, model_fn) -> dict:
   return params
 
 
-def _check_no_cluster() -> None:
-  from estimator_rt.errors import UserInputError  # pylint: disable=g-import-not-at-top
-  raw = os.environ.get('TF_CONFIG', '').strip()
-  if not raw:
-    return
-  try:
-    cluster = json.loads(raw).get('cluster') or {}
-  except (json.JSONDecodeError, AttributeError) as e:
-    raise UserInputError(f'TF_CONFIG is not a JSON object: {raw[:80]!r}') from e
-  if sum(len(v) for v in cluster.values() if isinstance(v, list)) > 1:
-    # Cluster roles are not built yet; refusing beats silently training
-    # alone while the other tasks wait for this one.
-    raise UserInputError(
-        'TF_CONFIG describes a cluster; cluster roles (chief, worker, ps, '
-        'evaluator) are not supported by this version yet. Unset TF_CONFIG '
-        'to train in one process.')
-
-
 def _exporters(names, ert):
   from estimator_rt.errors import UserInputError  # pylint: disable=g-import-not-at-top
   made = []
@@ -181,10 +168,45 @@ def run(argv) -> int:
     from estimator_rt import strategies  # pylint: disable=g-import-not-at-top
     strategies.configure_cpu_devices(FLAGS.num_cpu_devices)
   import estimator_rt as ert  # pylint: disable=g-import-not-at-top
+  from estimator_rt import cluster  # pylint: disable=g-import-not-at-top
   from estimator_rt import strategies  # pylint: disable=g-import-not-at-top
+  from estimator_rt import training  # pylint: disable=g-import-not-at-top
   from estimator_rt import user_fns  # pylint: disable=g-import-not-at-top
 
-  _check_no_cluster()
+  task = cluster.parse_tf_config(os.environ.get('TF_CONFIG'))
+  strategy_name = FLAGS.distribution_strategy
+  if task is not None:
+    if task.task_type != cluster.EVALUATOR:
+      cluster.check_strategy(task, strategy_name)
+    if FLAGS.mode != 'train_and_evaluate':
+      raise ert.UserInputError(
+          f'--mode={FLAGS.mode}: with a TF_CONFIG cluster every task runs '
+          '--mode=train_and_evaluate (unset TF_CONFIG to run this mode '
+          'locally).')
+  elif strategy_name == cluster.PARAMETER_SERVER:
+    raise ert.UserInputError(
+        '--distribution_strategy=parameter_server needs a TF_CONFIG cluster '
+        'with chief, worker and ps tasks; TF_CONFIG is not set.')
+  if task is not None and not FLAGS.model_dir:
+    raise ert.UserInputError(
+        '--model_dir is required with a TF_CONFIG cluster: every task must '
+        'name the same (shared) model_dir.')
+  if FLAGS.check_config:
+    print(f'TF_CONFIG: {task.describe() if task else "not set (local)"}')
+    print(f'strategy: {strategy_name}')
+    print(f'role: {training.describe_role(task, strategy_name)}')
+    return 0
+  if (strategy_name == cluster.MULTI_WORKER_MIRRORED and
+      (task is None or task.task_type in (cluster.CHIEF, cluster.WORKER))):
+    # Collective ops must be configured before any TensorFlow op runs, and
+    # importing user modules may run some.
+    strategy = strategies.make_strategy(strategy_name, task=task)
+  elif strategy_name in strategies.MULTI_WORKER_STRATEGY_NAMES:
+    # By name: only the tasks that train create it (an evaluator or a ps
+    # must not join training), and the Estimator knows when.
+    strategy = strategy_name
+  else:
+    strategy = None
   model_fn = user_fns.load_callable(FLAGS.model_fn, flag='model_fn')
   input_fn = user_fns.load_callable(FLAGS.input_fn, flag='input_fn')
   eval_spec = FLAGS.eval_input_fn
@@ -200,8 +222,9 @@ def run(argv) -> int:
     model_dir = tempfile.mkdtemp(
         prefix=time.strftime('estimator_rt_%Y%m%d_%H%M%S_'))
     logging.info('Using fresh model_dir %s', model_dir)
-  strategy = strategies.make_strategy(FLAGS.distribution_strategy,
-                                      num_gpus=FLAGS.num_gpus)
+  if strategy is None:
+    strategy = strategies.make_strategy(strategy_name,
+                                        num_gpus=FLAGS.num_gpus)
   config = ert.RunConfig(
       model_dir=model_dir, tf_random_seed=FLAGS.tf_random_seed,
       save_summary_steps=FLAGS.save_summary_steps,
@@ -210,7 +233,7 @@ def run(argv) -> int:
       keep_checkpoint_max=FLAGS.keep_checkpoint_max,
       log_step_count_steps=FLAGS.log_step_count_steps,
       steps_per_loop=FLAGS.steps_per_loop, train_distribute=strategy,
-      auto_shard_policy=FLAGS.auto_shard_policy)
+      auto_shard_policy=FLAGS.auto_shard_policy, task_info=task)
   estimator = ert.Estimator(model_fn, config=config, params=params)
   mode = FLAGS.mode
   if mode == 'train':
@@ -226,7 +249,8 @@ def run(argv) -> int:
         ert.EvalSpec(eval_input_fn, steps=FLAGS.eval_steps,
                      throttle_secs=FLAGS.throttle_secs,
                      exporters=_exporters(FLAGS.exporters, ert)))
-    print('Final metrics: ' + json.dumps(_jsonable(metrics)))
+    if metrics is not None:
+      print('Final metrics: ' + json.dumps(_jsonable(metrics)))
     print(f'model_dir: {model_dir}')
     for path in exports:
       print(f'Exported: {path}')
@@ -251,7 +275,8 @@ def _main(argv) -> None:
     _fail(str(e))
   except Exception as e:  # pylint: disable=broad-except
     from estimator_rt.errors import NanLossError  # pylint: disable=g-import-not-at-top
-    if isinstance(e, NanLossError):
+    from estimator_rt.training import ChiefLostError  # pylint: disable=g-import-not-at-top
+    if isinstance(e, (NanLossError, ChiefLostError)):
       print(f'error: {e}', file=sys.stderr)
       sys.exit(1)
     raise

@@ -1,11 +1,15 @@
 """`RunConfig`: how and where an Estimator runs (not what it computes)."""
 
 import dataclasses
+import os
 from typing import Optional, Union
 
 import tensorflow as tf
 
+from estimator_rt import cluster
 from estimator_rt.errors import UserInputError
+
+_FROM_ENVIRONMENT = object()
 
 AUTO_SHARD_POLICIES = ('AUTO', 'FILE', 'DATA', 'OFF')
 
@@ -57,6 +61,9 @@ class RunConfig:
       tf.estimator always evaluated on one device unless told otherwise.
     auto_shard_policy: how a globally batched dataset is split across
       workers: 'AUTO', 'FILE', 'DATA' or 'OFF'.
+    task_info: this process's place in a cluster (`cluster.TaskInfo`), or
+      None for local training. By default it is read from the TF_CONFIG
+      environment variable, as tf.estimator's RunConfig did.
   """
 
   model_dir: Optional[str] = None
@@ -70,6 +77,7 @@ class RunConfig:
   train_distribute: Union[None, str, tf.distribute.Strategy] = None
   eval_distribute: Union[None, str, tf.distribute.Strategy] = None
   auto_shard_policy: str = 'AUTO'
+  task_info: Optional[cluster.TaskInfo] = None
 
   # Keyword-only construction: positional arguments would silently shift
   # meaning as fields are added.
@@ -78,7 +86,9 @@ class RunConfig:
                save_checkpoints_secs=None, keep_checkpoint_max=5,
                log_step_count_steps=100, steps_per_loop=100,
                train_distribute=None, eval_distribute=None,
-               auto_shard_policy='AUTO'):
+               auto_shard_policy='AUTO', task_info=_FROM_ENVIRONMENT):
+    if task_info is _FROM_ENVIRONMENT:
+      task_info = cluster.parse_tf_config(os.environ.get('TF_CONFIG'))
     values = dict(locals())
     values.pop('self')
     for name, value in values.items():
@@ -127,10 +137,24 @@ class RunConfig:
         raise UserInputError(
             f'RunConfig: {name}={value!r} must be a tf.distribute.Strategy, '
             'a strategy name or None.')
+    if self.task_info is not None and not isinstance(self.task_info,
+                                                     cluster.TaskInfo):
+      raise UserInputError(
+          f'RunConfig: task_info={self.task_info!r} must be a '
+          'cluster.TaskInfo or None.')
     if self.auto_shard_policy not in AUTO_SHARD_POLICIES:
       raise UserInputError(
           f'RunConfig: auto_shard_policy={self.auto_shard_policy!r} must be '
           f'one of {AUTO_SHARD_POLICIES}.')
+
+  @property
+  def is_chief(self) -> bool:
+    """Whether this process writes model_dir (always, when local)."""
+    return self.task_info is None or self.task_info.is_chief
+
+  @property
+  def task_type(self) -> Optional[str]:
+    return None if self.task_info is None else self.task_info.task_type
 
   @property
   def checkpoint_every_secs(self) -> Optional[float]:

@@ -1,17 +1,24 @@
-"""Distribution strategies for one process, by name.
+"""Distribution strategies by name.
 
-The multi-worker strategies (`multi_worker_mirrored`, `parameter_server`)
-need a cluster and are created by the cluster roles, not here.
+One-process strategies need only the local devices; the multi-worker ones
+(`multi_worker_mirrored`, `parameter_server`) also need this task's place
+in the cluster (a `cluster.TaskInfo`). `multi_worker_mirrored` must be
+created before TensorFlow runs its first op (it configures collectives for
+the whole process).
 """
 
 from typing import Optional, Union
 
 import tensorflow as tf
 
+from estimator_rt import cluster
 from estimator_rt.errors import UserInputError
 
 LOCAL_STRATEGY_NAMES = ('default', 'one_device', 'mirrored',
                         'central_storage')
+MULTI_WORKER_STRATEGY_NAMES = (cluster.MULTI_WORKER_MIRRORED,
+                               cluster.PARAMETER_SERVER)
+STRATEGY_NAMES = LOCAL_STRATEGY_NAMES + MULTI_WORKER_STRATEGY_NAMES
 
 
 def configure_cpu_devices(count: int) -> None:
@@ -51,19 +58,35 @@ def _compute_devices(num_gpus: Optional[int]) -> list:
   return [d.name for d in tf.config.list_logical_devices('CPU')]
 
 
-def make_strategy(name: str, *,
-                  num_gpus: Optional[int] = None) -> tf.distribute.Strategy:
-  """Creates a one-process strategy by name.
+def _resolver(task: Optional[cluster.TaskInfo]):
+  if task is None:
+    return tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec({}))
+  return tf.distribute.cluster_resolver.SimpleClusterResolver(
+      tf.train.ClusterSpec(task.training_cluster), task_type=task.task_type,
+      task_id=task.task_index, rpc_layer=task.rpc_layer)
+
+
+def make_strategy(name: str, *, num_gpus: Optional[int] = None,
+                  task: Optional[cluster.TaskInfo] = None
+                  ) -> tf.distribute.Strategy:
+  """Creates a strategy by name.
 
   Args:
     name: 'default' (no distribution), 'one_device' (the first GPU, else
       the CPU), 'mirrored' (synchronous replicas on every GPU, or on every
       logical CPU device when there is no GPU), or 'central_storage'
       (variables on the CPU, computation replicated like 'mirrored').
+      Multi-worker: 'multi_worker_mirrored' (synchronous all-reduce
+      across the chief and workers, TensorFlow's collective ops) or
+      'parameter_server' (variables on ps tasks, this task coordinates).
     num_gpus: how many GPUs to use; None uses all; 0 forces the CPU.
+    task: this task's place in the cluster (multi-worker strategies only;
+      the evaluator is left out of the cluster the strategy sees).
 
   Raises:
-    UserInputError: an unknown name or more GPUs than the machine has.
+    UserInputError: an unknown name, more GPUs than the machine has, or a
+      cluster that does not fit the strategy.
   """
   if num_gpus is not None and (isinstance(num_gpus, bool) or
                                not isinstance(num_gpus, int) or num_gpus < 0):
@@ -78,24 +101,54 @@ def make_strategy(name: str, *,
     return tf.distribute.experimental.CentralStorageStrategy(
         compute_devices=_compute_devices(num_gpus),
         parameter_device='/cpu:0')
+  if name == cluster.MULTI_WORKER_MIRRORED:
+    if task is not None:
+      cluster.check_strategy(task, name)
+    return tf.distribute.MultiWorkerMirroredStrategy(
+        cluster_resolver=_resolver(task))
+  if name == cluster.PARAMETER_SERVER:
+    if task is None:
+      raise UserInputError(
+          f'distribution strategy {name!r} needs a cluster with chief, '
+          'worker and ps tasks (TF_CONFIG); none is set.')
+    cluster.check_strategy(task, name)
+    return tf.distribute.experimental.ParameterServerStrategy(_resolver(task))
   raise UserInputError(
-      f'distribution strategy {name!r} is not one of {LOCAL_STRATEGY_NAMES} '
-      '(multi-worker strategies need a TF_CONFIG cluster).')
+      f'distribution strategy {name!r} is not one of {STRATEGY_NAMES}.')
 
 
-def resolve_strategy(value: Union[None, str, tf.distribute.Strategy]
+def resolve_strategy(value: Union[None, str, tf.distribute.Strategy], *,
+                     task: Optional[cluster.TaskInfo] = None
                      ) -> tf.distribute.Strategy:
   """A strategy from a RunConfig field: None, a name, or a strategy."""
   if value is None:
     return tf.distribute.get_strategy()
   if isinstance(value, str):
-    return make_strategy(value)
+    return make_strategy(value, task=task)
   return value
+
+
+def name_of(value: Union[None, str, tf.distribute.Strategy]) -> str:
+  """The strategy name for a RunConfig field (for cluster checks)."""
+  if value is None:
+    return 'default'
+  if isinstance(value, str):
+    return value
+  if isinstance(value, tf.distribute.MultiWorkerMirroredStrategy):
+    return cluster.MULTI_WORKER_MIRRORED
+  if isinstance(value, tf.distribute.experimental.ParameterServerStrategy):
+    return cluster.PARAMETER_SERVER
+  return type(value).__name__
 
 
 def is_central_storage(strategy: tf.distribute.Strategy) -> bool:
   return isinstance(strategy,
                     tf.distribute.experimental.CentralStorageStrategy)
+
+
+def is_parameter_server(strategy: tf.distribute.Strategy) -> bool:
+  return isinstance(strategy,
+                    tf.distribute.experimental.ParameterServerStrategy)
 
 
 def is_multi_worker(strategy: tf.distribute.Strategy) -> bool:

@@ -1,7 +1,16 @@
-"""`train_and_evaluate`: train, evaluate each new checkpoint, export.
+"""`train_and_evaluate`: train, evaluate each new checkpoint, export; and
+the role each task of a TF_CONFIG cluster plays in it.
 
-This module holds the local (single-process) mode. The cluster roles read
-from TF_CONFIG build on the same specs.
+| role      | what it does                                   | when it ends            |
+|-----------|------------------------------------------------|-------------------------|
+| local     | trains; evaluates after checkpoints; exports   | max_steps reached       |
+| chief     | trains (MWMS) or coordinates (PS); writes      | max_steps reached       |
+|           | model_dir; final evaluation + exports when      |                         |
+|           | there is no evaluator task                      |                         |
+| worker    | MWMS: trains, saving to a scratch directory;   | training ends           |
+|           | PS: a standard server                           | the chief says so       |
+| ps        | a standard server holding variables             | the chief says so       |
+| evaluator | evaluates each newest checkpoint once, exports  | checkpoint at max_steps |
 """
 
 import dataclasses
@@ -11,7 +20,15 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from absl import logging
 
 from estimator_rt import checkpoints
+from estimator_rt import cluster
+from estimator_rt import evaluator as evaluator_lib
+from estimator_rt import server as server_lib
+from estimator_rt import strategies
 from estimator_rt.errors import UserInputError
+
+
+class ChiefLostError(RuntimeError):
+  """A server task's chief vanished before it signalled the end of training."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,8 +68,9 @@ class EvalSpec:
     hooks: hooks run at the end of each evaluation.
     exporters: Exporter objects run after each evaluation.
     start_delay_secs: a separate evaluator task waits this long before its
-      first evaluation (unused in local mode, where the first checkpoint
-      is the natural start).
+      first evaluation (unused in local mode). Default 0: tf.estimator's 120
+      only delayed the first result, since the evaluator waits for a
+      checkpoint anyway.
     throttle_secs: evaluate a new checkpoint only if this many seconds
       passed since the last evaluation began. The final checkpoint is
       always evaluated.
@@ -63,7 +81,7 @@ class EvalSpec:
   name: Optional[str] = None
   hooks: Sequence[Any] = ()
   exporters: Sequence[Any] = ()
-  start_delay_secs: float = 120
+  start_delay_secs: float = 0
   throttle_secs: float = 600
 
   def __post_init__(self):
@@ -138,6 +156,105 @@ def train_and_evaluate(estimator, train_spec: TrainSpec,
     raise UserInputError(f'train_spec={train_spec!r} must be a TrainSpec.')
   if not isinstance(eval_spec, EvalSpec):
     raise UserInputError(f'eval_spec={eval_spec!r} must be an EvalSpec.')
+  task = estimator.config.task_info
+  if task is None:
+    return _run_local(estimator, train_spec, eval_spec)
+  strategy_name = strategies.name_of(estimator.config.train_distribute)
+  if task.task_type != cluster.EVALUATOR:
+    cluster.check_strategy(task, strategy_name)
+  logging.info('Running as %s. Role: %s', task.describe(),
+               describe_role(task, strategy_name))
+  if task.task_type == cluster.EVALUATOR:
+    return _run_evaluator(estimator, train_spec, eval_spec)
+  if task.task_type == cluster.PS or (
+      task.task_type == cluster.WORKER and
+      strategy_name == cluster.PARAMETER_SERVER):
+    return _run_server(task)
+  return _run_training_task(estimator, train_spec, eval_spec, task,
+                            strategy_name)
+
+
+def describe_role(task, strategy_name: str) -> str:
+  """What this task will do, in words (for --check_config and the log)."""
+  if task is None:
+    return ('local: trains in this process, evaluates after each new '
+            'checkpoint, then evaluates the final one and exports.')
+  where = task.address or '(no address: not listed in the cluster)'
+  if task.task_type == cluster.EVALUATOR:
+    return ('evaluator: waits for checkpoints in model_dir, evaluates the '
+            'newest unseen one each time, writes eval summaries, runs the '
+            'exporters, and exits 0 after the checkpoint at max_steps.')
+  if task.task_type == cluster.PS or (
+      task.task_type == cluster.WORKER and
+      strategy_name == cluster.PARAMETER_SERVER):
+    return (f'{task.task_type}: runs a standard TensorFlow server at {where} '
+            '(variables for ps, computation for workers) until the chief '
+            'signals the end of training, then exits 0; exits non-zero if '
+            'the chief disappears first.')
+  final = ('' if task.has_evaluator else
+           '; with no evaluator task it then evaluates the final checkpoint '
+           'and exports')
+  if task.is_chief and strategy_name == cluster.PARAMETER_SERVER:
+    return (f'chief: coordinates parameter-server training (schedules '
+            f'compiled loops on {len(task.cluster[cluster.WORKER])} '
+            f'worker(s), variables on {task.num_ps} ps), writes checkpoints '
+            f'and summaries to model_dir{final}; then tells the servers '
+            'that training is done.')
+  if task.is_chief:
+    return (f'chief: trains with {strategy_name} as one of '
+            f'{task.num_workers} workers at {where} and is the only writer '
+            f'of model_dir{final}.')
+  return (f'worker: trains with {strategy_name} as one of {task.num_workers} '
+          f'workers at {where}; its checkpoints go to a scratch directory '
+          'removed at exit; exits 0 when training ends.')
+
+
+def _run_server(task) -> Tuple[None, List[str]]:
+  """ps, and workers of parameter-server training: serve until done."""
+  server = server_lib.start_server(task)
+  code = server_lib.wait_until_training_done(
+      server, task, chief_address=task.cluster[cluster.CHIEF][0])
+  if code:
+    raise ChiefLostError(
+        f'{task.task_type}:{task.task_index}: the chief at '
+        f'{task.cluster[cluster.CHIEF][0]} stopped without finishing '
+        'training.')
+  return None, []
+
+
+def _run_evaluator(estimator, train_spec, eval_spec):
+  evaluator = CheckpointEvaluator(estimator=estimator, eval_spec=eval_spec)
+  if eval_spec.start_delay_secs:
+    time.sleep(eval_spec.start_delay_secs)
+  result = evaluator_lib.run_evaluator(
+      evaluator, model_dir=estimator.model_dir,
+      max_steps=train_spec.max_steps, throttle_secs=eval_spec.throttle_secs)
+  return result, evaluator.export_results
+
+
+def _run_training_task(estimator, train_spec, eval_spec, task, strategy_name):
+  """The chief, or a worker of synchronous (MWMS) training."""
+  try:
+    estimator.train(train_spec.input_fn, hooks=train_spec.hooks,
+                    max_steps=train_spec.max_steps)
+  finally:
+    if (strategy_name == cluster.PARAMETER_SERVER and
+        task.task_type == cluster.CHIEF):
+      # Success or not, the servers must not wait for a chief that is done.
+      server_lib.signal_training_done(
+          (job, index, address)
+          for job in (cluster.WORKER, cluster.PS)
+          for index, address in enumerate(task.cluster.get(job, ())))
+  if not task.is_chief or task.has_evaluator:
+    return None, []
+  # No evaluator task: the chief evaluates the final checkpoint itself, so
+  # the job still ends with metrics and exports.
+  evaluator = CheckpointEvaluator(estimator=estimator, eval_spec=eval_spec)
+  result = evaluator.evaluate(estimator.latest_checkpoint(), is_final=True)
+  return result, evaluator.export_results
+
+
+def _run_local(estimator, train_spec, eval_spec):
   evaluator = CheckpointEvaluator(estimator=estimator, eval_spec=eval_spec)
   last_eval_start = [None]
 

@@ -1,0 +1,128 @@
+"""Standard TensorFlow servers for the worker and ps tasks, and how they
+learn that training is over.
+
+TensorFlow's servers never return from `join()`: tf.estimator's ps tasks
+had to be killed. Here the chief, when training is done, puts a token in a
+queue that lives on each worker and ps server (a shared-name FIFOQueue,
+reached through a TF1 session on that server: TensorFlow's own runtime
+carries the signal). Each server process waits on its queue and exits 0
+when the token arrives. If instead the chief disappears (its port stops
+answering) the server exits non-zero after a grace period, so a crashed
+chief never leaves the cluster hanging.
+"""
+
+import socket
+import time
+from typing import Iterable, Optional
+
+from absl import logging
+import tensorflow as tf
+
+from estimator_rt.cluster import TaskInfo
+
+_DONE_QUEUE = 'estimator_rt_training_done'
+# Exit code of a server whose chief vanished without saying it was done.
+CHIEF_LOST_EXIT_CODE = 3
+
+
+def start_server(task: TaskInfo) -> tf.distribute.Server:
+  """Starts this task's standard server on its address in the cluster."""
+  server = tf.distribute.Server(
+      tf.train.ClusterSpec(task.training_cluster), job_name=task.task_type,
+      task_index=task.task_index, protocol=task.rpc_layer, start=True)
+  logging.info('Serving %s:%d at %s', task.task_type, task.task_index,
+               task.address)
+  return server
+
+
+def _device(job: str, index: int) -> str:
+  return f'/job:{job}/replica:0/task:{index}/device:CPU:0'
+
+
+def _done_queue(job: str, index: int):
+  with tf.device(_device(job, index)):
+    return tf.queue.FIFOQueue(1, [tf.int32], shapes=[[]],
+                              shared_name=_DONE_QUEUE)
+
+
+def _reachable(address: str, timeout: float = 2.0) -> bool:
+  host, port = address.rsplit(':', 1)
+  host = host.strip('[]')
+  try:
+    with socket.create_connection((host, int(port)), timeout=timeout):
+      return True
+  except OSError:
+    return False
+
+
+def wait_until_training_done(server: tf.distribute.Server, task: TaskInfo,
+                             *, chief_address: str,
+                             startup_timeout_secs: float = 600,
+                             chief_grace_secs: float = 30,
+                             poll_secs: float = 2) -> int:
+  """Serves until the chief signals the end of training.
+
+  Args:
+    server: this task's running server.
+    task: this task.
+    chief_address: where the chief's server listens.
+    startup_timeout_secs: give up if the chief never comes up.
+    chief_grace_secs: how long the chief may be unreachable before this
+      task gives up on it.
+    poll_secs: how often to look at the queue and the chief.
+
+  Returns:
+    0 when the chief signalled the end, CHIEF_LOST_EXIT_CODE otherwise.
+  """
+  graph = tf.Graph()
+  with graph.as_default():
+    dequeue = _done_queue(task.task_type, task.task_index).dequeue()
+  options = tf.compat.v1.RunOptions(timeout_in_ms=int(poll_secs * 1000))
+  started = time.time()
+  chief_seen = False
+  unreachable_since: Optional[float] = None
+  with tf.compat.v1.Session(server.target, graph=graph) as session:
+    while True:
+      try:
+        session.run(dequeue, options=options)
+        logging.info('The chief finished training; %s:%d exits.',
+                     task.task_type, task.task_index)
+        return 0
+      except tf.errors.DeadlineExceededError:
+        pass
+      now = time.time()
+      if _reachable(chief_address):
+        chief_seen, unreachable_since = True, None
+        continue
+      if not chief_seen:
+        if now - started > startup_timeout_secs:
+          logging.error('The chief at %s never came up in %.0f s; giving up.',
+                        chief_address, startup_timeout_secs)
+          return CHIEF_LOST_EXIT_CODE
+        continue
+      unreachable_since = unreachable_since or now
+      if now - unreachable_since > chief_grace_secs:
+        logging.error('The chief at %s is gone and never signalled the end '
+                      'of training; %s:%d exits with code %d.', chief_address,
+                      task.task_type, task.task_index, CHIEF_LOST_EXIT_CODE)
+        return CHIEF_LOST_EXIT_CODE
+
+
+def signal_training_done(tasks: Iterable[tuple], *, timeout_secs: float = 30
+                         ) -> None:
+  """Tells each (job, index, address) server that training is over.
+
+  A task that cannot be reached is logged and skipped: it will notice the
+  chief is gone and exit on its own.
+  """
+  options = tf.compat.v1.RunOptions(timeout_in_ms=int(timeout_secs * 1000))
+  for job, index, address in tasks:
+    graph = tf.Graph()
+    with graph.as_default():
+      enqueue = _done_queue(job, index).enqueue(1)
+    try:
+      with tf.compat.v1.Session(f'grpc://{address}', graph=graph) as session:
+        session.run(enqueue, options=options)
+    except tf.errors.OpError as e:
+      logging.warning('Could not tell %s:%d at %s that training is done: %s',
+                      job, index, address, e.message)
