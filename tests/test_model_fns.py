@@ -29,6 +29,13 @@ EVAL = ert.ModeKeys.EVAL
 PREDICT = ert.ModeKeys.PREDICT
 
 
+@pytest.fixture(autouse=True)
+def _seeded():
+  # Keras initializers draw from the global seed: fixed weights make the
+  # training tests independent of luck.
+  keras.utils.set_random_seed(0)
+
+
 class _SharedVariables:
   """Makes each model_fn call under `scope()` reuse the first's variables."""
 
@@ -134,7 +141,8 @@ def test_linear_trains_on_the_readme_data():
     grads = tape.gradient(spec.loss, shared.trainable)
     optimizer.apply_gradients(zip(grads, shared.trainable))
     losses.append(float(spec.loss))
-  assert losses[-1] < 1e-3 < losses[0]
+  assert losses[-1] < 1e-3
+  assert losses[-1] < 0.01 * losses[0]
 
 
 def test_linear_label_shape_mismatch_names_both_shapes():
@@ -238,8 +246,8 @@ def test_mlp_gradient_steps_reduce_the_loss_on_digits():
       initial = float(spec.loss)
     grads = tape.gradient(spec.loss, shared.trainable)
     optimizer.apply_gradients(zip(grads, shared.trainable))
-  assert initial > 2.0  # about log(10) at initialization
-  assert eval_loss() < 0.5 * initial
+  assert initial > 1.5  # about log(10) = 2.3 at initialization
+  assert eval_loss() < 0.2 * initial
 
 
 def test_mlp_one_hot_labels_are_a_clear_error():
