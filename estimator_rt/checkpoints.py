@@ -10,7 +10,7 @@ import os
 import re
 import tempfile
 import time
-from typing import Optional
+from typing import Dict, List, Optional
 
 from absl import logging
 import tensorflow as tf
@@ -21,6 +21,7 @@ from estimator_rt.mode_keys import ModeKeys
 
 CHECKPOINT_NAME = 'model.ckpt'
 _VALUE_SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
+_MASK_KEY = 'model_trainable' + _VALUE_SUFFIX
 _STEP_RE = re.compile(r'-(\d+)$')
 
 
@@ -69,22 +70,29 @@ def _entry(prefix: str, index: int) -> str:
   return f'{prefix}/{index}{_VALUE_SUFFIX}'
 
 
-def check_compatible(path: str, graph, *, source: str) -> bool:
-  """Checks that `path` holds the model variables `graph` created.
+def _saved_model_entries(saved: dict, path: str) -> List[tuple]:
+  """[(shape, dtype, trainable)] of the checkpoint's model variables."""
+  count = sum(1 for k in saved
+              if k.startswith('model/') and k.endswith(_VALUE_SUFFIX))
+  mask = [True] * count
+  if _MASK_KEY in saved:
+    mask = [bool(t) for t in tf.train.load_checkpoint(path).get_tensor(
+        _MASK_KEY)]
+  return [saved[_entry('model', j)] + (mask[j],) for j in range(count)]
 
-  The model variables must match one to one (in TRAIN mode) or as a prefix
-  of the checkpoint's (EVAL and PREDICT create no optimizer variables, and
-  a train_op's optimizer state counts as model state).
 
-  Args:
-    path: a checkpoint prefix.
-    graph: a ModelGraph.
-    source: names the checkpoint's origin in errors (e.g. "model_dir
-      '/tmp/x'").
+def align(path: str, graph, *, source: str) -> Dict[int, int]:
+  """Maps each of `graph`'s model variables to its entry in checkpoint `path`.
+
+  TRAIN must match the checkpoint one to one. EVAL and PREDICT match the
+  checkpoint's model variables in order, skipping entries they do not
+  create, which must be non-trainable (a train_op's optimizer state); an
+  EVAL variable with no entry must be non-trainable too (evaluation-local
+  state, such as a (value, update_op) metric's) and is left out. Every
+  trainable entry must be matched.
 
   Returns:
-    Whether the checkpoint's optimizer state matches the graph's optimizer
-    (always True when the graph has none).
+    {index in graph.model_variables: index in the checkpoint}.
 
   Raises:
     IncompatibleCheckpointError: the checkpoint belongs to another model.
@@ -96,32 +104,68 @@ def check_compatible(path: str, graph, *, source: str) -> bool:
     raise IncompatibleCheckpointError(
         f'{source} holds checkpoint {path} that was not written by '
         f'estimator_rt (no global_step). {hint}')
-  saved_model_count = sum(1 for k in saved
-                          if k.startswith('model/') and k.endswith(_VALUE_SUFFIX))
+  entries = _saved_model_entries(saved, path)
   ours = graph.model_variables
-  if graph.mode == ModeKeys.TRAIN and saved_model_count != len(ours):
-    raise IncompatibleCheckpointError(
-        f'{source} holds checkpoint {path} of a different model: it has '
-        f'{saved_model_count} model variables, the model_fn creates '
-        f'{len(ours)}. {hint}')
-  for i, variable in enumerate(ours):
-    key = _entry('model', i)
-    if key not in saved:
-      if graph.mode == ModeKeys.EVAL and not variable.trainable:
-        continue  # Evaluation-local state, e.g. a (value, update_op) metric.
+
+  def describe(i):
+    v = ours[i]
+    return f'#{i} ({v.name})'
+
+  def ours_as_text(i):
+    return f'{tuple(ours[i].shape)} {ours[i].dtype.base_dtype.name}'
+
+  def matches(variable, entry):
+    shape, dtype, trainable = entry
+    return (shape == tuple(variable.shape) and
+            dtype == variable.dtype.base_dtype and
+            trainable == variable.trainable)
+
+  if graph.mode == ModeKeys.TRAIN:
+    for i, variable in enumerate(ours):
+      if i >= len(entries) or not matches(variable, entries[i]):
+        found = (f'{entries[i][0]} {entries[i][1].name}' if i < len(entries)
+                 else 'missing')
+        raise IncompatibleCheckpointError(
+            f'{source} holds checkpoint {path} of a different model: model '
+            f'variable {describe(i)} is {found} there but {ours_as_text(i)} '
+            f'in the model_fn. {hint}')
+    if len(entries) != len(ours):
       raise IncompatibleCheckpointError(
           f'{source} holds checkpoint {path} of a different model: it has '
-          f'{saved_model_count} model variables, the model_fn creates '
-          f'{len(ours)} (first missing: #{i} {variable.name}). {hint}')
-    shape, dtype = saved[key]
-    if shape != tuple(variable.shape) or dtype != variable.dtype.base_dtype:
+          f'{len(entries)} model variables, the model_fn creates {len(ours)}. '
+          f'{hint}')
+    return {i: i for i in range(len(ours))}
+  mapping = {}
+  j = 0
+  for i, variable in enumerate(ours):
+    k = j
+    while k < len(entries) and not matches(variable, entries[k]):
+      if entries[k][2]:
+        k = len(entries)  # Never skip a trainable entry.
+        break
+      k += 1
+    if k < len(entries):
+      mapping[i] = k
+      j = k + 1
+    elif not (graph.mode == ModeKeys.EVAL and not variable.trainable):
       raise IncompatibleCheckpointError(
           f'{source} holds checkpoint {path} of a different model: model '
-          f'variable #{i} ({variable.name}) is {shape} {dtype.name} there '
-          f'but {tuple(variable.shape)} {variable.dtype.base_dtype.name} in '
-          f'the model_fn. {hint}')
+          f'variable {describe(i)}, {ours_as_text(i)} in the model_fn, has no '
+          f'match there. {hint}')
+  unmatched = [k for k, entry in enumerate(entries)
+               if entry[2] and k not in mapping.values()]
+  if unmatched:
+    raise IncompatibleCheckpointError(
+        f'{source} holds checkpoint {path} of a different model: its '
+        f'trainable variable model/{unmatched[0]} {entries[unmatched[0]][0]} '
+        f'is not created by the model_fn in {graph.mode!r} mode. {hint}')
+  return mapping
+
+
+def _optimizer_matches(path: str, graph) -> bool:
   if graph.optimizer is None:
     return True
+  saved = _read_shapes(path)
   optimizer_state = graph.checkpoint.optimizer
   for i, variable in enumerate(optimizer_state):
     entry = saved.get(_entry('optimizer', i))
@@ -137,19 +181,20 @@ def restore(graph, path: str, *, source: str) -> None:
   Optimizer state is restored when it matches (same optimizer); otherwise
   the optimizer starts fresh, with a warning.
   """
-  optimizer_matches = check_compatible(path, graph, source=source)
-  graph.set_checkpointed_count(sum(
-      1 for i in range(len(graph.model_variables))
-      if tf.train.load_checkpoint(path).has_tensor(_entry('model', i))))
-  if optimizer_matches:
-    graph.checkpoint.read(path).expect_partial()
-    return
-  logging.warning(
-      'Checkpoint %s has optimizer state for a different optimizer; '
-      'restoring the model and global step, starting the optimizer fresh.',
-      path)
+  mapping = align(path, graph, source=source)
+  graph.set_local_variables(
+      [v for i, v in enumerate(graph.model_variables) if i not in mapping])
+  if graph.mode == ModeKeys.TRAIN:
+    if _optimizer_matches(path, graph):
+      graph.checkpoint.read(path).expect_partial()
+      return
+    logging.warning(
+        'Checkpoint %s has optimizer state for a different optimizer; '
+        'restoring the model and global step, starting the optimizer fresh.',
+        path)
+  model = {str(j): graph.model_variables[i] for i, j in mapping.items()}
   tf.train.Checkpoint(global_step=graph.global_step,
-                      model=graph.model_variables).read(path).expect_partial()
+                      model=model).read(path).expect_partial()
 
 
 def warm_start(graph, source: str) -> str:

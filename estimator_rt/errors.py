@@ -6,6 +6,9 @@ Errors raised by TensorFlow for other reasons propagate unchanged.
 """
 
 
+import functools
+
+
 class UserInputError(ValueError):
   """Bad user input: a flag, a config field, a model_fn or input_fn result.
 
@@ -31,3 +34,37 @@ class NanLossError(RuntimeError):
   Raised before the diverged weights are saved, so model_dir keeps its last
   good checkpoint.
   """
+
+
+def _user_error_in_chain(error):
+  seen = set()
+  while error is not None and id(error) not in seen:
+    if isinstance(error, UserInputError):
+      return error
+    seen.add(id(error))
+    error = error.__cause__ or error.__context__
+  return None
+
+
+def surface_user_errors(fn):
+  """Wraps a compiled function so that user errors keep their type.
+
+  An error raised while TensorFlow traces user code (a ModelFnError from a
+  model_fn, say) reaches the caller wrapped in AutoGraph's StagingError,
+  with the original as its context. This re-raises the original, so the
+  user sees one clear error and the binary can exit with code 2.
+  """
+
+  @functools.wraps(fn)
+  def wrapper(*args, **kwargs):
+    try:
+      return fn(*args, **kwargs)
+    except UserInputError:
+      raise
+    except Exception as e:  # pylint: disable=broad-except
+      original = _user_error_in_chain(e)
+      if original is None:
+        raise
+      raise original.with_traceback(original.__traceback__) from None
+
+  return wrapper

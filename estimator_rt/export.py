@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, Mapping, Optional
 
 import tensorflow as tf
 
+from estimator_rt.errors import surface_user_errors
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
 
@@ -109,9 +110,18 @@ def _serving_function(graph, receiver: ServingInputReceiver):
 
 
 def _fresh_export_dir(export_dir_base: str) -> str:
+  """`<base>/<unix time>`, later than every export already there.
+
+  Names must grow with export order: exporters keep the largest names, so
+  a name freed by their clean-up must never be handed out again (exports
+  of tiny models come faster than one per second).
+  """
   timestamp = int(time.time())
-  while tf.io.gfile.exists(os.path.join(export_dir_base, str(timestamp))):
-    timestamp += 1
+  if tf.io.gfile.isdir(export_dir_base):
+    existing = [int(name.strip('/').split('-')[-1])
+                for name in tf.io.gfile.listdir(export_dir_base)
+                if name.strip('/').split('-')[-1].isdigit()]
+    timestamp = max([timestamp] + [n + 1 for n in existing])
   return os.path.join(export_dir_base, str(timestamp))
 
 
@@ -127,6 +137,7 @@ def save(graph, receiver: ServingInputReceiver, export_dir_base: str) -> str:
   if graph.mode != ModeKeys.PREDICT:
     raise ValueError(f'export needs a PREDICT graph, got {graph.mode!r}.')
   serve = _serving_function(graph, receiver)
+  signature = surface_user_errors(serve.get_concrete_function)()
   module = tf.Module()
   module.model_variables = list(graph.model_variables)
   module.global_step = graph.global_step
@@ -136,7 +147,6 @@ def save(graph, receiver: ServingInputReceiver, export_dir_base: str) -> str:
                            'temp-' + os.path.basename(final))
   tf.io.gfile.makedirs(export_dir_base)
   tf.saved_model.save(module, temporary,
-                      signatures={'serving_default':
-                                  serve.get_concrete_function()})
+                      signatures={'serving_default': signature})
   tf.io.gfile.rename(temporary, final)
   return final

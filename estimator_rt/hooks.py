@@ -75,13 +75,41 @@ class _CallableHook(Hook):
     return self._fn(result)
 
 
+class _DuckTypedHook(Hook):
+  """Calls the hook methods an object has; Hook's no-ops stand in for the
+  ones it lacks."""
+
+  def __init__(self, hook):
+    self._hook = hook
+
+  def begin(self, *, global_step, max_steps):
+    if hasattr(self._hook, 'begin'):
+      self._hook.begin(global_step=global_step, max_steps=max_steps)
+
+  def next_step_limit(self, global_step):
+    if hasattr(self._hook, 'next_step_limit'):
+      return self._hook.next_step_limit(global_step)
+    return None
+
+  def after_loop(self, result):
+    if hasattr(self._hook, 'after_loop'):
+      return self._hook.after_loop(result)
+    return None
+
+  def end(self, *, global_step):
+    if hasattr(self._hook, 'end'):
+      self._hook.end(global_step=global_step)
+
+
+_HOOK_METHODS = ('begin', 'next_step_limit', 'after_loop', 'end')
+
+
 def as_hook(hook) -> Hook:
-  """A Hook from a Hook-like object or a plain callable."""
+  """A Hook from a Hook, an object with some Hook methods, or a callable."""
   if isinstance(hook, Hook):
     return hook
-  if any(hasattr(hook, m) for m in ('begin', 'after_loop', 'end',
-                                     'next_step_limit')):
-    return hook
+  if any(hasattr(hook, m) for m in _HOOK_METHODS):
+    return _DuckTypedHook(hook)
   if callable(hook):
     return _CallableHook(hook)
   raise UserInputError(

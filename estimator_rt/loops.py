@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, Tuple
 import tensorflow as tf
 
 from estimator_rt.errors import ModelFnError
+from estimator_rt.errors import surface_user_errors
 from estimator_rt.inputs import batch_size_of
 from estimator_rt.inputs import split_element
 from estimator_rt.model_graph import ModelGraph
@@ -20,26 +21,57 @@ from estimator_rt.model_graph import ModelGraph
 UNTIL_END_OF_INPUT = 2**31 - 1
 
 
+def _replica_weight(features, num_replicas: int):
+  """This replica's share of the global batch, for weighting its loss.
+
+  With equal batches (a static batch dimension) it is 1 / num_replicas.
+  Otherwise the last global batch may be split unevenly, or leave a
+  replica nothing: weighting by batch size keeps the update the mean over
+  the examples of the global batch, exactly as on one replica. That costs
+  an all-reduce of batch sizes per step, so only unknown batch sizes pay.
+
+  Returns:
+    (weight, has_examples): a float32 scalar and a bool scalar.
+  """
+  count = batch_size_of(features)
+  if num_replicas == 1:
+    return tf.constant(1.0), count > 0
+  if tf.nest.flatten(features)[0].shape[:1].is_fully_defined():
+    return tf.constant(1.0 / num_replicas), count > 0
+  total = tf.distribute.get_replica_context().all_reduce(
+      tf.distribute.ReduceOp.SUM, count)
+  return count / tf.maximum(total, 1.0), count > 0
+
+
 def _replica_train_step(graph: ModelGraph) -> Callable:
-  """The per-replica step: forward, backward, apply."""
+  """The per-replica step: forward, backward, apply.
+
+  It returns this replica's weighted loss; the sum over replicas is the
+  mean loss over the global batch.
+  """
   strategy = graph.strategy
   num_replicas = strategy.num_replicas_in_sync
 
   def step(element):
     features, labels = split_element(element)
+    weight, has_examples = _replica_weight(features, num_replicas)
     if not graph.uses_optimizer:
       spec = graph.call(features, labels)
+      loss = tf.cast(spec.loss, tf.float32)
       # The train_op updated the variables; make sure it ran before the
       # loss is returned.
       with tf.control_dependencies(
           [t for t in tf.nest.flatten(spec.train_op) if t is not None]):
-        return tf.cast(tf.identity(spec.loss), tf.float32)
+        return tf.where(has_examples, loss, 0.0) * weight
     with tf.GradientTape() as tape:
       spec = graph.call(features, labels)
-      # The loss is a mean over this replica's batch; the optimizer sums
-      # gradients across replicas, so dividing by the number of replicas
-      # makes the update the mean over the global batch.
-      scaled_loss = spec.loss / tf.cast(num_replicas, spec.loss.dtype)
+      # The loss is a mean over this replica's batch (NaN for an empty
+      # one); the optimizer sums gradients across replicas, so weighting by
+      # this replica's share of the global batch makes the update the mean
+      # over the global batch.
+      loss = tf.cast(spec.loss, tf.float32)
+      weighted_loss = tf.where(has_examples, loss, 0.0) * weight
+      scaled_loss = tf.cast(weighted_loss, spec.loss.dtype)
     variables = graph.trainable_variables
     grads = tape.gradient(scaled_loss, variables)
     pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
@@ -48,7 +80,7 @@ def _replica_train_step(graph: ModelGraph) -> Callable:
           'model_fn: the loss does not depend on any trainable variable '
           f'({len(variables)} exist); no gradient to apply.')
     graph.optimizer.apply_gradients(pairs)
-    return tf.cast(spec.loss, tf.float32)
+    return weighted_loss
 
   return step
 
@@ -58,7 +90,7 @@ def make_train_loop(graph: ModelGraph, *, infinite_input: bool) -> Callable:
 
   It runs up to `num_steps` training steps, stopping early only if the
   input ends, and increments the global step once per step. `loss` is the
-  last step's loss (mean over replicas), `steps` how many steps ran, and
+  last step's loss (mean over the global batch), `steps` how many ran, and
   `finite` whether every step's loss was finite.
 
   Args:
@@ -73,7 +105,7 @@ def make_train_loop(graph: ModelGraph, *, infinite_input: bool) -> Callable:
   def run_step(element):
     per_replica_loss = strategy.run(replica_step, args=(element,))
     global_step.assign_add(1)
-    return strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica_loss,
+    return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_loss,
                            axis=None)
 
   @tf.function
@@ -93,7 +125,7 @@ def make_train_loop(graph: ModelGraph, *, infinite_input: bool) -> Callable:
       finite = tf.logical_and(finite, tf.math.is_finite(loss))
     return loss, steps, finite
 
-  return train_loop
+  return surface_user_errors(train_loop)
 
 
 def make_coordinated_train_loop(train_loop: Callable, coordinator,
@@ -195,8 +227,9 @@ def make_eval_loop(graph: ModelGraph) -> Callable:
       steps += 1
     return loss_sum, count, steps, values
 
-  eval_loop.pair_names = pair_names
-  return eval_loop
+  wrapped = surface_user_errors(eval_loop)
+  wrapped.pair_names = pair_names
+  return wrapped
 
 
 def make_predict_step(graph: ModelGraph) -> Callable:
@@ -222,7 +255,7 @@ def make_predict_step(graph: ModelGraph) -> Callable:
     per_replica = strategy.run(replica_step, args=(element,))
     return strategy.experimental_local_results(per_replica)
 
-  return predict_step
+  return surface_user_errors(predict_step)
 
 
 def concat_replica_predictions(per_replica: Tuple[Dict[str, Any], ...]

@@ -148,7 +148,7 @@ class ModelGraph:
               'variables to optimize.')
         self.optimizer.build(self.trainable_variables)
     # Variables of this mode only (a (value, update_op) metric's state);
-    # set by `set_checkpointed_count` once a checkpoint says which exist.
+    # set by `set_local_variables` once a checkpoint says which exist.
     self.local_variables = []
     if mode == ModeKeys.TRAIN:
       # The build call ran one forward pass (and a train_op's update): undo
@@ -157,6 +157,14 @@ class ModelGraph:
       self._store.forget_snapshots()
     self.reset_metrics()
     state = {'global_step': self.global_step, 'model': self.model_variables}
+    if mode == ModeKeys.TRAIN:
+      # Which model variables are trainable: lets EVAL, which creates no
+      # optimizer, line its variables up with TRAIN's even when a train_op's
+      # optimizer state sits among them. A plain variable, outside the
+      # strategy: it is metadata, never updated.
+      state['model_trainable'] = tf.Variable(
+          [v.trainable for v in self.model_variables], dtype=tf.bool,
+          trainable=False, name='model_trainable')
     if self.optimizer is not None:
       state['optimizer'] = _optimizer_state(self.optimizer)
     self.checkpoint = tf.train.Checkpoint(**state)
@@ -201,13 +209,13 @@ class ModelGraph:
           'another; return the same kind every time.')
     return spec
 
-  def set_checkpointed_count(self, count: int) -> None:
-    """Marks model variables past the first `count` as evaluation-local.
+  def set_local_variables(self, variables) -> None:
+    """Marks variables the checkpoint does not hold as evaluation-local.
 
     EVAL may create state TRAIN never saved (a `(value, update_op)` metric's
     variables); it is not restored but reset before each evaluation.
     """
-    self.local_variables = self.model_variables[count:]
+    self.local_variables = list(variables)
 
   def reset_metrics(self):
     """Resets Keras metrics and evaluation-local variables."""

@@ -67,6 +67,16 @@ def _resolver(task: Optional[cluster.TaskInfo]):
       task_id=task.task_index, rpc_layer=task.rpc_layer)
 
 
+_LOCAL_STRATEGIES = {}
+
+
+def _make_local(name: str, devices: list) -> tf.distribute.Strategy:
+  if name == 'mirrored':
+    return tf.distribute.MirroredStrategy(devices=devices)
+  return tf.distribute.experimental.CentralStorageStrategy(
+      compute_devices=devices, parameter_device='/cpu:0')
+
+
 def make_strategy(name: str, *, num_gpus: Optional[int] = None,
                   task: Optional[cluster.TaskInfo] = None
                   ) -> tf.distribute.Strategy:
@@ -91,16 +101,19 @@ def make_strategy(name: str, *, num_gpus: Optional[int] = None,
   if num_gpus is not None and (isinstance(num_gpus, bool) or
                                not isinstance(num_gpus, int) or num_gpus < 0):
     raise UserInputError(f'num_gpus={num_gpus!r} must be an integer >= 0.')
+  if name in ('mirrored', 'central_storage'):
+    # One object per name and device set for the whole process: two
+    # strategies with collectives number their collective instances from
+    # the same start, and the runtime then mixes up their all-reduces
+    # (seen as "Shape mismatch in the collective instance 100").
+    key = (name, tuple(_compute_devices(num_gpus)))
+    if key not in _LOCAL_STRATEGIES:
+      _LOCAL_STRATEGIES[key] = _make_local(name, list(key[1]))
+    return _LOCAL_STRATEGIES[key]
   if name == 'default':
     return tf.distribute.get_strategy()
   if name == 'one_device':
     return tf.distribute.OneDeviceStrategy(_compute_devices(num_gpus)[0])
-  if name == 'mirrored':
-    return tf.distribute.MirroredStrategy(devices=_compute_devices(num_gpus))
-  if name == 'central_storage':
-    return tf.distribute.experimental.CentralStorageStrategy(
-        compute_devices=_compute_devices(num_gpus),
-        parameter_device='/cpu:0')
   if name == cluster.MULTI_WORKER_MIRRORED:
     if task is not None:
       cluster.check_strategy(task, name)

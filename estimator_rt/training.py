@@ -117,6 +117,9 @@ class CheckpointEvaluator:
     self.evaluated_steps: List[int] = []
     self.last_result: Optional[Dict[str, Any]] = None
     self.export_results: List[str] = []
+    # exporter name -> the checkpoint it last exported: no checkpoint is
+    # exported twice by one exporter.
+    self._exported: Dict[str, str] = {}
 
   def evaluate(self, checkpoint_path: str, *,
                is_final: bool) -> Optional[Dict[str, Any]]:
@@ -129,13 +132,22 @@ class CheckpointEvaluator:
         checkpoint_path=checkpoint_path, name=self._spec.name)
     self.evaluated_steps.append(step)
     self.last_result = result
+    self.export(checkpoint_path, is_final=is_final)
+    return result
+
+  def export(self, checkpoint_path: str, *, is_final: bool) -> None:
+    """Runs each exporter on the last evaluated checkpoint, unless that
+    exporter already exported it."""
     for exporter in self._spec.exporters:
+      if self._exported.get(exporter.name) == checkpoint_path:
+        continue
       path = exporter.export(self._estimator, checkpoint_path=checkpoint_path,
-                             eval_result=result, is_the_final_export=is_final)
+                             eval_result=self.last_result,
+                             is_the_final_export=is_final)
       if path:
         logging.info('Exporter %r wrote %s', exporter.name, path)
+        self._exported[exporter.name] = checkpoint_path
         self.export_results.append(path)
-    return result
 
 
 def train_and_evaluate(estimator, train_spec: TrainSpec,
@@ -276,12 +288,9 @@ def _run_local(estimator, train_spec, eval_spec):
     raise UserInputError('train_and_evaluate: training wrote no checkpoint.')
   result = evaluator.evaluate(final, is_final=True)
   if result is None:
-    # The final checkpoint was evaluated during training; the exporters
-    # still owe their final export.
+    # The final checkpoint was evaluated during training (the input ended
+    # or a hook stopped it early); exporters that did not export it then
+    # (FinalExporter) still owe their final export.
     result = evaluator.last_result
-    for exporter in eval_spec.exporters:
-      path = exporter.export(estimator, checkpoint_path=final,
-                             eval_result=result, is_the_final_export=True)
-      if path:
-        evaluator.export_results.append(path)
+    evaluator.export(final, is_final=True)
   return result, evaluator.export_results

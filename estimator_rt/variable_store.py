@@ -27,8 +27,12 @@ def _requested_shape_dtype(kwargs):
   shape = kwargs.get('shape')
   dtype = kwargs.get('dtype')
   value = kwargs.get('initial_value')
-  if callable(value):
-    value = None  # Calling an initializer just to compare shapes is wasteful.
+  if callable(value) and shape is None:
+    # Keras 3 passes `lambda: initializer(shape)`; calling it only adds
+    # graph ops (pruned, never run) and is the one way to learn the shape.
+    value = value()
+  elif callable(value):
+    value = None
   if value is not None and shape is None:
     try:
       value = tf.convert_to_tensor(value, dtype_hint=dtype)
