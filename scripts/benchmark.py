@@ -21,6 +21,13 @@ It reports, as medians over rounds:
   (target: <= 1 s);
 * peak RSS of each process and the ratio runtime/bare (target: <= 1.2).
 
+A second table helps explain the first: the median of each round's paired
+steps/s ratio (the two runs of a round ran back to back), process CPU time
+per 100 steps (all threads; less sensitive than wall time to other
+processes on the machine), the runtime's median time per loop outside its
+compiled call (hooks, summaries, logging), and the first-step time split
+into imports and what follows them.
+
 This script itself imports nothing heavy: all TensorFlow work happens in the
 children, so the parent's own state cannot favour either side.
 """
@@ -113,13 +120,15 @@ def run_child(side: str, workload: str, steps: int, *,
   result = json.loads(lines[-1][len(_RESULT_PREFIX):])
   result['first_step_s'] = result['first_step_wall'] - launched
   result['import_s'] = result['imports_done_wall'] - launched
+  result['after_imports_s'] = result['first_step_s'] - result['import_s']
   result['peak_rss_mib'] = result['peak_rss_kib'] / 1024.0
   return result
 
 
 # What each run contributes to the report (outer_ms_per_loop: runtime only).
 _RUN_KEYS = ('steps', 'steps_per_sec', 'first_step_s', 'import_s',
-             'peak_rss_mib', 'cpu_ms_per_100_steps', 'outer_ms_per_loop')
+             'after_imports_s', 'peak_rss_mib', 'cpu_ms_per_100_steps',
+             'outer_ms_per_loop')
 
 
 def _median(runs: List[dict], key: str) -> float:
@@ -148,6 +157,11 @@ def summarize(workload: str, runs: Dict[str, List[dict]]) -> dict:
       'peak_rss_ratio': memory_ratio,
       'cpu_per_step_ratio': (runtime['cpu_ms_per_100_steps'] /
                              bare['cpu_ms_per_100_steps']),
+      # Each round's two runs ran back to back: their ratio cancels slow
+      # changes in the machine's load, which the ratio of medians does not.
+      'paired_steps_per_sec_ratio': statistics.median(
+          r['steps_per_sec'] / b['steps_per_sec']
+          for r, b in zip(runs['runtime'], runs['bare'])),
       'peak_rss_target': MEMORY_TARGET,
       'meets': {
           'steps_per_sec': speed_ratio >= SPEED_TARGETS[workload],
@@ -181,21 +195,41 @@ def format_table(results: Dict[str, dict]) -> str:
 
 def format_diagnostics(results: Dict[str, dict]) -> str:
   """Figures that help explain the table (not targets)."""
-  rows = ['| workload | CPU ms/100 steps bare | runtime | ratio | '
-          'runtime outside compiled loop, ms/loop | imports bare s | '
-          'runtime s | first step after imports bare s | runtime s |',
-          '|' + '---|' * 9]
+  rows = ['| workload | paired steps/s ratio | CPU ms/100 steps bare | '
+          'runtime | ratio | runtime outside compiled loop, ms/loop | '
+          'imports bare s | runtime s | first step after imports bare s | '
+          'runtime s |',
+          '|' + '---|' * 10]
   for workload, r in results.items():
     bare, runtime = r['bare'], r['runtime']
     rows.append(
-        f"| {workload} | {bare['cpu_ms_per_100_steps']:.1f} | "
+        f"| {workload} | {r['paired_steps_per_sec_ratio']:.3f} | "
+        f"{bare['cpu_ms_per_100_steps']:.1f} | "
         f"{runtime['cpu_ms_per_100_steps']:.1f} | "
         f"{r['cpu_per_step_ratio']:.3f} | "
         f"{runtime.get('outer_ms_per_loop', float('nan')):.2f} | "
         f"{bare['import_s']:.2f} | {runtime['import_s']:.2f} | "
-        f"{bare['first_step_s'] - bare['import_s']:.2f} | "
-        f"{runtime['first_step_s'] - runtime['import_s']:.2f} |")
+        f"{bare['after_imports_s']:.2f} | {runtime['after_imports_s']:.2f} |")
   return '\n'.join(rows)
+
+
+def _git_state() -> Dict[str, object]:
+  """The commit measured and whether the measured code differs from it.
+
+  Figures in the README should say which runtime they belong to; a tree
+  with uncommitted changes to the runtime, model_fns or input_fns is not
+  exactly that commit.
+  """
+  def git(*args):
+    return subprocess.run(['git', *args], cwd=_REPO_ROOT, capture_output=True,
+                          text=True, timeout=30, check=False).stdout.strip()
+  try:
+    changed = git('status', '--porcelain', '--', 'estimator_rt', 'model_fns',
+                  'input_fns')
+    return {'commit': git('rev-parse', 'HEAD') or None,
+            'uncommitted_changes': bool(changed)}
+  except (OSError, subprocess.SubprocessError):
+    return {'commit': None, 'uncommitted_changes': None}
 
 
 def _parse_workloads(text: str) -> List[str]:
@@ -283,6 +317,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                           (sys.argv[1:] if argv is None else list(argv))),
       'rounds': args.rounds,
       'steps': steps,
+      'git': _git_state(),
       'cpu_count': os.cpu_count(),
       'loadavg_before': load_before,
       'loadavg_after': os.getloadavg(),
@@ -298,7 +333,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"\n{args.rounds} round(s); steps {steps}; medians over rounds; "
           "'*' = target missed. Load average before "
           f"{load_before[0]:.2f}, after {report['loadavg_after'][0]:.2f} "
-          f"({os.cpu_count()} CPUs); {report['wall_s']:.0f} s in all.")
+          f"({os.cpu_count()} CPUs); {report['wall_s']:.0f} s in all; "
+          f"commit {str(report['git']['commit'])[:10]}"
+          + (' with uncommitted runtime changes'
+             if report['git']['uncommitted_changes'] else '') + '.')
   return 0
 
 
