@@ -38,6 +38,19 @@ def make_data(n, *, seed=0, w=TRUE_W, bias=0.5, noise=0.0):
   return x, y.astype(np.float32)
 
 
+def no_autotune(ds):
+  """`ds` with tf.data autotuning off.
+
+  Destroying many distributed (MirroredStrategy) iterators at once, as a
+  garbage collection of accumulated tests does, took up to a minute here
+  with autotuning on and a few seconds with it off (DESIGN.md saw the same
+  stalls at process exit). Tests do not need autotuning.
+  """
+  options = tf.data.Options()
+  options.autotune.enabled = False
+  return ds.with_options(options)
+
+
 def global_input_fn(x, y=None, *, batch_size, repeat=True, dict_features=True,
                     drop_remainder=False):
   """An input_fn without input_context: a globally batched dataset."""
@@ -48,7 +61,7 @@ def global_input_fn(x, y=None, *, batch_size, repeat=True, dict_features=True,
     ds = tf.data.Dataset.from_tensor_slices(elements)
     if repeat:
       ds = ds.repeat()
-    return ds.batch(batch_size, drop_remainder=drop_remainder)
+    return no_autotune(ds.batch(batch_size, drop_remainder=drop_remainder))
 
   return input_fn
 
@@ -58,7 +71,7 @@ def full_batch_input_fn(x, y):
   a run that restarts its input (resume) matches an uninterrupted one."""
 
   def input_fn():
-    return tf.data.Dataset.from_tensors(({'x': x}, y)).repeat()
+    return no_autotune(tf.data.Dataset.from_tensors(({'x': x}, y)).repeat())
 
   return input_fn
 

@@ -72,7 +72,8 @@ def test_train_to_max_steps_twice_does_nothing_the_second_time(tmp_path):
 
   def input_fn():
     calls.append(1)
-    return tf.data.Dataset.from_tensor_slices(({'x': x}, y)).repeat().batch(8)
+    return M.no_autotune(
+        tf.data.Dataset.from_tensor_slices(({'x': x}, y)).repeat().batch(8))
 
   est = _estimator(tmp_path)
   est.train(input_fn, max_steps=20)
@@ -247,6 +248,47 @@ def test_warm_start_from_a_checkpoint_path(tmp_path):
     np.testing.assert_array_equal(got, want)
 
 
+def test_warm_start_is_ignored_once_model_dir_has_a_checkpoint(tmp_path):
+  source = _estimator(tmp_path / 'source')
+  source.train(_input_fn(), max_steps=30)
+  own = _estimator(tmp_path / 'target')
+  own.train(_input_fn(), max_steps=10)
+  at_10 = M.read_model_variables(own.latest_checkpoint())
+  resumed = ert.Estimator(M.make_model_fn(optimizer='adam', lr=0.0),
+                          model_dir=str(tmp_path / 'target'),
+                          warm_start_from=str(tmp_path / 'source'),
+                          config=M.quiet_config())
+  resumed.train(_input_fn(), max_steps=12)
+  assert M.read_global_step(resumed.latest_checkpoint()) == 12
+  for got, want in zip(M.read_model_variables(resumed.latest_checkpoint()),
+                       at_10):
+    np.testing.assert_array_equal(got, want)
+
+
+def test_warm_start_from_another_model_is_refused(tmp_path):
+  ert.Estimator(_other_model_fn, model_dir=str(tmp_path / 'other'),
+                config=M.quiet_config()).train(_input_fn(), max_steps=5)
+  target = ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path / 'target'),
+                         warm_start_from=str(tmp_path / 'other'),
+                         config=M.quiet_config())
+  with pytest.raises(ert.IncompatibleCheckpointError, match='warm_start_from'):
+    target.train(_input_fn(), max_steps=5)
+  assert not (tmp_path / 'target').exists() or not os.listdir(
+      tmp_path / 'target')
+
+
+def test_resume_with_another_optimizer_keeps_the_model(tmp_path):
+  _estimator(tmp_path).train(_input_fn(), max_steps=10)  # Adam.
+  at_10 = M.read_model_variables(M.ckpt_path(tmp_path, 10))
+  sgd = ert.Estimator(M.make_model_fn(optimizer='sgd', lr=0.0),
+                      model_dir=str(tmp_path), config=M.quiet_config())
+  sgd.train(_input_fn(), max_steps=15)
+  assert M.read_global_step(sgd.latest_checkpoint()) == 15
+  for got, want in zip(M.read_model_variables(sgd.latest_checkpoint()),
+                       at_10):
+    np.testing.assert_array_equal(got, want)
+
+
 # ------------------------------------------------- incompatible model_dir
 def _other_model_fn(features, labels, mode):
   import keras  # pylint: disable=g-import-not-at-top
@@ -277,6 +319,28 @@ def test_checkpoint_of_another_model_is_refused_and_nothing_changes(tmp_path):
   with pytest.raises(ert.IncompatibleCheckpointError):
     est.export_saved_model(str(tmp_path / 'export'),
                            input_fn=M.global_input_fn(x, batch_size=4))
+  assert M.snapshot_tree(str(tmp_path)) == before
+
+
+def test_checkpoint_of_a_same_sized_model_names_the_shapes(tmp_path):
+  _estimator(tmp_path).train(_input_fn(), max_steps=10)
+  before = M.snapshot_tree(str(tmp_path))
+  weights = M.initial_weights(hidden=3)
+
+  def narrow_model_fn(features, labels, mode):
+    out = M.build_keras_model(weights)(features['x'])  # Dense(3), not 8.
+    loss = tf.reduce_mean(tf.square(out - labels))
+    return ert.EstimatorSpec(mode, loss=loss,
+                             optimizer=M.make_optimizer('adam', 0.01))
+
+  est = ert.Estimator(narrow_model_fn, model_dir=str(tmp_path),
+                      config=M.quiet_config())
+  with pytest.raises(ert.IncompatibleCheckpointError,
+                     match='different model') as info:
+    est.train(_input_fn(), max_steps=20)
+  message = str(info.value)
+  assert '#0' in message and '(4, 8)' in message and '(4, 3)' in message, (
+      message)
   assert M.snapshot_tree(str(tmp_path)) == before
 
 

@@ -11,9 +11,9 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from tensorflow.python.autograph.impl.api import StagingError
 
 import estimator_rt as ert
+from estimator_rt import variable_store
 import _models as M
 
 
@@ -136,31 +136,6 @@ def test_model_fn_building_every_field_unconditionally(tmp_path):
   np.testing.assert_allclose(predictions, expected, rtol=1e-5, atol=1e-6)
 
 
-_STAGING_BUG = (
-    'A ModelFnError raised while a compiled loop traces the model_fn (e.g. by '
-    'variable_store.VariableStore.reusing\'s creator) reaches the user as '
-    'tensorflow.python.autograph.impl.api.StagingError, not ModelFnError: '
-    'AutoGraph re-raises an exception from converted code with its own type '
-    'only if type(e).__init__ is Exception.__init__ or the type is exactly '
-    'one of ValueError/TypeError/...; ModelFnError (a ValueError subclass) '
-    'is neither, so error_utils wraps it. Fix: in errors.py give '
-    'UserInputError `__init__ = Exception.__init__`, or catch StagingError '
-    'around the first call of each compiled function and re-raise its '
-    '__context__ when that is a UserInputError.')
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    'variable_store._requested_shape_dtype ignores a callable '
-    'initial_value, and Keras 3 always creates variables with '
-    '`tf.Variable(lambda: initializer(shape), ...)` '
-    '(keras/src/backend/tensorflow/core.py _initialize_with_initializer), '
-    'so the reusing() creator never knows the requested shape: a later call '
-    'building Dense(2) silently gets the (4, 1) kernel of the build call. '
-    'Fix: when initial_value is callable and no shape is given, call it (in '
-    'a traced call this only adds graph ops that are pruned) to get its '
-    'static shape and dtype. Once detected, the error also needs the '
-    'StagingError fix (see test_model_fn_creating_more_variables_later_fails).'
-))
 def test_model_fn_creating_a_different_variable_later_fails(tmp_path):
   counter = [0]
 
@@ -185,7 +160,6 @@ def test_model_fn_creating_a_different_variable_later_fails(tmp_path):
   assert _nothing_written(tmp_path / 'model')
 
 
-@pytest.mark.xfail(strict=True, raises=StagingError, reason=_STAGING_BUG)
 def test_model_fn_creating_more_variables_later_fails(tmp_path):
   counter = [0]
 
@@ -204,6 +178,29 @@ def test_model_fn_creating_more_variables_later_fails(tmp_path):
   with pytest.raises(ert.ModelFnError, match='late_bias'):
     est.train(train_fn, max_steps=10)
   assert M.checkpoint_steps(tmp_path) == []
+
+
+def test_variable_store_names_the_first_mismatching_variable():
+  """The check behind the contract, on variables whose shape is known from
+  their initial value (what the reusing creator can see today)."""
+  store = variable_store.VariableStore(owner='model_fn my_model_fn')
+  with store.recording():
+    tf.Variable(tf.zeros([4, 1]), name='w')
+    tf.Variable(0.0, name='b')
+  with store.reusing():
+    w = tf.Variable(tf.ones([4, 1]), name='w')
+    assert w is store.variables[0]
+  with pytest.raises(ert.ModelFnError) as info:
+    with store.reusing():
+      tf.Variable(tf.zeros([4, 2]), name='w2')
+  message = str(info.value)
+  assert 'my_model_fn' in message and "'w2'" in message, message
+  assert '(4, 2)' in message and '(4, 1)' in message, message
+  with pytest.raises(ert.ModelFnError, match='more variables'):
+    with store.reusing():
+      tf.Variable(tf.zeros([4, 1]), name='w')
+      tf.Variable(0.0, name='b')
+      tf.Variable(0.0, name='extra')
 
 
 # ---------------------------------------------------------------- train_op
@@ -267,15 +264,6 @@ def test_train_op_path_trains_like_the_optimizer_path(tmp_path, optimizer_name,
   assert est.evaluate(eval_fn)['loss'] < 0.5 * initial_loss
 
 
-@pytest.mark.xfail(strict=True, raises=ert.IncompatibleCheckpointError,
-                   reason=(
-    'checkpoints.check_compatible / ModelGraph: with a train_op, the '
-    'model_fn\'s own optimizer variables count as model variables and '
-    'checkpoints key model variables by creation index; a model_fn that '
-    'creates its optimizer before the model\'s variables (TRAIN only) saves '
-    'model/0 = optimizer iteration (int64 scalar), and EVAL (no optimizer) '
-    'expects model/0 = kernel (4, 8): evaluate() raises '
-    'IncompatibleCheckpointError on the checkpoint training just wrote.'))
 def test_train_op_with_optimizer_created_first_can_be_evaluated(tmp_path):
   x, y, train_fn, eval_fn = _train_eval_input()
   est = ert.Estimator(_train_op_model_fn('sgd', 0.05, optimizer_first=True),
@@ -299,7 +287,7 @@ def test_input_fn_with_input_context_under_mirrored(tmp_path):
     ds = tf.data.Dataset.from_tensor_slices(({'x': x}, y))
     ds = ds.shard(input_context.num_input_pipelines,
                   input_context.input_pipeline_id)
-    return ds.repeat().batch(per_replica, drop_remainder=True)
+    return M.no_autotune(ds.repeat().batch(per_replica, drop_remainder=True))
 
   est = ert.Estimator(M.make_model_fn(calls=calls), model_dir=str(tmp_path),
                       params={'batch_size': 16},
@@ -322,7 +310,8 @@ def test_input_fn_with_input_context_under_default_strategy(tmp_path):
 
   def input_fn(input_context=None):
     contexts.append(input_context)
-    return tf.data.Dataset.from_tensor_slices(({'x': x}, y)).repeat().batch(8)
+    return M.no_autotune(
+        tf.data.Dataset.from_tensor_slices(({'x': x}, y)).repeat().batch(8))
 
   est = ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path),
                       config=M.quiet_config())
@@ -338,8 +327,8 @@ def test_input_fn_without_context_is_split_across_replicas(tmp_path):
 
   def input_fn(params):
     params_seen.append(params)
-    return tf.data.Dataset.from_tensor_slices(({'x': x}, y)).repeat().batch(
-        params['batch_size'], drop_remainder=True)
+    return M.no_autotune(tf.data.Dataset.from_tensor_slices(({'x': x}, y)).repeat(
+    ).batch(params['batch_size'], drop_remainder=True))
 
   est = ert.Estimator(M.make_model_fn(calls=calls), model_dir=str(tmp_path),
                       params={'batch_size': 16},

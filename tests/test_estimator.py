@@ -194,3 +194,32 @@ def test_eval_summaries_in_eval_and_eval_name(tmp_path):
   written_named = summaries.read_scalars(str(tmp_path / 'eval_holdout'))
   assert written_named['loss'] == [(10, pytest.approx(named['loss'],
                                                       rel=1e-6))]
+
+
+# ------------------------------------------------------------------ seeds
+def _keras_initialized_model_fn(features, labels, mode):
+  out = keras.Sequential([keras.layers.Dense(8, activation='tanh'),
+                          keras.layers.Dense(1)])(features['x'])
+  if mode == ert.ModeKeys.PREDICT:
+    return ert.EstimatorSpec(mode, predictions=out)
+  loss = tf.reduce_mean(tf.square(out - labels))
+  return ert.EstimatorSpec(mode, loss=loss,
+                           optimizer=keras.optimizers.SGD(0.05))
+
+
+def test_tf_random_seed_makes_runs_repeatable(tmp_path):
+  x, y = M.make_data(64)
+  weights = {}
+  for name, seed, strategy in (('a', 7, 'default'), ('b', 7, 'default'),
+                               ('c', 8, 'default'), ('m', 7, 'mirrored')):
+    est = ert.Estimator(_keras_initialized_model_fn,
+                        model_dir=str(tmp_path / name),
+                        config=M.quiet_config(tf_random_seed=seed,
+                                              train_distribute=strategy))
+    est.train(M.global_input_fn(x, y, batch_size=16), max_steps=10)
+    weights[name] = M.read_model_variables(est.latest_checkpoint())
+  for a, b in zip(weights['a'], weights['b']):
+    np.testing.assert_array_equal(a, b)
+  assert not np.allclose(weights['a'][0], weights['c'][0])
+  for a, m in zip(weights['a'], weights['m']):
+    np.testing.assert_allclose(a, m, atol=1e-5)

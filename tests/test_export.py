@@ -62,16 +62,18 @@ def _predict_batch(est, x):
   return {k: np.stack([p[k] for p in predictions]) for k in predictions[0]}
 
 
-def _trained(tmp_path, **kwargs):
+def _trained(tmp_path, strategy='default', **kwargs):
   x, y = M.make_data(64)
   est = ert.Estimator(M.make_model_fn(optimizer='adam', lr=0.02, **kwargs),
                       model_dir=str(tmp_path / 'model'),
-                      config=M.quiet_config())
+                      config=M.quiet_config(train_distribute=strategy))
   return est, x, y
 
 
 def test_export_with_inferred_dict_features(tmp_path):
-  est, x, y = _trained(tmp_path)
+  # Trained under mirrored: the inferred inputs come from per-replica data,
+  # the export itself runs without distribution.
+  est, x, y = _trained(tmp_path, 'mirrored')
   est.train(M.global_input_fn(x, y, batch_size=16), max_steps=20)
   # No serving_input_receiver_fn: inputs come from the training features.
   export_dir = est.export_saved_model(str(tmp_path / 'export'))

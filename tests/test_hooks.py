@@ -72,6 +72,21 @@ def test_hook_returning_true_stops_and_saves(tmp_path):
   assert M.read_global_step(est.latest_checkpoint()) == 12
 
 
+def test_duck_typed_hook_with_only_after_loop(tmp_path):
+  class OnlyAfterLoop:
+
+    def __init__(self):
+      self.steps = []
+
+    def after_loop(self, result):
+      self.steps.append(result.global_step)
+
+  hook = OnlyAfterLoop()
+  est = _estimator(tmp_path, steps_per_loop=10, save_checkpoints_steps=10)
+  est.train(_input_fn(), hooks=[hook], max_steps=20)
+  assert hook.steps == [10, 20]
+
+
 def test_stop_at_step_hook_num_steps(tmp_path):
   est = _estimator(tmp_path, steps_per_loop=10)
   est.train(_input_fn(), max_steps=20)

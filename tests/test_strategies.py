@@ -107,7 +107,7 @@ def test_input_context_replicas_match_one_replica(tmp_path, optimizer, lr):
     ds = tf.data.Dataset.from_tensor_slices(({'x': x}, y))
     ds = ds.shard(input_context.num_input_pipelines,
                   input_context.input_pipeline_id)
-    return ds.repeat().batch(per_replica)
+    return M.no_autotune(ds.repeat().batch(per_replica))
 
   reference = _train_reference(str(tmp_path / 'ref'), optimizer, lr,
                                M.global_input_fn(x, y, batch_size=16), 25)
@@ -122,12 +122,6 @@ def test_input_context_replicas_match_one_replica(tmp_path, optimizer, lr):
   _assert_same_weights(ckpt, reference)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    'loops._replica_train_step divides every replica\'s mean loss by '
-    'num_replicas_in_sync, i.e. weights the replicas equally; when the last '
-    'global batch (3 examples) is split 2/1 the update is '
-    '(mean(2) + mean(1)) / 2, not the mean over the 3 examples. Weight each '
-    'replica by its batch size / the global batch size instead.'))
 def test_partial_last_batch_split_unevenly_matches_one_replica(tmp_path):
   """A finite dataset of 11 examples in global batches of 4 ends with a
   batch of 3, split 2/1 across the replicas: the update must still be the
@@ -144,11 +138,6 @@ def test_partial_last_batch_split_unevenly_matches_one_replica(tmp_path):
   _assert_same_weights(est.latest_checkpoint(), reference)
 
 
-@pytest.mark.xfail(strict=True, raises=ert.NanLossError, reason=(
-    'loops._replica_train_step: a replica whose share of the last global '
-    'batch is empty returns reduce_mean over 0 examples = NaN, and '
-    'make_train_loop reduces the per-replica losses with MEAN, so the step '
-    'loss is NaN and NanLossHook raises NanLossError on valid data.'))
 def test_last_batch_smaller_than_replica_count_trains(tmp_path):
   """9 examples in global batches of 4: the last batch has 1 example, so one
   replica gets an empty batch. Training must end at step 3 without NaN,
@@ -171,3 +160,45 @@ def test_unknown_strategy_name_is_a_user_input_error(tmp_path):
   x, y = M.make_data(8)
   with pytest.raises(ert.UserInputError, match='tpu_pod'):
     est.train(M.global_input_fn(x, y, batch_size=4), max_steps=2)
+
+
+def _context_input_fn(x, y=None, *, per_replica_batch, repeat):
+  def input_fn(input_context):
+    elements = {'x': x} if y is None else ({'x': x}, y)
+    ds = tf.data.Dataset.from_tensor_slices(elements)
+    ds = ds.shard(input_context.num_input_pipelines,
+                  input_context.input_pipeline_id)
+    if repeat:
+      ds = ds.repeat()
+    return M.no_autotune(ds.batch(per_replica_batch))
+  return input_fn
+
+
+def test_evaluate_and_predict_with_input_context_under_mirrored(tmp_path):
+  """11 examples in per-replica batches of 4: the second step has one batch
+  (3 examples) for replica 0 and nothing for replica 1."""
+  x, y = M.make_data(64)
+  est = ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path),
+                      config=M.quiet_config(train_distribute='mirrored'))
+  est.train(M.global_input_fn(x, y, batch_size=16), max_steps=10)
+  ex, ey = M.make_data(11, seed=4)
+  expected = M.np_forward(M.read_model_variables(est.latest_checkpoint()), ex)
+  result = est.evaluate(_context_input_fn(ex, ey, per_replica_batch=4,
+                                          repeat=False))
+  assert result['loss'] == pytest.approx(np.mean((expected - ey) ** 2),
+                                         rel=1e-5)
+  assert result['mae'] == pytest.approx(np.mean(np.abs(expected - ey)),
+                                        rel=1e-5)
+  predictions = list(est.predict(_context_input_fn(ex, per_replica_batch=4,
+                                                   repeat=False)))
+  np.testing.assert_allclose(np.stack([p['y'] for p in predictions]),
+                             expected, rtol=1e-5, atol=1e-5)
+
+
+def test_finite_input_context_dataset_ends_training_under_mirrored(tmp_path):
+  ex, ey = M.make_data(11, seed=4)
+  est = ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path),
+                      config=M.quiet_config(train_distribute='mirrored'))
+  est.train(_context_input_fn(ex, ey, per_replica_batch=4, repeat=False),
+            max_steps=100)
+  assert M.checkpoint_steps(str(tmp_path)) == [2]

@@ -60,12 +60,23 @@ def test_evaluates_after_each_new_checkpoint(tmp_path, strategy):
 
 
 def test_named_evaluation_writes_to_eval_name(tmp_path):
+  class EvalEnd(ert.Hook):
+
+    def __init__(self):
+      self.steps = []
+
+    def end(self, *, global_step):
+      self.steps.append(global_step)
+
+  eval_hook = EvalEnd()
   est, train_fn, eval_fn = _setup(tmp_path, save_checkpoints_steps=10)
   ert.train_and_evaluate(
       est, ert.TrainSpec(train_fn, max_steps=20),
-      ert.EvalSpec(eval_fn, steps=2, name='holdout', throttle_secs=0))
+      ert.EvalSpec(eval_fn, steps=2, name='holdout', throttle_secs=0,
+                   hooks=[eval_hook]))
   assert M.eval_steps(str(tmp_path / 'eval_holdout')) == [10, 20]
   assert not (tmp_path / 'eval').exists()
+  assert eval_hook.steps == [10, 20]
 
 
 def test_final_checkpoint_off_the_save_grid_is_evaluated(tmp_path):
@@ -119,15 +130,6 @@ def test_latest_exporter_keeps_exports_to_keep(tmp_path):
   assert metrics['global_step'] == 40
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    'export._fresh_export_dir names an export int(time.time()) and only '
-    'counts up past names that still exist; Exporter._garbage_collect then '
-    'deletes the smallest names. When exports come faster than one per '
-    'second (tiny models: ~0.3 s each), a name freed by garbage collection '
-    'is reused for the NEWEST export, which sorts first and is deleted '
-    'next time (or right away): LatestExporter keeps older exports and '
-    'drops newer ones. Fix: name the export max(int(time.time()), newest '
-    'existing name + 1) (or garbage-collect by export order/mtime).'))
 def test_latest_exporter_keeps_the_newest_exports_when_exports_are_fast(
     tmp_path, monkeypatch):
   """Exports within one second, made deterministic by freezing the clock
@@ -143,6 +145,19 @@ def test_latest_exporter_keeps_the_newest_exports_when_exports_are_fast(
                     is_the_final_export=step == 40)
   kept = _export_dirs(tmp_path / 'export' / 'latest')
   assert sorted(M.saved_model_global_step(p) for p in kept) == [30, 40]
+
+
+def test_each_checkpoint_is_exported_once_when_input_ends(tmp_path):
+  x, y = M.make_data(64)
+  est, _, eval_fn = _setup(tmp_path, save_checkpoints_steps=2)
+  _, exports = ert.train_and_evaluate(
+      est, ert.TrainSpec(M.global_input_fn(x, y, batch_size=16,
+                                           repeat=False)),
+      ert.EvalSpec(eval_fn, steps=None, throttle_secs=0,
+                   exporters=[ert.LatestExporter(exports_to_keep=None)]))
+  assert M.checkpoint_steps(str(tmp_path)) == [2, 4]
+  assert M.eval_steps(str(tmp_path / 'eval')) == [2, 4]
+  assert sorted(M.saved_model_global_step(p) for p in exports) == [2, 4]
 
 
 def test_final_exporter_exports_once_at_the_end(tmp_path):
@@ -194,6 +209,16 @@ def test_best_exporter_exports_only_on_improvement(tmp_path):
   exported_steps = [M.saved_model_global_step(p) for p in exports]
   assert exported_steps == improved
   assert sorted(_export_dirs(tmp_path / 'export' / 'best')) == sorted(exports)
+
+  # A resumed job with a new BestExporter remembers the best evaluation from
+  # the event files: the later, worse checkpoints are not exported.
+  assert points[-1][1] > best
+  _, more = ert.train_and_evaluate(
+      est, ert.TrainSpec(train_fn, max_steps=90),
+      ert.EvalSpec(eval_fn, steps=None, throttle_secs=0,
+                   exporters=[ert.BestExporter('best', exports_to_keep=None)]))
+  assert M.eval_steps(str(tmp_path / 'eval'))[-2:] == [85, 90]
+  assert more == []
 
 
 def test_exporter_names_must_be_unique(tmp_path):
