@@ -147,6 +147,14 @@ def test_saving_listeners_see_every_save(tmp_path):
   assert saved == [(M.ckpt_path(tmp_path, s), s) for s in (20, 40, 50)]
 
 
+def test_saving_listener_returning_true_stops_training(tmp_path):
+  est = _estimator(tmp_path, save_checkpoints_steps=10)
+  est.train(_input_fn(), max_steps=100,
+            saving_listeners=[lambda path, step: step >= 20])
+  assert M.checkpoint_steps(tmp_path) == [10, 20]
+  assert M.read_global_step(est.latest_checkpoint()) == 20
+
+
 # -------------------------------------------------------- kill and resume
 _TRAIN_SCRIPT = textwrap.dedent('''
     import json, os, signal, sys
@@ -272,6 +280,16 @@ def test_warm_start_from_another_model_is_refused(tmp_path):
                          warm_start_from=str(tmp_path / 'other'),
                          config=M.quiet_config())
   with pytest.raises(ert.IncompatibleCheckpointError, match='warm_start_from'):
+    target.train(_input_fn(), max_steps=5)
+  assert not (tmp_path / 'target').exists() or not os.listdir(
+      tmp_path / 'target')
+
+
+def test_warm_start_from_nothing_is_refused(tmp_path):
+  target = ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path / 'target'),
+                         warm_start_from=str(tmp_path / 'missing'),
+                         config=M.quiet_config())
+  with pytest.raises(ert.UserInputError, match='warm_start_from'):
     target.train(_input_fn(), max_steps=5)
   assert not (tmp_path / 'target').exists() or not os.listdir(
       tmp_path / 'target')

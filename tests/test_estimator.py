@@ -125,6 +125,23 @@ def test_evaluate_and_predict_without_a_checkpoint(tmp_path):
       (tmp_path / 'empty').iterdir())
 
 
+def test_estimator_arguments_are_checked(tmp_path):
+  with pytest.raises(ert.UserInputError, match='differs'):
+    ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path / 'a'),
+                  config=ert.RunConfig(model_dir=str(tmp_path / 'b')))
+  with pytest.raises(ert.UserInputError, match='RunConfig'):
+    ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path),
+                  config={'steps_per_loop': 5})
+  with pytest.raises(ert.UserInputError, match='params'):
+    ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path), params=[1])
+  with pytest.raises(ert.UserInputError, match='callable'):
+    ert.Estimator('model_fn', model_dir=str(tmp_path))
+  # model_dir given only in the config is used.
+  est = ert.Estimator(M.make_model_fn(),
+                      config=M.quiet_config(model_dir=str(tmp_path / 'c')))
+  assert est.model_dir == str(tmp_path / 'c')
+
+
 # --------------------------------------------------------------- predict
 @pytest.mark.parametrize('strategy', ['default', 'mirrored'])
 def test_predict_yields_every_example_in_order(tmp_path, strategy):

@@ -197,6 +197,15 @@ def test_export_without_known_inputs_is_a_user_error(tmp_path):
   assert not (tmp_path / 'export').exists()
 
 
+def test_serving_input_fn_returning_the_wrong_type(tmp_path):
+  est, x, y = _trained(tmp_path)
+  est.train(M.global_input_fn(x, y, batch_size=16), max_steps=5)
+  with pytest.raises(ert.UserInputError, match='ServingInputReceiver'):
+    est.export_saved_model(str(tmp_path / 'export'),
+                           lambda: {'x': tf.TensorSpec([None, 4])})
+  assert not (tmp_path / 'export').exists()
+
+
 def test_export_without_a_checkpoint_is_a_user_error(tmp_path):
   est, x, _ = _trained(tmp_path)
   with pytest.raises(ert.UserInputError, match='No checkpoint'):

@@ -213,9 +213,11 @@ def test_early_stopping_stops_train_and_evaluate(tmp_path):
                    steps_per_loop=10, save_checkpoints_steps=10)
   hook = ert.EarlyStoppingHook(model_dir=str(tmp_path), metric_name='loss',
                                max_steps_without_improvement=20)
-  metrics, _ = ert.train_and_evaluate(
+  metrics, exports = ert.train_and_evaluate(
       est, ert.TrainSpec(train_fn, max_steps=500, hooks=[hook]),
-      ert.EvalSpec(eval_fn, steps=None, throttle_secs=0))
+      ert.EvalSpec(eval_fn, steps=None, throttle_secs=0, exporters=[
+          ert.FinalExporter('final'),
+          ert.LatestExporter('latest', exports_to_keep=None)]))
 
   points = summaries.read_scalars(str(tmp_path / 'eval'))['loss']
   steps = [s for s, _ in points]
@@ -229,6 +231,13 @@ def test_early_stopping_stops_train_and_evaluate(tmp_path):
   assert M.read_global_step(latest) == hook.stopped_at_step
   assert metrics['global_step'] == hook.stopped_at_step
   assert steps[-1] == hook.stopped_at_step
+  # Training ended early: FinalExporter still exports the last checkpoint,
+  # once, and LatestExporter exports each evaluated checkpoint once.
+  final = [p for p in exports if '/export/final/' in p]
+  latest = [p for p in exports if '/export/latest/' in p]
+  assert [M.saved_model_global_step(p) for p in final] == [
+      hook.stopped_at_step]
+  assert [M.saved_model_global_step(p) for p in latest] == steps
 
 
 def test_early_stopping_hook_needs_positive_patience(tmp_path):
