@@ -18,10 +18,12 @@ import tensorflow as tf
 from estimator_rt.errors import IncompatibleCheckpointError
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.model_graph import variable_signature
 
 CHECKPOINT_NAME = 'model.ckpt'
 _VALUE_SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
 _MASK_KEY = 'model_trainable' + _VALUE_SUFFIX
+_NAMES_KEY = 'model_names' + _VALUE_SUFFIX
 _STEP_RE = re.compile(r'-(\d+)$')
 
 
@@ -71,22 +73,25 @@ def _entry(prefix: str, index: int) -> str:
 
 
 def _saved_model_entries(saved: dict, path: str) -> List[tuple]:
-  """[(shape, dtype, trainable)] of the checkpoint's model variables."""
+  """[(shape, dtype, trainable, name)] of the checkpoint's model variables.
+
+  `name` is the variable's signature (see model_graph.variable_signature).
+  """
   count = sum(1 for k in saved
               if k.startswith('model/') and k.endswith(_VALUE_SUFFIX))
-  mask = [True] * count
-  if _MASK_KEY in saved:
-    mask = [bool(t) for t in tf.train.load_checkpoint(path).get_tensor(
-        _MASK_KEY)]
-  return [saved[_entry('model', j)] + (mask[j],) for j in range(count)]
+  reader = tf.train.load_checkpoint(path)
+  mask = [bool(t) for t in reader.get_tensor(_MASK_KEY)]
+  names = [n.decode() for n in reader.get_tensor(_NAMES_KEY)]
+  return [saved[_entry('model', j)] + (mask[j], names[j])
+          for j in range(count)]
 
 
 def align(path: str, graph, *, source: str) -> Dict[int, int]:
   """Maps each of `graph`'s model variables to its entry in checkpoint `path`.
 
   TRAIN must match the checkpoint one to one. EVAL and PREDICT match the
-  checkpoint's model variables in order, skipping entries they do not
-  create, which must be non-trainable (a train_op's optimizer state); an
+  checkpoint's model variables in order (by shape, dtype, trainability and
+  name signature), skipping entries they do not create, which must be non-trainable (a train_op's optimizer state); an
   EVAL variable with no entry must be non-trainable too (evaluation-local
   state, such as a (value, update_op) metric's) and is left out. Every
   trainable entry must be matched.
@@ -100,10 +105,12 @@ def align(path: str, graph, *, source: str) -> Dict[int, int]:
   saved = _read_shapes(path)
   hint = ('Use a fresh model_dir for a different model, or warm-start from '
           'the old one.')
-  if 'global_step' + _VALUE_SUFFIX not in saved:
+  if any(key not in saved for key in ('global_step' + _VALUE_SUFFIX,
+                                      _MASK_KEY, _NAMES_KEY)):
     raise IncompatibleCheckpointError(
         f'{source} holds checkpoint {path} that was not written by '
-        f'estimator_rt (no global_step). {hint}')
+        f'estimator_rt\'s training (no global_step or model signature). '
+        f'{hint}')
   entries = _saved_model_entries(saved, path)
   ours = graph.model_variables
 
@@ -115,10 +122,11 @@ def align(path: str, graph, *, source: str) -> Dict[int, int]:
     return f'{tuple(ours[i].shape)} {ours[i].dtype.base_dtype.name}'
 
   def matches(variable, entry):
-    shape, dtype, trainable = entry
+    shape, dtype, trainable, name = entry
     return (shape == tuple(variable.shape) and
             dtype == variable.dtype.base_dtype and
-            trainable == variable.trainable)
+            trainable == variable.trainable and
+            name == variable_signature(variable))
 
   if graph.mode == ModeKeys.TRAIN:
     for i, variable in enumerate(ours):

@@ -10,6 +10,7 @@ built in different processes restore each other's checkpoints.
 """
 
 import contextlib
+import re
 import threading
 from typing import Any, List, Optional
 
@@ -61,6 +62,17 @@ def _global_step_scope(variable):
     yield
   finally:
     _current.global_step = previous
+
+
+def variable_signature(variable) -> str:
+  """A variable's name without what differs between calls of a model_fn.
+
+  Keras numbers repeated names (`dense_3/kernel` on the fourth Dense), and a
+  rebuilt model gets new numbers; without them and the `:0` suffix the name
+  is the same on every call and in every mode ('dense/kernel').
+  """
+  name = variable.name.split(':')[0]
+  return '/'.join(re.sub(r'_\d+$', '', part) for part in name.split('/'))
 
 
 def _variable_of(keras_or_tf_variable) -> tf.Variable:
@@ -165,6 +177,9 @@ class ModelGraph:
       state['model_trainable'] = tf.Variable(
           [v.trainable for v in self.model_variables], dtype=tf.bool,
           trainable=False, name='model_trainable')
+      state['model_names'] = tf.Variable(
+          [variable_signature(v) for v in self.model_variables],
+          dtype=tf.string, trainable=False, name='model_names')
     if self.optimizer is not None:
       state['optimizer'] = _optimizer_state(self.optimizer)
     self.checkpoint = tf.train.Checkpoint(**state)

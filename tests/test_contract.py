@@ -274,19 +274,6 @@ def test_train_op_with_optimizer_created_first_can_be_evaluated(tmp_path):
   assert np.isfinite(result['loss'])
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    'checkpoints.align (EVAL/PREDICT) matches each model variable to the '
-    'first remaining checkpoint entry with the same shape, dtype and '
-    'trainable flag, skipping non-trainable entries. With a train_op whose '
-    'optimizer is created before the model, TRAIN saves model/0 = SGD '
-    'iteration (int64 ()), model/1 = SGD learning_rate (float32 ()), '
-    'model/2 = the model\'s own non-trainable scale (float32 ()); PREDICT '
-    'has no optimizer and aligns `scale` with model/1, so predict (and '
-    'evaluate, export) silently use scale = 0.05 (the learning rate) '
-    'instead of 3.0. Fix: save a name signature per model variable (its '
-    'name with Keras\' _<n> uniquifying suffixes stripped, e.g. '
-    '"sgd/learning_rate" vs "scale") and require it to match in align(), '
-    'or record which TRAIN variables belong to Keras optimizers.'))
 def test_train_op_optimizer_state_is_not_taken_for_model_state(tmp_path):
   def model_fn(features, labels, mode):
     if mode == ert.ModeKeys.TRAIN:
