@@ -106,7 +106,8 @@ def _serving_function(graph, receiver: ServingInputReceiver):
     spec = graph.call(receiver.features(received), None)
     return spec.predictions_dict
 
-  return tf.function(serve, input_signature=signature)
+  # Traced as written, like the training step (see loops.py).
+  return tf.function(serve, input_signature=signature, autograph=False)
 
 
 def _fresh_export_dir(export_dir_base: str) -> str:

@@ -24,54 +24,66 @@ UNTIL_END_OF_INPUT = 2**31 - 1
 def _replica_weight(features, num_replicas: int):
   """This replica's share of the global batch, for weighting its loss.
 
-  With equal batches (a static batch dimension) it is 1 / num_replicas.
-  Otherwise the last global batch may be split unevenly, or leave a
-  replica nothing: weighting by batch size keeps the update the mean over
-  the examples of the global batch, exactly as on one replica. That costs
-  an all-reduce of batch sizes per step, so only unknown batch sizes pay.
+  One replica needs no weighting. With equal batches (a static batch
+  dimension) the share is 1 / num_replicas. Otherwise the last global batch
+  may be split unevenly, or leave a replica nothing: weighting by batch
+  size keeps the update the mean over the examples of the global batch,
+  exactly as on one replica. That costs an all-reduce of batch sizes per
+  step, so only unknown batch sizes pay for it.
 
   Returns:
-    (weight, has_examples): a float32 scalar and a bool scalar.
+    (weight, has_examples): a float or float32 scalar, and a bool scalar or
+    None when every replica surely has examples.
   """
-  count = batch_size_of(features)
   if num_replicas == 1:
-    return tf.constant(1.0), count > 0
+    return 1.0, None
   if tf.nest.flatten(features)[0].shape[:1].is_fully_defined():
-    return tf.constant(1.0 / num_replicas), count > 0
+    return 1.0 / num_replicas, None
+  count = batch_size_of(features)
   total = tf.distribute.get_replica_context().all_reduce(
       tf.distribute.ReduceOp.SUM, count)
   return count / tf.maximum(total, 1.0), count > 0
+
+
+def _weighted(loss, weight, has_examples):
+  # An empty batch's mean loss is NaN; it must contribute 0, not NaN.
+  if has_examples is not None:
+    loss = tf.where(has_examples, loss, tf.zeros_like(loss))
+  if isinstance(weight, float) and weight == 1.0:
+    return loss
+  return loss * tf.cast(weight, loss.dtype)
 
 
 def _replica_train_step(graph: ModelGraph) -> Callable:
   """The per-replica step: forward, backward, apply.
 
   It returns this replica's weighted loss; the sum over replicas is the
-  mean loss over the global batch.
+  mean loss over the global batch. The step is not converted by AutoGraph:
+  a model_fn is traced as written, as tf.estimator ran it (converting it
+  cost over a second per trace); tensor-dependent Python control flow in a
+  model_fn needs tf.cond / tf.while_loop, or a helper under @tf.function.
   """
   strategy = graph.strategy
   num_replicas = strategy.num_replicas_in_sync
 
+  @tf.autograph.experimental.do_not_convert
   def step(element):
     features, labels = split_element(element)
     weight, has_examples = _replica_weight(features, num_replicas)
     if not graph.uses_optimizer:
       spec = graph.call(features, labels)
-      loss = tf.cast(spec.loss, tf.float32)
       # The train_op updated the variables; make sure it ran before the
       # loss is returned.
       with tf.control_dependencies(
           [t for t in tf.nest.flatten(spec.train_op) if t is not None]):
-        return tf.where(has_examples, loss, 0.0) * weight
+        loss = tf.identity(tf.cast(spec.loss, tf.float32))
+      return _weighted(loss, weight, has_examples)
     with tf.GradientTape() as tape:
       spec = graph.call(features, labels)
-      # The loss is a mean over this replica's batch (NaN for an empty
-      # one); the optimizer sums gradients across replicas, so weighting by
-      # this replica's share of the global batch makes the update the mean
-      # over the global batch.
-      loss = tf.cast(spec.loss, tf.float32)
-      weighted_loss = tf.where(has_examples, loss, 0.0) * weight
-      scaled_loss = tf.cast(weighted_loss, spec.loss.dtype)
+      # The loss is a mean over this replica's batch; the optimizer sums
+      # gradients across replicas, so weighting by this replica's share of
+      # the global batch makes the update the mean over the global batch.
+      scaled_loss = _weighted(spec.loss, weight, has_examples)
     variables = graph.trainable_variables
     grads = tape.gradient(scaled_loss, variables)
     pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
@@ -80,7 +92,7 @@ def _replica_train_step(graph: ModelGraph) -> Callable:
           'model_fn: the loss does not depend on any trainable variable '
           f'({len(variables)} exist); no gradient to apply.')
     graph.optimizer.apply_gradients(pairs)
-    return weighted_loss
+    return tf.cast(scaled_loss, tf.float32)
 
   return step
 
@@ -91,7 +103,7 @@ def make_train_loop(graph: ModelGraph, *, infinite_input: bool) -> Callable:
   It runs up to `num_steps` training steps, stopping early only if the
   input ends, and increments the global step once per step. `loss` is the
   last step's loss (mean over the global batch), `steps` how many ran, and
-  `finite` whether every step's loss was finite.
+  `finite` whether the last loss is finite.
 
   Args:
     graph: the TRAIN ModelGraph.
@@ -112,7 +124,6 @@ def make_train_loop(graph: ModelGraph, *, infinite_input: bool) -> Callable:
   def train_loop(iterator, num_steps):
     loss = tf.constant(float('nan'))
     steps = tf.constant(0, tf.int64)
-    finite = tf.constant(True)
     for _ in tf.range(num_steps):
       if infinite_input:
         loss = run_step(next(iterator))
@@ -122,8 +133,10 @@ def make_train_loop(graph: ModelGraph, *, infinite_input: bool) -> Callable:
           break
         loss = run_step(optional.get_value())
       steps += 1
-      finite = tf.logical_and(finite, tf.math.is_finite(loss))
-    return loss, steps, finite
+    # Only the last loss is checked: once a step diverges the weights are
+    # NaN or infinite and so is every later loss, and a check per step
+    # would cost a few percent of a small model's step time.
+    return loss, steps, tf.math.is_finite(loss)
 
   return surface_user_errors(train_loop)
 
@@ -186,6 +199,7 @@ def make_eval_loop(graph: ModelGraph) -> Callable:
   strategy = graph.strategy
   pair_names = sorted(_pair_metrics(graph))
 
+  @tf.autograph.experimental.do_not_convert
   def replica_step(element):
     features, labels = split_element(element)
     spec = graph.call(features, labels)
@@ -241,6 +255,7 @@ def make_predict_step(graph: ModelGraph) -> Callable:
   strategy = graph.strategy
   names = sorted(graph.build_spec.predictions_dict)
 
+  @tf.autograph.experimental.do_not_convert
   def replica_step(element):
     features, _ = split_element(element)
     predictions = graph.call(features, None).predictions_dict
