@@ -1,0 +1,363 @@
+"""Helpers for the multi-process cluster tests: a tiny user module, the
+launcher run as a subprocess, and tasks started (and always killed) by hand.
+
+Every process started here is bounded by a timeout and ends up dead when the
+helper returns: the launcher is asked to stop its tasks (SIGTERM, which it
+handles by stopping every task) and killed if it does not; tasks started by
+`start_tasks` are SIGKILLed by process group in `stop_tasks`.
+"""
+
+import dataclasses
+import importlib.util
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from typing import Dict, List, Optional
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PYTHON = sys.executable
+LAUNCHER = os.path.join(REPO_ROOT, 'scripts', 'launch_local_cluster.py')
+BINARY = [PYTHON, '-m', 'estimator_rt.main']
+VALUE = '/.ATTRIBUTES/VARIABLE_VALUE'
+
+_launcher_module = None
+
+
+def launcher():
+  """scripts/launch_local_cluster.py as a module (scripts/ is no package)."""
+  global _launcher_module
+  if _launcher_module is None:
+    spec = importlib.util.spec_from_file_location('launch_local_cluster',
+                                                  LAUNCHER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    _launcher_module = module
+  return _launcher_module
+
+
+def task_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+  """The environment of a task: the repo importable, TF quiet, unbuffered."""
+  env = dict(os.environ)
+  env.pop('TF_CONFIG', None)
+  env['PYTHONPATH'] = REPO_ROOT + os.pathsep + env.get('PYTHONPATH', '')
+  env.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
+  env['PYTHONUNBUFFERED'] = '1'
+  env.update(extra or {})
+  return env
+
+
+def port_of(address: str) -> int:
+  return int(address.rsplit(':', 1)[1])
+
+
+def port_is_free(port: int) -> bool:
+  with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    try:
+      s.bind(('127.0.0.1', port))
+      return True
+    except OSError:
+      return False
+
+
+def reachable(address: str) -> bool:
+  host, port = address.rsplit(':', 1)
+  try:
+    with socket.create_connection((host, int(port)), timeout=1):
+      return True
+  except OSError:
+    return False
+
+
+def wait_for(predicate, *, timeout: float, what: str, poll: float = 0.2):
+  deadline = time.time() + timeout
+  while time.time() < deadline:
+    if predicate():
+      return
+    time.sleep(poll)
+  raise AssertionError(f'timed out after {timeout:.0f} s waiting for {what}')
+
+
+# ------------------------------------------------------- the user module
+# A linear regression on 4 features with fixed initial weights (so every
+# process, whatever its strategy, starts from the same point) and plain SGD
+# (so the update is linear in the gradient: N replicas on batch B must equal
+# one on batch N*B). Options come through params (--params JSON):
+#   ids_dir: TRAIN steps append the example ids they train on to
+#     <ids_dir>/ids_<task>.txt (from the compiled step, not the eager build
+#     call, which sees an unsharded sample batch).
+#   context_dir: context_input_fn appends each InputContext it is given to
+#     <context_dir>/context_<task>.txt.
+#   chief_hang_marker: the PS chief, in its eager TRAIN build call (after it
+#     connected to the cluster), creates this file and sleeps, so a test can
+#     kill it mid-run.
+TINY_MODEL_SOURCE = textwrap.dedent('''
+    import json
+    import os
+    import time
+
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    import estimator_rt as ert
+
+    NUM_FEATURES = 4
+    TRUE_W = np.array([[1.0], [-2.0], [0.5], [3.0]], np.float32)
+    INITIAL_KERNEL = (0.1 * np.random.RandomState(7).randn(NUM_FEATURES, 1)
+                      ).astype(np.float32)
+
+
+    def task_name():
+      config = json.loads(os.environ.get('TF_CONFIG') or '{}')
+      task = config.get('task')
+      return f"{task['type']}_{task['index']}" if task else 'local'
+
+
+    def no_autotune(ds):
+      options = tf.data.Options()
+      options.autotune.enabled = False
+      return ds.with_options(options)
+
+
+    def data(n, seed=0):
+      rng = np.random.RandomState(seed)
+      x = rng.randn(n, NUM_FEATURES).astype(np.float32)
+      return x, (x @ TRUE_W + 0.5).astype(np.float32)
+
+
+    def model_fn(features, labels, mode, params):
+      layer = keras.layers.Dense(
+          1, kernel_initializer=keras.initializers.Constant(INITIAL_KERNEL),
+          bias_initializer='zeros', name='dense')
+      out = layer(features['x'])
+      if mode == ert.ModeKeys.PREDICT:
+        return ert.EstimatorSpec(mode, predictions={'y': out})
+      loss = tf.reduce_mean(tf.square(out - labels))
+      if mode == ert.ModeKeys.EVAL:
+        mae = keras.metrics.MeanAbsoluteError()
+        mae.update_state(labels, out)
+        return ert.EstimatorSpec(mode, loss=loss, eval_metric_ops={'mae': mae})
+      marker = params.get('chief_hang_marker')
+      if (marker and not tf.inside_function() and
+          task_name() == 'chief_0'):
+        with open(marker, 'w') as f:
+          f.write('building')
+        time.sleep(300)
+      ids_dir = params.get('ids_dir')
+      if ids_dir and 'id' in features and tf.inside_function():
+        stream = 'file://' + os.path.join(ids_dir, f'ids_{task_name()}.txt')
+        with tf.control_dependencies([tf.print(
+            features['id'], summarize=-1, output_stream=stream)]):
+          loss = tf.identity(loss)
+      return ert.EstimatorSpec(
+          mode, loss=loss,
+          optimizer=keras.optimizers.SGD(params.get('learning_rate', 0.05)))
+
+
+    def global_input_fn(params):
+      """Globally batched; params num_examples, epochs (None: forever)."""
+      n = params.get('num_examples', 64)
+      x, y = data(n)
+      ds = tf.data.Dataset.from_tensor_slices(
+          ({'x': x, 'id': np.arange(n, dtype=np.int64)}, y))
+      epochs = params.get('epochs')
+      ds = ds.repeat(epochs) if epochs else ds.repeat()
+      return no_autotune(ds.batch(params['batch_size']))
+
+
+    def context_input_fn(params, input_context):
+      """Shards and batches itself; records the context it was given."""
+      record_dir = params.get('context_dir')
+      if record_dir:
+        with open(os.path.join(record_dir, f'context_{task_name()}.txt'),
+                  'a') as f:
+          f.write(json.dumps([input_context.num_input_pipelines,
+                              input_context.input_pipeline_id,
+                              input_context.num_replicas_in_sync]) + '\\n')
+      x, y = data(256)
+      ds = tf.data.Dataset.from_tensor_slices(({'x': x}, y)).shard(
+          input_context.num_input_pipelines, input_context.input_pipeline_id)
+      return no_autotune(ds.repeat().batch(
+          input_context.get_per_replica_batch_size(params['batch_size'])))
+
+
+    def eval_input_fn(params):
+      x, y = data(64, seed=1)
+      return no_autotune(
+          tf.data.Dataset.from_tensor_slices(({'x': x}, y)).batch(32))
+''')
+
+
+def write_tiny_model(directory) -> str:
+  """Writes the tiny user module; returns its path (for `path.py:attr`)."""
+  path = os.path.join(str(directory), 'tiny_model.py')
+  with open(path, 'w') as f:
+    f.write(TINY_MODEL_SOURCE)
+  return path
+
+
+def tiny_flags(module_path: str, *, input_fn: str = 'global_input_fn',
+               params: Optional[dict] = None) -> List[str]:
+  """Binary flags naming the tiny module's functions."""
+  return [f'--model_fn={module_path}:model_fn',
+          f'--input_fn={module_path}:{input_fn}',
+          f'--eval_input_fn={module_path}:eval_input_fn',
+          '--params=' + json.dumps(params or {'batch_size': 16})]
+
+
+# ------------------------------------------------------------- launcher
+@dataclasses.dataclass
+class ClusterRun:
+  """What one launcher run left behind."""
+
+  launcher_code: int
+  status: Optional[dict]  # --status_file: {'chief': code, 'tasks': {...}}
+  output: str
+  elapsed_secs: float
+
+  @property
+  def codes(self) -> Dict[str, Optional[int]]:
+    return (self.status or {}).get('tasks', {})
+
+  def log(self, task: str) -> str:
+    """The output lines of one task ('worker:1'), without the prefix."""
+    prefix = f'[{task}] '
+    return '\n'.join(line[len(prefix):] for line in self.output.splitlines()
+                     if line.startswith(prefix))
+
+  def tail(self, chars: int = 6000) -> str:
+    return self.output[-chars:]
+
+
+def _stop_launcher(process: subprocess.Popen) -> str:
+  """SIGTERM makes the launcher stop its tasks (each in its own process
+  group, so killing the launcher alone would orphan them); SIGKILL if it
+  does not exit. Returns what it printed."""
+  process.send_signal(signal.SIGTERM)
+  try:
+    output, _ = process.communicate(timeout=90)
+  except subprocess.TimeoutExpired:
+    os.killpg(process.pid, signal.SIGKILL)
+    output, _ = process.communicate()
+  return output or ''
+
+
+def run_launcher(tmp_path, *, args: List[str], workers: int, ps: int = 0,
+                 chief: bool = False, evaluator: bool = False,
+                 grace_secs: float = 40, timeout_secs: float = 240,
+                 env: Optional[Dict[str, str]] = None) -> ClusterRun:
+  """Runs scripts/launch_local_cluster.py with the binary and `args`.
+
+  Bounded: the launcher stops the chief after `timeout_secs` and every
+  other task `grace_secs` after the chief; if the launcher itself overruns,
+  it gets SIGTERM (it then stops all tasks) and then SIGKILL.
+  """
+  status_file = os.path.join(str(tmp_path), 'launcher_status.json')
+  command = [PYTHON, LAUNCHER, f'--workers={workers}', f'--ps={ps}',
+             f'--grace_secs={grace_secs}', f'--timeout_secs={timeout_secs}',
+             f'--status_file={status_file}']
+  command += ['--chief'] if chief else []
+  command += ['--evaluator'] if evaluator else []
+  command += ['--'] + BINARY + list(args)
+  start = time.time()
+  process = subprocess.Popen(command, env=task_env(env), cwd=REPO_ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, start_new_session=True)
+  try:
+    output, _ = process.communicate(timeout=timeout_secs + grace_secs + 90)
+  except subprocess.TimeoutExpired:
+    output = _stop_launcher(process)
+    raise AssertionError('the launcher overran its own time limits:\n'
+                         + output[-6000:])
+  finally:
+    if process.poll() is None:  # Interrupted: still stop every task.
+      _stop_launcher(process)
+  status = None
+  if os.path.exists(status_file):
+    with open(status_file) as f:
+      status = json.load(f)
+  return ClusterRun(launcher_code=process.returncode, status=status,
+                    output=output, elapsed_secs=time.time() - start)
+
+
+# ----------------------------------------------------- tasks by hand
+@dataclasses.dataclass
+class Task:
+  name: str  # 'ps:0'
+  process: subprocess.Popen
+  log_path: str
+
+  def log(self) -> str:
+    with open(self.log_path, errors='replace') as f:
+      return f.read()
+
+
+def start_tasks(log_dir, *, cluster: Dict[str, List[str]],
+                tasks: List[tuple], command: List[str],
+                env: Optional[Dict[str, str]] = None) -> Dict[str, Task]:
+  """Starts `command` once per (job, index) in `tasks` with its TF_CONFIG.
+
+  Each task runs in its own process group, output to <log_dir>/<job>_<i>.log.
+  Always pair with `stop_tasks` in a finally.
+  """
+  started = {}
+  for job, index in tasks:
+    name = f'{job}:{index}'
+    log_path = os.path.join(str(log_dir), f'{job}_{index}.log')
+    task_environment = task_env(env)
+    task_environment['TF_CONFIG'] = json.dumps(
+        {'cluster': cluster, 'task': {'type': job, 'index': index}})
+    with open(log_path, 'w') as log:
+      process = subprocess.Popen(command, env=task_environment, cwd=REPO_ROOT,
+                                 stdout=log, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+    started[name] = Task(name=name, process=process, log_path=log_path)
+  return started
+
+
+def kill_task(task: Task) -> None:
+  if task.process.poll() is None:
+    try:
+      os.killpg(task.process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+      pass
+  task.process.wait(timeout=30)
+
+
+def stop_tasks(tasks: Dict[str, Task]) -> None:
+  for task in tasks.values():
+    kill_task(task)
+
+
+def wait_task(task: Task, *, deadline: float) -> Optional[int]:
+  """The task's exit code, or None if it still runs at `deadline`."""
+  try:
+    return task.process.wait(timeout=max(0.0, deadline - time.time()))
+  except subprocess.TimeoutExpired:
+    return None
+
+
+# ---------------------------------------------------------- artifacts
+def checkpoint_steps(model_dir) -> List[int]:
+  steps = []
+  for name in os.listdir(model_dir):
+    match = re.fullmatch(r'model\.ckpt-(\d+)\.index', name)
+    if match:
+      steps.append(int(match.group(1)))
+  return sorted(steps)
+
+
+def read_model_variables(path) -> list:
+  """model/0, model/1, ... of a checkpoint, in order (numpy arrays)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  reader = tf.train.load_checkpoint(path)
+  names = reader.get_variable_to_shape_map()
+  count = sum(1 for k in names if re.fullmatch(r'model/\d+' + re.escape(VALUE),
+                                                k))
+  return [reader.get_tensor(f'model/{i}{VALUE}') for i in range(count)]
