@@ -51,7 +51,7 @@ def check_address(address, *, where: str) -> str:
   """
   if not isinstance(address, str):
     _fail(f'{where}={address!r} must be a "host:port" string.')
-  match = _HOST_PORT.match(address)
+  match = _HOST_PORT.fullmatch(address)
   if not match or not 0 < int(match.group('port')) < 65536:
     _fail(f'{where}={address!r} is not a valid "host:port" address (port '
           '1-65535; IPv6 hosts in brackets).')
@@ -231,10 +231,17 @@ def check_strategy(task: TaskInfo, strategy_name: str) -> None:
   """Checks that the cluster's shape fits the distribution strategy.
 
   Raises:
-    ClusterConfigError: ps tasks the strategy cannot use, a parameter
-      server strategy without ps or workers, multi-worker mirrored with no
-      workers, or several training tasks under a one-process strategy.
+    ClusterConfigError: no chief or worker at all, ps tasks the strategy
+      cannot use, a parameter server strategy without ps or workers, or
+      several training tasks under a one-process strategy.
   """
+  if not task.num_workers:
+    if strategy_name == MULTI_WORKER_MIRRORED:
+      _fail(f'--distribution_strategy={MULTI_WORKER_MIRRORED!r} needs '
+            '"chief" or "worker" tasks in the TF_CONFIG cluster; it has '
+            'none.')
+    _fail('TF_CONFIG cluster has no "chief" or "worker" task: nothing would '
+          'train, and an evaluator would wait for checkpoints forever.')
   if task.num_ps and strategy_name != PARAMETER_SERVER:
     _fail(f'TF_CONFIG has {task.num_ps} ps task(s) but '
           f'--distribution_strategy={strategy_name!r} cannot use them; use '
@@ -249,12 +256,7 @@ def check_strategy(task: TaskInfo, strategy_name: str) -> None:
     if CHIEF not in task.cluster:
       _fail(f'--distribution_strategy={PARAMETER_SERVER!r} needs a "chief" '
             '(the coordinator) in the TF_CONFIG cluster; it has none.')
-  elif strategy_name == MULTI_WORKER_MIRRORED:
-    if not task.num_workers:
-      _fail(f'--distribution_strategy={MULTI_WORKER_MIRRORED!r} needs '
-            '"chief" or "worker" tasks in the TF_CONFIG cluster; it has '
-            'none.')
-  elif task.num_workers > 1:
+  elif strategy_name != MULTI_WORKER_MIRRORED and task.num_workers > 1:
     _fail(f'TF_CONFIG has {task.num_workers} training tasks but '
           f'--distribution_strategy={strategy_name!r} trains in one process; '
           f'use {MULTI_WORKER_MIRRORED!r} or {PARAMETER_SERVER!r}.')

@@ -16,9 +16,11 @@ import tensorflow as tf
 from estimator_rt import checkpoints
 from estimator_rt.errors import UserInputError
 
-# Errors a checkpoint deleted (or replaced) mid-read produces.
-_VANISHED = (tf.errors.NotFoundError, tf.errors.DataLossError,
-             tf.errors.FailedPreconditionError)
+
+def _complete(checkpoint_path: str) -> bool:
+  """Whether a checkpoint's index and data files are all still there."""
+  return (tf.io.gfile.exists(checkpoint_path + '.index') and
+          bool(tf.io.gfile.glob(checkpoint_path + '.data-*')))
 
 
 def run_evaluator(evaluator, *, model_dir: str, max_steps: Optional[int],
@@ -32,9 +34,8 @@ def run_evaluator(evaluator, *, model_dir: str, max_steps: Optional[int],
       and runs the exporters).
     model_dir: where the chief writes checkpoints.
     max_steps: the step training ends at; None evaluates forever.
-    throttle_secs: at least this long between the starts of evaluations
-      (the last checkpoint is never throttled away: it is evaluated when its
-      turn comes).
+    throttle_secs: at least this long between the starts of evaluations;
+      the checkpoint at `max_steps` is evaluated as soon as it appears.
     poll_secs: how often to look for a new checkpoint.
     timeout_secs: give up when no new checkpoint appeared for this long
       (None waits forever, as tf.estimator did).
@@ -51,18 +52,24 @@ def run_evaluator(evaluator, *, model_dir: str, max_steps: Optional[int],
     latest = checkpoints.latest_checkpoint(model_dir)
     step = checkpoints.checkpoint_step(latest) if latest else None
     is_new = step is not None and step not in evaluator.evaluated_steps
-    if is_new and (last_start is None or
+    is_final = is_new and max_steps is not None and step >= max_steps
+    # The final checkpoint is never held back: the job is over once it is
+    # evaluated, and the launcher (or a person) is waiting for that.
+    if is_new and (is_final or last_start is None or
                    time.time() - last_start >= throttle_secs):
-      is_final = max_steps is not None and step >= max_steps
       last_start = last_progress = time.time()
       try:
         evaluator.evaluate(latest, is_final=is_final)
-      except _VANISHED as e:
-        # The chief deleted it (keep_checkpoint_max) while we read: a newer
-        # one exists, and that is the one to evaluate.
-        logging.warning('Checkpoint %s vanished while being evaluated (%s); '
-                        'moving on to a newer one.', latest,
-                        getattr(e, 'message', e))
+      except Exception as e:  # pylint: disable=broad-except
+        if _complete(latest):
+          raise
+        # The chief deleted it (keep_checkpoint_max) between our listing
+        # and our reading: a newer one exists, and that is the one to
+        # evaluate. Whatever the error says, a checkpoint whose files are
+        # gone is the explanation.
+        logging.warning('Checkpoint %s vanished while being evaluated (%s: '
+                        '%s); moving on to a newer one.', latest,
+                        type(e).__name__, getattr(e, 'message', e))
         time.sleep(poll_secs)
         continue
       if is_final:

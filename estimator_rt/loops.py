@@ -153,13 +153,18 @@ def make_coordinated_train_loop(train_loop: Callable, coordinator,
   step has finished, so checkpoints and hooks see a consistent state.
   """
 
+  # The coordinator schedules tf.functions only, not the Python wrapper
+  # that surfaces user errors.
+  compiled = getattr(train_loop, '__wrapped__', train_loop)
+
+  @surface_user_errors
   def coordinated_loop(iterator, num_steps):
     total = int(num_steps)
     parts = min(num_workers, total)
     sizes = [total // parts + (1 if i < total % parts else 0)
              for i in range(parts)]
     scheduled = [coordinator.schedule(
-        train_loop, args=(iterator, tf.constant(size, tf.int32)))
+        compiled, args=(iterator, tf.constant(size, tf.int32)))
                  for size in sizes]
     coordinator.join()
     results = [r.fetch() for r in scheduled]

@@ -176,8 +176,7 @@ def run(argv) -> int:
   task = cluster.parse_tf_config(os.environ.get('TF_CONFIG'))
   strategy_name = FLAGS.distribution_strategy
   if task is not None:
-    if task.task_type != cluster.EVALUATOR:
-      cluster.check_strategy(task, strategy_name)
+    cluster.check_strategy(task, strategy_name)
     if FLAGS.mode != 'train_and_evaluate':
       raise ert.UserInputError(
           f'--mode={FLAGS.mode}: with a TF_CONFIG cluster every task runs '

@@ -172,8 +172,7 @@ def train_and_evaluate(estimator, train_spec: TrainSpec,
   if task is None:
     return _run_local(estimator, train_spec, eval_spec)
   strategy_name = strategies.name_of(estimator.config.train_distribute)
-  if task.task_type != cluster.EVALUATOR:
-    cluster.check_strategy(task, strategy_name)
+  cluster.check_strategy(task, strategy_name)
   logging.info('Running as %s. Role: %s', task.describe(),
                describe_role(task, strategy_name))
   if task.task_type == cluster.EVALUATOR:

@@ -98,14 +98,7 @@ MALFORMED_ADDRESSES = [
     'localhost', 'localhost:', ':2222', 'localhost:0', 'localhost:65536',
     'localhost:123456', 'http://localhost:2222', 'local host:2222',
     '::1:2222', '[::1]', 'localhost:22a2', '', 2222, None,
-    pytest.param('127.0.0.1:2222\n', marks=pytest.mark.xfail(
-        strict=True, reason=(
-            'check_address accepts an address with a trailing newline: '
-            'cluster._HOST_PORT (estimator_rt/cluster.py:34-35) ends with '
-            "'$', which also matches just before a final '\\n', and "
-            'check_address uses .match. "127.0.0.1:2222\\n" (e.g. from a '
-            'templated TF_CONFIG) then reaches TensorFlow\'s servers. Fix: '
-            "use _HOST_PORT.fullmatch (or end the pattern with '\\Z')."))),
+    '127.0.0.1:2222\n',
 ]
 
 
@@ -345,17 +338,6 @@ def test_check_config_evaluator_in_or_out_of_the_cluster(tmp_path, listed):
   assert lines['role'].startswith('evaluator: waits for checkpoints')
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    'an evaluator accepts a cluster the strategy cannot train with: '
-    'main.run (estimator_rt/main.py:179) and training.train_and_evaluate '
-    '(estimator_rt/training.py:175) skip cluster.check_strategy for the '
-    'evaluator task, so with no chief or worker at all (check_strategy: '
-    '"needs \\"chief\\" or \\"worker\\" tasks") --check_config exits 0 and a '
-    'real run waits forever for a checkpoint nobody will write (the other '
-    'roles of a bad cluster exit 2, the evaluator hangs). Fix: for the '
-    'evaluator, at least reject a cluster with no training task '
-    '(task.num_workers == 0), e.g. run check_strategy for it when the '
-    'strategy is multi_worker_mirrored or parameter_server.'))
 def test_evaluator_of_a_cluster_without_training_tasks_is_rejected(
     tmp_path):
   result, model_dir = _binary(

@@ -118,17 +118,6 @@ def test_multi_worker_mirrored_two_workers_and_evaluator(tmp_path):
   assert not (contexts / 'context_evaluator_0.txt').exists()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    'parameter-server training never runs a step: loops.make_train_loop '
-    'returns errors.surface_user_errors(train_loop), a functools.wraps '
-    'Python wrapper (estimator_rt/errors.py:58), and '
-    'loops.make_coordinated_train_loop passes it to '
-    'ClusterCoordinator.schedule (estimator_rt/loops.py:148), which raises '
-    'TypeError "schedule only accepts a tf.function or a concrete '
-    'function"; the chief exits 1. Fix: schedule the tf.function itself '
-    "(getattr(train_loop, '__wrapped__', train_loop)) and apply "
-    'surface_user_errors around coordinated_loop instead (verified: with '
-    'that change this test passes in ~18 s).'))
 def test_parameter_server_cluster_runs_to_the_end(tmp_path):
   """PS: chief + 2 workers + 1 ps + evaluator all exit 0 on their own (the
   servers on the chief's done signal, not stopped by the launcher), the

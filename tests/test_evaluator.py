@@ -164,33 +164,8 @@ def _delete_checkpoint(path, which):
 
 
 @pytest.mark.parametrize('which', [
-    pytest.param('index_and_data', marks=pytest.mark.xfail(
-        strict=True, reason=(
-            'run_evaluator crashes when the listed checkpoint is deleted '
-            'before it is read: Estimator.evaluate -> _checkpoint_to_use -> '
-            'checkpoints.resolve_checkpoint (estimator_rt/checkpoints.py:58) '
-            'finds no <path>.index and raises UserInputError ("is neither a '
-            'checkpoint ... nor a directory holding one"), which is not in '
-            'evaluator._VANISHED (estimator_rt/evaluator.py:20), so the '
-            'evaluator task exits 2 instead of moving on to the newer '
-            'checkpoint. Fix: in run_evaluator, after an error, treat the '
-            'checkpoint as vanished when tf.io.gfile.exists(latest + '
-            '".index") is False (or catch this UserInputError there) and '
-            'continue.'))),
-    pytest.param('data_only', marks=pytest.mark.xfail(
-        strict=True, reason=(
-            'run_evaluator crashes when the listed checkpoint loses its '
-            'data file before it is read (CheckpointManager deletes the '
-            '.data and .index files one by one): '
-            'checkpoints._saved_model_entries (estimator_rt/checkpoints.py:'
-            '83) calls CheckpointReader.get_tensor, which raises a plain '
-            'tf.errors.OpError ("...data-00000-of-00001; No such file or '
-            'directory", error code UNKNOWN), not NotFoundError/'
-            'DataLossError, so evaluator._VANISHED (estimator_rt/'
-            'evaluator.py:20) does not catch it and the evaluator task dies '
-            'with a traceback (exit 1). Fix: catch tf.errors.OpError in '
-            'run_evaluator and treat it as vanished when the checkpoint\'s '
-            'files are no longer all there (re-raise otherwise).'))),
+    'index_and_data',
+    'data_only',
 ])
 def test_checkpoint_deleted_between_listing_and_reading(tmp_path, which):
   """The chief writes a newer checkpoint and deletes the one the evaluator
@@ -260,20 +235,6 @@ def test_throttle_spaces_out_evaluations(tmp_path, monkeypatch):
   assert 600 <= calls[1][0] - calls[0][0] <= 602, calls
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    'the checkpoint at max_steps waits for throttle_secs like any other: '
-    'run_evaluator (estimator_rt/evaluator.py:55-56) requires '
-    'time.time() - last_start >= throttle_secs even when the step is >= '
-    'max_steps, so after training ends the evaluator task idles up to '
-    'throttle_secs (main.py default --throttle_secs=600) before its final '
-    'evaluation and export. In a cluster started by '
-    'scripts/launch_local_cluster.py (default --grace_secs=120) the '
-    'evaluator is then SIGTERMed first: observed (with --grace_secs=60) '
-    'for 2 MWMS workers, max_steps=300, a checkpoint every 100 steps: '
-    'evaluator exit -15, eval events stop at step 200, no export. Local '
-    'train_and_evaluate evaluates the '
-    'final checkpoint at once. Fix: evaluate when `is_new and (is_final or '
-    'last_start is None or time.time() - last_start >= throttle_secs)`.'))
 def test_final_checkpoint_is_not_held_back_by_the_throttle(tmp_path,
                                                            monkeypatch):
   calls, _ = _throttled_run(tmp_path, monkeypatch)
