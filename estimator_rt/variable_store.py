@@ -28,9 +28,16 @@ def _requested_shape_dtype(kwargs):
   dtype = kwargs.get('dtype')
   value = kwargs.get('initial_value')
   if callable(value) and shape is None:
-    # Keras 3 passes `lambda: initializer(shape)`; calling it only adds
-    # graph ops (pruned, never run) and is the one way to learn the shape.
-    value = value()
+    # Keras 3 passes `lambda: initializer(shape)`, so calling it is the one
+    # way to learn the shape. Call it in a scratch graph: in the traced
+    # step its random ops would be built into every step.
+    try:
+      with tf.Graph().as_default():
+        probe = value()
+        shape, dtype = probe.shape, dtype or probe.dtype
+    except Exception:  # pylint: disable=broad-except
+      pass  # An initializer that only works in its own context: unchecked.
+    value = None
   elif callable(value):
     value = None
   if value is not None and shape is None:
