@@ -16,6 +16,25 @@ class UserInputError(ValueError):
   """
 
 
+def check_count(where: str, value, *, allow_none: bool = True,
+                allow_zero: bool = False) -> None:
+  """Checks that `value` is an integer > 0 (or >= 0, or None).
+
+  Args:
+    where: names the argument in the error, e.g. 'RunConfig: steps_per_loop'.
+
+  Raises:
+    UserInputError: naming `where` and the value.
+  """
+  if value is None and allow_none:
+    return
+  if (isinstance(value, bool) or not isinstance(value, int) or
+      value < (0 if allow_zero else 1)):
+    bound = '>= 0' if allow_zero else '> 0'
+    raise UserInputError(f'{where}={value!r} must be an integer {bound}'
+                         + (' or None.' if allow_none else '.'))
+
+
 class ModelFnError(UserInputError):
   """The `model_fn` returned something the runtime cannot use."""
 

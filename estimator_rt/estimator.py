@@ -19,6 +19,7 @@ from estimator_rt import strategies
 from estimator_rt import summaries
 from estimator_rt import user_fns
 from estimator_rt.controller import TrainController
+from estimator_rt.errors import check_count
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.model_graph import ModelGraph
@@ -26,9 +27,7 @@ from estimator_rt.run_config import RunConfig
 
 
 def _check_steps(name: str, value: Optional[int]) -> None:
-  if value is not None and (isinstance(value, bool) or
-                            not isinstance(value, int) or value <= 0):
-    raise UserInputError(f'{name}={value!r} must be an integer > 0 or None.')
+  check_count(name, value)
 
 
 class _EvalState:

@@ -7,6 +7,7 @@ from typing import Optional, Union
 import tensorflow as tf
 
 from estimator_rt import cluster
+from estimator_rt.errors import check_count
 from estimator_rt.errors import UserInputError
 
 _FROM_ENVIRONMENT = object()
@@ -19,14 +20,8 @@ DEFAULT_SAVE_CHECKPOINTS_SECS = 600
 
 
 def _check_positive_int(name, value, allow_none=True, allow_zero=False):
-  if value is None and allow_none:
-    return
-  if (isinstance(value, bool) or not isinstance(value, int) or
-      value < (0 if allow_zero else 1)):
-    bound = '>= 0' if allow_zero else '> 0'
-    raise UserInputError(
-        f'RunConfig: {name}={value!r} must be an integer {bound}'
-        + (' or None.' if allow_none else '.'))
+  check_count(f'RunConfig: {name}', value, allow_none=allow_none,
+              allow_zero=allow_zero)
 
 
 @dataclasses.dataclass(frozen=True)

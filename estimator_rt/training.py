@@ -24,6 +24,7 @@ from estimator_rt import cluster
 from estimator_rt import evaluator as evaluator_lib
 from estimator_rt import server as server_lib
 from estimator_rt import strategies
+from estimator_rt.errors import check_count
 from estimator_rt.errors import UserInputError
 
 
@@ -49,12 +50,7 @@ class TrainSpec:
     if not callable(self.input_fn):
       raise UserInputError(
           f'TrainSpec: input_fn={self.input_fn!r} is not callable.')
-    if self.max_steps is not None and (
-        isinstance(self.max_steps, bool) or
-        not isinstance(self.max_steps, int) or self.max_steps <= 0):
-      raise UserInputError(
-          f'TrainSpec: max_steps={self.max_steps!r} must be an integer > 0 '
-          'or None.')
+    check_count('TrainSpec: max_steps', self.max_steps)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,11 +84,7 @@ class EvalSpec:
     if not callable(self.input_fn):
       raise UserInputError(
           f'EvalSpec: input_fn={self.input_fn!r} is not callable.')
-    if self.steps is not None and (
-        isinstance(self.steps, bool) or not isinstance(self.steps, int) or
-        self.steps <= 0):
-      raise UserInputError(
-          f'EvalSpec: steps={self.steps!r} must be an integer > 0 or None.')
+    check_count('EvalSpec: steps', self.steps)
     if self.throttle_secs < 0:
       raise UserInputError(
           f'EvalSpec: throttle_secs={self.throttle_secs!r} must be >= 0.')
