@@ -194,6 +194,42 @@ def test_parameter_server_tasks_exit_nonzero_when_the_chief_dies(tmp_path):
   assert not os.path.exists(model_dir)  # Only the (dead) chief would write.
 
 
+def test_multi_worker_mirrored_worker_exits_nonzero_when_the_chief_dies(
+    tmp_path):
+  """Synchronous training: the chief (worker 0) is SIGKILLed mid-training;
+  worker 1's next collective fails and it exits non-zero on its own instead
+  of waiting forever."""
+  module = _cluster.write_tiny_model(tmp_path)
+  model_dir = str(tmp_path / 'model')
+  cluster = _cluster.launcher().make_cluster(workers=2, ps=0, chief=False,
+                                             evaluator=False)
+  command = _cluster.BINARY + _cluster.tiny_flags(
+      module, params={'batch_size': 16}) + [
+          '--distribution_strategy=multi_worker_mirrored',
+          f'--model_dir={model_dir}', '--max_steps=10000000',
+          '--save_checkpoints_steps=100']
+  tasks = _cluster.start_tasks(tmp_path, cluster=cluster, command=command,
+                               tasks=[('worker', 1), ('worker', 0)])
+  try:
+    # Training is under way once the chief has written a checkpoint.
+    _cluster.wait_for(
+        lambda: os.path.isdir(model_dir) and bool(
+            _cluster.checkpoint_steps(model_dir)),
+        timeout=150, what='the first checkpoint')
+    assert tasks['worker:1'].process.poll() is None, (
+        tasks['worker:1'].log()[-3000:])
+    killed_at = time.time()
+    _cluster.kill_task(tasks['worker:0'])
+    code = _cluster.wait_task(tasks['worker:1'], deadline=killed_at + 90)
+    took = time.time() - killed_at
+  finally:
+    _cluster.stop_tasks(tasks)
+  # None: still running at the deadline; < 0: killed by us.
+  assert code is not None and code > 0, (code,
+                                         tasks['worker:1'].log()[-3000:])
+  assert took < 90, took
+
+
 _FAKE_CHIEF = '''
 import json, socket, sys, time
 import tensorflow as tf
