@@ -17,6 +17,7 @@ starts.
 import dataclasses
 import json
 import re
+import socket
 from typing import Dict, List, Mapping, Optional, Tuple
 
 from estimator_rt.errors import UserInputError
@@ -117,12 +118,16 @@ class TaskInfo:
     task_type: 'chief', 'worker', 'ps' or 'evaluator'.
     task_index: index within the job.
     rpc_layer: the protocol ('grpc' unless TF_CONFIG says otherwise).
+    standalone_client: this process is a client driving long-running
+      servers (`remote_cluster`), not a task the cluster was started with:
+      it must not tell the servers to exit when it is done.
   """
 
   cluster: Mapping[str, Tuple[str, ...]]
   task_type: str
   task_index: int
   rpc_layer: str = 'grpc'
+  standalone_client: bool = False
 
   @property
   def training_cluster(self) -> Dict[str, List[str]]:
@@ -260,3 +265,38 @@ def check_strategy(task: TaskInfo, strategy_name: str) -> None:
     _fail(f'TF_CONFIG has {task.num_workers} training tasks but '
           f'--distribution_strategy={strategy_name!r} trains in one process; '
           f'use {MULTI_WORKER_MIRRORED!r} or {PARAMETER_SERVER!r}.')
+
+
+def _is_loopback(address: str) -> bool:
+  host = address.rsplit(':', 1)[0].strip('[]')
+  return host in ('localhost', '::1') or host.startswith('127.')
+
+
+def client_task(remote_cluster, *, client_port: Optional[int] = None
+                ) -> TaskInfo:
+  """The TaskInfo of a standalone client driving `remote_cluster`.
+
+  The client joins the cluster as its chief (the coordinator), at a free
+  port on this machine: 127.0.0.1 when every server is on loopback, else
+  this host's name.
+
+  Raises:
+    ClusterConfigError: a malformed cluster, one that names a chief (the
+      client is the chief), or one without workers.
+  """
+  clean = validate_cluster(remote_cluster, where='remote_cluster')
+  if CHIEF in clean:
+    _fail('remote_cluster lists a "chief"; the client is the chief. List only '
+          'the "worker" and "ps" servers (and optionally an "evaluator").')
+  if not clean.get(WORKER):
+    _fail('remote_cluster has no "worker" servers to train on.')
+  if client_port is None:
+    with socket.socket() as probe:
+      probe.bind(('', 0))
+      client_port = probe.getsockname()[1]
+  servers = [a for job, addresses in clean.items() if job != EVALUATOR
+             for a in addresses]
+  host = ('127.0.0.1' if all(_is_loopback(a) for a in servers)
+          else socket.gethostname())
+  return TaskInfo(cluster={**clean, CHIEF: (f'{host}:{client_port}',)},
+                  task_type=CHIEF, task_index=0, standalone_client=True)

@@ -15,6 +15,7 @@ from estimator_rt import export as export_lib
 from estimator_rt import hooks as hooks_lib
 from estimator_rt import inputs
 from estimator_rt import loops
+from estimator_rt import server as server_lib
 from estimator_rt import strategies
 from estimator_rt import summaries
 from estimator_rt import user_fns
@@ -122,8 +123,12 @@ class Estimator:
   @property
   def train_strategy(self) -> tf.distribute.Strategy:
     if self._train_strategy is None:
+      task = self._config.task_info
+      if task is not None and task.standalone_client:
+        server_lib.wait_until_reachable(
+            task, timeout_secs=self._config.remote_connect_timeout_secs)
       self._train_strategy = strategies.resolve_strategy(
-          self._config.train_distribute, task=self._config.task_info)
+          self._config.train_distribute, task=task)
     return self._train_strategy
 
   def _coordinator_for(self, strategy):

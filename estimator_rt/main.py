@@ -95,6 +95,14 @@ flags.DEFINE_bool('check_config', False,
                   'Validate TF_CONFIG and the flags, print the role this '
                   'process would take and what it would do, and exit 0 '
                   'without starting anything.')
+flags.DEFINE_string('remote_cluster', None,
+                    'Standalone-client mode: JSON (or @file) mapping "worker" '
+                    'and "ps" to the addresses of servers started with '
+                    '`python -m estimator_rt.run_server`; this process '
+                    'drives them. Not with a TF_CONFIG cluster.')
+flags.DEFINE_float('remote_connect_timeout_secs', 60,
+                   'How long a standalone client waits for every server to '
+                   'accept connections before failing.', lower_bound=0.1)
 flags.DEFINE_string('checkpoint_path', None,
                     'evaluate/predict/export: the checkpoint to use (default '
                     'the latest in model_dir).')
@@ -103,6 +111,25 @@ flags.DEFINE_string('checkpoint_path', None,
 def _fail(message: str) -> None:
   print(f'error: {message}', file=sys.stderr)
   sys.exit(2)
+
+
+def _load_json_flag(spec: str, flag: str):
+  """The JSON value of a flag given inline or as @path/to/file.json."""
+  from estimator_rt.errors import UserInputError  # pylint: disable=g-import-not-at-top
+  text = spec
+  if spec.startswith('@'):
+    try:
+      with open(spec[1:]) as f:
+        text = f.read()
+    except OSError as e:
+      raise UserInputError(f'--{flag}={spec!r}: cannot read {spec[1:]}: '
+                           f'{e.strerror}') from e
+  try:
+    return json.loads(text)
+  except json.JSONDecodeError as e:
+    raise UserInputError(
+        f'--{flag} is not valid JSON ({e.msg} at line {e.lineno} column '
+        f'{e.colno}): {text[:80]!r}') from e
 
 
 def _load_params(spec, model_fn) -> dict:
@@ -175,9 +202,23 @@ def run(argv) -> int:
 
   task = cluster.parse_tf_config(os.environ.get('TF_CONFIG'))
   strategy_name = FLAGS.distribution_strategy
+  remote_cluster = None
+  if FLAGS.remote_cluster is not None:
+    remote_cluster = _load_json_flag(FLAGS.remote_cluster, 'remote_cluster')
+    if task is not None:
+      raise ert.UserInputError(
+          '--remote_cluster is set and TF_CONFIG describes a cluster too; a '
+          'standalone client is not part of a cluster. Unset TF_CONFIG.')
+    if strategy_name != cluster.PARAMETER_SERVER:
+      raise ert.UserInputError(
+          f'--remote_cluster with --distribution_strategy={strategy_name!r}: '
+          'only asynchronous standalone-client training '
+          '(--distribution_strategy=parameter_server) is built so far; '
+          'synchronous in-graph replication over remote workers is not.')
+    task = cluster.client_task(remote_cluster)
   if task is not None:
     cluster.check_strategy(task, strategy_name)
-    if FLAGS.mode != 'train_and_evaluate':
+    if FLAGS.mode != 'train_and_evaluate' and not task.standalone_client:
       raise ert.UserInputError(
           f'--mode={FLAGS.mode}: with a TF_CONFIG cluster every task runs '
           '--mode=train_and_evaluate (unset TF_CONFIG to run this mode '
@@ -186,7 +227,7 @@ def run(argv) -> int:
     raise ert.UserInputError(
         '--distribution_strategy=parameter_server needs a TF_CONFIG cluster '
         'with chief, worker and ps tasks; TF_CONFIG is not set.')
-  if task is not None and not FLAGS.model_dir:
+  if task is not None and not task.standalone_client and not FLAGS.model_dir:
     raise ert.UserInputError(
         '--model_dir is required with a TF_CONFIG cluster: every task must '
         'name the same (shared) model_dir.')
@@ -232,7 +273,9 @@ def run(argv) -> int:
       keep_checkpoint_max=FLAGS.keep_checkpoint_max,
       log_step_count_steps=FLAGS.log_step_count_steps,
       steps_per_loop=FLAGS.steps_per_loop, train_distribute=strategy,
-      auto_shard_policy=FLAGS.auto_shard_policy, task_info=task)
+      auto_shard_policy=FLAGS.auto_shard_policy, task_info=task,
+      remote_cluster=remote_cluster,
+      remote_connect_timeout_secs=FLAGS.remote_connect_timeout_secs)
   estimator = ert.Estimator(model_fn, config=config, params=params)
   mode = FLAGS.mode
   if mode == 'train':

@@ -59,6 +59,12 @@ class RunConfig:
     task_info: this process's place in a cluster (`cluster.TaskInfo`), or
       None for local training. By default it is read from the TF_CONFIG
       environment variable, as tf.estimator's RunConfig did.
+    remote_cluster: standalone-client mode: job -> addresses of servers
+      started with `run_server` ('worker', 'ps'). This process drives them
+      as a client from outside the cluster; it cannot be combined with a
+      TF_CONFIG cluster.
+    remote_connect_timeout_secs: how long a standalone client waits for
+      every server to accept connections before failing.
   """
 
   model_dir: Optional[str] = None
@@ -73,6 +79,8 @@ class RunConfig:
   eval_distribute: Union[None, str, tf.distribute.Strategy] = None
   auto_shard_policy: str = 'AUTO'
   task_info: Optional[cluster.TaskInfo] = None
+  remote_cluster: Optional[dict] = None
+  remote_connect_timeout_secs: float = 60
 
   # Keyword-only construction: positional arguments would silently shift
   # meaning as fields are added.
@@ -81,9 +89,18 @@ class RunConfig:
                save_checkpoints_secs=None, keep_checkpoint_max=5,
                log_step_count_steps=100, steps_per_loop=100,
                train_distribute=None, eval_distribute=None,
-               auto_shard_policy='AUTO', task_info=_FROM_ENVIRONMENT):
+               auto_shard_policy='AUTO', task_info=_FROM_ENVIRONMENT,
+               remote_cluster=None, remote_connect_timeout_secs=60):
     if task_info is _FROM_ENVIRONMENT:
       task_info = cluster.parse_tf_config(os.environ.get('TF_CONFIG'))
+    if remote_cluster is not None:
+      if task_info is not None and not task_info.standalone_client:
+        raise UserInputError(
+            'RunConfig: remote_cluster is set and TF_CONFIG (or task_info) '
+            'describes a cluster too; a standalone client is not part of a '
+            'cluster. Unset TF_CONFIG or drop remote_cluster.')
+      if task_info is None:
+        task_info = cluster.client_task(remote_cluster)
     values = dict(locals())
     values.pop('self')
     for name, value in values.items():
@@ -137,6 +154,12 @@ class RunConfig:
       raise UserInputError(
           f'RunConfig: task_info={self.task_info!r} must be a '
           'cluster.TaskInfo or None.')
+    if (isinstance(self.remote_connect_timeout_secs, bool) or
+        not isinstance(self.remote_connect_timeout_secs, (int, float)) or
+        self.remote_connect_timeout_secs <= 0):
+      raise UserInputError(
+          'RunConfig: remote_connect_timeout_secs='
+          f'{self.remote_connect_timeout_secs!r} must be a number > 0.')
     if self.auto_shard_policy not in AUTO_SHARD_POLICIES:
       raise UserInputError(
           f'RunConfig: auto_shard_policy={self.auto_shard_policy!r} must be '

@@ -11,6 +11,7 @@ answering) the server exits non-zero after a grace period, so a crashed
 chief never leaves the cluster hanging.
 """
 
+import os
 import socket
 import time
 from typing import Iterable, Optional
@@ -18,6 +19,9 @@ from typing import Iterable, Optional
 from absl import logging
 import tensorflow as tf
 
+from estimator_rt.cluster import ClusterConfigError
+from estimator_rt.cluster import EVALUATOR
+from estimator_rt.cluster import parse_tf_config
 from estimator_rt.cluster import TaskInfo
 
 _DONE_QUEUE = 'estimator_rt_training_done'
@@ -25,13 +29,43 @@ _DONE_QUEUE = 'estimator_rt_training_done'
 CHIEF_LOST_EXIT_CODE = 3
 
 
+def run_server(task: Optional[TaskInfo] = None) -> tf.distribute.Server:
+  """Starts a long-running standard server for a standalone-client cluster.
+
+  The server waits for work: clients anywhere (`--remote_cluster`) drive
+  training on it, one after another, without a restart. Call `join()` on
+  the result to block, or keep the process alive yourself.
+
+  Args:
+    task: the task to serve; None reads TF_CONFIG.
+
+  Raises:
+    ClusterConfigError: no cluster or task, or an evaluator task (an
+      evaluator runs estimator_rt.main, not a server).
+  """
+  if task is None:
+    task = parse_tf_config(os.environ.get('TF_CONFIG'))
+    if task is None:
+      raise ClusterConfigError(
+          'run_server: no cluster: set TF_CONFIG (with "cluster" and "task") '
+          'or pass --cluster, --job_name and --task_index.')
+  if task.task_type == EVALUATOR:
+    raise ClusterConfigError(
+        'run_server: task type=\'evaluator\' is not a server; an evaluator '
+        'runs `python -m estimator_rt.main`. Serve "worker" or "ps" tasks.')
+  return start_server(task)
+
+
 def start_server(task: TaskInfo) -> tf.distribute.Server:
   """Starts this task's standard server on its address in the cluster."""
   server = tf.distribute.Server(
       tf.train.ClusterSpec(task.training_cluster), job_name=task.task_type,
       task_index=task.task_index, protocol=task.rpc_layer, start=True)
-  logging.info('Serving %s:%d at %s', task.task_type, task.task_index,
-               task.address)
+  # TensorFlow 2.21 binds the port on every interface, whatever host the
+  # cluster names; say so next to the address.
+  logging.info('Serving %s:%d at %s (TensorFlow listens on port %s on all '
+               'interfaces).', task.task_type, task.task_index, task.address,
+               task.address.rsplit(':', 1)[1])
   return server
 
 
@@ -126,3 +160,32 @@ def signal_training_done(tasks: Iterable[tuple], *, timeout_secs: float = 30
     except tf.errors.OpError as e:
       logging.warning('Could not tell %s:%d at %s that training is done: %s',
                       job, index, address, e.message)
+
+
+def wait_until_reachable(task: TaskInfo, *, timeout_secs: float,
+                         poll_secs: float = 1.0) -> None:
+  """Waits until every server of `task`'s training cluster accepts a
+  connection (other than this task's own address).
+
+  tf.estimator's standalone client hung forever on a missing server; this
+  gives up after `timeout_secs` and names the server.
+
+  Raises:
+    ClusterConfigError: naming the first server still unreachable.
+  """
+  deadline = time.time() + timeout_secs
+  pending = [(job, index, address)
+             for job, addresses in sorted(task.training_cluster.items())
+             for index, address in enumerate(addresses)
+             if address != task.address]
+  while pending:
+    pending = [t for t in pending if not _reachable(t[2], timeout=1.0)]
+    if not pending:
+      return
+    if time.time() >= deadline:
+      job, index, address = pending[0]
+      raise ClusterConfigError(
+          f'remote_cluster: server {job}:{index} at {address} is not '
+          f'reachable after {timeout_secs:g} s; start it with `python -m '
+          'estimator_rt.run_server` or fix the address.')
+    time.sleep(poll_secs)

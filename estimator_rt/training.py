@@ -197,6 +197,12 @@ def describe_role(task, strategy_name: str) -> str:
   final = ('' if task.has_evaluator else
            '; with no evaluator task it then evaluates the final checkpoint '
            'and exports')
+  if task.standalone_client:
+    return (f'standalone client: coordinates parameter-server training on '
+            f'the remote servers ({len(task.cluster[cluster.WORKER])} '
+            f'worker(s), {task.num_ps} ps), writes model_dir locally, '
+            'evaluates and exports here, and leaves the servers running for '
+            'the next client.')
   if task.is_chief and strategy_name == cluster.PARAMETER_SERVER:
     return (f'chief: coordinates parameter-server training (schedules '
             f'compiled loops on {len(task.cluster[cluster.WORKER])} '
@@ -242,16 +248,18 @@ def _run_training_task(estimator, train_spec, eval_spec, task, strategy_name):
                     max_steps=train_spec.max_steps)
   finally:
     if (strategy_name == cluster.PARAMETER_SERVER and
-        task.task_type == cluster.CHIEF):
+        task.task_type == cluster.CHIEF and not task.standalone_client):
       # Success or not, the servers must not wait for a chief that is done.
       server_lib.signal_training_done(
           (job, index, address)
           for job in (cluster.WORKER, cluster.PS)
           for index, address in enumerate(task.cluster.get(job, ())))
-  if not task.is_chief or task.has_evaluator:
+  if not task.is_chief or (task.has_evaluator and
+                           not task.standalone_client):
     return None, []
-  # No evaluator task: the chief evaluates the final checkpoint itself, so
-  # the job still ends with metrics and exports.
+  # No evaluator task (or a standalone client, which evaluates locally):
+  # the chief evaluates the final checkpoint itself, so the job still ends
+  # with metrics and exports.
   evaluator = CheckpointEvaluator(estimator=estimator, eval_spec=eval_spec)
   result = evaluator.evaluate(estimator.latest_checkpoint(), is_final=True)
   return result, evaluator.export_results
