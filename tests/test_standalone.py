@@ -1,0 +1,203 @@
+"""Standalone-client mode: servers from run_server, clients from anywhere.
+
+Real servers in separate processes on loopback ports; every process is
+bounded in time and stopped by the test.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO_ROOT
+from conftest import run_python
+from _cluster import checkpoint_steps
+from _cluster import launcher
+from _cluster import wait_for
+
+
+def _env():
+  env = dict(os.environ)
+  env['PYTHONPATH'] = REPO_ROOT + os.pathsep + env.get('PYTHONPATH', '')
+  env['TF_CPP_MIN_LOG_LEVEL'] = '2'
+  env.pop('TF_CONFIG', None)
+  return env
+
+
+class _Servers:
+  """A worker and a ps started with `python -m estimator_rt.run_server`."""
+
+  def __init__(self, tmp_path):
+    addresses = launcher().make_cluster(workers=1, ps=1, chief=False,
+                                        evaluator=False)
+    self.cluster = {'worker': addresses['worker'], 'ps': addresses['ps']}
+    self.cluster_file = tmp_path / 'cluster.json'
+    self.cluster_file.write_text(json.dumps(self.cluster))
+    self.logs = {}
+    self.processes = {}
+    for job in ('worker', 'ps'):
+      log = tmp_path / f'{job}.log'
+      self.logs[job] = log
+      self.processes[job] = subprocess.Popen(
+          [sys.executable, '-m', 'estimator_rt.run_server',
+           f'--cluster=@{self.cluster_file}', f'--job_name={job}',
+           '--task_index=0'],
+          stdout=open(log, 'w'), stderr=subprocess.STDOUT, env=_env(),
+          cwd=REPO_ROOT, start_new_session=True)
+    for job in ('worker', 'ps'):
+      wait_for(lambda job=job: 'Serving' in self.logs[job].read_text(),
+               timeout=90, what=f'the {job} server to start')
+
+  def alive(self):
+    return all(p.poll() is None for p in self.processes.values())
+
+  def terminate(self, timeout=30):
+    """SIGTERM both; returns their exit codes (None: had to be killed)."""
+    codes = {}
+    for job, process in self.processes.items():
+      if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    for job, process in self.processes.items():
+      try:
+        codes[job] = process.wait(timeout=timeout)
+      except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        codes[job] = None
+    return codes
+
+
+@pytest.fixture
+def servers(tmp_path):
+  started = _Servers(tmp_path)
+  yield started
+  started.terminate()
+
+
+def _client(servers, model_dir, *extra, timeout=240):
+  return run_python(
+      ['-m', 'estimator_rt.main',
+       f'--remote_cluster=@{servers.cluster_file}',
+       '--distribution_strategy=parameter_server',
+       f'--model_dir={model_dir}', '--save_checkpoints_steps=100',
+       '--tf_random_seed=1'] + list(extra), timeout=timeout,
+      env={'TF_CONFIG': '', 'TF_CPP_MIN_LOG_LEVEL': '2'})
+
+
+def _metrics(result):
+  assert result.returncode == 0, result.stderr[-3000:]
+  line = [l for l in result.stdout.splitlines()
+          if l.startswith('Final metrics: ')][0]
+  return json.loads(line.split(': ', 1)[1])
+
+
+def test_clients_train_resume_and_switch_models_on_the_same_servers(
+    servers, tmp_path):
+  # 1. A client trains the MLP on the digits to about a local run's
+  # accuracy.
+  remote = _metrics(_client(servers, tmp_path / 'mlp', '--max_steps=600'))
+  local = _metrics(run_python(
+      ['-m', 'estimator_rt.main', f'--model_dir={tmp_path / "local"}',
+       '--max_steps=600', '--save_checkpoints_steps=100',
+       '--tf_random_seed=1'], timeout=240, env={'TF_CONFIG': ''}))
+  assert remote['global_step'] == 600
+  assert abs(remote['accuracy'] - local['accuracy']) <= 0.02, (remote, local)
+  assert servers.alive()
+
+  # 2. A client killed mid-training leaves the servers serving; the next
+  # client resumes from model_dir's latest checkpoint.
+  model_dir = tmp_path / 'resumed'
+  killed = subprocess.Popen(
+      [sys.executable, '-m', 'estimator_rt.main',
+       f'--remote_cluster=@{servers.cluster_file}',
+       '--distribution_strategy=parameter_server', f'--model_dir={model_dir}',
+       '--save_checkpoints_steps=100', '--max_steps=10000000'],
+      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(),
+      cwd=REPO_ROOT, start_new_session=True)
+  try:
+    wait_for(lambda: model_dir.is_dir() and bool(checkpoint_steps(model_dir)),
+             timeout=120, what='the first checkpoint of the killed client')
+  finally:
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.wait()
+  saved = max(checkpoint_steps(model_dir))
+  assert servers.alive()
+  result = _client(servers, model_dir, f'--max_steps={saved + 200}')
+  assert _metrics(result)['global_step'] == saved + 200
+  assert f'Restored {model_dir}/model.ckpt-{saved}' in result.stderr
+
+  # 3. A different model (other layer sizes: other variables) on the same,
+  # still running servers.
+  other = _metrics(_client(servers, tmp_path / 'other', '--max_steps=200',
+                           '--params={"hidden_units": [16]}'))
+  assert other['global_step'] == 200 and other['accuracy'] > 0.5
+
+  # 4. The servers log where they serve and exit 0 on SIGTERM.
+  for job, address in (('worker', servers.cluster['worker'][0]),
+                       ('ps', servers.cluster['ps'][0])):
+    assert f'Serving {job}:0 at {address}' in servers.logs[job].read_text()
+  assert servers.terminate() == {'worker': 0, 'ps': 0}
+
+
+def test_unreachable_server_fails_in_bounded_time_naming_it(tmp_path):
+  free = launcher().free_ports(2)
+  cluster = {'worker': [f'127.0.0.1:{free[0]}'],
+             'ps': [f'127.0.0.1:{free[1]}']}
+  started = time.time()
+  result = run_python(
+      ['-m', 'estimator_rt.main', f'--remote_cluster={json.dumps(cluster)}',
+       '--distribution_strategy=parameter_server',
+       '--remote_connect_timeout_secs=3',
+       f'--model_dir={tmp_path / "model"}'], timeout=120,
+      env={'TF_CONFIG': ''})
+  took = time.time() - started
+  assert result.returncode == 2, result.stderr[-3000:]
+  errors = [l for l in result.stderr.splitlines() if l.startswith('error: ')]
+  assert len(errors) == 1, result.stderr[-3000:]
+  assert f'ps:0 at 127.0.0.1:{free[1]}' in errors[0]
+  assert 'not reachable after 3 s' in errors[0]
+  assert took < 60, took
+  assert not (tmp_path / 'model').exists()
+
+
+@pytest.mark.parametrize('args,env,fragment', [
+    ([], {}, 'no cluster'),
+    (['--cluster={"worker": ["127.0.0.1:2222"]}', '--job_name=ps',
+      '--task_index=0'], {}, "type='ps' is not a job in the cluster"),
+    (['--cluster={"worker": ["127.0.0.1:2222"]}', '--job_name=worker'], {},
+     '--task_index is missing'),
+    (['--cluster={"worker": ["127.0.0.1:2222"]}', '--job_name=worker',
+      '--task_index=0'],
+     {'TF_CONFIG': '{"cluster": {"worker": ["127.0.0.1:2223"]}, '
+                   '"task": {"type": "worker", "index": 0}}'},
+     'both TF_CONFIG and --cluster'),
+    ([], {'TF_CONFIG': '{"cluster": {"worker": ["127.0.0.1:2222"]}, '
+                       '"task": {"index": 0}}'}, 'has no "type"'),
+])
+def test_run_server_bad_input_exits_2_with_one_line(args, env, fragment):
+  full_env = {'TF_CONFIG': ''}
+  full_env.update(env)
+  result = run_python(['-m', 'estimator_rt.run_server'] + args, timeout=60,
+                      env=full_env)
+  assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
+  errors = [l for l in result.stderr.splitlines() if l.startswith('error: ')]
+  assert len(errors) == 1 and fragment in errors[0], result.stderr[-2000:]
+  assert 'Serving' not in result.stderr
+
+
+def test_remote_cluster_with_a_tf_config_cluster_is_refused(tmp_path):
+  result = run_python(
+      ['-m', 'estimator_rt.main',
+       '--remote_cluster={"worker": ["127.0.0.1:2222"], "ps": '
+       '["127.0.0.1:2223"]}', '--distribution_strategy=parameter_server',
+       f'--model_dir={tmp_path / "model"}'], timeout=60,
+      env={'TF_CONFIG': '{"cluster": {"worker": ["127.0.0.1:2224"]}, '
+                        '"task": {"type": "worker", "index": 0}}'})
+  assert result.returncode == 2, result.stderr[-2000:]
+  errors = [l for l in result.stderr.splitlines() if l.startswith('error: ')]
+  assert len(errors) == 1 and 'TF_CONFIG' in errors[0], errors
+  assert not (tmp_path / 'model').exists()
