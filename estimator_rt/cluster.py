@@ -247,7 +247,8 @@ def check_strategy(task: TaskInfo, strategy_name: str) -> None:
             'none.')
     _fail('TF_CONFIG cluster has no "chief" or "worker" task: nothing would '
           'train, and an evaluator would wait for checkpoints forever.')
-  if task.num_ps and strategy_name != PARAMETER_SERVER:
+  if (task.num_ps and strategy_name != PARAMETER_SERVER and
+      not task.standalone_client):
     _fail(f'TF_CONFIG has {task.num_ps} ps task(s) but '
           f'--distribution_strategy={strategy_name!r} cannot use them; use '
           f'{PARAMETER_SERVER!r} or remove the "ps" job.')
@@ -261,6 +262,8 @@ def check_strategy(task: TaskInfo, strategy_name: str) -> None:
     if CHIEF not in task.cluster:
       _fail(f'--distribution_strategy={PARAMETER_SERVER!r} needs a "chief" '
             '(the coordinator) in the TF_CONFIG cluster; it has none.')
+  elif task.standalone_client:
+    pass  # Synchronous standalone client: replicates in-graph over workers.
   elif strategy_name != MULTI_WORKER_MIRRORED and task.num_workers > 1:
     _fail(f'TF_CONFIG has {task.num_workers} training tasks but '
           f'--distribution_strategy={strategy_name!r} trains in one process; '

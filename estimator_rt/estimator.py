@@ -1,5 +1,6 @@
 """`Estimator`: train, evaluate, predict and export one model_fn."""
 
+import contextlib
 import os
 import tempfile
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Sequence
@@ -13,6 +14,7 @@ from estimator_rt import checkpoints
 from estimator_rt import cluster
 from estimator_rt import export as export_lib
 from estimator_rt import hooks as hooks_lib
+from estimator_rt import in_graph
 from estimator_rt import inputs
 from estimator_rt import loops
 from estimator_rt import server as server_lib
@@ -87,6 +89,7 @@ class Estimator:
     self._params = dict(params or {})
     self._warm_start_from = warm_start_from
     self._train_strategy = None
+    self._in_graph = None
     self._coordinator = None
     self._eval_strategy = None
     self._eval_states = {}
@@ -127,6 +130,13 @@ class Estimator:
       if task is not None and task.standalone_client:
         server_lib.wait_until_reachable(
             task, timeout_secs=self._config.remote_connect_timeout_secs)
+        if (strategies.name_of(self._config.train_distribute) !=
+            cluster.PARAMETER_SERVER):
+          # Synchronous: the client replicates each step over the remote
+          # workers itself (see in_graph.py); no tf.distribute strategy.
+          self._in_graph = in_graph.InGraphReplication(task=task)
+          self._train_strategy = tf.distribute.get_strategy()
+          return self._train_strategy
       self._train_strategy = strategies.resolve_strategy(
           self._config.train_distribute, task=task)
     return self._train_strategy
@@ -229,11 +239,15 @@ class Estimator:
     self._seed()
     data = inputs.make_input(strategy, input_fn, self._params,
                              auto_shard_policy=self._config.auto_shard_policy,
-                             role='train input_fn', coordinator=coordinator)
+                             role='train input_fn', coordinator=coordinator,
+                             sample_only=self._in_graph is not None)
     self._remember_features(data.element_spec)
-    graph = ModelGraph(model_fn=self._model_fn, mode=ModeKeys.TRAIN,
-                       params=self._params, config=self._config,
-                       strategy=strategy, sample=data.sample)
+    placement = (self._in_graph.placement() if self._in_graph is not None
+                 else contextlib.nullcontext())
+    with placement:
+      graph = ModelGraph(model_fn=self._model_fn, mode=ModeKeys.TRAIN,
+                         params=self._params, config=self._config,
+                         strategy=strategy, sample=data.sample)
     source = f'model_dir {self.model_dir!r}'
     if latest is not None:
       checkpoints.restore(graph, latest, source=source)
@@ -245,7 +259,17 @@ class Estimator:
     start_step = int(graph.global_step.numpy())
     if steps is not None:
       max_steps = start_step + steps
-    train_loop = loops.make_train_loop(graph, infinite_input=data.infinite)
+    if self._in_graph is not None:
+      if not data.infinite:
+        raise UserInputError(
+            'train input_fn returns a finite dataset; synchronous '
+            'standalone-client training needs one that repeats (add '
+            '.repeat()); its length comes from max_steps.')
+      train_loop = self._in_graph.make_train_loop(graph)
+      iterator = self._in_graph.make_iterators(input_fn, self._params)
+    else:
+      train_loop = loops.make_train_loop(graph, infinite_input=data.infinite)
+      iterator = iter(data.dataset)
     if coordinator is not None:
       train_loop = loops.make_coordinated_train_loop(
           train_loop, coordinator,
@@ -270,7 +294,7 @@ class Estimator:
           every_steps=self._config.log_step_count_steps))
     writer = summaries.ScalarWriter(self.model_dir) if is_chief else None
     controller = TrainController(
-        train_loop=train_loop, iterator=iter(data.dataset),
+        train_loop=train_loop, iterator=iterator,
         global_step=graph.global_step,
         steps_per_loop=self._config.steps_per_loop,
         hooks=builtin + user_hooks, saver=saver, summary_writer=writer,

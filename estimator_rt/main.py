@@ -209,12 +209,11 @@ def run(argv) -> int:
       raise ert.UserInputError(
           '--remote_cluster is set and TF_CONFIG describes a cluster too; a '
           'standalone client is not part of a cluster. Unset TF_CONFIG.')
-    if strategy_name != cluster.PARAMETER_SERVER:
+    if strategy_name not in (cluster.PARAMETER_SERVER, 'mirrored'):
       raise ert.UserInputError(
           f'--remote_cluster with --distribution_strategy={strategy_name!r}: '
-          'only asynchronous standalone-client training '
-          '(--distribution_strategy=parameter_server) is built so far; '
-          'synchronous in-graph replication over remote workers is not.')
+          "use 'parameter_server' (asynchronous) or 'mirrored' (synchronous, "
+          'replicated in-graph over the remote workers).')
     task = cluster.client_task(remote_cluster)
   if task is not None:
     cluster.check_strategy(task, strategy_name)
@@ -262,6 +261,8 @@ def run(argv) -> int:
     model_dir = tempfile.mkdtemp(
         prefix=time.strftime('estimator_rt_%Y%m%d_%H%M%S_'))
     logging.info('Using fresh model_dir %s', model_dir)
+  if strategy is None and remote_cluster is not None:
+    strategy = strategy_name  # The Estimator sets up the remote devices.
   if strategy is None:
     strategy = strategies.make_strategy(strategy_name,
                                         num_gpus=FLAGS.num_gpus)

@@ -198,11 +198,13 @@ def describe_role(task, strategy_name: str) -> str:
            '; with no evaluator task it then evaluates the final checkpoint '
            'and exports')
   if task.standalone_client:
-    return (f'standalone client: coordinates parameter-server training on '
-            f'the remote servers ({len(task.cluster[cluster.WORKER])} '
-            f'worker(s), {task.num_ps} ps), writes model_dir locally, '
-            'evaluates and exports here, and leaves the servers running for '
-            'the next client.')
+    how = ('coordinates asynchronous parameter-server training'
+           if strategy_name == cluster.PARAMETER_SERVER else
+           'runs synchronous training replicated in-graph over')
+    return (f'standalone client: {how} the remote servers '
+            f'({len(task.cluster[cluster.WORKER])} worker(s), {task.num_ps} '
+            'ps), writes model_dir locally, evaluates and exports here, and '
+            'leaves the servers running for the next client.')
   if task.is_chief and strategy_name == cluster.PARAMETER_SERVER:
     return (f'chief: coordinates parameter-server training (schedules '
             f'compiled loops on {len(task.cluster[cluster.WORKER])} '

@@ -15,9 +15,14 @@ import pytest
 
 from conftest import REPO_ROOT
 from conftest import run_python
+import numpy as np
+
 from _cluster import checkpoint_steps
 from _cluster import launcher
+from _cluster import read_model_variables
+from _cluster import tiny_flags
 from _cluster import wait_for
+from _cluster import write_tiny_model
 
 
 def _env():
@@ -31,26 +36,28 @@ def _env():
 class _Servers:
   """A worker and a ps started with `python -m estimator_rt.run_server`."""
 
-  def __init__(self, tmp_path):
-    addresses = launcher().make_cluster(workers=1, ps=1, chief=False,
+  def __init__(self, tmp_path, *, workers=1):
+    addresses = launcher().make_cluster(workers=workers, ps=1, chief=False,
                                         evaluator=False)
     self.cluster = {'worker': addresses['worker'], 'ps': addresses['ps']}
     self.cluster_file = tmp_path / 'cluster.json'
     self.cluster_file.write_text(json.dumps(self.cluster))
     self.logs = {}
     self.processes = {}
-    for job in ('worker', 'ps'):
-      log = tmp_path / f'{job}.log'
-      self.logs[job] = log
-      self.processes[job] = subprocess.Popen(
+    tasks = [('worker', i) for i in range(workers)] + [('ps', 0)]
+    for job, index in tasks:
+      name = job if index == 0 else f'{job}{index}'
+      log = tmp_path / f'{name}.log'
+      self.logs[name] = log
+      self.processes[name] = subprocess.Popen(
           [sys.executable, '-m', 'estimator_rt.run_server',
            f'--cluster=@{self.cluster_file}', f'--job_name={job}',
-           '--task_index=0'],
+           f'--task_index={index}'],
           stdout=open(log, 'w'), stderr=subprocess.STDOUT, env=_env(),
           cwd=REPO_ROOT, start_new_session=True)
-    for job in ('worker', 'ps'):
-      wait_for(lambda job=job: 'Serving' in self.logs[job].read_text(),
-               timeout=90, what=f'the {job} server to start')
+    for name in self.logs:
+      wait_for(lambda name=name: 'Serving' in self.logs[name].read_text(),
+               timeout=90, what=f'the {name} server to start')
 
   def alive(self):
     return all(p.poll() is None for p in self.processes.values())
@@ -141,6 +148,43 @@ def test_clients_train_resume_and_switch_models_on_the_same_servers(
                        ('ps', servers.cluster['ps'][0])):
     assert f'Serving {job}:0 at {address}' in servers.logs[job].read_text()
   assert servers.terminate() == {'worker': 0, 'ps': 0}
+
+
+def test_synchronous_client_on_two_workers_matches_one_process(tmp_path):
+  """In-graph replication: 2 remote workers on batch B, one process on 2B.
+
+  The tiny model's input_fn is globally batched (2B = 16) and not shuffled;
+  the client rebatches it to B per worker and worker k takes every other
+  batch, so at each step the two workers' batches are the halves of the
+  reference's global batch, and the averaged gradient is the reference's.
+  """
+  servers = _Servers(tmp_path, workers=2)
+  try:
+    module = write_tiny_model(tmp_path)
+    flags = tiny_flags(module, params={'batch_size': 16,
+                                       'num_examples': 128}) + [
+                                           '--max_steps=40', '--exporters=']
+    remote_dir, local_dir = tmp_path / 'remote', tmp_path / 'local'
+    result = run_python(
+        ['-m', 'estimator_rt.main', f'--remote_cluster=@{servers.cluster_file}',
+         '--distribution_strategy=mirrored', f'--model_dir={remote_dir}'] +
+        flags, timeout=240, env={'TF_CONFIG': ''})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert 'standalone client' in result.stderr
+    assert servers.alive()
+  finally:
+    codes = servers.terminate()
+  assert codes == {'worker': 0, 'worker1': 0, 'ps': 0}
+  local = run_python(['-m', 'estimator_rt.main', f'--model_dir={local_dir}'] +
+                     flags, timeout=240, env={'TF_CONFIG': ''})
+  assert local.returncode == 0, local.stderr[-3000:]
+  ours = read_model_variables(str(remote_dir / 'model.ckpt-40'))
+  reference = read_model_variables(str(local_dir / 'model.ckpt-40'))
+  assert [v.shape for v in ours] == [(4, 1), (1,)]
+  for a, b in zip(ours, reference):
+    np.testing.assert_allclose(a, b, rtol=0, atol=1e-5)
+  # Training moved the weights toward the true [1, -2, 0.5, 3].
+  assert np.abs(reference[0].ravel() - [1.0, -2.0, 0.5, 3.0]).max() < 1.0
 
 
 def test_unreachable_server_fails_in_bounded_time_naming_it(tmp_path):

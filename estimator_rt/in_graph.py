@@ -1,0 +1,137 @@
+"""Synchronous training from a standalone client: in-graph replication.
+
+TensorFlow 2 refuses MirroredStrategy over remote devices in eager mode, so
+the client replicates the step itself: after connecting to the cluster, one
+compiled step runs each worker's forward and backward pass on that worker's
+device (`tf.device`), each on its own shard of the input read there,
+averages the gradients and applies them once to the variables, which live
+on the ps tasks (round robin), or on worker 0 when there is no ps. With
+equal per-worker batches B this is exactly one process on batch K*B.
+"""
+
+import contextlib
+import itertools
+from typing import Callable, List
+
+import tensorflow as tf
+
+from estimator_rt import user_fns
+from estimator_rt.cluster import PS
+from estimator_rt.cluster import TaskInfo
+from estimator_rt.cluster import WORKER
+from estimator_rt.errors import InputFnError
+from estimator_rt.errors import ModelFnError
+from estimator_rt.errors import surface_user_errors
+from estimator_rt.inputs import split_element
+
+
+def _device(job: str, index: int) -> str:
+  return f'/job:{job}/replica:0/task:{index}/device:CPU:0'
+
+
+class InGraphReplication:
+  """The devices of one standalone client's synchronous training.
+
+  Args:
+    task: the client's TaskInfo (standalone_client).
+  """
+
+  def __init__(self, *, task: TaskInfo):
+    tf.config.experimental_connect_to_cluster(
+        tf.train.ClusterSpec(task.training_cluster), job_name=task.task_type,
+        task_index=task.task_index, make_master_device_default=False)
+    self.worker_devices = [_device(WORKER, i)
+                           for i in range(len(task.cluster[WORKER]))]
+    self.parameter_devices = ([_device(PS, i) for i in range(task.num_ps)]
+                              or self.worker_devices[:1])
+
+  @property
+  def num_workers(self) -> int:
+    return len(self.worker_devices)
+
+  @contextlib.contextmanager
+  def placement(self):
+    """New variables go to the parameter devices, round robin."""
+    devices = itertools.cycle(self.parameter_devices)
+
+    def creator(next_creator, **kwargs):
+      with tf.device(next(devices)):
+        return next_creator(**kwargs)
+
+    with tf.variable_creator_scope(creator):
+      yield
+
+  def make_iterators(self, input_fn: Callable, params: dict) -> List:
+    """One iterator per worker, created on that worker's device.
+
+    An input_fn that takes `input_context` gets (num_workers, k) and
+    batches per worker; a globally batched one is rebatched to
+    batch / num_workers and worker k takes every k-th batch (DATA sharding).
+    """
+    iterators = []
+    takes_context = user_fns.input_fn_takes_context(input_fn)
+    for k, device in enumerate(self.worker_devices):
+      with tf.device(device):
+        if takes_context:
+          dataset = user_fns.call_input_fn(
+              input_fn, params, tf.distribute.InputContext(
+                  self.num_workers, k, self.num_workers),
+              role='train input_fn')
+        else:
+          dataset = user_fns.call_input_fn(input_fn, params,
+                                           role='train input_fn')
+          batch = params.get('batch_size')
+          if not isinstance(batch, int) or batch % self.num_workers:
+            raise InputFnError(
+                f"params['batch_size']={batch!r} must be an integer that "
+                f'divides among the {self.num_workers} remote workers (or '
+                'give the input_fn an input_context argument).')
+          dataset = dataset.rebatch(batch // self.num_workers).shard(
+              self.num_workers, k)
+        iterators.append(iter(dataset))
+    return iterators
+
+  def make_train_loop(self, graph) -> Callable:
+    """A compiled `(iterators, num_steps) -> (loss, steps, finite)`, like
+    loops.make_train_loop, over the remote workers."""
+    if not graph.uses_optimizer:
+      raise ModelFnError(
+          'synchronous standalone-client training needs the model_fn to '
+          'return an optimizer (the client averages the gradients of all '
+          'workers); a train_op cannot be replicated.')
+    variables = graph.trainable_variables
+    workers = self.worker_devices
+    global_step = graph.global_step
+
+    @tf.autograph.experimental.do_not_convert
+    def worker_gradients(element):
+      features, labels = split_element(element)
+      with tf.GradientTape() as tape:
+        loss = tf.cast(graph.call(features, labels).loss, tf.float32)
+      return loss, tape.gradient(loss, variables)
+
+    def run_step(iterators):
+      losses, grads = [], []
+      for device, iterator in zip(workers, iterators):
+        with tf.device(device):
+          loss, worker_grads = worker_gradients(next(iterator))
+        losses.append(loss)
+        grads.append(worker_grads)
+      with tf.device(self.parameter_devices[0]):
+        mean = [None if g[0] is None else tf.add_n(list(g)) / len(workers)
+                for g in zip(*grads)]
+        graph.optimizer.apply_gradients(
+            [(g, v) for g, v in zip(mean, variables) if g is not None])
+        global_step.assign_add(1)
+        return tf.add_n(losses) / len(workers)
+
+    @tf.function
+    def train_loop(iterators, num_steps):
+      loss = tf.constant(float('nan'))
+      steps = tf.constant(0, tf.int64)
+      for _ in tf.range(num_steps):
+        loss = run_step(iterators)
+        steps += 1
+      return loss, steps, tf.math.is_finite(loss)
+
+    return surface_user_errors(train_loop)
