@@ -137,11 +137,19 @@ def test_clients_train_resume_and_switch_models_on_the_same_servers(
   assert _metrics(result)['global_step'] == saved + 200
   assert f'Restored {model_dir}/model.ckpt-{saved}' in result.stderr
 
-  # 3. A different model (other layer sizes: other variables) on the same,
-  # still running servers.
-  other = _metrics(_client(servers, tmp_path / 'other', '--max_steps=200',
-                           '--params={"hidden_units": [16]}'))
-  assert other['global_step'] == 200 and other['accuracy'] > 0.5
+  # 3. A different model_fn (the linear regressor: other variables, other
+  # data) on the same, still running servers.
+  other = _metrics(_client(
+      servers, tmp_path / 'other', '--max_steps=200',
+      '--model_fn=model_fns.linear:model_fn',
+      '--input_fn=input_fns.synthetic:linear_input_fn',
+      '--eval_input_fn=input_fns.synthetic:linear_input_fn',
+      '--eval_steps=5', '--params={"batch_size": 64}'))
+  assert other['global_step'] == 200
+  assert other['loss'] < 0.1, other  # y = w.x + b + noise(0.1) is learned.
+  variables = read_model_variables(str(tmp_path / 'other' /
+                                       'model.ckpt-200'))
+  assert [v.shape for v in variables] == [(1, 1), (1,)]
 
   # 4. The servers log where they serve and exit 0 on SIGTERM.
   for job, address in (('worker', servers.cluster['worker'][0]),
