@@ -21,9 +21,10 @@ import time
 # the training log; users who want them set the variable themselves.
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
 
-from absl import app  # pylint: disable=g-import-not-at-top
-from absl import flags
+from absl import flags  # pylint: disable=g-import-not-at-top
 from absl import logging
+
+from estimator_rt import cli  # pylint: disable=g-import-not-at-top
 
 MODES = ('train', 'evaluate', 'train_and_evaluate', 'predict', 'export')
 STRATEGIES = ('default', 'one_device', 'mirrored', 'central_storage',
@@ -108,55 +109,16 @@ flags.DEFINE_string('checkpoint_path', None,
                     'the latest in model_dir).')
 
 
-def _fail(message: str) -> None:
-  print(f'error: {message}', file=sys.stderr)
-  sys.exit(2)
-
-
-def _load_json_flag(spec: str, flag: str):
-  """The JSON value of a flag given inline or as @path/to/file.json."""
-  from estimator_rt.errors import UserInputError  # pylint: disable=g-import-not-at-top
-  text = spec
-  if spec.startswith('@'):
-    try:
-      with open(spec[1:]) as f:
-        text = f.read()
-    except OSError as e:
-      raise UserInputError(f'--{flag}={spec!r}: cannot read {spec[1:]}: '
-                           f'{e.strerror}') from e
-  try:
-    return json.loads(text)
-  except json.JSONDecodeError as e:
-    raise UserInputError(
-        f'--{flag} is not valid JSON ({e.msg} at line {e.lineno} column '
-        f'{e.colno}): {text[:80]!r}') from e
-
-
 def _load_params(spec, model_fn) -> dict:
   from estimator_rt.errors import UserInputError  # pylint: disable=g-import-not-at-top
   module = sys.modules.get(getattr(model_fn, '__module__', ''), None)
   params = dict(getattr(module, 'DEFAULT_PARAMS', {}) or {})
   if spec is None:
     return params
-  text, where = spec, '--params'
-  if spec.startswith('@'):
-    path = spec[1:]
-    try:
-      with open(path) as f:
-        text = f.read()
-    except OSError as e:
-      raise UserInputError(f'--params={spec!r}: cannot read {path}: '
-                           f'{e.strerror}') from e
-    where = f'--params file {path}'
-  try:
-    parsed = json.loads(text)
-  except json.JSONDecodeError as e:
-    raise UserInputError(
-        f'{where} is not valid JSON ({e.msg} at line {e.lineno} column '
-        f'{e.colno}): {text[:80]!r}') from e
+  parsed = cli.load_json_flag(spec, flag='params')
   if not isinstance(parsed, dict):
     raise UserInputError(
-        f'{where} must be a JSON object (a dict of params), got '
+        f'--params must be a JSON object (a dict of params), got '
         f'{type(parsed).__name__}.')
   params.update(parsed)
   return params
@@ -204,7 +166,8 @@ def run(argv) -> int:
   strategy_name = FLAGS.distribution_strategy
   remote_cluster = None
   if FLAGS.remote_cluster is not None:
-    remote_cluster = _load_json_flag(FLAGS.remote_cluster, 'remote_cluster')
+    remote_cluster = cli.load_json_flag(FLAGS.remote_cluster,
+                                        flag='remote_cluster')
     if task is not None:
       raise ert.UserInputError(
           '--remote_cluster is set and TF_CONFIG describes a cluster too; a '
@@ -315,7 +278,7 @@ def _main(argv) -> None:
   try:
     code = run(argv)
   except UserInputError as e:
-    _fail(str(e))
+    cli.fail(str(e))
   except Exception as e:  # pylint: disable=broad-except
     from estimator_rt.errors import NanLossError  # pylint: disable=g-import-not-at-top
     from estimator_rt.training import ChiefLostError  # pylint: disable=g-import-not-at-top
@@ -326,17 +289,8 @@ def _main(argv) -> None:
   sys.exit(code)
 
 
-def _parse_flags(argv):
-  """absl's parser, but a bad flag exits 2 with one line (absl uses 1)."""
-  try:
-    return FLAGS(argv)
-  except flags.Error as e:
-    _fail(f'{e}. Run with --helpfull for the flags.')
-
-
 def main_entry():
-  logging.set_verbosity(logging.INFO)
-  app.run(_main, flags_parser=_parse_flags)
+  cli.run(_main)
 
 
 if __name__ == '__main__':

@@ -18,9 +18,10 @@ import time
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
 
-from absl import app  # pylint: disable=g-import-not-at-top
-from absl import flags
+from absl import flags  # pylint: disable=g-import-not-at-top
 from absl import logging
+
+from estimator_rt import cli  # pylint: disable=g-import-not-at-top
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string('cluster', None,
@@ -28,11 +29,6 @@ flags.DEFINE_string('cluster', None,
                     'Instead of TF_CONFIG, with --job_name and --task_index.')
 flags.DEFINE_string('job_name', None, "This task's job, e.g. 'worker', 'ps'.")
 flags.DEFINE_string('task_index', None, "This task's index in its job.")
-
-
-def _fail(message: str) -> None:
-  print(f'error: {message}', file=sys.stderr)
-  sys.exit(2)
 
 
 def _task_from_flags():
@@ -50,21 +46,7 @@ def _task_from_flags():
       raise cluster.ClusterConfigError(
           f'run_server: {name} is missing; --cluster, --job_name and '
           '--task_index go together.')
-  text = FLAGS.cluster
-  if text.startswith('@'):
-    try:
-      with open(text[1:]) as f:
-        text = f.read()
-    except OSError as e:
-      raise cluster.ClusterConfigError(
-          f'--cluster={FLAGS.cluster!r}: cannot read {text[1:]}: '
-          f'{e.strerror}') from e
-  try:
-    parsed = json.loads(text)
-  except json.JSONDecodeError as e:
-    raise cluster.ClusterConfigError(
-        f'--cluster is not valid JSON ({e.msg} at column {e.colno}): '
-        f'{text[:80]!r}') from e
+  parsed = cli.load_json_flag(FLAGS.cluster, flag='cluster')
   return cluster.parse_tf_config(json.dumps({
       'cluster': parsed,
       'task': {'type': FLAGS.job_name, 'index': FLAGS.task_index}}))
@@ -77,7 +59,7 @@ def _main(argv) -> None:
   try:
     tf_server = server.run_server(_task_from_flags())
   except UserInputError as e:
-    _fail(str(e))
+    cli.fail(str(e))
   del tf_server  # Kept alive by the process; join() would block signals.
 
   def stop(signum, frame):
@@ -97,16 +79,8 @@ def _main(argv) -> None:
     time.sleep(3600)
 
 
-def _parse_flags(argv):
-  try:
-    return FLAGS(argv)
-  except flags.Error as e:
-    _fail(f'{e}. Run with --helpfull for the flags.')
-
-
 def main_entry():
-  logging.set_verbosity(logging.INFO)
-  app.run(_main, flags_parser=_parse_flags)
+  cli.run(_main)
 
 
 if __name__ == '__main__':
