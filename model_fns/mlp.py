@@ -60,6 +60,24 @@ def _dropout(params: Mapping[str, Any]) -> float:
   return float(rate)
 
 
+def build_model(*, hidden_units, n_classes: int,
+                dropout: float = 0.0) -> keras.Sequential:
+  """The MLP's layers, unbuilt (the benchmark's bare loop uses them too).
+
+  Explicit layer names keep variable paths stable across calls.
+  """
+  layers = [keras.layers.Flatten(name='flatten')]
+  for i, units in enumerate(hidden_units):
+    layers.append(keras.layers.Dense(units, activation='relu',
+                                     name=f'hidden_{i}'))
+    if dropout > 0.0:
+      # Only added when used: a Dropout layer owns a seed variable, and a
+      # model without dropout should not carry one into its checkpoints.
+      layers.append(keras.layers.Dropout(dropout, name=f'dropout_{i}'))
+  layers.append(keras.layers.Dense(n_classes, name='logits'))
+  return keras.Sequential(layers, name='mlp')
+
+
 def model_fn(features: Any, labels: Any, mode: str,
              params: Optional[Mapping[str, Any]]) -> EstimatorSpec:
   """Builds the MLP classifier for `mode`.
@@ -92,16 +110,8 @@ def model_fn(features: Any, labels: Any, mode: str,
         f'be flattened), got {x.shape}.')
 
   # Built on every call; the runtime makes each call reuse the variables of
-  # the first. Explicit names keep variable paths stable across calls.
-  layers = [keras.layers.Flatten(name='flatten')]
-  for i, units in enumerate(hidden_units):
-    layers.append(keras.layers.Dense(units, activation='relu',
-                                     name=f'hidden_{i}'))
-    if dropout > 0.0:
-      # Only added when used: a Dropout layer owns a seed variable, and a
-      # model without dropout should not carry one into its checkpoints.
-      layers.append(keras.layers.Dropout(dropout, name=f'dropout_{i}'))
-  layers.append(keras.layers.Dense(n_classes, name='logits'))
-  model = keras.Sequential(layers, name='mlp')
+  # the first.
+  model = build_model(hidden_units=hidden_units, n_classes=n_classes,
+                      dropout=dropout)
   logits = model(x, training=mode == ModeKeys.TRAIN)
   return _common.classifier_spec(_NAME, mode, params, logits, labels)

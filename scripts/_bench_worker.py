@@ -91,27 +91,12 @@ def _linear_loss(labels, outputs):
 
 def _mlp_model():
   # model_fns.mlp with its DEFAULT_PARAMS: hidden [64, 32], no dropout.
-  return keras.Sequential([
-      keras.layers.Flatten(name='flatten'),
-      keras.layers.Dense(64, activation='relu', name='hidden_0'),
-      keras.layers.Dense(32, activation='relu', name='hidden_1'),
-      keras.layers.Dense(10, name='logits'),
-  ], name='mlp')
+  return mlp.build_model(hidden_units=mlp.DEFAULT_PARAMS['hidden_units'],
+                         n_classes=mlp.DEFAULT_PARAMS['n_classes'])
 
 
 def _cnn_model():
-  # model_fns.cnn, layer for layer.
-  return keras.Sequential([
-      keras.layers.Conv2D(16, 3, padding='same', activation='relu',
-                          name='conv_0'),
-      keras.layers.MaxPooling2D(2, padding='same', name='pool_0'),
-      keras.layers.Conv2D(32, 3, padding='same', activation='relu',
-                          name='conv_1'),
-      keras.layers.MaxPooling2D(2, padding='same', name='pool_1'),
-      keras.layers.Flatten(name='flatten'),
-      keras.layers.Dense(64, activation='relu', name='hidden'),
-      keras.layers.Dense(10, name='logits'),
-  ], name='cnn')
+  return cnn.build_model(n_classes=cnn.DEFAULT_PARAMS['n_classes'])
 
 
 def _classifier_loss(labels, logits):
