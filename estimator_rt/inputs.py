@@ -59,7 +59,7 @@ def _first_batch(dataset: tf.data.Dataset, role: str, fn) -> Tuple[Any, Any]:
   for element in dataset.take(1):
     return split_element(element)
   raise InputFnError(
-      f'{role} {getattr(fn, "__qualname__", fn)!r} returned an empty '
+      f'{role} {user_fns.fn_name(fn)!r} returned an empty '
       'dataset; it must yield at least one batch.')
 
 
@@ -115,7 +115,7 @@ def make_input(strategy: tf.distribute.Strategy,
   if coordinator is not None and not sample_only:
     if not infinite:
       raise InputFnError(
-          f'{role} {getattr(input_fn, "__qualname__", input_fn)!r} returns a '
+          f'{role} {user_fns.fn_name(input_fn)!r} returns a '
           'finite dataset; parameter-server workers need one that repeats '
           'forever (add .repeat()). Training length comes from max_steps.')
     takes_context = user_fns.input_fn_takes_context(input_fn)

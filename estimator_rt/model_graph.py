@@ -32,10 +32,6 @@ _USER_CODE_ERRORS = (ValueError, TypeError, KeyError, IndexError,
                      AttributeError, tf.errors.InvalidArgumentError)
 
 
-def _name(fn) -> str:
-  return getattr(fn, '__qualname__', None) or repr(fn)
-
-
 def _shapes(structure) -> str:
   if structure is None:
     return 'None'
@@ -125,7 +121,7 @@ class ModelGraph:
     self._params = params
     self._config = config
     self._store = VariableStore(
-        owner=f'model_fn {_name(model_fn)}')
+        owner=f'model_fn {user_fns.fn_name(model_fn)}')
     features, labels = sample
     with strategy.scope():
       self.global_step = tf.Variable(
@@ -199,12 +195,13 @@ class ModelGraph:
       # A bare TensorFlow trace does not say which call of which function
       # failed on what input; say it, and keep the original as the cause.
       raise ModelFnError(
-          f'model_fn {_name(self._model_fn)} failed in mode {self.mode!r} on '
+          f'model_fn {user_fns.fn_name(self._model_fn)} failed in mode '
+          f'{self.mode!r} on '
           f'features {_shapes(features)} and labels {_shapes(labels)}: '
           f'{type(e).__name__}: {e}') from e
     if not isinstance(spec, EstimatorSpec):
       raise ModelFnError(
-          f'model_fn {_name(self._model_fn)} returned '
+          f'model_fn {user_fns.fn_name(self._model_fn)} returned '
           f'{type(spec).__name__} in mode {self.mode!r}; it must return an '
           'estimator_rt.EstimatorSpec.')
     if spec.mode != self.mode:

@@ -22,7 +22,8 @@ from estimator_rt.errors import UserInputError
 _MODEL_FN_ARGS = ('features', 'labels', 'mode', 'params', 'config')
 
 
-def _fn_name(fn: Callable) -> str:
+def fn_name(fn: Callable) -> str:
+  """How errors name a user function."""
   return getattr(fn, '__qualname__', None) or repr(fn)
 
 
@@ -45,7 +46,7 @@ def check_model_fn(model_fn: Any) -> Callable:
   args = _declared_args(model_fn)
   if '*' not in args and 'features' not in args:
     raise UserInputError(
-        f'model_fn {_fn_name(model_fn)} must take an argument named '
+        f'model_fn {fn_name(model_fn)} must take an argument named '
         f'`features`; it declares {sorted(args)}. Expected '
         'model_fn(features, labels, mode, params[, config]).')
   unknown = args - set(_MODEL_FN_ARGS) - {'*'}
@@ -56,7 +57,7 @@ def check_model_fn(model_fn: Any) -> Callable:
                                      inspect.Parameter.KEYWORD_ONLY)]
   if required_unknown:
     raise UserInputError(
-        f'model_fn {_fn_name(model_fn)} has argument(s) {sorted(required_unknown)} '
+        f'model_fn {fn_name(model_fn)} has argument(s) {sorted(required_unknown)} '
         f'the runtime cannot supply; it passes only {list(_MODEL_FN_ARGS)}.')
   return model_fn
 
@@ -72,7 +73,7 @@ def call_model_fn(model_fn, features, labels, mode, params, config):
       kwargs[name] = value
     elif name == 'labels' and labels is not None:
       raise UserInputError(
-          f'model_fn {_fn_name(model_fn)} does not take `labels`, but the '
+          f'model_fn {fn_name(model_fn)} does not take `labels`, but the '
           'input_fn yields (features, labels). Add a `labels` argument or '
           'yield only features.')
   return model_fn(**kwargs)
@@ -109,13 +110,13 @@ def call_input_fn(input_fn: Callable, params: dict,
   dataset = input_fn(**kwargs)
   if not isinstance(dataset, tf.data.Dataset):
     raise InputFnError(
-        f'{role} {_fn_name(input_fn)} returned {type(dataset).__name__}, not '
+        f'{role} {fn_name(input_fn)} returned {type(dataset).__name__}, not '
         'a tf.data.Dataset. Return a dataset of (features, labels) or of '
         'features, e.g. tf.data.Dataset.from_tensor_slices((x, y)).batch(b).')
   spec = dataset.element_spec
   if isinstance(spec, tuple) and len(spec) not in (1, 2):
     raise InputFnError(
-        f'{role} {_fn_name(input_fn)} yields tuples of {len(spec)} elements; '
+        f'{role} {fn_name(input_fn)} yields tuples of {len(spec)} elements; '
         'yield (features, labels) or features alone.')
   return dataset
 
