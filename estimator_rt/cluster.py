@@ -71,6 +71,11 @@ def _parse_index(value, *, where: str) -> int:
   return value
 
 
+def cpu_device(job: str, index: int) -> str:
+  """The CPU device name of task `job:index` of the cluster."""
+  return f'/job:{job}/replica:0/task:{index}/device:CPU:0'
+
+
 def validate_cluster(cluster, *, where: str = 'TF_CONFIG cluster'
                      ) -> Dict[str, Tuple[str, ...]]:
   """Checks a cluster dict (job -> list of addresses); returns a clean copy.

@@ -16,6 +16,7 @@ from typing import Callable, List
 import tensorflow as tf
 
 from estimator_rt import user_fns
+from estimator_rt.cluster import cpu_device
 from estimator_rt.cluster import PS
 from estimator_rt.cluster import TaskInfo
 from estimator_rt.cluster import WORKER
@@ -23,10 +24,6 @@ from estimator_rt.errors import InputFnError
 from estimator_rt.errors import ModelFnError
 from estimator_rt.errors import surface_user_errors
 from estimator_rt.inputs import split_element
-
-
-def _device(job: str, index: int) -> str:
-  return f'/job:{job}/replica:0/task:{index}/device:CPU:0'
 
 
 class InGraphReplication:
@@ -40,10 +37,11 @@ class InGraphReplication:
     tf.config.experimental_connect_to_cluster(
         tf.train.ClusterSpec(task.training_cluster), job_name=task.task_type,
         task_index=task.task_index, make_master_device_default=False)
-    self.worker_devices = [_device(WORKER, i)
+    self.worker_devices = [cpu_device(WORKER, i)
                            for i in range(len(task.cluster[WORKER]))]
-    self.parameter_devices = ([_device(PS, i) for i in range(task.num_ps)]
-                              or self.worker_devices[:1])
+    self.parameter_devices = (
+        [cpu_device(PS, i) for i in range(task.num_ps)] or
+        self.worker_devices[:1])
 
   @property
   def num_workers(self) -> int:

@@ -19,6 +19,7 @@ from typing import Iterable, Optional
 from absl import logging
 import tensorflow as tf
 
+from estimator_rt.cluster import cpu_device
 from estimator_rt.cluster import ClusterConfigError
 from estimator_rt.cluster import EVALUATOR
 from estimator_rt.cluster import parse_tf_config
@@ -69,12 +70,8 @@ def start_server(task: TaskInfo) -> tf.distribute.Server:
   return server
 
 
-def _device(job: str, index: int) -> str:
-  return f'/job:{job}/replica:0/task:{index}/device:CPU:0'
-
-
 def _done_queue(job: str, index: int):
-  with tf.device(_device(job, index)):
+  with tf.device(cpu_device(job, index)):
     return tf.queue.FIFOQueue(1, [tf.int32], shapes=[[]],
                               shared_name=_DONE_QUEUE)
 
