@@ -6,11 +6,12 @@ Checkpoints are TF2 object checkpoints named `model.ckpt-<global step>`
 file by `tf.train.CheckpointManager`.
 """
 
+import dataclasses
 import os
 import re
 import tempfile
 import time
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from absl import logging
 import tensorflow as tf
@@ -61,40 +62,51 @@ def resolve_checkpoint(path_or_dir: str, *, what: str) -> str:
   return path_or_dir
 
 
-def _read_shapes(path: str) -> dict:
+@dataclasses.dataclass(frozen=True)
+class _Contents:
+  """A checkpoint opened once: its reader and key -> (shape, dtype)."""
+
+  reader: Any
+  shapes: Dict[str, tuple]
+
+
+def _read(path: str) -> _Contents:
   reader = tf.train.load_checkpoint(path)
   shapes = reader.get_variable_to_shape_map()
   dtypes = reader.get_variable_to_dtype_map()
-  return {k: (tuple(v), dtypes[k]) for k, v in shapes.items()}
+  return _Contents(reader=reader, shapes={
+      k: (tuple(v), dtypes[k]) for k, v in shapes.items()})
 
 
 def _entry(prefix: str, index: int) -> str:
   return f'{prefix}/{index}{_VALUE_SUFFIX}'
 
 
-def _saved_model_entries(saved: dict, path: str) -> List[tuple]:
+def _saved_model_entries(contents: _Contents) -> List[tuple]:
   """[(shape, dtype, trainable, name)] of the checkpoint's model variables.
 
   `name` is the variable's signature (see model_graph.variable_signature).
   """
+  saved = contents.shapes
   count = sum(1 for k in saved
               if k.startswith('model/') and k.endswith(_VALUE_SUFFIX))
-  reader = tf.train.load_checkpoint(path)
-  mask = [bool(t) for t in reader.get_tensor(_MASK_KEY)]
-  names = [n.decode() for n in reader.get_tensor(_NAMES_KEY)]
+  mask = [bool(t) for t in contents.reader.get_tensor(_MASK_KEY)]
+  names = [n.decode() for n in contents.reader.get_tensor(_NAMES_KEY)]
   return [saved[_entry('model', j)] + (mask[j], names[j])
           for j in range(count)]
 
 
-def align(path: str, graph, *, source: str) -> Dict[int, int]:
+def align(path: str, graph, *, source: str,
+          contents: Optional[_Contents] = None) -> Dict[int, int]:
   """Maps each of `graph`'s model variables to its entry in checkpoint `path`.
 
   TRAIN must match the checkpoint one to one. EVAL and PREDICT match the
   checkpoint's model variables in order (by shape, dtype, trainability and
-  name signature), skipping entries they do not create, which must be non-trainable (a train_op's optimizer state); an
-  EVAL variable with no entry must be non-trainable too (evaluation-local
-  state, such as a (value, update_op) metric's) and is left out. Every
-  trainable entry must be matched.
+  name signature), skipping entries they do not create, which must be
+  non-trainable (a train_op's optimizer state); an EVAL variable with no
+  entry must be non-trainable too (evaluation-local state, such as a
+  (value, update_op) metric's) and is left out. Every trainable entry must
+  be matched. `contents` is the checkpoint if the caller already read it.
 
   Returns:
     {index in graph.model_variables: index in the checkpoint}.
@@ -102,7 +114,8 @@ def align(path: str, graph, *, source: str) -> Dict[int, int]:
   Raises:
     IncompatibleCheckpointError: the checkpoint belongs to another model.
   """
-  saved = _read_shapes(path)
+  contents = contents or _read(path)
+  saved = contents.shapes
   hint = ('Use a fresh model_dir for a different model, or warm-start from '
           'the old one.')
   if any(key not in saved for key in ('global_step' + _VALUE_SUFFIX,
@@ -111,7 +124,7 @@ def align(path: str, graph, *, source: str) -> Dict[int, int]:
         f'{source} holds checkpoint {path} that was not written by '
         f'estimator_rt\'s training (no global_step or model signature). '
         f'{hint}')
-  entries = _saved_model_entries(saved, path)
+  entries = _saved_model_entries(contents)
   ours = graph.model_variables
 
   def describe(i):
@@ -170,10 +183,10 @@ def align(path: str, graph, *, source: str) -> Dict[int, int]:
   return mapping
 
 
-def _optimizer_matches(path: str, graph) -> bool:
+def _optimizer_matches(contents: _Contents, graph) -> bool:
   if graph.optimizer is None:
     return True
-  saved = _read_shapes(path)
+  saved = contents.shapes
   optimizer_state = graph.checkpoint.optimizer
   for i, variable in enumerate(optimizer_state):
     entry = saved.get(_entry('optimizer', i))
@@ -189,11 +202,12 @@ def restore(graph, path: str, *, source: str) -> None:
   Optimizer state is restored when it matches (same optimizer); otherwise
   the optimizer starts fresh, with a warning.
   """
-  mapping = align(path, graph, source=source)
+  contents = _read(path)
+  mapping = align(path, graph, source=source, contents=contents)
   graph.set_local_variables(
       [v for i, v in enumerate(graph.model_variables) if i not in mapping])
   if graph.mode == ModeKeys.TRAIN:
-    if _optimizer_matches(path, graph):
+    if _optimizer_matches(contents, graph):
       graph.checkpoint.read(path).expect_partial()
       return
     logging.warning(
@@ -216,7 +230,7 @@ def warm_start(graph, source: str) -> str:
     The checkpoint path used.
   """
   path = resolve_checkpoint(source, what='warm_start_from')
-  saved = _read_shapes(path)
+  saved = _read(path).shapes
   for i, variable in enumerate(graph.model_variables):
     entry = saved.get(_entry('model', i))
     if entry is None or entry[0] != tuple(variable.shape):
