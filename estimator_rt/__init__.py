@@ -7,31 +7,58 @@
     ert.train_and_evaluate(estimator,
                            ert.TrainSpec(train_input_fn, max_steps=1000),
                            ert.EvalSpec(eval_input_fn, steps=None))
+
+The names below load on first use (PEP 562), so `import estimator_rt` does
+not import TensorFlow: the binaries decide what to do (relaunch under the
+bind guard, print an error) before paying for it.
 """
 
-from estimator_rt.errors import IncompatibleCheckpointError
-from estimator_rt.errors import InputFnError
-from estimator_rt.errors import ModelFnError
-from estimator_rt.errors import NanLossError
-from estimator_rt.errors import UserInputError
-from estimator_rt.estimator import Estimator
-from estimator_rt.export import build_parsing_serving_input_fn
-from estimator_rt.export import build_raw_serving_input_fn
-from estimator_rt.export import ServingInputReceiver
-from estimator_rt.exporters import BestExporter
-from estimator_rt.exporters import Exporter
-from estimator_rt.exporters import FinalExporter
-from estimator_rt.exporters import LatestExporter
-from estimator_rt.hooks import EarlyStoppingHook
-from estimator_rt.hooks import Hook
-from estimator_rt.hooks import LoggingHook
-from estimator_rt.hooks import LoopResult
-from estimator_rt.hooks import NanLossHook
-from estimator_rt.hooks import StopAtStepHook
-from estimator_rt.mode_keys import ModeKeys
-from estimator_rt.model_graph import get_global_step
-from estimator_rt.run_config import RunConfig
-from estimator_rt.spec import EstimatorSpec
-from estimator_rt.training import EvalSpec
-from estimator_rt.training import train_and_evaluate
-from estimator_rt.training import TrainSpec
+import importlib
+
+# Public name -> the module that defines it.
+_EXPORTS = {
+    'BestExporter': 'estimator_rt.exporters',
+    'build_parsing_serving_input_fn': 'estimator_rt.export',
+    'build_raw_serving_input_fn': 'estimator_rt.export',
+    'EarlyStoppingHook': 'estimator_rt.hooks',
+    'Estimator': 'estimator_rt.estimator',
+    'EstimatorSpec': 'estimator_rt.spec',
+    'EvalSpec': 'estimator_rt.training',
+    'Exporter': 'estimator_rt.exporters',
+    'FinalExporter': 'estimator_rt.exporters',
+    'get_global_step': 'estimator_rt.model_graph',
+    'Hook': 'estimator_rt.hooks',
+    'IncompatibleCheckpointError': 'estimator_rt.errors',
+    'InputFnError': 'estimator_rt.errors',
+    'LatestExporter': 'estimator_rt.exporters',
+    'LoggingHook': 'estimator_rt.hooks',
+    'LoopResult': 'estimator_rt.hooks',
+    'ModeKeys': 'estimator_rt.mode_keys',
+    'ModelFnError': 'estimator_rt.errors',
+    'NanLossError': 'estimator_rt.errors',
+    'NanLossHook': 'estimator_rt.hooks',
+    'run_server': 'estimator_rt.server',
+    'RunConfig': 'estimator_rt.run_config',
+    'ServingInputReceiver': 'estimator_rt.export',
+    'StopAtStepHook': 'estimator_rt.hooks',
+    'train_and_evaluate': 'estimator_rt.training',
+    'TrainSpec': 'estimator_rt.training',
+    'UserInputError': 'estimator_rt.errors',
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+  module = _EXPORTS.get(name)
+  if module is None:
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+  value = getattr(importlib.import_module(module), name)
+  # `python -m estimator_rt.run_server` is a module of the same name as
+  # the function; the public name means the function.
+  globals()[name] = value
+  return value
+
+
+def __dir__():
+  return sorted(set(globals()) | set(_EXPORTS))
