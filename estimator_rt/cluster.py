@@ -258,12 +258,14 @@ def check_strategy(task: TaskInfo, strategy_name: str) -> None:
           f'--distribution_strategy={strategy_name!r} cannot use them; use '
           f'{PARAMETER_SERVER!r} or remove the "ps" job.')
   if strategy_name == PARAMETER_SERVER:
+    where = 'remote_cluster' if task.standalone_client else (
+        'the TF_CONFIG cluster')
     if not task.num_ps:
       _fail(f'--distribution_strategy={PARAMETER_SERVER!r} needs "ps" tasks '
-            'in the TF_CONFIG cluster; it has none.')
+            f'in {where}; it has none.')
     if not task.cluster.get(WORKER):
       _fail(f'--distribution_strategy={PARAMETER_SERVER!r} needs "worker" '
-            'tasks in the TF_CONFIG cluster; it has none.')
+            f'tasks in {where}; it has none.')
     if CHIEF not in task.cluster:
       _fail(f'--distribution_strategy={PARAMETER_SERVER!r} needs a "chief" '
             '(the coordinator) in the TF_CONFIG cluster; it has none.')
@@ -278,6 +280,26 @@ def check_strategy(task: TaskInfo, strategy_name: str) -> None:
 def _is_loopback(address: str) -> bool:
   host = address.rsplit(':', 1)[0].strip('[]')
   return host in ('localhost', '::1') or host.startswith('127.')
+
+
+def server_task(task: Optional[TaskInfo], *, tf_config: Optional[str]
+                ) -> TaskInfo:
+  """The task a long-running server (`run_server`) serves: `task`, else the
+  one TF_CONFIG describes.
+
+  Raises:
+    ClusterConfigError: no cluster or task, or an evaluator task (an
+      evaluator runs estimator_rt.main, not a server).
+  """
+  if task is None:
+    task = parse_tf_config(tf_config)
+    if task is None:
+      _fail('run_server: no cluster: set TF_CONFIG (with "cluster" and '
+            '"task") or pass --cluster, --job_name and --task_index.')
+  if task.task_type == EVALUATOR:
+    _fail("run_server: task type='evaluator' is not a server; an evaluator "
+          'runs `python -m estimator_rt.main`. Serve "worker" or "ps" tasks.')
+  return task
 
 
 def client_task(remote_cluster, *, client_port: Optional[int] = None

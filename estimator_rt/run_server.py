@@ -6,6 +6,12 @@ waits for work; clients run `python -m estimator_rt.main
 another. The task comes from TF_CONFIG, or from --cluster, --job_name and
 --task_index. Exits 0 on SIGTERM or SIGINT; bad input exits 2 with one line.
 
+The server listens on the address the cluster gives its task and nothing
+wider (TensorFlow alone would listen on every interface): the process
+relaunches itself once with the bind guard preloaded (see
+estimator_rt/bind_guard.py) before TensorFlow is imported. --bind_host
+names another address of this machine, or 0.0.0.0 for every interface.
+
 TensorFlow servers run work from anyone who can reach their port: keep them
 on a private network.
 """
@@ -29,6 +35,12 @@ flags.DEFINE_string('cluster', None,
                     'Instead of TF_CONFIG, with --job_name and --task_index.')
 flags.DEFINE_string('job_name', None, "This task's job, e.g. 'worker', 'ps'.")
 flags.DEFINE_string('task_index', None, "This task's index in its job.")
+flags.DEFINE_string(
+    'bind_host', None,
+    'Where to listen instead of the host the cluster gives this task: an '
+    "address of this machine when the cluster names another (a service "
+    'name, a NAT address), or 0.0.0.0 for every interface. Default: the '
+    "cluster's host, and nothing wider.")
 
 
 def _task_from_flags():
@@ -52,14 +64,36 @@ def _task_from_flags():
       'task': {'type': FLAGS.job_name, 'index': FLAGS.task_index}}))
 
 
+def _exit_with_error(message: str) -> None:
+  print(f'error: {message}', file=sys.stderr)
+  sys.stdout.flush()
+  sys.stderr.flush()
+  # A started TensorFlow server would keep the interpreter from exiting.
+  os._exit(2)  # pylint: disable=protected-access
+
+
 def _main(argv) -> None:
   del argv
-  from estimator_rt import server  # pylint: disable=g-import-not-at-top
+  # TensorFlow is imported only after the relaunch under the bind guard, so
+  # a relaunch costs an interpreter start, not a TensorFlow import.
+  from estimator_rt import bind_guard  # pylint: disable=g-import-not-at-top
+  from estimator_rt import cluster  # pylint: disable=g-import-not-at-top
   from estimator_rt.errors import UserInputError  # pylint: disable=g-import-not-at-top
   try:
-    tf_server = server.run_server(_task_from_flags())
+    task = cluster.server_task(_task_from_flags(),
+                               tf_config=os.environ.get('TF_CONFIG'))
+    listen_address = bind_guard.guard_this_process(
+        task.address, FLAGS.bind_host,
+        task_name=f'{task.task_type}:{task.task_index}',
+        module='estimator_rt.run_server')
+    from estimator_rt import server  # pylint: disable=g-import-not-at-top
+    tf_server = server.start_server(task, listen_address=listen_address)
   except UserInputError as e:
-    cli.fail(str(e))
+    _exit_with_error(str(e))
+  if listen_address is None:
+    logging.warning('--bind_host=%s: listening on every interface; anyone '
+                    'who reaches port %s can run work on this server.',
+                    FLAGS.bind_host, task.address.rsplit(':', 1)[1])
   del tf_server  # Kept alive by the process; join() would block signals.
 
   def stop(signum, frame):

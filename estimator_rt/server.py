@@ -19,10 +19,10 @@ from typing import Iterable, Optional
 from absl import logging
 import tensorflow as tf
 
-from estimator_rt.cluster import cpu_device
+from estimator_rt import bind_guard
 from estimator_rt.cluster import ClusterConfigError
-from estimator_rt.cluster import EVALUATOR
-from estimator_rt.cluster import parse_tf_config
+from estimator_rt.cluster import cpu_device
+from estimator_rt.cluster import server_task
 from estimator_rt.cluster import TaskInfo
 
 _DONE_QUEUE = 'estimator_rt_training_done'
@@ -30,43 +30,85 @@ _DONE_QUEUE = 'estimator_rt_training_done'
 CHIEF_LOST_EXIT_CODE = 3
 
 
-def run_server(task: Optional[TaskInfo] = None) -> tf.distribute.Server:
+def run_server(task: Optional[TaskInfo] = None, *,
+               bind_host: Optional[str] = None) -> tf.distribute.Server:
   """Starts a long-running standard server for a standalone-client cluster.
 
   The server waits for work: clients anywhere (`--remote_cluster`) drive
   training on it, one after another, without a restart. Call `join()` on
   the result to block, or keep the process alive yourself.
 
+  It listens on its task's address and nothing wider, which needs the bind
+  guard (see `bind_guard`) loaded in this process: `python -m
+  estimator_rt.run_server` loads it for you; a program of your own must be
+  started with `LD_PRELOAD=<bind_guard.library_path()>`, or pass
+  `bind_host='0.0.0.0'` to listen on every interface knowingly.
+
   Args:
     task: the task to serve; None reads TF_CONFIG.
+    bind_host: where to listen instead of the task's host in the cluster
+      (this machine's address when the cluster names another one);
+      '0.0.0.0' for every interface.
 
   Raises:
-    ClusterConfigError: no cluster or task, or an evaluator task (an
-      evaluator runs estimator_rt.main, not a server).
+    ClusterConfigError: no cluster or task, or an evaluator task.
+    bind_guard.BindGuardError: the address is not this machine's, or the
+      guard is not loaded in this process.
   """
-  if task is None:
-    task = parse_tf_config(os.environ.get('TF_CONFIG'))
-    if task is None:
-      raise ClusterConfigError(
-          'run_server: no cluster: set TF_CONFIG (with "cluster" and "task") '
-          'or pass --cluster, --job_name and --task_index.')
-  if task.task_type == EVALUATOR:
-    raise ClusterConfigError(
-        'run_server: task type=\'evaluator\' is not a server; an evaluator '
-        'runs `python -m estimator_rt.main`. Serve "worker" or "ps" tasks.')
-  return start_server(task)
+  task = server_task(task, tf_config=os.environ.get('TF_CONFIG'))
+  name = f'{task.task_type}:{task.task_index}'
+  listen_address = bind_guard.listen_address(task.address, bind_host,
+                                             task_name=name)
+  if listen_address is not None and not bind_guard.is_loaded():
+    raise bind_guard.BindGuardError(
+        f'run_server: {name} would listen on every interface, not only '
+        f'{listen_address}, because this process was started without the '
+        'bind guard. Start the server with `python -m estimator_rt.run_server`'
+        ', or start Python with LD_PRELOAD='
+        f'{bind_guard.library_path() or "<the built guard>"}, or pass '
+        "bind_host='0.0.0.0' to listen on every interface.")
+  return start_server(task, listen_address=listen_address)
 
 
-def start_server(task: TaskInfo) -> tf.distribute.Server:
-  """Starts this task's standard server on its address in the cluster."""
+def start_server(task: TaskInfo, *, listen_address: Optional[str] = None
+                 ) -> tf.distribute.Server:
+  """Starts this task's standard server on its port in the cluster.
+
+  Args:
+    task: the task to serve.
+    listen_address: the numeric address to listen on, with the bind guard
+      loaded; None takes the guard's restriction for this port if the
+      process set one (`bind_guard.guard_this_process`), else listens on
+      every interface (TensorFlow's own behaviour).
+
+  Raises:
+    bind_guard.BindGuardError: the server listens wider than
+      `listen_address` (the guard did not act).
+  """
+  _, port = bind_guard.split_host_port(task.address)
+  if listen_address is None:
+    listen_address = bind_guard.restriction(port)
+  else:
+    bind_guard.restrict(listen_address, port)
   server = tf.distribute.Server(
       tf.train.ClusterSpec(task.training_cluster), job_name=task.task_type,
       task_index=task.task_index, protocol=task.rpc_layer, start=True)
-  # TensorFlow 2.21 binds the port on every interface, whatever host the
-  # cluster names; say so next to the address.
-  logging.info('Serving %s:%d at %s (TensorFlow listens on port %s on all '
-               'interfaces).', task.task_type, task.task_index, task.address,
-               task.address.rsplit(':', 1)[1])
+  # What the kernel says, not what was asked: a guard that did not act must
+  # not pass for one that did.
+  listening = bind_guard.listening_addresses(port)
+  wide = [a for a in listening if bind_guard.is_wildcard(a)]
+  if listen_address is not None and (wide or not listening):
+    raise bind_guard.BindGuardError(
+        f'{task.task_type}:{task.task_index}: asked to listen on '
+        f'{listen_address}:{port} only, but the kernel shows port {port} '
+        f'listening on {listening or "nothing"}; not serving.')
+  if listen_address is None:
+    where = f'every interface, port {port}'
+  else:
+    where = ', '.join(bind_guard.join_host_port(a, port)
+                      for a in listening) + ' only'
+  logging.info('Serving %s:%d at %s, listening on %s.', task.task_type,
+               task.task_index, task.address, where)
   return server
 
 
