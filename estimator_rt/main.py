@@ -16,6 +16,7 @@ import os
 import sys
 import tempfile
 import time
+from typing import Optional
 
 # TensorFlow's C++ INFO lines (CPU feature notes, device placement) drown
 # the training log; users who want them set the variable themselves.
@@ -104,6 +105,12 @@ flags.DEFINE_string('remote_cluster', None,
 flags.DEFINE_float('remote_connect_timeout_secs', 60,
                    'How long a standalone client waits for every server to '
                    'accept connections before failing.', lower_bound=0.1)
+flags.DEFINE_string(
+    'bind_host', None,
+    "A cluster task's server (chief, worker, ps) listens on the host TF_CONFIG "
+    'gives it and nothing wider. This names another address of this machine '
+    'instead (when TF_CONFIG names a service or NAT address), or 0.0.0.0 for '
+    'every interface.')
 flags.DEFINE_string('checkpoint_path', None,
                     'evaluate/predict/export: the checkpoint to use (default '
                     'the latest in model_dir).')
@@ -150,17 +157,61 @@ def _jsonable(value):
   return array.tolist()
 
 
+def _starts_a_server(task) -> bool:
+  """Every cluster task starts a TensorFlow server but an evaluator."""
+  from estimator_rt import cluster  # pylint: disable=g-import-not-at-top
+  return (task is not None and task.task_type != cluster.EVALUATOR and
+          bool(task.address))
+
+
+def _unguarded_client(task) -> bool:
+  """A standalone client of servers off this machine: its own address is
+  this host's name, which may resolve to an address its servers do not
+  dial, so its server keeps TensorFlow's wildcard."""
+  return task.standalone_client and not task.address.startswith('127.0.0.1:')
+
+
+def _listen_description(task) -> Optional[str]:
+  """Where this task's server would listen, for --check_config."""
+  from estimator_rt import bind_guard  # pylint: disable=g-import-not-at-top
+  if not _starts_a_server(task):
+    return None
+  port = bind_guard.split_host_port(task.address)[1]
+  if _unguarded_client(task):
+    return (f'every interface, port {port} (a standalone client of servers '
+            'off this machine)')
+  address = bind_guard.listen_address(
+      task.address, FLAGS.bind_host,
+      task_name=f'{task.task_type}:{task.task_index}')
+  if address is None:
+    return f'every interface, port {port}'
+  return f'{bind_guard.join_host_port(address, port)} only'
+
+
+def _keep_server_to_its_address(task) -> None:
+  """Relaunches under the bind guard when this task starts a server."""
+  from estimator_rt import bind_guard  # pylint: disable=g-import-not-at-top
+  if not _starts_a_server(task):
+    return
+  if _unguarded_client(task):
+    logging.warning('This standalone client listens at %s on every '
+                    'interface, as TensorFlow does: its servers are not on '
+                    'loopback.', task.address)
+    return
+  address = bind_guard.guard_this_process(
+      task.address, FLAGS.bind_host,
+      task_name=f'{task.task_type}:{task.task_index}',
+      module='estimator_rt.main')
+  if address is None:
+    logging.warning('--bind_host=%s: %s:%d listens on every interface.',
+                    FLAGS.bind_host, task.task_type, task.task_index)
+
+
 def run(argv) -> int:
   """Runs the job the flags describe; returns the process exit code."""
   del argv
-  if FLAGS.num_cpu_devices:
-    from estimator_rt import strategies  # pylint: disable=g-import-not-at-top
-    strategies.configure_cpu_devices(FLAGS.num_cpu_devices)
   import estimator_rt as ert  # pylint: disable=g-import-not-at-top
   from estimator_rt import cluster  # pylint: disable=g-import-not-at-top
-  from estimator_rt import strategies  # pylint: disable=g-import-not-at-top
-  from estimator_rt import training  # pylint: disable=g-import-not-at-top
-  from estimator_rt import user_fns  # pylint: disable=g-import-not-at-top
 
   task = cluster.parse_tf_config(os.environ.get('TF_CONFIG'))
   strategy_name = FLAGS.distribution_strategy
@@ -194,10 +245,23 @@ def run(argv) -> int:
         '--model_dir is required with a TF_CONFIG cluster: every task must '
         'name the same (shared) model_dir.')
   if FLAGS.check_config:
+    listens = _listen_description(task)
+    from estimator_rt import training  # pylint: disable=g-import-not-at-top
     print(f'TF_CONFIG: {task.describe() if task else "not set (local)"}')
     print(f'strategy: {strategy_name}')
     print(f'role: {training.describe_role(task, strategy_name)}')
+    if listens:
+      print(f'listens on: {listens}')
     return 0
+  # Before TensorFlow is imported: this may relaunch the process under the
+  # bind guard.
+  _keep_server_to_its_address(task)
+  if FLAGS.num_cpu_devices:
+    from estimator_rt import strategies  # pylint: disable=g-import-not-at-top
+    strategies.configure_cpu_devices(FLAGS.num_cpu_devices)
+  from estimator_rt import strategies  # pylint: disable=g-import-not-at-top
+  from estimator_rt import training  # pylint: disable=g-import-not-at-top
+  from estimator_rt import user_fns  # pylint: disable=g-import-not-at-top
   if (strategy_name == cluster.MULTI_WORKER_MIRRORED and
       (task is None or task.task_type in (cluster.CHIEF, cluster.WORKER))):
     # Collective ops must be configured before any TensorFlow op runs, and

@@ -6,11 +6,10 @@
         --distribution_strategy=parameter_server --model_dir=/tmp/m ...
 
 Every task runs the same command with its own TF_CONFIG, with free ports
-on 127.0.0.1 as the cluster addresses. Note that TensorFlow 2.21's gRPC
-server listens on its port on every interface of the machine, whatever
-host the cluster names: on a machine with open ports, anyone who can reach
-them can send the servers work. Each output
-line is prefixed with the task's role. When the chief ends (the `chief`
+on 127.0.0.1 as the cluster addresses; estimator_rt's bind guard keeps
+each task's server on that loopback address (TensorFlow alone would
+listen on every interface). Each output line is prefixed with the task's
+role. When the chief ends (the `chief`
 task, or worker 0 without one), the other tasks get `--grace_secs` to exit
 on their own (an evaluator finishing its last evaluation, servers told by
 the chief that training is done); whatever is still running then is

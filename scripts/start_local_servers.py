@@ -7,8 +7,9 @@
 Each server is a background process on a free port with a 127.0.0.1
 address; its log goes next to the cluster file. The cluster (for clients'
 `--remote_cluster=@/tmp/cluster.json`) is written to --cluster_file, the
-process ids to <cluster_file>.pids for scripts/stop_local_servers.py. Note
-that TensorFlow's servers listen on their ports on every interface.
+process ids to <cluster_file>.pids for scripts/stop_local_servers.py.
+run_server keeps each server on its 127.0.0.1 address (the bind guard), so
+nothing off this machine can reach them.
 """
 
 import argparse

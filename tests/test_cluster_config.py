@@ -247,6 +247,12 @@ BINARY_CASES = [
     ('parameter_server_without_chief', _config(
         {'worker': [A], 'ps': [B]}, 'worker'), 'parameter_server', [
             'needs a "chief"']),
+    # 192.0.2.0/24 is reserved for documentation: never this machine's, so
+    # the task's server could only listen there by listening everywhere.
+    ('address_not_of_this_machine', _config(
+        {'worker': ['192.0.2.7:2222', B]}, 'worker'), 'multi_worker_mirrored',
+     ["worker:0's address '192.0.2.7:2222'", 'not an address of this machine',
+      '--bind_host=0.0.0.0']),
 ]
 
 
@@ -315,6 +321,7 @@ def test_check_config_worker_with_string_index_starts_nothing(tmp_path):
   assert lines['role'].startswith(
       f'worker: trains with multi_worker_mirrored as one of 2 workers at '
       f'{address}')
+  assert lines['listens on'] == f'{address} only'
 
 
 def test_check_config_ps_starts_no_server(tmp_path):
@@ -323,6 +330,7 @@ def test_check_config_ps_starts_no_server(tmp_path):
       'parameter_server')
   assert lines['role'].startswith(
       f'ps: runs a standard TensorFlow server at {address}')
+  assert lines['listens on'] == f'{address} only'
 
 
 @pytest.mark.parametrize('listed', [True, False],
@@ -336,6 +344,7 @@ def test_check_config_evaluator_in_or_out_of_the_cluster(tmp_path, listed):
   where = address if listed else '(not in cluster)'
   assert lines['TF_CONFIG'].startswith(f'evaluator:0 at {where} ')
   assert lines['role'].startswith('evaluator: waits for checkpoints')
+  assert 'listens on' not in lines  # An evaluator starts no server.
 
 
 def test_evaluator_of_a_cluster_without_training_tasks_is_rejected(

@@ -16,6 +16,7 @@ import pytest
 
 import _cluster
 from conftest import run_python
+from estimator_rt import bind_guard
 from estimator_rt import summaries
 
 MAX_STEPS = 300
@@ -150,6 +151,15 @@ def test_parameter_server_cluster_runs_to_the_end(tmp_path):
       os.path.join(model_dir, 'model.ckpt-300'))
 
 
+def _assert_each_task_listens_on_loopback_only(cluster):
+  for job, addresses in cluster.items():
+    for address in addresses:
+      host, port = address.rsplit(':', 1)
+      assert host == '127.0.0.1', address
+      assert bind_guard.listening_addresses(int(port)) == ['127.0.0.1'], (
+          job, address, bind_guard.listening_addresses(int(port)))
+
+
 def test_parameter_server_tasks_exit_nonzero_when_the_chief_dies(tmp_path):
   """The chief is SIGKILLed after it connected to the cluster: the ps and
   the worker notice it is gone and exit non-zero on their own, within
@@ -174,6 +184,9 @@ def test_parameter_server_tasks_exit_nonzero_when_the_chief_dies(tmp_path):
     time.sleep(6)
     assert tasks['ps:0'].process.poll() is None, tasks['ps:0'].log()[-3000:]
     assert tasks['worker:0'].process.poll() is None
+    # Every server, the chief's included, listens on its 127.0.0.1 address
+    # only (the bind guard), not on every interface as TensorFlow would.
+    _assert_each_task_listens_on_loopback_only(cluster)
     killed_at = time.time()
     _cluster.kill_task(tasks['chief:0'])
     deadline = killed_at + 90
@@ -218,6 +231,7 @@ def test_multi_worker_mirrored_worker_exits_nonzero_when_the_chief_dies(
         timeout=150, what='the first checkpoint')
     assert tasks['worker:1'].process.poll() is None, (
         tasks['worker:1'].log()[-3000:])
+    _assert_each_task_listens_on_loopback_only(cluster)
     killed_at = time.time()
     _cluster.kill_task(tasks['worker:0'])
     code = _cluster.wait_task(tasks['worker:1'], deadline=killed_at + 90)

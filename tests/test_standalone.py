@@ -6,6 +6,7 @@ bounded in time and stopped by the test.
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -241,6 +242,17 @@ def test_run_server_bad_input_exits_2_with_one_line(args, env, fragment):
   assert 'Serving' not in result.stderr
 
 
+def test_parameter_server_client_without_ps_names_remote_cluster():
+  result = run_python(
+      ['-m', 'estimator_rt.main',
+       '--remote_cluster={"worker": ["127.0.0.1:2222"]}',
+       '--distribution_strategy=parameter_server', '--check_config'],
+      timeout=60, env={'TF_CONFIG': ''})
+  assert result.returncode == 2, result.stderr[-2000:]
+  assert ('needs "ps" tasks in remote_cluster; it has none' in
+          result.stderr), result.stderr[-2000:]
+
+
 def test_remote_cluster_with_a_tf_config_cluster_is_refused(tmp_path):
   result = run_python(
       ['-m', 'estimator_rt.main',
@@ -253,3 +265,22 @@ def test_remote_cluster_with_a_tf_config_cluster_is_refused(tmp_path):
   errors = [l for l in result.stderr.splitlines() if l.startswith('error: ')]
   assert len(errors) == 1 and 'TF_CONFIG' in errors[0], errors
   assert not (tmp_path / 'model').exists()
+
+
+@pytest.mark.parametrize('server_host,expected', [
+    ('127.0.0.1', r'listens on: 127\.0\.0\.1:\d+ only'),
+    # Servers off this machine: the client's own address is this host's
+    # name, and its server keeps TensorFlow's wildcard (README: "Where
+    # servers listen").
+    ('192.0.2.7', r'listens on: every interface, port \d+ \(a standalone '
+                  r'client of servers off this machine\)'),
+])
+def test_check_config_says_where_the_client_listens(server_host, expected):
+  result = run_python(
+      ['-m', 'estimator_rt.main',
+       f'--remote_cluster={{"worker": ["{server_host}:2222"], '
+       f'"ps": ["{server_host}:2223"]}}',
+       '--distribution_strategy=parameter_server', '--check_config'],
+      timeout=120, env={'TF_CONFIG': ''})
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert re.search(expected, result.stdout), result.stdout
