@@ -170,16 +170,43 @@ def test_synchronous_client_on_two_workers_matches_one_process(tmp_path):
   servers = _Servers(tmp_path, workers=2)
   try:
     module = write_tiny_model(tmp_path)
-    flags = tiny_flags(module, params={'batch_size': 16,
-                                       'num_examples': 128}) + [
-                                           '--max_steps=40', '--exporters=']
+    base = tiny_flags(module, params={'batch_size': 16,
+                                      'num_examples': 128}) + ['--exporters=']
+    flags = base + ['--max_steps=40']
+    client = [sys.executable, '-m', 'estimator_rt.main',
+              f'--remote_cluster=@{servers.cluster_file}',
+              '--distribution_strategy=mirrored']
     remote_dir, local_dir = tmp_path / 'remote', tmp_path / 'local'
-    result = run_python(
-        ['-m', 'estimator_rt.main', f'--remote_cluster=@{servers.cluster_file}',
-         '--distribution_strategy=mirrored', f'--model_dir={remote_dir}'] +
-        flags, timeout=240, env={'TF_CONFIG': ''})
+    result = run_python(client[1:] + [f'--model_dir={remote_dir}'] + flags,
+                        timeout=240, env={'TF_CONFIG': ''})
     assert result.returncode == 0, result.stderr[-3000:]
     assert 'standalone client' in result.stderr
+    assert servers.alive()
+
+    # A synchronous client killed mid-step leaves the servers serving, and
+    # the next one resumes from its latest checkpoint.
+    resumed_dir = tmp_path / 'resumed'
+    killed = subprocess.Popen(
+        client + [f'--model_dir={resumed_dir}', '--max_steps=10000000',
+                  '--save_checkpoints_steps=100'] + base,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(),
+        cwd=REPO_ROOT, start_new_session=True)
+    try:
+      wait_for(lambda: resumed_dir.is_dir() and bool(
+          checkpoint_steps(resumed_dir)), timeout=120,
+               what='the first checkpoint of the killed client')
+    finally:
+      os.killpg(killed.pid, signal.SIGKILL)
+      killed.wait()
+    saved = max(checkpoint_steps(resumed_dir))
+    assert servers.alive()
+    resumed = run_python(
+        client[1:] + [f'--model_dir={resumed_dir}',
+                      f'--max_steps={saved + 50}'] + base,
+        timeout=240, env={'TF_CONFIG': ''})
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f'Restored {resumed_dir}/model.ckpt-{saved}' in resumed.stderr
+    assert max(checkpoint_steps(resumed_dir)) == saved + 50
     assert servers.alive()
   finally:
     codes = servers.terminate()
