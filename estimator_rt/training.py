@@ -147,11 +147,12 @@ def train_and_evaluate(estimator, train_spec: TrainSpec,
                        ) -> Tuple[Optional[Dict[str, Any]], List[str]]:
   """Trains, evaluating after new checkpoints, then evaluates and exports.
 
-  Local mode (no cluster): evaluation runs in this process after each
-  checkpoint save, never at step 0 and never twice for one checkpoint,
-  at most once per `eval_spec.throttle_secs`; after training, the final
-  checkpoint is evaluated (if it was not already) and the exporters run
-  with `is_the_final_export=True`.
+  Local mode (no cluster), and a standalone client (`remote_cluster`),
+  which is the only process of its job: evaluation runs in this process
+  after each checkpoint save, never at step 0 and never twice for one
+  checkpoint, at most once per `eval_spec.throttle_secs`; after training,
+  the final checkpoint is evaluated (if it was not already) and the
+  exporters run with `is_the_final_export=True`.
 
   Returns:
     (metrics of the last evaluation, paths of all exports written).
@@ -167,6 +168,8 @@ def train_and_evaluate(estimator, train_spec: TrainSpec,
   cluster.check_strategy(task, strategy_name)
   logging.info('Running as %s. Role: %s', task.describe(),
                describe_role(task, strategy_name))
+  if task.standalone_client:
+    return _run_local(estimator, train_spec, eval_spec)
   if task.task_type == cluster.EVALUATOR:
     return _run_evaluator(estimator, train_spec, eval_spec)
   if task.task_type == cluster.PS or (
@@ -203,8 +206,9 @@ def describe_role(task, strategy_name: str) -> str:
            'runs synchronous training replicated in-graph over')
     return (f'standalone client: {how} the remote servers '
             f'({len(task.cluster[cluster.WORKER])} worker(s), {task.num_ps} '
-            'ps), writes model_dir locally, evaluates and exports here, and '
-            'leaves the servers running for the next client.')
+            'ps), writes model_dir locally, evaluates each new checkpoint '
+            '(at most once per throttle_secs) and the final one here, '
+            'exports, and leaves the servers running for the next client.')
   if task.is_chief and strategy_name == cluster.PARAMETER_SERVER:
     return (f'chief: coordinates parameter-server training (schedules '
             f'compiled loops on {len(task.cluster[cluster.WORKER])} '
@@ -250,18 +254,16 @@ def _run_training_task(estimator, train_spec, eval_spec, task, strategy_name):
                     max_steps=train_spec.max_steps)
   finally:
     if (strategy_name == cluster.PARAMETER_SERVER and
-        task.task_type == cluster.CHIEF and not task.standalone_client):
+        task.task_type == cluster.CHIEF):
       # Success or not, the servers must not wait for a chief that is done.
       server_lib.signal_training_done(
           (job, index, address)
           for job in (cluster.WORKER, cluster.PS)
           for index, address in enumerate(task.cluster.get(job, ())))
-  if not task.is_chief or (task.has_evaluator and
-                           not task.standalone_client):
+  if not task.is_chief or task.has_evaluator:
     return None, []
-  # No evaluator task (or a standalone client, which evaluates locally):
-  # the chief evaluates the final checkpoint itself, so the job still ends
-  # with metrics and exports.
+  # No evaluator task: the chief evaluates the final checkpoint itself, so
+  # the job still ends with metrics and exports.
   evaluator = CheckpointEvaluator(estimator=estimator, eval_spec=eval_spec)
   result = evaluator.evaluate(estimator.latest_checkpoint(), is_final=True)
   return result, evaluator.export_results

@@ -24,6 +24,7 @@ from _cluster import read_model_variables
 from _cluster import tiny_flags
 from _cluster import wait_for
 from _cluster import write_tiny_model
+from estimator_rt import summaries
 
 
 def _env():
@@ -106,8 +107,12 @@ def _metrics(result):
 def test_clients_train_resume_and_switch_models_on_the_same_servers(
     servers, tmp_path):
   # 1. A client trains the MLP on the digits to about a local run's
-  # accuracy.
-  remote = _metrics(_client(servers, tmp_path / 'mlp', '--max_steps=600'))
+  # accuracy, evaluating each new checkpoint as it goes (like a local run).
+  remote = _metrics(_client(servers, tmp_path / 'mlp', '--max_steps=600',
+                            '--throttle_secs=0'))
+  evaluated = [step for step, _ in summaries.read_scalars(
+      str(tmp_path / 'mlp' / 'eval'))['accuracy']]
+  assert evaluated == [100, 200, 300, 400, 500, 600], evaluated
   local = _metrics(run_python(
       ['-m', 'estimator_rt.main', f'--model_dir={tmp_path / "local"}',
        '--max_steps=600', '--save_checkpoints_steps=100',
