@@ -169,6 +169,10 @@ def train_and_evaluate(estimator, train_spec: TrainSpec,
   logging.info('Running as %s. Role: %s', task.describe(),
                describe_role(task, strategy_name))
   if task.standalone_client:
+    if task.has_evaluator:
+      logging.warning('remote_cluster lists an evaluator; this client '
+                      'evaluates in its own process (evaluation on a remote '
+                      'evaluator is not built) and leaves it unused.')
     return _run_local(estimator, train_spec, eval_spec)
   if task.task_type == cluster.EVALUATOR:
     return _run_evaluator(estimator, train_spec, eval_spec)
