@@ -196,35 +196,56 @@ def _optimizer_matches(contents: _Contents, graph) -> bool:
       optimizer_state)
 
 
-def restore(graph, path: str, *, source: str) -> None:
+def _options(io_device: Optional[str]) -> Optional[tf.train.CheckpointOptions]:
+  # Without an I/O device TensorFlow reads and writes a checkpoint on the
+  # devices that hold the variables: in parameter-server and standalone-
+  # client training, on the ps (or worker) machines, which may not even
+  # have model_dir.
+  if io_device is None:
+    return None
+  return tf.train.CheckpointOptions(experimental_io_device=io_device)
+
+
+def restore(graph, path: str, *, source: str,
+            io_device: Optional[str] = None) -> None:
   """Restores `graph`'s state from checkpoint `path`, after checking it.
 
   Optimizer state is restored when it matches (same optimizer); otherwise
   the optimizer starts fresh, with a warning.
+
+  Args:
+    graph: the ModelGraph to restore.
+    path: the checkpoint prefix.
+    source: where the checkpoint came from, for errors.
+    io_device: the device that reads the files (this process's CPU when
+      the variables live on other machines); None: the variables' devices.
   """
+  options = _options(io_device)
   contents = _read(path)
   mapping = align(path, graph, source=source, contents=contents)
   graph.set_local_variables(
       [v for i, v in enumerate(graph.model_variables) if i not in mapping])
   if graph.mode == ModeKeys.TRAIN:
     if _optimizer_matches(contents, graph):
-      graph.checkpoint.read(path).expect_partial()
+      graph.checkpoint.read(path, options=options).expect_partial()
       return
     logging.warning(
         'Checkpoint %s has optimizer state for a different optimizer; '
         'restoring the model and global step, starting the optimizer fresh.',
         path)
   model = {str(j): graph.model_variables[i] for i, j in mapping.items()}
-  tf.train.Checkpoint(global_step=graph.global_step,
-                      model=model).read(path).expect_partial()
+  tf.train.Checkpoint(global_step=graph.global_step, model=model).read(
+      path, options=options).expect_partial()
 
 
-def warm_start(graph, source: str) -> str:
+def warm_start(graph, source: str, *, io_device: Optional[str] = None
+               ) -> str:
   """Initializes the model variables (only) from another checkpoint.
 
   Args:
     graph: the TRAIN ModelGraph, before any training.
     source: a checkpoint prefix or a model_dir.
+    io_device: as for `restore`.
 
   Returns:
     The checkpoint path used.
@@ -239,7 +260,8 @@ def warm_start(graph, source: str) -> str:
           f'model variable #{i} ({variable.name}, shape '
           f'{tuple(variable.shape)}); warm start needs the same model '
           'variables.')
-  tf.train.Checkpoint(model=graph.model_variables).read(path).expect_partial()
+  tf.train.Checkpoint(model=graph.model_variables).read(
+      path, options=_options(io_device)).expect_partial()
   return path
 
 
@@ -252,11 +274,13 @@ class CheckpointSaver:
     max_to_keep: how many recent checkpoints to keep; 0 keeps all.
     every_steps: save when the global step reaches a multiple of this.
     every_secs: save when this many seconds passed since the last save.
+    io_device: the device that writes the files (see `restore`).
   """
 
   def __init__(self, *, checkpoint: tf.train.Checkpoint, directory: str,
                max_to_keep: int, every_steps: Optional[int],
-               every_secs: Optional[float]):
+               every_secs: Optional[float], io_device: Optional[str] = None):
+    self._options = _options(io_device)
     self._manager = tf.train.CheckpointManager(
         checkpoint, directory=directory, max_to_keep=max_to_keep or None,
         checkpoint_name=CHECKPOINT_NAME)
@@ -283,7 +307,7 @@ class CheckpointSaver:
     """Saves at `step` unless already saved there; returns the path or None."""
     if step == self._last_saved_step:
       return None
-    path = self._manager.save(checkpoint_number=step)
+    path = self._manager.save(checkpoint_number=step, options=self._options)
     self._last_save_time = time.time()
     self._last_saved_step = step
     return path

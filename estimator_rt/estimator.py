@@ -174,9 +174,17 @@ class Estimator:
   def eval_strategy(self) -> tf.distribute.Strategy:
     """The strategy for evaluate, predict (and export: no distribution)."""
     if self._eval_strategy is None:
+      task = self._config.task_info
       if self._config.eval_distribute is not None:
         self._eval_strategy = strategies.resolve_strategy(
             self._config.eval_distribute)
+      elif (task is not None and task.standalone_client and
+            task.has_evaluator):
+        # A standalone client evaluates on the evaluator server of its
+        # remote_cluster; the training strategy connects to it.
+        _ = self.train_strategy
+        self._eval_strategy = tf.distribute.OneDeviceStrategy(
+            cluster.cpu_device(cluster.EVALUATOR, 0))
       elif (self._config.task_info is not None or
             strategies.is_central_storage(self.train_strategy) or
             strategies.is_multi_worker(self.train_strategy)):
@@ -188,6 +196,22 @@ class Estimator:
       else:
         self._eval_strategy = self.train_strategy
     return self._eval_strategy
+
+  @property
+  def _checkpoint_io_device(self) -> Optional[str]:
+    """This process's CPU when its variables live on other machines (a
+    standalone client, a parameter-server chief, once connected), so that
+    model_dir is read and written here; None otherwise."""
+    task = self._config.task_info
+    if self._train_strategy is None:
+      return None  # Not connected to a cluster: everything is local.
+    if task is None or not (
+        task.standalone_client or (
+            task.task_type == cluster.CHIEF and
+            strategies.name_of(self._config.train_distribute) ==
+            cluster.PARAMETER_SERVER)):
+      return None
+    return cluster.cpu_device(task.task_type, task.task_index)
 
   def _seed(self):
     if self._config.tf_random_seed is not None:
@@ -250,11 +274,13 @@ class Estimator:
                          strategy=strategy, sample=data.sample)
     source = f'model_dir {self.model_dir!r}'
     if latest is not None:
-      checkpoints.restore(graph, latest, source=source)
+      checkpoints.restore(graph, latest, source=source,
+                          io_device=self._checkpoint_io_device)
       logging.info('Restored %s (global step %d).', latest,
                    int(graph.global_step.numpy()))
     elif self._warm_start_from:
-      used = checkpoints.warm_start(graph, self._warm_start_from)
+      used = checkpoints.warm_start(graph, self._warm_start_from,
+                                    io_device=self._checkpoint_io_device)
       logging.info('Warm-started model variables from %s.', used)
     start_step = int(graph.global_step.numpy())
     if steps is not None:
@@ -287,7 +313,8 @@ class Estimator:
         checkpoint=graph.checkpoint, directory=checkpoint_dir,
         max_to_keep=self._config.keep_checkpoint_max,
         every_steps=self._config.save_checkpoints_steps,
-        every_secs=self._config.checkpoint_every_secs)
+        every_secs=self._config.checkpoint_every_secs,
+        io_device=self._checkpoint_io_device)
     builtin = [hooks_lib.NanLossHook()]
     if self._config.log_step_count_steps:
       builtin.append(hooks_lib.LoggingHook(
@@ -357,7 +384,8 @@ class Estimator:
           config=self._config, strategy=strategy, sample=data.sample))
       self._eval_states = {key: state}  # Keep one: graphs hold memory.
     graph = state.graph
-    checkpoints.restore(graph, path, source=f'checkpoint {path!r}')
+    checkpoints.restore(graph, path, source=f'checkpoint {path!r}',
+                        io_device=self._checkpoint_io_device)
     graph.reset_metrics()
     loss_sum, count, steps_run, pair_values = state.loop(
         iter(data.dataset),
@@ -407,7 +435,8 @@ class Estimator:
     graph = ModelGraph(model_fn=self._model_fn, mode=ModeKeys.PREDICT,
                        params=self._params, config=self._config,
                        strategy=strategy, sample=data.sample)
-    checkpoints.restore(graph, path, source=f'checkpoint {path!r}')
+    checkpoints.restore(graph, path, source=f'checkpoint {path!r}',
+                        io_device=self._checkpoint_io_device)
     single = not isinstance(graph.build_spec.predictions, dict)
     keys = list(predict_keys) if predict_keys else None
     if keys:
@@ -469,7 +498,8 @@ class Estimator:
     graph = ModelGraph(model_fn=self._model_fn, mode=ModeKeys.PREDICT,
                        params=self._params, config=self._config,
                        strategy=strategy, sample=(sample, None))
-    checkpoints.restore(graph, path, source=f'checkpoint {path!r}')
+    checkpoints.restore(graph, path, source=f'checkpoint {path!r}',
+                        io_device=self._checkpoint_io_device)
     export_dir = export_lib.save(graph, receiver, export_dir_base)
     logging.info('Exported SavedModel of %s to %s', path, export_dir)
     return export_dir
