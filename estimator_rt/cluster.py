@@ -145,6 +145,18 @@ class TaskInfo:
             if job != EVALUATOR}
 
   @property
+  def runtime_cluster(self) -> Dict[str, List[str]]:
+    """The cluster this task's own TensorFlow server knows.
+
+    The training cluster, except for a standalone client (it also connects
+    to the evaluator server of its remote_cluster, to evaluate there) and
+    an evaluator server started by run_server (it must find itself).
+    """
+    if self.standalone_client or self.task_type == EVALUATOR:
+      return {job: list(addresses) for job, addresses in self.cluster.items()}
+    return self.training_cluster
+
+  @property
   def num_workers(self) -> int:
     """Training workers, the chief included."""
     return len(self.cluster.get(CHIEF, ())) + len(self.cluster.get(WORKER, ()))
@@ -285,20 +297,25 @@ def _is_loopback(address: str) -> bool:
 def server_task(task: Optional[TaskInfo], *, tf_config: Optional[str]
                 ) -> TaskInfo:
   """The task a long-running server (`run_server`) serves: `task`, else the
-  one TF_CONFIG describes.
+  one TF_CONFIG describes. A worker, a ps, or an evaluator (a standalone
+  client evaluates on the evaluator server of its remote_cluster).
 
   Raises:
-    ClusterConfigError: no cluster or task, or an evaluator task (an
-      evaluator runs estimator_rt.main, not a server).
+    ClusterConfigError: no cluster or task, or a chief task (in
+      standalone-client mode the client is the chief).
   """
   if task is None:
     task = parse_tf_config(tf_config)
     if task is None:
       _fail('run_server: no cluster: set TF_CONFIG (with "cluster" and '
             '"task") or pass --cluster, --job_name and --task_index.')
-  if task.task_type == EVALUATOR:
-    _fail("run_server: task type='evaluator' is not a server; an evaluator "
-          'runs `python -m estimator_rt.main`. Serve "worker" or "ps" tasks.')
+  if task.task_type == CHIEF:
+    _fail("run_server: task type='chief' is not a server; in "
+          'standalone-client mode the client is the chief. Serve "worker", '
+          '"ps" or "evaluator" tasks.')
+  if task.address is None:
+    _fail(f"run_server: task type={task.task_type!r} index="
+          f'{task.task_index} has no address in the cluster.')
   return task
 
 
@@ -317,7 +334,8 @@ def client_task(remote_cluster, *, client_port: Optional[int] = None
   clean = validate_cluster(remote_cluster, where='remote_cluster')
   if CHIEF in clean:
     _fail('remote_cluster lists a "chief"; the client is the chief. List only '
-          'the "worker" and "ps" servers (and optionally an "evaluator").')
+          'the "worker" and "ps" servers (and optionally an "evaluator" '
+          'server to evaluate on).')
   if not clean.get(WORKER):
     _fail('remote_cluster has no "worker" servers to train on.')
   if client_port is None:

@@ -35,7 +35,7 @@ class InGraphReplication:
 
   def __init__(self, *, task: TaskInfo):
     tf.config.experimental_connect_to_cluster(
-        tf.train.ClusterSpec(task.training_cluster), job_name=task.task_type,
+        tf.train.ClusterSpec(task.runtime_cluster), job_name=task.task_type,
         task_index=task.task_index, make_master_device_default=False)
     self.worker_devices = [cpu_device(WORKER, i)
                            for i in range(len(task.cluster[WORKER]))]

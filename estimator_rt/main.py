@@ -99,9 +99,10 @@ flags.DEFINE_bool('check_config', False,
                   'without starting anything.')
 flags.DEFINE_string('remote_cluster', None,
                     'Standalone-client mode: JSON (or @file) mapping "worker" '
-                    'and "ps" to the addresses of servers started with '
-                    '`python -m estimator_rt.run_server`; this process '
-                    'drives them. Not with a TF_CONFIG cluster.')
+                    'and "ps" (and optionally "evaluator", to evaluate on) to '
+                    'the addresses of servers started with `python -m '
+                    'estimator_rt.run_server`; this process drives them. Not '
+                    'with a TF_CONFIG cluster.')
 flags.DEFINE_float('remote_connect_timeout_secs', 60,
                    'How long a standalone client waits for every server to '
                    'accept connections before failing.', lower_bound=0.1)

@@ -60,9 +60,10 @@ class RunConfig:
       None for local training. By default it is read from the TF_CONFIG
       environment variable, as tf.estimator's RunConfig did.
     remote_cluster: standalone-client mode: job -> addresses of servers
-      started with `run_server` ('worker', 'ps'). This process drives them
-      as a client from outside the cluster; it cannot be combined with a
-      TF_CONFIG cluster.
+      started with `run_server` ('worker', 'ps', and optionally one
+      'evaluator' to evaluate on). This process drives them as a client
+      from outside the cluster and alone reads and writes model_dir; it
+      cannot be combined with a TF_CONFIG cluster.
     remote_connect_timeout_secs: how long a standalone client waits for
       every server to accept connections before failing.
   """

@@ -1,7 +1,7 @@
 """`python -m estimator_rt.run_server`: a long-running TensorFlow server.
 
-Starts the standard server of one task of a standalone-client cluster and
-waits for work; clients run `python -m estimator_rt.main
+Starts the standard server of one task (worker, ps, or an evaluator to
+evaluate on) of a standalone-client cluster and waits for work; clients run `python -m estimator_rt.main
 --remote_cluster=...` from anywhere and drive training on it, one after
 another. The task comes from TF_CONFIG, or from --cluster, --job_name and
 --task_index. Exits 0 on SIGTERM or SIGINT; bad input exits 2 with one line.

@@ -91,7 +91,7 @@ def start_server(task: TaskInfo, *, listen_address: Optional[str] = None
   else:
     bind_guard.restrict(listen_address, port)
   server = tf.distribute.Server(
-      tf.train.ClusterSpec(task.training_cluster), job_name=task.task_type,
+      tf.train.ClusterSpec(task.runtime_cluster), job_name=task.task_type,
       task_index=task.task_index, protocol=task.rpc_layer, start=True)
   # What the kernel says, not what was asked: a guard that did not act must
   # not pass for one that did.
@@ -214,7 +214,7 @@ def wait_until_reachable(task: TaskInfo, *, timeout_secs: float,
   """
   deadline = time.time() + timeout_secs
   pending = [(job, index, address)
-             for job, addresses in sorted(task.training_cluster.items())
+             for job, addresses in sorted(task.runtime_cluster.items())
              for index, address in enumerate(addresses)
              if address != task.address]
   while pending:

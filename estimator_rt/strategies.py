@@ -63,7 +63,7 @@ def _resolver(task: Optional[cluster.TaskInfo]):
     return tf.distribute.cluster_resolver.SimpleClusterResolver(
         tf.train.ClusterSpec({}))
   return tf.distribute.cluster_resolver.SimpleClusterResolver(
-      tf.train.ClusterSpec(task.training_cluster), task_type=task.task_type,
+      tf.train.ClusterSpec(task.runtime_cluster), task_type=task.task_type,
       task_id=task.task_index, rpc_layer=task.rpc_layer)
 
 

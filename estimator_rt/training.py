@@ -169,10 +169,6 @@ def train_and_evaluate(estimator, train_spec: TrainSpec,
   logging.info('Running as %s. Role: %s', task.describe(),
                describe_role(task, strategy_name))
   if task.standalone_client:
-    if task.has_evaluator:
-      logging.warning('remote_cluster lists an evaluator; this client '
-                      'evaluates in its own process (evaluation on a remote '
-                      'evaluator is not built) and leaves it unused.')
     return _run_local(estimator, train_spec, eval_spec)
   if task.task_type == cluster.EVALUATOR:
     return _run_evaluator(estimator, train_spec, eval_spec)
@@ -205,14 +201,17 @@ def describe_role(task, strategy_name: str) -> str:
            '; with no evaluator task it then evaluates the final checkpoint '
            'and exports')
   if task.standalone_client:
+    where_eval = ('on the evaluator server at '
+                  f'{task.cluster[cluster.EVALUATOR][0]}'
+                  if task.has_evaluator else 'in this process')
     how = ('coordinates asynchronous parameter-server training'
            if strategy_name == cluster.PARAMETER_SERVER else
            'runs synchronous training replicated in-graph over')
     return (f'standalone client: {how} the remote servers '
             f'({len(task.cluster[cluster.WORKER])} worker(s), {task.num_ps} '
-            'ps), writes model_dir locally, evaluates each new checkpoint '
-            '(at most once per throttle_secs) and the final one here, '
-            'exports, and leaves the servers running for the next client.')
+            f'ps), writes model_dir locally, evaluates each new checkpoint '
+            f'(at most once per throttle_secs) and the final one {where_eval}'
+            ', exports, and leaves the servers running for the next client.')
   if task.is_chief and strategy_name == cluster.PARAMETER_SERVER:
     return (f'chief: coordinates parameter-server training (schedules '
             f'compiled loops on {len(task.cluster[cluster.WORKER])} '

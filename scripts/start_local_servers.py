@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Starts long-running servers (`estimator_rt.run_server`) on this machine.
 
-    python scripts/start_local_servers.py --workers 2 --ps 1 \
+    python scripts/start_local_servers.py --workers 2 --ps 1 [--evaluator] \
         --cluster_file /tmp/cluster.json
 
 Each server is a background process on a free port with a 127.0.0.1
@@ -29,6 +29,9 @@ def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   parser.add_argument('--workers', type=int, default=1)
   parser.add_argument('--ps', type=int, default=1)
+  parser.add_argument('--evaluator', action='store_true',
+                      help='Also start an evaluator server; clients then '
+                      'evaluate on it.')
   parser.add_argument('--cluster_file', required=True)
   parser.add_argument('--startup_timeout_secs', type=float, default=120)
   args = parser.parse_args(argv)
@@ -36,7 +39,7 @@ def main(argv=None) -> int:
     parser.error(f'--workers={args.workers} --ps={args.ps}: need at least '
                  'one worker')
   cluster = make_cluster(workers=args.workers, ps=args.ps, chief=False,
-                         evaluator=False)
+                         evaluator=args.evaluator)
   with open(args.cluster_file, 'w') as f:
     json.dump(cluster, f)
   env = dict(os.environ)

@@ -136,6 +136,11 @@ TINY_MODEL_SOURCE = textwrap.dedent('''
           1, kernel_initializer=keras.initializers.Constant(INITIAL_KERNEL),
           bias_initializer='zeros', name='dense')
       out = layer(features['x'])
+      placement_log = params.get('placement_log')
+      if placement_log:  # Where each mode's variables were placed.
+        kernel = getattr(layer.kernel, 'value', layer.kernel)
+        with open(placement_log, 'a') as f:
+          f.write(f'{mode} {kernel.device}\\n')
       if mode == ert.ModeKeys.PREDICT:
         return ert.EstimatorSpec(mode, predictions={'y': out})
       loss = tf.reduce_mean(tf.square(out - labels))

@@ -38,15 +38,18 @@ def _env():
 class _Servers:
   """A worker and a ps started with `python -m estimator_rt.run_server`."""
 
-  def __init__(self, tmp_path, *, workers=1):
+  def __init__(self, tmp_path, *, workers=1, evaluator=False):
     addresses = launcher().make_cluster(workers=workers, ps=1, chief=False,
-                                        evaluator=False)
-    self.cluster = {'worker': addresses['worker'], 'ps': addresses['ps']}
+                                        evaluator=evaluator)
+    self.cluster = {job: addresses[job] for job in ('worker', 'ps',
+                                                    'evaluator')
+                    if job in addresses}
     self.cluster_file = tmp_path / 'cluster.json'
     self.cluster_file.write_text(json.dumps(self.cluster))
     self.logs = {}
     self.processes = {}
-    tasks = [('worker', i) for i in range(workers)] + [('ps', 0)]
+    tasks = [('worker', i) for i in range(workers)] + [('ps', 0)] + (
+        [('evaluator', 0)] if evaluator else [])
     for job, index in tasks:
       name = job if index == 0 else f'{job}{index}'
       log = tmp_path / f'{name}.log'
@@ -262,6 +265,10 @@ def test_unreachable_server_fails_in_bounded_time_naming_it(tmp_path):
      'both TF_CONFIG and --cluster'),
     ([], {'TF_CONFIG': '{"cluster": {"worker": ["127.0.0.1:2222"]}, '
                        '"task": {"index": 0}}'}, 'has no "type"'),
+    (['--cluster={"chief": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]}',
+      '--job_name=chief', '--task_index=0'], {},
+     "type='chief' is not a server; in standalone-client mode the client is "
+     'the chief'),
 ])
 def test_run_server_bad_input_exits_2_with_one_line(args, env, fragment):
   full_env = {'TF_CONFIG': ''}
@@ -316,3 +323,44 @@ def test_check_config_says_where_the_client_listens(server_host, expected):
       timeout=120, env={'TF_CONFIG': ''})
   assert result.returncode == 0, result.stderr[-2000:]
   assert re.search(expected, result.stdout), result.stdout
+
+
+def test_clients_evaluate_on_the_evaluator_server_and_write_model_dir_locally(
+    tmp_path):
+  """With an evaluator in remote_cluster, both kinds of client evaluate on
+  it, and every checkpoint is read and written by the client: model_dir is
+  relative to the client's working directory, which the servers (running
+  in the repository root) do not share."""
+  servers = _Servers(tmp_path, evaluator=True)
+  client_dir = tmp_path / 'client'
+  client_dir.mkdir()
+  module = write_tiny_model(tmp_path)
+  try:
+    for strategy in ('parameter_server', 'mirrored'):
+      placement_log = tmp_path / f'placement_{strategy}.txt'
+      model_dir = f'model_{strategy}'
+      result = run_python(
+          ['-m', 'estimator_rt.main',
+           f'--remote_cluster=@{servers.cluster_file}',
+           f'--distribution_strategy={strategy}', f'--model_dir={model_dir}',
+           '--max_steps=200', '--save_checkpoints_steps=100',
+           '--throttle_secs=0', '--exporters='] + tiny_flags(
+               module, params={'batch_size': 16,
+                               'placement_log': str(placement_log)}),
+          timeout=240, env={'TF_CONFIG': ''}, cwd=str(client_dir))
+      assert result.returncode == 0, (strategy, result.stderr[-3000:])
+      assert 'on the evaluator server at' in result.stderr
+      placed = set(placement_log.read_text().splitlines())
+      assert f'eval /job:evaluator/replica:0/task:0/device:CPU:0' in placed, (
+          strategy, placed)
+      assert f'train /job:ps/replica:0/task:0/device:CPU:0' in placed, (
+          strategy, placed)
+      assert checkpoint_steps(str(client_dir / model_dir)) == [100, 200]
+      evaluated = [step for step, _ in summaries.read_scalars(
+          str(client_dir / model_dir / 'eval'))['loss']]
+      assert evaluated == [100, 200], (strategy, evaluated)
+      assert not os.path.exists(os.path.join(REPO_ROOT, model_dir))
+    assert servers.alive()
+  finally:
+    codes = servers.terminate()
+  assert codes == {'worker': 0, 'ps': 0, 'evaluator': 0}
