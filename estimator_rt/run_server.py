@@ -20,7 +20,6 @@ import json
 import os
 import signal
 import sys
-import time
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
 
@@ -74,6 +73,14 @@ def _exit_with_error(message: str) -> None:
 
 def _main(argv) -> None:
   del argv
+  # Block the stop signals now, before any other thread exists: TensorFlow's
+  # threads inherit the mask (so none of them takes the signal, where no
+  # Python handler would ever run), and a signal sent at any moment, even
+  # during start-up or across the relaunch (exec keeps the mask), waits
+  # pending for the sigwait below. A handler installed after the server
+  # started would race both.
+  stop_signals = {signal.SIGTERM, signal.SIGINT}
+  signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
   # TensorFlow is imported only after the relaunch under the bind guard, so
   # a relaunch costs an interpreter start, not a TensorFlow import.
   from estimator_rt import bind_guard  # pylint: disable=g-import-not-at-top
@@ -87,30 +94,23 @@ def _main(argv) -> None:
         task_name=f'{task.task_type}:{task.task_index}',
         module='estimator_rt.run_server')
     from estimator_rt import server  # pylint: disable=g-import-not-at-top
-    tf_server = server.start_server(task, listen_address=listen_address)
+    serving = server.start_server(task, listen_address=listen_address)
   except UserInputError as e:
     _exit_with_error(str(e))
   if listen_address is None:
     logging.warning('--bind_host=%s: listening on every interface; anyone '
                     'who reaches port %s can run work on this server.',
                     FLAGS.bind_host, task.address.rsplit(':', 1)[1])
-  del tf_server  # Kept alive by the process; join() would block signals.
-
-  def stop(signum, frame):
-    del frame
-    logging.info('Signal %d: the server stops.', signum)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # A TensorFlow server cannot be shut down cleanly (its destructor would
-    # wait forever at interpreter exit); there is no state to save.
-    os._exit(0)  # pylint: disable=protected-access
-
-  signal.signal(signal.SIGTERM, stop)
-  signal.signal(signal.SIGINT, stop)
-  # TensorFlow serves on its own threads; this thread only waits for a
-  # signal (Server.join() would not return to Python to handle one).
-  while True:
-    time.sleep(3600)
+  # TensorFlow serves on its own threads (`serving` keeps the server
+  # referenced); this one waits for a stop signal.
+  signum = signal.sigwait(stop_signals)
+  del serving
+  logging.info('Signal %d: the server stops.', signum)
+  sys.stdout.flush()
+  sys.stderr.flush()
+  # A TensorFlow server cannot be shut down cleanly (its destructor would
+  # wait forever at interpreter exit); there is no state to save.
+  os._exit(0)  # pylint: disable=protected-access
 
 
 def main_entry():
