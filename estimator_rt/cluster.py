@@ -319,13 +319,30 @@ def server_task(task: Optional[TaskInfo], *, tf_config: Optional[str]
   return task
 
 
+def _source_address_towards(address: str) -> str:
+  """This machine's address on its route to `address`: a UDP socket is
+  connected there, which picks a route and a source address and sends
+  nothing. This host's name when there is no route (the reachability check
+  then names the server)."""
+  host, port = address.rsplit(':', 1)
+  try:
+    family, _, _, _, sockaddr = socket.getaddrinfo(
+        host.strip('[]'), int(port), type=socket.SOCK_DGRAM)[0]
+    with socket.socket(family, socket.SOCK_DGRAM) as probe:
+      probe.connect(sockaddr)
+      return probe.getsockname()[0]
+  except OSError:
+    return socket.gethostname()
+
+
 def client_task(remote_cluster, *, client_port: Optional[int] = None
                 ) -> TaskInfo:
   """The TaskInfo of a standalone client driving `remote_cluster`.
 
   The client joins the cluster as its chief (the coordinator), at a free
   port on this machine: 127.0.0.1 when every server is on loopback, else
-  this host's name.
+  this machine's address on the route to the first server (what the
+  servers see it as; this host's name may resolve to a loopback address).
 
   Raises:
     ClusterConfigError: a malformed cluster, one that names a chief (the
@@ -342,9 +359,12 @@ def client_task(remote_cluster, *, client_port: Optional[int] = None
     with socket.socket() as probe:
       probe.bind(('', 0))
       client_port = probe.getsockname()[1]
-  servers = [a for job, addresses in clean.items() if job != EVALUATOR
-             for a in addresses]
-  host = ('127.0.0.1' if all(_is_loopback(a) for a in servers)
-          else socket.gethostname())
-  return TaskInfo(cluster={**clean, CHIEF: (f'{host}:{client_port}',)},
+  servers = [a for addresses in clean.values() for a in addresses]
+  if all(_is_loopback(a) for a in servers):
+    address = f'127.0.0.1:{client_port}'
+  else:
+    host = _source_address_towards(servers[0])
+    address = (f'[{host}]:{client_port}' if ':' in host else
+               f'{host}:{client_port}')
+  return TaskInfo(cluster={**clean, CHIEF: (address,)},
                   task_type=CHIEF, task_index=0, standalone_client=True)

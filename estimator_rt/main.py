@@ -159,17 +159,11 @@ def _jsonable(value):
 
 
 def _starts_a_server(task) -> bool:
-  """Every cluster task starts a TensorFlow server but an evaluator."""
+  """Every cluster task starts a TensorFlow server but an evaluator; so
+  does a standalone client (as the chief)."""
   from estimator_rt import cluster  # pylint: disable=g-import-not-at-top
   return (task is not None and task.task_type != cluster.EVALUATOR and
           bool(task.address))
-
-
-def _unguarded_client(task) -> bool:
-  """A standalone client of servers off this machine: its own address is
-  this host's name, which may resolve to an address its servers do not
-  dial, so its server keeps TensorFlow's wildcard."""
-  return task.standalone_client and not task.address.startswith('127.0.0.1:')
 
 
 def _listen_description(task) -> Optional[str]:
@@ -178,9 +172,6 @@ def _listen_description(task) -> Optional[str]:
   if not _starts_a_server(task):
     return None
   port = bind_guard.split_host_port(task.address)[1]
-  if _unguarded_client(task):
-    return (f'every interface, port {port} (a standalone client of servers '
-            'off this machine)')
   address = bind_guard.listen_address(
       task.address, FLAGS.bind_host,
       task_name=f'{task.task_type}:{task.task_index}')
@@ -193,11 +184,6 @@ def _keep_server_to_its_address(task) -> None:
   """Relaunches under the bind guard when this task starts a server."""
   from estimator_rt import bind_guard  # pylint: disable=g-import-not-at-top
   if not _starts_a_server(task):
-    return
-  if _unguarded_client(task):
-    logging.warning('This standalone client listens at %s on every '
-                    'interface, as TensorFlow does: its servers are not on '
-                    'loopback.', task.address)
     return
   address = bind_guard.guard_this_process(
       task.address, FLAGS.bind_host,

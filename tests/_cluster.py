@@ -199,6 +199,30 @@ TINY_MODEL_SOURCE = textwrap.dedent('''
 ''')
 
 
+def address_not_of_this_machine() -> str:
+  """An IPv4 address that no interface of this machine has. Documentation
+  ranges, checked: this sandbox's own eth0 sits in 192.0.2.0/24."""
+  for candidate in ('198.51.100.7', '203.0.113.7', '192.0.2.7'):
+    with socket.socket() as probe:
+      try:
+        probe.bind((candidate, 0))
+      except OSError:
+        return candidate
+  raise RuntimeError('every documentation address is this machine\'s')
+
+
+def outward_address() -> Optional[str]:
+  """This machine's address on its route off the machine, or None when it
+  has no such route (or only a loopback one)."""
+  with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+    try:
+      probe.connect((address_not_of_this_machine(), 9))
+    except OSError:
+      return None
+    address = probe.getsockname()[0]
+  return None if address.startswith('127.') else address
+
+
 def write_tiny_model(directory) -> str:
   """Writes the tiny user module; returns its path (for `path.py:attr`)."""
   path = os.path.join(str(directory), 'tiny_model.py')

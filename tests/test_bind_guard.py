@@ -19,6 +19,7 @@ import pytest
 from conftest import REPO_ROOT
 from conftest import run_python
 from estimator_rt import bind_guard
+from _cluster import address_not_of_this_machine
 from _cluster import wait_for
 
 pytestmark = pytest.mark.skipif(
@@ -117,16 +118,16 @@ def test_listen_address_resolves_the_cluster_host_or_bind_host():
                                    task_name='worker:0') == '127.0.0.1'
   assert bind_guard.listen_address('localhost:5', None,
                                    task_name='worker:0') == '127.0.0.1'
-  assert bind_guard.listen_address('192.0.2.7:5', '127.0.0.2',
+  elsewhere = address_not_of_this_machine()
+  assert bind_guard.listen_address(f'{elsewhere}:5', '127.0.0.2',
                                    task_name='worker:0') == '127.0.0.2'
   for wildcard in ('0.0.0.0', '::'):
     assert bind_guard.listen_address('127.0.0.1:5', wildcard,
                                      task_name='ps:0') is None
-  # 192.0.2.0/24 is reserved for documentation: never this machine's.
   with pytest.raises(bind_guard.BindGuardError,
-                     match=r"worker:1's address '192.0.2.7:5'.*"
+                     match=f"worker:1's address '{elsewhere}:5'.*"
                            r'not an address of this machine.*--bind_host'):
-    bind_guard.listen_address('192.0.2.7:5', None, task_name='worker:1')
+    bind_guard.listen_address(f'{elsewhere}:5', None, task_name='worker:1')
   with pytest.raises(bind_guard.BindGuardError,
                      match=r"--bind_host='no-such-host.invalid'.*resolve"):
     bind_guard.listen_address('127.0.0.1:5', 'no-such-host.invalid',
@@ -184,14 +185,15 @@ def test_run_server_listens_on_its_address_only_unless_told_otherwise(
 
 
 def test_run_server_refuses_a_host_that_is_not_this_machine():
+  elsewhere = address_not_of_this_machine()
   result = run_python(
       ['-m', 'estimator_rt.run_server',
-       '--cluster={"worker": ["192.0.2.7:2222"]}', '--job_name=worker',
+       f'--cluster={{"worker": ["{elsewhere}:2222"]}}', '--job_name=worker',
        '--task_index=0'], timeout=60, env={'TF_CONFIG': ''})
   assert result.returncode == 2, result.stderr[-2000:]
   errors = [l for l in result.stderr.splitlines() if l.startswith('error:')]
   assert len(errors) == 1, result.stderr[-2000:]
-  assert "worker:0's address '192.0.2.7:2222'" in errors[0]
+  assert f"worker:0's address '{elsewhere}:2222'" in errors[0]
   assert '--bind_host' in errors[0]
 
 

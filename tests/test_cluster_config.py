@@ -232,6 +232,8 @@ def _binary(tmp_path, tf_config, *flags, timeout=120):
   return result, model_dir
 
 
+_ELSEWHERE = _cluster.address_not_of_this_machine()
+
 BINARY_CASES = [
     ('not_json', '{"cluster": ', 'default', ['TF_CONFIG is not valid JSON']),
     ('unknown_job', _config({'worker': [A], 'master': [B]}), 'default',
@@ -247,11 +249,12 @@ BINARY_CASES = [
     ('parameter_server_without_chief', _config(
         {'worker': [A], 'ps': [B]}, 'worker'), 'parameter_server', [
             'needs a "chief"']),
-    # 192.0.2.0/24 is reserved for documentation: never this machine's, so
-    # the task's server could only listen there by listening everywhere.
+    # The task's server could only listen there by listening everywhere.
     ('address_not_of_this_machine', _config(
-        {'worker': ['192.0.2.7:2222', B]}, 'worker'), 'multi_worker_mirrored',
-     ["worker:0's address '192.0.2.7:2222'", 'not an address of this machine',
+        {'worker': [f'{_ELSEWHERE}:2222', B]}, 'worker'),
+     'multi_worker_mirrored',
+     [f"worker:0's address '{_ELSEWHERE}:2222'",
+      'not an address of this machine',
       '--bind_host=0.0.0.0']),
 ]
 

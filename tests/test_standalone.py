@@ -18,12 +18,15 @@ from conftest import REPO_ROOT
 from conftest import run_python
 import numpy as np
 
+from _cluster import address_not_of_this_machine
 from _cluster import checkpoint_steps
 from _cluster import launcher
+from _cluster import outward_address
 from _cluster import read_model_variables
 from _cluster import tiny_flags
 from _cluster import wait_for
 from _cluster import write_tiny_model
+from estimator_rt import bind_guard
 from estimator_rt import summaries
 
 
@@ -38,12 +41,13 @@ def _env():
 class _Servers:
   """A worker and a ps started with `python -m estimator_rt.run_server`."""
 
-  def __init__(self, tmp_path, *, workers=1, evaluator=False):
+  def __init__(self, tmp_path, *, workers=1, evaluator=False,
+               host='127.0.0.1'):
     addresses = launcher().make_cluster(workers=workers, ps=1, chief=False,
                                         evaluator=evaluator)
-    self.cluster = {job: addresses[job] for job in ('worker', 'ps',
-                                                    'evaluator')
-                    if job in addresses}
+    self.cluster = {
+        job: [a.replace('127.0.0.1:', f'{host}:') for a in addresses[job]]
+        for job in ('worker', 'ps', 'evaluator') if job in addresses}
     self.cluster_file = tmp_path / 'cluster.json'
     self.cluster_file.write_text(json.dumps(self.cluster))
     self.logs = {}
@@ -306,15 +310,7 @@ def test_remote_cluster_with_a_tf_config_cluster_is_refused(tmp_path):
   assert not (tmp_path / 'model').exists()
 
 
-@pytest.mark.parametrize('server_host,expected', [
-    ('127.0.0.1', r'listens on: 127\.0\.0\.1:\d+ only'),
-    # Servers off this machine: the client's own address is this host's
-    # name, and its server keeps TensorFlow's wildcard (README: "Where
-    # servers listen").
-    ('192.0.2.7', r'listens on: every interface, port \d+ \(a standalone '
-                  r'client of servers off this machine\)'),
-])
-def test_check_config_says_where_the_client_listens(server_host, expected):
+def _client_check_config(server_host):
   result = run_python(
       ['-m', 'estimator_rt.main',
        f'--remote_cluster={{"worker": ["{server_host}:2222"], '
@@ -322,7 +318,20 @@ def test_check_config_says_where_the_client_listens(server_host, expected):
        '--distribution_strategy=parameter_server', '--check_config'],
       timeout=120, env={'TF_CONFIG': ''})
   assert result.returncode == 0, result.stderr[-2000:]
-  assert re.search(expected, result.stdout), result.stdout
+  return result.stdout
+
+
+def test_check_config_says_where_the_client_listens():
+  assert re.search(r'listens on: 127\.0\.0\.1:\d+ only',
+                   _client_check_config('127.0.0.1'))
+  # Servers off this machine: the client is at its address on the route to
+  # them (this host's name resolves to 127.0.0.1 here), and only there.
+  outward = outward_address()
+  if outward is None:
+    pytest.skip('no route off this machine')
+  stdout = _client_check_config(address_not_of_this_machine())
+  assert re.search(rf'listens on: {re.escape(outward)}:\d+ only', stdout), (
+      stdout)
 
 
 def test_clients_evaluate_on_the_evaluator_server_and_write_model_dir_locally(
@@ -399,3 +408,32 @@ def test_run_server_exits_0_on_sigterm_sent_the_moment_it_serves(tmp_path):
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
   assert codes == [0, 0, 0], [log.read_text()[-1500:] for log in logs]
+
+
+def test_client_of_servers_off_loopback_trains_with_every_server_narrowed(
+    tmp_path):
+  """Servers on this machine's outward address, not loopback: the client
+  joins at its own outward address, and it and the servers listen there
+  only, yet training works (the servers and the client reach each other)."""
+  outward = outward_address()
+  if outward is None:
+    pytest.skip('no route off this machine')
+  servers = _Servers(tmp_path, host=outward)
+  module = write_tiny_model(tmp_path)
+  try:
+    for job, addresses in servers.cluster.items():
+      port = int(addresses[0].rsplit(':', 1)[1])
+      assert bind_guard.listening_addresses(port) == [outward], job
+    result = run_python(
+        ['-m', 'estimator_rt.main', f'--remote_cluster=@{servers.cluster_file}',
+         '--distribution_strategy=parameter_server',
+         f'--model_dir={tmp_path / "model"}', '--max_steps=100',
+         '--exporters='] + tiny_flags(module),
+        timeout=240, env={'TF_CONFIG': ''})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f'Running as chief:0 at {outward}:' in result.stderr
+    assert checkpoint_steps(str(tmp_path / 'model'))[-1] == 100
+    assert servers.alive()
+  finally:
+    codes = servers.terminate()
+  assert codes == {'worker': 0, 'ps': 0}
