@@ -28,6 +28,7 @@ import sys
 from typing import List, NoReturn, Optional, Sequence
 
 from estimator_rt.cluster import ClusterConfigError
+from estimator_rt.cluster import split_host_port
 
 ADDRESS_VARIABLE = 'ESTIMATOR_RT_BIND_ADDRESS'
 PORT_VARIABLE = 'ESTIMATOR_RT_BIND_PORT'
@@ -63,12 +64,6 @@ def is_loaded() -> bool:
                  for line in maps)
   except OSError:
     return False
-
-
-def split_host_port(address: str):
-  """('host', port) of a 'host:port' or '[ipv6]:port' address."""
-  host, port = address.rsplit(':', 1)
-  return host.strip('[]'), int(port)
 
 
 def listen_address(task_address: str, bind_host: Optional[str], *,
@@ -239,11 +234,6 @@ def _kernel_address(hex_text: str):
   raw = b''.join(word[::-1] if sys.byteorder == 'little' else word
                  for word in words)
   return ipaddress.ip_address(raw)
-
-
-def join_host_port(address: str, port: int) -> str:
-  """'a.b.c.d:port' or '[v6]:port'."""
-  return f'[{address}]:{port}' if ':' in address else f'{address}:{port}'
 
 
 def is_wildcard(address: str) -> bool:

@@ -59,6 +59,17 @@ def check_address(address, *, where: str) -> str:
   return address
 
 
+def split_host_port(address: str) -> Tuple[str, int]:
+  """('host', port) of a 'host:port' or '[ipv6]:port' address."""
+  host, port = address.rsplit(':', 1)
+  return host.strip('[]'), int(port)
+
+
+def join_host_port(host: str, port: int) -> str:
+  """'host:port', with an IPv6 host in brackets."""
+  return f'[{host}]:{port}' if ':' in host else f'{host}:{port}'
+
+
 def _parse_index(value, *, where: str) -> int:
   if isinstance(value, bool):
     _fail(f'{where}={value!r} must be an integer.')
@@ -290,7 +301,7 @@ def check_strategy(task: TaskInfo, strategy_name: str) -> None:
 
 
 def _is_loopback(address: str) -> bool:
-  host = address.rsplit(':', 1)[0].strip('[]')
+  host, _ = split_host_port(address)
   return host in ('localhost', '::1') or host.startswith('127.')
 
 
@@ -324,10 +335,9 @@ def _source_address_towards(address: str) -> str:
   connected there, which picks a route and a source address and sends
   nothing. This host's name when there is no route (the reachability check
   then names the server)."""
-  host, port = address.rsplit(':', 1)
   try:
     family, _, _, _, sockaddr = socket.getaddrinfo(
-        host.strip('[]'), int(port), type=socket.SOCK_DGRAM)[0]
+        *split_host_port(address), type=socket.SOCK_DGRAM)[0]
     with socket.socket(family, socket.SOCK_DGRAM) as probe:
       probe.connect(sockaddr)
       return probe.getsockname()[0]
@@ -360,11 +370,8 @@ def client_task(remote_cluster, *, client_port: Optional[int] = None
       probe.bind(('', 0))
       client_port = probe.getsockname()[1]
   servers = [a for addresses in clean.values() for a in addresses]
-  if all(_is_loopback(a) for a in servers):
-    address = f'127.0.0.1:{client_port}'
-  else:
-    host = _source_address_towards(servers[0])
-    address = (f'[{host}]:{client_port}' if ':' in host else
-               f'{host}:{client_port}')
+  host = ('127.0.0.1' if all(_is_loopback(a) for a in servers) else
+          _source_address_towards(servers[0]))
+  address = join_host_port(host, client_port)
   return TaskInfo(cluster={**clean, CHIEF: (address,)},
                   task_type=CHIEF, task_index=0, standalone_client=True)

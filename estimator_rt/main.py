@@ -169,15 +169,16 @@ def _starts_a_server(task) -> bool:
 def _listen_description(task) -> Optional[str]:
   """Where this task's server would listen, for --check_config."""
   from estimator_rt import bind_guard  # pylint: disable=g-import-not-at-top
+  from estimator_rt import cluster  # pylint: disable=g-import-not-at-top
   if not _starts_a_server(task):
     return None
-  port = bind_guard.split_host_port(task.address)[1]
+  port = cluster.split_host_port(task.address)[1]
   address = bind_guard.listen_address(
       task.address, FLAGS.bind_host,
       task_name=f'{task.task_type}:{task.task_index}')
   if address is None:
     return f'every interface, port {port}'
-  return f'{bind_guard.join_host_port(address, port)} only'
+  return f'{cluster.join_host_port(address, port)} only'
 
 
 def _keep_server_to_its_address(task) -> None:

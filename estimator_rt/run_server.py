@@ -100,7 +100,7 @@ def _main(argv) -> None:
   if listen_address is None:
     logging.warning('--bind_host=%s: listening on every interface; anyone '
                     'who reaches port %s can run work on this server.',
-                    FLAGS.bind_host, task.address.rsplit(':', 1)[1])
+                    FLAGS.bind_host, cluster.split_host_port(task.address)[1])
   # TensorFlow serves on its own threads (`serving` keeps the server
   # referenced); this one waits for a stop signal.
   signum = signal.sigwait(stop_signals)

@@ -22,7 +22,9 @@ import tensorflow as tf
 from estimator_rt import bind_guard
 from estimator_rt.cluster import ClusterConfigError
 from estimator_rt.cluster import cpu_device
+from estimator_rt.cluster import join_host_port
 from estimator_rt.cluster import server_task
+from estimator_rt.cluster import split_host_port
 from estimator_rt.cluster import TaskInfo
 
 _DONE_QUEUE = 'estimator_rt_training_done'
@@ -85,7 +87,7 @@ def start_server(task: TaskInfo, *, listen_address: Optional[str] = None
     bind_guard.BindGuardError: the server listens wider than
       `listen_address` (the guard did not act).
   """
-  _, port = bind_guard.split_host_port(task.address)
+  _, port = split_host_port(task.address)
   if listen_address is None:
     listen_address = bind_guard.restriction(port)
   else:
@@ -105,7 +107,7 @@ def start_server(task: TaskInfo, *, listen_address: Optional[str] = None
   if listen_address is None:
     where = f'every interface, port {port}'
   else:
-    where = ', '.join(bind_guard.join_host_port(a, port)
+    where = ', '.join(join_host_port(a, port)
                       for a in listening) + ' only'
   logging.info('Serving %s:%d at %s, listening on %s.', task.task_type,
                task.task_index, task.address, where)
@@ -119,10 +121,8 @@ def _done_queue(job: str, index: int):
 
 
 def _reachable(address: str, timeout: float = 2.0) -> bool:
-  host, port = address.rsplit(':', 1)
-  host = host.strip('[]')
   try:
-    with socket.create_connection((host, int(port)), timeout=timeout):
+    with socket.create_connection(split_host_port(address), timeout=timeout):
       return True
   except OSError:
     return False
