@@ -3,7 +3,7 @@
 import contextlib
 import os
 import tempfile
-from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 
 from absl import logging
 import keras

@@ -11,7 +11,7 @@ Two kinds of input_fn, as in DESIGN.md:
 """
 
 import dataclasses
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Tuple
 
 import tensorflow as tf
 

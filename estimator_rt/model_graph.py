@@ -12,7 +12,7 @@ built in different processes restore each other's checkpoints.
 import contextlib
 import re
 import threading
-from typing import Any, List, Optional
+from typing import List, Optional
 
 import keras
 import tensorflow as tf
