@@ -11,7 +11,6 @@ import dataclasses
 import importlib.util
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -20,11 +19,15 @@ import textwrap
 import time
 from typing import Dict, List, Optional
 
+# One definition of each checkpoint reader, in _models; cluster tests reach
+# them through this module too.
+from _models import checkpoint_steps  # pylint: disable=unused-import
+from _models import read_model_variables  # pylint: disable=unused-import
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = sys.executable
 LAUNCHER = os.path.join(REPO_ROOT, 'scripts', 'launch_local_cluster.py')
 BINARY = [PYTHON, '-m', 'estimator_rt.main']
-VALUE = '/.ATTRIBUTES/VARIABLE_VALUE'
 
 _launcher_module = None
 
@@ -50,6 +53,38 @@ def task_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
   env['PYTHONUNBUFFERED'] = '1'
   env.update(extra or {})
   return env
+
+
+def start_run_server(log_path, *, cluster_flag: str, job: str, index: int,
+                     extra=()) -> subprocess.Popen:
+  """Starts `python -m estimator_rt.run_server` for `job:index`, the
+  cluster given as `--cluster=<cluster_flag>` (JSON or @file), its output
+  to `log_path`, in its own process group. Pair with `terminate`."""
+  with open(log_path, 'w') as log:
+    return subprocess.Popen(
+        [sys.executable, '-m', 'estimator_rt.run_server',
+         f'--cluster={cluster_flag}', f'--job_name={job}',
+         f'--task_index={index}', *extra],
+        env=task_env({'TF_CPP_MIN_LOG_LEVEL': '2'}), cwd=REPO_ROOT,
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def terminate(processes: Dict[str, subprocess.Popen], *, timeout: float = 30
+              ) -> Dict[str, Optional[int]]:
+  """SIGTERMs every process still running, then waits for each: their exit
+  codes by name, None for one that had to be SIGKILLed after `timeout`."""
+  for process in processes.values():
+    if process.poll() is None:
+      process.send_signal(signal.SIGTERM)
+  codes = {}
+  for name, process in processes.items():
+    try:
+      codes[name] = process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+      os.killpg(process.pid, signal.SIGKILL)
+      process.wait()
+      codes[name] = None
+  return codes
 
 
 def port_of(address: str) -> int:
@@ -372,21 +407,3 @@ def wait_task(task: Task, *, deadline: float) -> Optional[int]:
     return None
 
 
-# ---------------------------------------------------------- artifacts
-def checkpoint_steps(model_dir) -> List[int]:
-  steps = []
-  for name in os.listdir(model_dir):
-    match = re.fullmatch(r'model\.ckpt-(\d+)\.index', name)
-    if match:
-      steps.append(int(match.group(1)))
-  return sorted(steps)
-
-
-def read_model_variables(path) -> list:
-  """model/0, model/1, ... of a checkpoint, in order (numpy arrays)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  reader = tf.train.load_checkpoint(path)
-  names = reader.get_variable_to_shape_map()
-  count = sum(1 for k in names if re.fullmatch(r'model/\d+' + re.escape(VALUE),
-                                                k))
-  return [reader.get_tensor(f'model/{i}{VALUE}') for i in range(count)]

@@ -7,19 +7,18 @@ server kept to 127.0.0.1 must refuse.
 """
 
 import json
-import os
-import signal
 import socket
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
-from conftest import REPO_ROOT
 from conftest import run_python
 from estimator_rt import bind_guard
 from _cluster import address_not_of_this_machine
+from _cluster import launcher
+from _cluster import reachable
+from _cluster import start_run_server
+from _cluster import terminate
 from _cluster import wait_for
 
 pytestmark = pytest.mark.skipif(
@@ -27,18 +26,13 @@ pytestmark = pytest.mark.skipif(
     reason='the bind guard is not built (pip install -e . builds it)')
 
 
-def _free_port():
-  with socket.socket() as probe:
-    probe.bind(('127.0.0.1', 0))
-    return probe.getsockname()[1]
+def _free_ports(count):
+  # Held together while chosen, so they differ from each other.
+  return launcher().free_ports(count)
 
 
 def _accepts(host, port):
-  try:
-    with socket.create_connection((host, port), timeout=2):
-      return True
-  except OSError:
-    return False
+  return reachable(f'{host}:{port}')
 
 
 def _guarded_env(address, port):
@@ -48,7 +42,7 @@ def _guarded_env(address, port):
 
 
 def test_guard_narrows_only_the_wildcard_bind_of_its_port():
-  port, other = _free_port(), _free_port()
+  port, other = _free_ports(2)
   script = textwrap.dedent(f'''
       import errno, json, socket
       out = {{}}
@@ -81,7 +75,7 @@ def test_guard_narrows_only_the_wildcard_bind_of_its_port():
 
 
 def test_guard_fails_the_bind_rather_than_listen_wider():
-  port = _free_port()
+  port, = _free_ports(1)
   script = textwrap.dedent(f'''
       import errno, socket
       s = socket.socket(socket.AF_INET)
@@ -136,33 +130,15 @@ def test_listen_address_resolves_the_cluster_host_or_bind_host():
 
 def _start_server(tmp_path, port, *extra):
   log = tmp_path / f'server{port}.log'
-  env = dict(os.environ)
-  env['PYTHONPATH'] = REPO_ROOT + os.pathsep + env.get('PYTHONPATH', '')
-  env['TF_CPP_MIN_LOG_LEVEL'] = '2'
-  env.pop('TF_CONFIG', None)
-  process = subprocess.Popen(
-      [sys.executable, '-m', 'estimator_rt.run_server',
-       f'--cluster={json.dumps({"worker": [f"127.0.0.1:{port}"]})}',
-       '--job_name=worker', '--task_index=0',
-       *extra], stdout=open(log, 'w'), stderr=subprocess.STDOUT, env=env,
-      cwd=REPO_ROOT, start_new_session=True)
+  process = start_run_server(
+      log, cluster_flag=json.dumps({'worker': [f'127.0.0.1:{port}']}),
+      job='worker', index=0, extra=extra)
   return process, log
-
-
-def _stop(process):
-  if process.poll() is None:
-    process.send_signal(signal.SIGTERM)
-  try:
-    return process.wait(timeout=30)
-  except subprocess.TimeoutExpired:
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-    return None
 
 
 def test_run_server_listens_on_its_address_only_unless_told_otherwise(
     tmp_path):
-  narrow_port, wide_port = _free_port(), _free_port()
+  narrow_port, wide_port = _free_ports(2)
   narrow, narrow_log = _start_server(tmp_path, narrow_port)
   wide, wide_log = _start_server(tmp_path, wide_port, '--bind_host=0.0.0.0')
   try:
@@ -179,9 +155,9 @@ def test_run_server_listens_on_its_address_only_unless_told_otherwise(
     assert _accepts('127.0.0.2', wide_port)
     assert 'listening on every interface' in wide_log.read_text()
   finally:
-    codes = [_stop(narrow), _stop(wide)]
-  assert codes == [0, 0], (narrow_log.read_text()[-2000:],
-                           wide_log.read_text()[-2000:])
+    codes = terminate({'narrow': narrow, 'wide': wide})
+  assert codes == {'narrow': 0, 'wide': 0}, (narrow_log.read_text()[-2000:],
+                                             wide_log.read_text()[-2000:])
 
 
 def test_run_server_refuses_a_host_that_is_not_this_machine():
@@ -198,7 +174,7 @@ def test_run_server_refuses_a_host_that_is_not_this_machine():
 
 
 def test_run_server_function_needs_the_guard_or_an_explicit_wildcard():
-  port, wide_port = _free_port(), _free_port()
+  port, wide_port = _free_ports(2)
   script = textwrap.dedent(f'''
       import json, os, sys
       import estimator_rt as ert

@@ -23,6 +23,9 @@ from _cluster import checkpoint_steps
 from _cluster import launcher
 from _cluster import outward_address
 from _cluster import read_model_variables
+from _cluster import start_run_server
+from _cluster import task_env
+from _cluster import terminate
 from _cluster import tiny_flags
 from _cluster import wait_for
 from _cluster import write_tiny_model
@@ -31,11 +34,7 @@ from estimator_rt import summaries
 
 
 def _env():
-  env = dict(os.environ)
-  env['PYTHONPATH'] = REPO_ROOT + os.pathsep + env.get('PYTHONPATH', '')
-  env['TF_CPP_MIN_LOG_LEVEL'] = '2'
-  env.pop('TF_CONFIG', None)
-  return env
+  return task_env({'TF_CPP_MIN_LOG_LEVEL': '2'})
 
 
 class _Servers:
@@ -58,12 +57,8 @@ class _Servers:
       name = job if index == 0 else f'{job}{index}'
       log = tmp_path / f'{name}.log'
       self.logs[name] = log
-      self.processes[name] = subprocess.Popen(
-          [sys.executable, '-m', 'estimator_rt.run_server',
-           f'--cluster=@{self.cluster_file}', f'--job_name={job}',
-           f'--task_index={index}'],
-          stdout=open(log, 'w'), stderr=subprocess.STDOUT, env=_env(),
-          cwd=REPO_ROOT, start_new_session=True)
+      self.processes[name] = start_run_server(
+          log, cluster_flag=f'@{self.cluster_file}', job=job, index=index)
     for name in self.logs:
       wait_for(lambda name=name: 'Serving' in self.logs[name].read_text(),
                timeout=90, what=f'the {name} server to start')
@@ -71,20 +66,9 @@ class _Servers:
   def alive(self):
     return all(p.poll() is None for p in self.processes.values())
 
-  def terminate(self, timeout=30):
-    """SIGTERM both; returns their exit codes (None: had to be killed)."""
-    codes = {}
-    for job, process in self.processes.items():
-      if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-    for job, process in self.processes.items():
-      try:
-        codes[job] = process.wait(timeout=timeout)
-      except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        codes[job] = None
-    return codes
+  def terminate(self):
+    """SIGTERM them all; their exit codes (None: had to be killed)."""
+    return terminate(self.processes)
 
 
 @pytest.fixture
@@ -360,9 +344,9 @@ def test_clients_evaluate_on_the_evaluator_server_and_write_model_dir_locally(
       assert result.returncode == 0, (strategy, result.stderr[-3000:])
       assert 'on the evaluator server at' in result.stderr
       placed = set(placement_log.read_text().splitlines())
-      assert f'eval /job:evaluator/replica:0/task:0/device:CPU:0' in placed, (
+      assert 'eval /job:evaluator/replica:0/task:0/device:CPU:0' in placed, (
           strategy, placed)
-      assert f'train /job:ps/replica:0/task:0/device:CPU:0' in placed, (
+      assert 'train /job:ps/replica:0/task:0/device:CPU:0' in placed, (
           strategy, placed)
       assert checkpoint_steps(str(client_dir / model_dir)) == [100, 200]
       evaluated = [step for step, _ in summaries.read_scalars(
@@ -385,11 +369,9 @@ def test_run_server_exits_0_on_sigterm_sent_the_moment_it_serves(tmp_path):
   for port in ports:
     log = tmp_path / f'server{port}.log'
     logs.append(log)
-    processes.append(subprocess.Popen(
-        [sys.executable, '-m', 'estimator_rt.run_server',
-         f'--cluster={{"worker": ["127.0.0.1:{port}"]}}', '--job_name=worker',
-         '--task_index=0'], stdout=open(log, 'w'), stderr=subprocess.STDOUT,
-        env=_env(), cwd=REPO_ROOT, start_new_session=True))
+    processes.append(start_run_server(
+        log, cluster_flag=f'{{"worker": ["127.0.0.1:{port}"]}}', job='worker',
+        index=0))
   codes = []
   try:
     for process, log in zip(processes, logs):
