@@ -122,27 +122,15 @@ def test_input_context_replicas_match_one_replica(tmp_path, optimizer, lr):
   _assert_same_weights(ckpt, reference)
 
 
-def test_partial_last_batch_split_unevenly_matches_one_replica(tmp_path):
-  """A finite dataset of 11 examples in global batches of 4 ends with a
-  batch of 3, split 2/1 across the replicas: the update must still be the
-  mean over the 3 examples, as on one replica."""
-  x, y = M.make_data(11, noise=0.3)
-  input_fn = M.global_input_fn(x, y, batch_size=4, repeat=False)
-  reference = _train_reference(str(tmp_path / 'ref'), 'sgd', 0.1, input_fn,
-                               100)
-  est = ert.Estimator(M.make_model_fn(optimizer='sgd', lr=0.1),
-                      model_dir=str(tmp_path / 'mirrored'),
-                      config=M.quiet_config(train_distribute='mirrored'))
-  est.train(input_fn, max_steps=100)
-  assert M.read_global_step(est.latest_checkpoint()) == 3
-  _assert_same_weights(est.latest_checkpoint(), reference)
-
-
-def test_last_batch_smaller_than_replica_count_trains(tmp_path):
-  """9 examples in global batches of 4: the last batch has 1 example, so one
-  replica gets an empty batch. Training must end at step 3 without NaN,
-  with the same weights as one replica."""
-  x, y = M.make_data(9, noise=0.3)
+@pytest.mark.parametrize('num_examples', [11, 9], ids=[
+    'last_batch_of_3_split_2_1', 'last_batch_of_1_leaves_a_replica_empty'])
+def test_partial_last_batch_matches_one_replica(tmp_path, num_examples):
+  """A finite dataset in global batches of 4 over 2 replicas. 11 examples
+  end with a batch of 3, split 2/1; 9 end with a batch of 1, so one replica
+  gets an empty batch. Training must end at step 3 without NaN, and the
+  update must still be the mean over the last batch's examples, with the
+  same weights as on one replica."""
+  x, y = M.make_data(num_examples, noise=0.3)
   input_fn = M.global_input_fn(x, y, batch_size=4, repeat=False)
   reference = _train_reference(str(tmp_path / 'ref'), 'sgd', 0.1, input_fn,
                                100)
