@@ -11,9 +11,9 @@ import os
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.variable_store import VariableStore
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -57,18 +57,12 @@ def test_bare_loop_computes_what_the_model_fn_computes(workload):
   features, labels = next(iter(dataset))
 
   # The model_fn's model variables, in creation order, from one eager call.
-  created = []
-
-  def creator(next_creator, **kwargs):
-    variable = next_creator(**kwargs)
-    created.append(variable)
-    return variable
-
-  with tf.variable_creator_scope(creator):
+  store = VariableStore()
+  with store.recording():
     model_fn_spec = spec['model_fn'](features, labels, ModeKeys.TRAIN,
                                      dict(spec['params']))
   # The optimizer creates its (non-trainable) counters too; leave them out.
-  created = [v for v in created if v.trainable]
+  created = [v for v in store.variables if v.trainable]
   bare_variables = model.trainable_variables
   assert [tuple(v.shape) for v in created] == [
       tuple(v.shape) for v in bare_variables]

@@ -6,7 +6,6 @@ model_dir that holds another model.
 import json
 import os
 import signal
-import sys
 import textwrap
 import time
 

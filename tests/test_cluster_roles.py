@@ -12,7 +12,6 @@ import os
 import time
 
 import numpy as np
-import pytest
 
 import _cluster
 from conftest import run_python

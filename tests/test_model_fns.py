@@ -2,8 +2,7 @@
 
 The model_fns are called eagerly on small batches. Where a test needs two
 calls to share variables (as the runtime arranges), `_SharedVariables` hands
-every call the variables of the first in creation order, the same mechanism
-the runtime uses.
+every call the variables of the first in creation order.
 """
 
 import contextlib
@@ -18,6 +17,7 @@ import pytest
 import tensorflow as tf
 
 import estimator_rt as ert
+from estimator_rt.variable_store import VariableStore
 from input_fns import digits
 from model_fns import cnn
 from model_fns import linear
@@ -37,7 +37,13 @@ def _seeded():
 
 
 class _SharedVariables:
-  """Makes each model_fn call under `scope()` reuse the first's variables."""
+  """Makes each model_fn call under `scope()` reuse the first's variables.
+
+  Unlike the runtime's VariableStore (one per mode, which refuses new
+  variables after the build call), a later call may add variables after the
+  shared ones: these tests call one model_fn in several modes, and EVAL adds
+  metric variables that TRAIN did not create.
+  """
 
   def __init__(self):
     self.variables = []
@@ -65,16 +71,10 @@ class _SharedVariables:
 
 def _created_variables(fn):
   """Runs fn() and returns the variables it created, in creation order."""
-  created = []
-
-  def creator(next_creator, **kwargs):
-    variable = next_creator(**kwargs)
-    created.append(variable)
-    return variable
-
-  with tf.variable_creator_scope(creator):
+  store = VariableStore()
+  with store.recording():
     fn()
-  return created
+  return store.variables
 
 
 def _assert_scalar_finite_loss(spec):
