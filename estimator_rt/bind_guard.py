@@ -58,10 +58,10 @@ def is_loaded() -> bool:
   path = library_path()
   if path is None:
     return False
+  mapped_path = os.path.realpath(path)
   try:
     with open('/proc/self/maps') as maps:
-      return any(line.rstrip().endswith(os.path.realpath(path))
-                 for line in maps)
+      return any(line.rstrip().endswith(mapped_path) for line in maps)
   except OSError:
     return False
 
