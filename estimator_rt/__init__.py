@@ -22,6 +22,7 @@ _EXPORTS = {
     'build_raw_serving_input_fn': 'estimator_rt.export',
     'EarlyStoppingHook': 'estimator_rt.hooks',
     'Estimator': 'estimator_rt.estimator',
+    'CheckpointSaveError': 'estimator_rt.errors',
     'EstimatorSpec': 'estimator_rt.spec',
     'EvalSpec': 'estimator_rt.training',
     'Exporter': 'estimator_rt.exporters',
@@ -43,6 +44,7 @@ _EXPORTS = {
     'StopAtStepHook': 'estimator_rt.hooks',
     'train_and_evaluate': 'estimator_rt.training',
     'TrainSpec': 'estimator_rt.training',
+    'UnusableCheckpointsError': 'estimator_rt.errors',
     'UserInputError': 'estimator_rt.errors',
 }
 

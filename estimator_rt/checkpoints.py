@@ -1,9 +1,15 @@
-"""Checkpoints in model_dir: when to save, what to restore, and checking a
-checkpoint belongs to this model before touching it.
+"""Checkpoints in model_dir: when to save, which one to restore, and
+checking a checkpoint is whole, finite and belongs to this model before
+touching it.
 
 Checkpoints are TF2 object checkpoints named `model.ckpt-<global step>`
-(the prefix tf.estimator used), listed in model_dir's `checkpoint` state
-file by `tf.train.CheckpointManager`.
+(the prefix tf.estimator used). The `checkpoint` state file is written for
+other tools (TensorBoard, tf.train.latest_checkpoint), but never trusted:
+the files on disk say which checkpoints exist, and a checkpoint counts only
+if every tensor in it reads back (TensorFlow checks each tensor's CRC) and
+every floating-point value is finite. A missing, stale or garbage state
+file, a truncated or deleted data file, or a damaged index makes the
+runtime fall back to the newest checkpoint that passes, never to step 0.
 """
 
 import dataclasses
@@ -11,28 +17,37 @@ import os
 import re
 import tempfile
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from absl import logging
+import numpy as np
 import tensorflow as tf
 
+from estimator_rt.errors import CheckpointSaveError
 from estimator_rt.errors import IncompatibleCheckpointError
+from estimator_rt.errors import UnusableCheckpointsError
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.model_graph import variable_signature
 
 CHECKPOINT_NAME = 'model.ckpt'
+STATE_FILE = 'checkpoint'
+# Where a writer moves checkpoints it found unusable, so that every
+# checkpoint left in model_dir restores, and nothing is destroyed.
+UNUSABLE_DIR = 'unusable_checkpoints'
 _VALUE_SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
 _MASK_KEY = 'model_trainable' + _VALUE_SUFFIX
 _NAMES_KEY = 'model_names' + _VALUE_SUFFIX
 _STEP_RE = re.compile(r'-(\d+)$')
-
-
-def latest_checkpoint(model_dir: Optional[str]) -> Optional[str]:
-  """Path prefix of the newest checkpoint in `model_dir`, or None."""
-  if not model_dir or not tf.io.gfile.isdir(model_dir):
-    return None
-  return tf.train.latest_checkpoint(model_dir)
+_NAME_RE = re.compile(re.escape(CHECKPOINT_NAME) + r'-(\d+)$')
+_INDEX_RE = re.compile(re.escape(CHECKPOINT_NAME) + r'-(\d+)\.index$')
+_DATA_RE = re.compile(re.escape(CHECKPOINT_NAME) + r'-(\d+)\.data-\d+-of-\d+$')
+# What an interrupted save leaves: TensorFlow's shard directory
+# (`<prefix>_temp/`), its index and data temp files (`.tempstate<n>`), and
+# the temp file of an atomic state-file write (`checkpoint.tmp<hex>`).
+_LEFTOVER_RE = re.compile(
+    re.escape(CHECKPOINT_NAME) + r'-\d+(_temp|\..*tempstate.*)$|^' +
+    re.escape(STATE_FILE) + r'\.tmp')
 
 
 def checkpoint_step(path: str) -> int:
@@ -43,14 +58,182 @@ def checkpoint_step(path: str) -> int:
   return int(match.group(1))
 
 
-def resolve_checkpoint(path_or_dir: str, *, what: str) -> str:
-  """A checkpoint prefix from a checkpoint prefix or a directory.
+def _one_line(error: BaseException, limit: int = 300) -> str:
+  text = getattr(error, 'message', None) or str(error) or type(error).__name__
+  text = ' '.join(text.split())
+  return text if len(text) <= limit else text[:limit] + '...'
+
+
+def _state_file_names(directory: str) -> List[str]:
+  """Checkpoint prefixes the state file lists (a hint, never trusted)."""
+  if not tf.io.gfile.exists(os.path.join(directory, STATE_FILE)):
+    return []
+  try:
+    state = tf.train.get_checkpoint_state(directory)
+  except Exception as e:  # pylint: disable=broad-except
+    # Empty, truncated or garbage: the files on disk still say everything.
+    logging.warning('Ignoring the unreadable checkpoint state file %s (%s); '
+                    'looking at the checkpoint files instead.',
+                    os.path.join(directory, STATE_FILE), _one_line(e, 120))
+    return []
+  if state is None:
+    return []
+  names = list(state.all_model_checkpoint_paths)
+  if state.model_checkpoint_path:
+    names.append(state.model_checkpoint_path)
+  return [n if os.path.isabs(n) or '://' in n else os.path.join(directory, n)
+          for n in names]
+
+
+def checkpoint_candidates(directory: Optional[str]) -> List[str]:
+  """Prefixes of the checkpoints in `directory`, newest (highest step) first.
+
+  The `model.ckpt-<step>.index` files on disk, plus any checkpoint the
+  state file names whose index exists. Cheap: one listing, nothing opened.
+  """
+  if not directory or not tf.io.gfile.isdir(directory):
+    return []
+  found = {}
+  for name in tf.io.gfile.listdir(directory):
+    match = _INDEX_RE.match(name)
+    if match:
+      found[os.path.join(directory, name[:-len('.index')])] = int(
+          match.group(1))
+  for path in _state_file_names(directory):
+    if path not in found and _NAME_RE.search(os.path.basename(path)) and (
+        tf.io.gfile.exists(path + '.index')):
+      found[path] = checkpoint_step(path)
+  return sorted(found, key=lambda p: (found[p], p), reverse=True)
+
+
+def _files_of(prefix: str) -> List[str]:
+  return ([prefix + '.index'] if tf.io.gfile.exists(prefix + '.index') else []
+          ) + tf.io.gfile.glob(prefix + '.data-*')
+
+
+def _fingerprint(prefix: str) -> Tuple:
+  stats = []
+  for path in sorted(_files_of(prefix)):
+    stat = tf.io.gfile.stat(path)
+    stats.append((path, stat.length, stat.mtime_nsec))
+  return tuple(stats)
+
+
+# prefix -> (fingerprint of its files, problem or None): a checkpoint is
+# read in full once per content, however often it is looked for (the
+# evaluator polls; train_and_evaluate looks again after training).
+_checked: Dict[str, Tuple[Tuple, Optional[str]]] = {}
+
+
+def problem_with(path: str) -> Optional[str]:
+  """Why checkpoint `path` cannot be used, or None if it can.
+
+  Reads every tensor back: TensorFlow verifies each one's CRC, so a
+  truncated, overwritten or missing data file and a damaged index are all
+  found; and every floating-point value must be finite. Costs one read of
+  the checkpoint, once per content of its files.
+  """
+  try:
+    fingerprint = _fingerprint(path)
+  except tf.errors.OpError as e:  # Deleted while we looked.
+    return f'its files vanished ({_one_line(e, 120)})'
+  known = _checked.get(path)
+  if known is not None and known[0] == fingerprint:
+    return known[1]
+  problem = _find_problem(path)
+  _checked[path] = (fingerprint, problem)
+  return problem
+
+
+def _find_problem(path: str) -> Optional[str]:
+  if not tf.io.gfile.exists(path + '.index'):
+    return 'its .index file is missing'
+  if not tf.io.gfile.glob(path + '.data-*'):
+    return 'its .data file is missing'
+  try:
+    reader = tf.train.load_checkpoint(path)
+    keys = sorted(reader.get_variable_to_shape_map())
+  except Exception as e:  # pylint: disable=broad-except
+    return f'its .index file cannot be read ({_one_line(e, 160)})'
+  for key in keys:
+    try:
+      value = reader.get_tensor(key)
+    except Exception as e:  # pylint: disable=broad-except
+      return f'tensor {key} cannot be read ({_one_line(e, 160)})'
+    array = np.asarray(value)
+    if array.dtype.kind in 'fc' and not np.all(np.isfinite(array)):
+      return f'tensor {key} holds NaN or infinite values'
+  return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+  """The newest usable checkpoint of a directory, and what was skipped.
+
+  Attributes:
+    path: the checkpoint prefix to restore, or None if the directory holds
+      no checkpoint at all.
+    skipped: (prefix, problem) of each newer checkpoint that cannot be used.
+  """
+
+  path: Optional[str]
+  skipped: Tuple[Tuple[str, str], ...] = ()
+
+
+# Unusable checkpoints already reported, so that looking again (the
+# evaluator polls) does not repeat the warning.
+_reported: Dict[str, Tuple] = {}
+
+
+def choose_checkpoint(directory: Optional[str], *, what: str = 'model_dir'
+                      ) -> Choice:
+  """The newest checkpoint in `directory` that is whole and finite.
+
+  Tries the candidates newest first and logs one warning for each one it
+  skips, naming the file and why.
 
   Raises:
-    UserInputError: nothing there is a checkpoint.
+    UnusableCheckpointsError: `directory` holds checkpoints, but none can
+      be used (nothing is touched: they are the user's to recover).
+  """
+  skipped = []
+  for path in checkpoint_candidates(directory):
+    problem = problem_with(path)
+    if problem is None:
+      return Choice(path=path, skipped=tuple(skipped))
+    if not tf.io.gfile.exists(path + '.index'):
+      continue  # Removed since the listing (keep_checkpoint_max): not damage.
+    skipped.append((path, problem))
+    fingerprint = _checked.get(path, (None,))[0]
+    if _reported.get(path) != fingerprint:
+      _reported[path] = fingerprint
+      logging.warning('Skipping checkpoint %s: %s.', path, problem)
+  if skipped:
+    listed = '; '.join(f'{os.path.basename(p)}: {why}' for p, why in skipped)
+    raise UnusableCheckpointsError(
+        f'{what} {directory!r} holds {len(skipped)} checkpoint(s) and none '
+        f'can be used ({listed}). Nothing was written. Restore them from a '
+        'backup, or move them away to start training from step 0.')
+  return Choice(path=None)
+
+
+def latest_checkpoint(model_dir: Optional[str]) -> Optional[str]:
+  """Path prefix of the newest usable checkpoint in `model_dir`, or None.
+
+  Raises:
+    UnusableCheckpointsError: there are checkpoints but none is usable.
+  """
+  return choose_checkpoint(model_dir).path
+
+
+def resolve_checkpoint(path_or_dir: str, *, what: str) -> str:
+  """A usable checkpoint prefix from a checkpoint prefix or a directory.
+
+  Raises:
+    UserInputError: nothing there is a checkpoint, or it cannot be used.
   """
   if tf.io.gfile.isdir(path_or_dir):
-    found = tf.train.latest_checkpoint(path_or_dir)
+    found = choose_checkpoint(path_or_dir, what=what).path
     if found is None:
       raise UserInputError(
           f'{what}={path_or_dir!r} is a directory with no checkpoint in it.')
@@ -59,7 +242,71 @@ def resolve_checkpoint(path_or_dir: str, *, what: str) -> str:
     raise UserInputError(
         f'{what}={path_or_dir!r} is neither a checkpoint (no '
         f'{path_or_dir}.index) nor a directory holding one.')
+  problem = problem_with(path_or_dir)
+  if problem is not None:
+    raise UnusableCheckpointsError(
+        f'{what}={path_or_dir!r} cannot be used: {problem}. Name another '
+        'checkpoint, or leave it out to use the newest usable one.')
   return path_or_dir
+
+
+def _remove(paths: Sequence[str]) -> None:
+  for path in paths:
+    if tf.io.gfile.isdir(path):
+      tf.io.gfile.rmtree(path)
+    else:
+      tf.io.gfile.remove(path)
+
+
+def set_aside(skipped: Sequence[Tuple[str, str]], model_dir: str) -> None:
+  """Moves unusable checkpoints into model_dir/unusable_checkpoints/.
+
+  Called by the writer of model_dir once it resumed from an older one: the
+  checkpoints left in model_dir then all restore, and the damaged files
+  stay available to whoever wants to look at them.
+  """
+  if not skipped:
+    return
+  target = os.path.join(model_dir, UNUSABLE_DIR)
+  tf.io.gfile.makedirs(target)
+  for prefix, problem in skipped:
+    for path in _files_of(prefix):
+      tf.io.gfile.rename(path, os.path.join(target, os.path.basename(path)),
+                         overwrite=True)
+    _checked.pop(prefix, None)
+    logging.warning('Moved unusable checkpoint %s (%s) to %s.',
+                    os.path.basename(prefix), problem, target)
+
+
+def remove_leftovers(model_dir: str) -> List[str]:
+  """Removes what interrupted saves left in `model_dir`.
+
+  That is TensorFlow's `<prefix>_temp/` shard directories and temp files,
+  the state file's temp files, and data files whose index was never
+  written (a save killed between the two). Only the writer of model_dir
+  calls this, before it saves anything.
+
+  Returns:
+    The removed paths.
+  """
+  if not tf.io.gfile.isdir(model_dir):
+    return []
+  names = tf.io.gfile.listdir(model_dir)
+  present = set(n.rstrip('/') for n in names)
+  removed = []
+  for name in names:
+    name = name.rstrip('/')
+    data = _DATA_RE.match(name)
+    orphan = data and (
+        f'{CHECKPOINT_NAME}-{data.group(1)}.index' not in present)
+    if orphan or _LEFTOVER_RE.search(name):
+      path = os.path.join(model_dir, name)
+      _remove([path])
+      removed.append(path)
+  if removed:
+    logging.warning('Removed what an interrupted save left in %s: %s.',
+                    model_dir, ', '.join(os.path.basename(p) for p in removed))
+  return removed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -268,27 +515,37 @@ def warm_start(graph, source: str, *, io_device: Optional[str] = None
 class CheckpointSaver:
   """Saves `checkpoint` to `directory` by steps or seconds, keeping the last N.
 
+  A save writes TensorFlow's checkpoint files (its index last, so an index
+  on disk means the data before it is complete), then the state file
+  (atomically, by rename), then removes checkpoints beyond the newest
+  `max_to_keep`. Which checkpoints exist comes from the files on disk, not
+  from the state file, so a missing or stale state file neither loses
+  track of old checkpoints nor keeps them forever.
+
   Args:
     checkpoint: the tf.train.Checkpoint to save.
     directory: where to save (model_dir).
     max_to_keep: how many recent checkpoints to keep; 0 keeps all.
     every_steps: save when the global step reaches a multiple of this.
     every_secs: save when this many seconds passed since the last save.
+    last_saved_step: the step of the checkpoint training resumed from
+      (None if it started fresh): no second save at that step.
     io_device: the device that writes the files (see `restore`).
   """
 
   def __init__(self, *, checkpoint: tf.train.Checkpoint, directory: str,
                max_to_keep: int, every_steps: Optional[int],
-               every_secs: Optional[float], io_device: Optional[str] = None):
+               every_secs: Optional[float],
+               last_saved_step: Optional[int] = None,
+               io_device: Optional[str] = None):
+    self._checkpoint = checkpoint
+    self._directory = directory
+    self._max_to_keep = max_to_keep
     self._options = _options(io_device)
-    self._manager = tf.train.CheckpointManager(
-        checkpoint, directory=directory, max_to_keep=max_to_keep or None,
-        checkpoint_name=CHECKPOINT_NAME)
     self._every_steps = every_steps
     self._every_secs = every_secs
     self._last_save_time = time.time()
-    latest = self._manager.latest_checkpoint
-    self._last_saved_step = checkpoint_step(latest) if latest else None
+    self._last_saved_step = last_saved_step
 
   def next_save_step(self, step: int) -> Optional[int]:
     """The next step at which a step-based save is due (None: not by steps)."""
@@ -304,13 +561,78 @@ class CheckpointSaver:
     return time.time() - self._last_save_time >= self._every_secs
 
   def save(self, step: int) -> Optional[str]:
-    """Saves at `step` unless already saved there; returns the path or None."""
+    """Saves at `step` unless already saved there; returns the path or None.
+
+    Raises:
+      CheckpointSaveError: the files could not be written (disk full,
+        permission denied, ...). What the failed save wrote is removed; the
+        checkpoints saved before are untouched.
+    """
     if step == self._last_saved_step:
       return None
-    path = self._manager.save(checkpoint_number=step, options=self._options)
+    prefix = os.path.join(self._directory, f'{CHECKPOINT_NAME}-{step}')
+    stale = _files_of(prefix)
+    if stale:
+      # Only an unusable checkpoint can sit at a step training has not
+      # saved yet (a usable one would have been resumed from).
+      logging.warning('Replacing checkpoint files at step %d: %s.', step,
+                      ', '.join(os.path.basename(p) for p in stale))
+    try:
+      _remove(stale)
+      path = self._checkpoint.write(prefix, options=self._options)
+      kept = self._rotate(step)
+      self._write_state_file(path, kept)
+    except (tf.errors.OpError, OSError) as e:
+      self._remove_partial(prefix)
+      raise CheckpointSaveError(
+          f'Could not save checkpoint {os.path.basename(prefix)} in '
+          f'{self._directory!r}: {_one_line(e)}. The checkpoints saved '
+          f'before are intact (newest: step {self._last_saved_step}); fix '
+          'the disk space or permissions and run the same command again to '
+          'resume from it.') from e
+    _checked.pop(path, None)
     self._last_save_time = time.time()
     self._last_saved_step = step
     return path
+
+  def _rotate(self, step: int) -> List[str]:
+    """Removes checkpoints beyond the newest `max_to_keep` up to `step`;
+    returns the ones kept, oldest first.
+
+    Checkpoints of higher steps can only be unusable ones that training
+    will replace when it gets there: they are neither counted nor listed.
+    """
+    lineage = [p for p in checkpoint_candidates(self._directory)
+               if checkpoint_step(p) <= step]
+    keep = lineage[:self._max_to_keep] if self._max_to_keep else lineage
+    for prefix in lineage[len(keep):]:
+      # The index first: without it the rest is no longer a checkpoint.
+      _remove(_files_of(prefix))
+      _checked.pop(prefix, None)
+    return list(reversed(keep))
+
+  def _write_state_file(self, latest: str, kept: Sequence[str]) -> None:
+    # The format TensorFlow's CheckpointManager writes, with paths relative
+    # to the directory so that model_dir can be moved.
+    lines = [f'model_checkpoint_path: "{os.path.basename(latest)}"']
+    lines += [f'all_model_checkpoint_paths: "{os.path.basename(p)}"'
+              for p in kept]
+    path = os.path.join(self._directory, STATE_FILE)
+    temp = f'{path}.tmp{os.getpid()}'
+    with tf.io.gfile.GFile(temp, 'w') as f:
+      f.write('\n'.join(lines) + '\n')
+    tf.io.gfile.rename(temp, path, overwrite=True)
+
+  def _remove_partial(self, prefix: str) -> None:
+    leftovers = [p for p in _files_of(prefix) + [prefix + '_temp']
+                 if tf.io.gfile.exists(p)]
+    leftovers += tf.io.gfile.glob(
+        os.path.join(self._directory, STATE_FILE + '.tmp*'))
+    try:
+      _remove(leftovers)
+    except (tf.errors.OpError, OSError) as e:
+      logging.warning('Could not remove what the failed save left (%s); the '
+                      'next run removes it.', _one_line(e, 160))
 
   @property
   def last_saved_step(self) -> Optional[int]:

@@ -13,6 +13,7 @@ from absl import logging
 import tensorflow as tf
 
 from estimator_rt.checkpoints import CheckpointSaver
+from estimator_rt.errors import NanLossError
 from estimator_rt.hooks import Hook
 from estimator_rt.hooks import LoopResult
 from estimator_rt.summaries import ScalarWriter
@@ -27,7 +28,8 @@ class TrainController:
   """Runs compiled training loops up to a step, with everything around them.
 
   Args:
-    train_loop: compiled `(iterator, num_steps) -> (loss, steps, finite)`.
+    train_loop: compiled `(iterator, num_steps) -> (loss, steps,
+      loss_finite, state_finite)` (see loops.make_train_loop).
     iterator: the distributed iterator it consumes.
     global_step: the global step variable.
     steps_per_loop: most steps in one compiled call.
@@ -87,6 +89,27 @@ class TrainController:
       stop = bool(listener(path, step)) or stop
     return stop
 
+  def _divergence(self, *, loss: float, loss_finite: bool, loop_start: int,
+                  step: int) -> NanLossError:
+    last = self._saver.last_saved_step if self._saver is not None else None
+    if not loss_finite:
+      what = f'the loss was {loss} at global step {step}'
+    else:
+      what = (f'model variables became NaN or infinite in global steps '
+              f'{loop_start + 1}-{step} while the loss stayed finite (last '
+              f'loss {loss:.6g}): look for NaN or infinite input values, or '
+              'a gradient that bypasses the loss')
+    if last is None:
+      kept = 'no checkpoint had been saved yet'
+      again = 'starts again from the initial weights'
+    else:
+      kept = f'the newest checkpoint, at step {last}, is the last finite one'
+      again = 'resumes from that checkpoint'
+    return NanLossError(
+        f'Training diverged: {what}. Nothing was saved from the diverged '
+        f'weights; {kept}. Lower the learning rate, check the input, or clip '
+        f'gradients; the same command then {again}.')
+
   def run(self, *, max_steps: Optional[int]) -> int:
     """Trains up to global step `max_steps` (None: until the input ends).
 
@@ -94,8 +117,12 @@ class TrainController:
       The global step when training ended.
 
     Raises:
-      Whatever a hook raises (e.g. NanLossError); no checkpoint is saved
-      for the loop that raised.
+      NanLossError: a loss, or a model or optimizer variable, became NaN or
+        infinite. Nothing is saved from that state: the compiled loop stops
+        at the first diverged loss, and its result is checked before hooks
+        and saves, so model_dir's newest checkpoint is the last finite one.
+      Whatever a hook raises; no checkpoint is saved for the loop that
+        raised.
     """
     step = int(self._global_step.numpy())
     for hook in self._hooks:
@@ -105,19 +132,24 @@ class TrainController:
       loop_end = self._loop_end(step, max_steps)
       requested = loop_end - step
       start = time.time()
-      loss, steps_run, finite = self._train_loop(
+      loss, steps_run, loss_finite, state_finite = self._train_loop(
           self._iterator, tf.constant(requested, tf.int32))
       loss = float(loss)
       steps_run = int(steps_run)
       elapsed = time.time() - start
-      step += steps_run
+      loop_start, step = step, step + steps_run
+      if not (bool(loss_finite) and bool(state_finite)):
+        # Every synchronous worker computed the same flags from the same
+        # reduced loss and identical variables, so all of them stop here.
+        raise self._divergence(loss=loss, loss_finite=bool(loss_finite),
+                               loop_start=loop_start, step=step)
       if steps_run < requested:
         logging.info('Input ended after global step %d.', step)
         stop = True
       if steps_run == 0:
         break
       result = LoopResult(global_step=step, steps=steps_run, loss=loss,
-                          all_finite=bool(finite), elapsed_secs=elapsed,
+                          all_finite=True, elapsed_secs=elapsed,
                           max_steps=max_steps)
       for hook in self._hooks:
         stop = bool(hook.after_loop(result)) or stop

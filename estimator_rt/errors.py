@@ -47,11 +47,24 @@ class IncompatibleCheckpointError(UserInputError):
   """A checkpoint does not hold the variables the model_fn creates."""
 
 
+class UnusableCheckpointsError(UserInputError):
+  """A directory holds checkpoints, but none of them reads back whole and
+  finite. Nothing is written: the files are the user's to recover."""
+
+
 class NanLossError(RuntimeError):
   """Training produced a NaN or infinite loss.
 
   Raised before the diverged weights are saved, so model_dir keeps its last
   good checkpoint.
+  """
+
+
+class CheckpointSaveError(RuntimeError):
+  """A checkpoint could not be written (disk full, permission denied).
+
+  What the failed save wrote is removed; the checkpoints saved before it
+  are intact, so running the same command again resumes from them.
   """
 
 

@@ -118,7 +118,16 @@ class Estimator:
     return self._model_fn
 
   def latest_checkpoint(self) -> Optional[str]:
-    """Path of the newest checkpoint in model_dir, or None."""
+    """Path of the newest usable checkpoint in model_dir, or None.
+
+    Usable means every tensor reads back and is finite (see
+    checkpoints.problem_with); newer checkpoints that are not are skipped
+    with a warning, whatever the `checkpoint` state file says.
+
+    Raises:
+      UnusableCheckpointsError: model_dir holds checkpoints but none is
+        usable.
+    """
     return checkpoints.latest_checkpoint(self.model_dir)
 
   # Strategies are created once per Estimator: creating one is not free and
@@ -243,14 +252,24 @@ class Estimator:
     Raises:
       UserInputError: bad arguments, model_fn or input_fn results, or an
         incompatible checkpoint in model_dir; nothing is written then.
-      NanLossError: the loss diverged; the last good checkpoint is kept.
+      UnusableCheckpointsError: model_dir holds checkpoints and none of
+        them restores (a UserInputError: nothing is written).
+      NanLossError: a loss or a variable became NaN or infinite; nothing
+        is saved from that state, so the newest checkpoint is the last
+        finite one.
+      CheckpointSaveError: a save failed (disk full, permissions); the
+        checkpoints saved before are intact.
     """
     _check_steps('steps', steps)
     _check_steps('max_steps', max_steps)
     if steps is not None and max_steps is not None:
       raise UserInputError(
           f'train: give steps={steps} or max_steps={max_steps}, not both.')
-    latest = self.latest_checkpoint()
+    # The newest checkpoint that restores; newer damaged or non-finite ones
+    # are skipped (never trained over from step 0), and if there are only
+    # such, this refuses before anything is written.
+    choice = checkpoints.choose_checkpoint(self.model_dir)
+    latest = choice.path
     if max_steps is not None and latest is not None:
       done = checkpoints.checkpoint_step(latest)
       if done >= max_steps:
@@ -306,6 +325,8 @@ class Estimator:
     is_chief = self._config.is_chief
     if is_chief:
       tf.io.gfile.makedirs(self.model_dir)
+      checkpoints.remove_leftovers(self.model_dir)
+      checkpoints.set_aside(choice.skipped, self.model_dir)
       checkpoint_dir = self.model_dir
     else:
       checkpoint_dir = tempfile.mkdtemp(prefix='estimator_rt_worker_')
@@ -314,8 +335,12 @@ class Estimator:
         max_to_keep=self._config.keep_checkpoint_max,
         every_steps=self._config.save_checkpoints_steps,
         every_secs=self._config.checkpoint_every_secs,
+        last_saved_step=(checkpoints.checkpoint_step(latest)
+                         if latest is not None else None),
         io_device=self._checkpoint_io_device)
-    builtin = [hooks_lib.NanLossHook()]
+    # Divergence is not a hook's business: the controller checks every
+    # loop's finite flags before anything is saved.
+    builtin = []
     if self._config.log_step_count_steps:
       builtin.append(hooks_lib.LoggingHook(
           every_steps=self._config.log_step_count_steps))

@@ -35,7 +35,8 @@ class LoopResult:
     global_step: the global step after the loop.
     steps: training steps the loop ran.
     loss: the loss of its last step (mean over replicas).
-    all_finite: whether every step's loss was finite.
+    all_finite: whether every step's loss was finite (always True: the
+      controller raises NanLossError before hooks see a diverged loop).
     elapsed_secs: wall time of the loop, including fetching its results.
     max_steps: the step training runs up to (None: until input ends).
   """
@@ -120,6 +121,14 @@ def _next_multiple(step: int, every: int) -> int:
   return (step // every + 1) * every
 
 
+def _eta(steps_left: int, steps_per_sec: float) -> str:
+  seconds = steps_left / steps_per_sec
+  # timedelta overflows past ~2.7 million years (max_steps near 2**63).
+  if seconds > 100 * 365 * 86400:
+    return 'over 100 years'
+  return str(datetime.timedelta(seconds=round(seconds)))
+
+
 class LoggingHook(Hook):
   """Logs step, loss, steps/s and the ETA every `every_steps` steps."""
 
@@ -147,8 +156,7 @@ class LoggingHook(Hook):
       message += f'/{result.max_steps}'
     message += f', loss = {result.loss:.6g}, {rate:.1f} steps/s'
     if result.max_steps and rate > 0:
-      eta = datetime.timedelta(seconds=round((result.max_steps - step) / rate))
-      message += f', ETA {eta}'
+      message += f', ETA {_eta(result.max_steps - step, rate)}'
     logging.info(message)
     return None
 
@@ -156,9 +164,9 @@ class LoggingHook(Hook):
 class NanLossHook(Hook):
   """Stops training with `NanLossError` when a loss is NaN or infinite.
 
-  It runs before the checkpoint of the same loop is written, so the
-  diverged weights are never saved and model_dir keeps its last good
-  checkpoint.
+  Kept for code written against tf.estimator's NanTensorHook: the training
+  loop itself already stops at the first non-finite loss or variable and
+  never saves that state, with or without this hook.
   """
 
   def after_loop(self, result):

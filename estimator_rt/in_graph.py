@@ -15,6 +15,7 @@ from typing import Callable, List
 
 import tensorflow as tf
 
+from estimator_rt import loops
 from estimator_rt import user_fns
 from estimator_rt.cluster import cpu_device
 from estimator_rt.cluster import PS
@@ -90,8 +91,8 @@ class InGraphReplication:
     return iterators
 
   def make_train_loop(self, graph) -> Callable:
-    """A compiled `(iterators, num_steps) -> (loss, steps, finite)`, like
-    loops.make_train_loop, over the remote workers."""
+    """A compiled `(iterators, num_steps) -> (loss, steps, loss_finite,
+    state_finite)`, like loops.make_train_loop, over the remote workers."""
     if not graph.uses_optimizer:
       raise ModelFnError(
           'synchronous standalone-client training needs the model_fn to '
@@ -123,13 +124,19 @@ class InGraphReplication:
         global_step.assign_add(1)
         return tf.add_n(losses) / len(workers)
 
+    state = loops.saved_float_variables(graph)
+
     @tf.function
     def train_loop(iterators, num_steps):
       loss = tf.constant(float('nan'))
-      steps = tf.constant(0, tf.int64)
-      for _ in tf.range(num_steps):
+      steps = tf.constant(0, tf.int32)
+      loss_finite = tf.constant(True)
+      # As in loops.make_train_loop: the first diverged step ends the loop.
+      while tf.logical_and(steps < num_steps, loss_finite):
         loss = run_step(iterators)
+        loss_finite = tf.math.is_finite(loss)
         steps += 1
-      return loss, steps, tf.math.is_finite(loss)
+      return (loss, tf.cast(steps, tf.int64), loss_finite,
+              loops.all_finite(state))
 
     return surface_user_errors(train_loop)

@@ -7,7 +7,7 @@ functions only run them. Training runs `num_steps` steps per call in a
 call is paid once per loop, not once per step.
 """
 
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import tensorflow as tf
 
@@ -97,13 +97,38 @@ def _replica_train_step(graph: ModelGraph) -> Callable:
   return step
 
 
-def make_train_loop(graph: ModelGraph, *, infinite_input: bool) -> Callable:
-  """A compiled function `(iterator, num_steps) -> (loss, steps, finite)`.
+def saved_float_variables(graph: ModelGraph) -> List[tf.Variable]:
+  """The floating-point variables a TRAIN checkpoint of `graph` holds:
+  the model's and the optimizer's state."""
+  optimizer = list(graph.checkpoint.optimizer) if graph.uses_optimizer else []
+  return [v for v in list(graph.model_variables) + optimizer
+          if v.dtype.base_dtype.is_floating]
 
-  It runs up to `num_steps` training steps, stopping early only if the
-  input ends, and increments the global step once per step. `loss` is the
-  last step's loss (mean over the global batch), `steps` how many ran, and
-  `finite` whether the last loss is finite.
+
+def all_finite(variables: Sequence[tf.Variable]) -> tf.Tensor:
+  """A bool scalar: whether every element of `variables` is finite.
+
+  One reduction per variable, run once per compiled loop (not per step).
+  Mirrored copies are identical after each synchronous update, so reading
+  one copy decides for every replica and every worker alike.
+  """
+  checks = [tf.reduce_all(tf.math.is_finite(v)) for v in variables]
+  return tf.reduce_all(tf.stack(checks)) if checks else tf.constant(True)
+
+
+def make_train_loop(graph: ModelGraph, *, infinite_input: bool) -> Callable:
+  """A compiled `(iterator, num_steps) -> (loss, steps, loss_finite,
+  state_finite)`.
+
+  It runs up to `num_steps` training steps and increments the global step
+  once per step. It stops early when the input ends, or right after the
+  first step whose loss is NaN or infinite: the global step then names the
+  step that diverged. `loss` is the last step's loss (mean over the global
+  batch), `steps` how many ran, `loss_finite` whether every loss was finite
+  and `state_finite` whether every model and optimizer variable is finite
+  after the loop (a NaN can reach the weights through a gradient while the
+  loss stays finite, e.g. NaN inputs behind a ReLU). The controller never
+  saves a checkpoint after a loop that reports either flag False.
 
   Args:
     graph: the TRAIN ModelGraph.
@@ -113,6 +138,7 @@ def make_train_loop(graph: ModelGraph, *, infinite_input: bool) -> Callable:
   strategy = graph.strategy
   replica_step = _replica_train_step(graph)
   global_step = graph.global_step
+  state = saved_float_variables(graph)
 
   def run_step(element):
     per_replica_loss = strategy.run(replica_step, args=(element,))
@@ -123,8 +149,13 @@ def make_train_loop(graph: ModelGraph, *, infinite_input: bool) -> Callable:
   @tf.function
   def train_loop(iterator, num_steps):
     loss = tf.constant(float('nan'))
-    steps = tf.constant(0, tf.int64)
-    for _ in tf.range(num_steps):
+    steps = tf.constant(0, tf.int32)
+    loss_finite = tf.constant(True)
+    # The finite flag is part of the loop condition (one is_finite and one
+    # logical_and per step, no conditional op): a diverged step ends the
+    # loop at once. The loss is already reduced over replicas and workers,
+    # so every synchronous worker stops at the same step.
+    while tf.logical_and(steps < num_steps, loss_finite):
       if infinite_input:
         loss = run_step(next(iterator))
       else:
@@ -132,11 +163,9 @@ def make_train_loop(graph: ModelGraph, *, infinite_input: bool) -> Callable:
         if not optional.has_value():
           break
         loss = run_step(optional.get_value())
+      loss_finite = tf.math.is_finite(loss)
       steps += 1
-    # Only the last loss is checked: once a step diverges the weights are
-    # NaN or infinite and so is every later loss, and a check per step
-    # would cost a few percent of a small model's step time.
-    return loss, steps, tf.math.is_finite(loss)
+    return loss, tf.cast(steps, tf.int64), loss_finite, all_finite(state)
 
   return surface_user_errors(train_loop)
 
@@ -149,8 +178,10 @@ def make_coordinated_train_loop(train_loop: Callable, coordinator,
   N steps, it schedules about N / num_workers steps on each worker (they run
   asynchronously, each on its own per-worker iterator, updating the
   variables on the ps tasks), waits for all of them, and reports the last
-  scheduled call's loss and the total steps. Between calls every scheduled
-  step has finished, so checkpoints and hooks see a consistent state.
+  scheduled call's loss, the total steps, and the finite flags of all calls
+  (a worker whose loss diverges stops its share early). Between calls every
+  scheduled step has finished, so checkpoints and hooks see a consistent
+  state.
   """
 
   # The coordinator schedules tf.functions only, not the Python wrapper
@@ -170,8 +201,9 @@ def make_coordinated_train_loop(train_loop: Callable, coordinator,
     results = [r.fetch() for r in scheduled]
     loss = results[-1][0]
     steps = sum(int(r[1]) for r in results)
-    finite = all(bool(r[2]) for r in results)
-    return loss, steps, finite
+    loss_finite = all(bool(r[2]) for r in results)
+    state_finite = all(bool(r[3]) for r in results)
+    return loss, steps, loss_finite, state_finite
 
   return coordinated_loop
 
