@@ -64,6 +64,11 @@ def _one_line(error: BaseException, limit: int = 300) -> str:
   return text if len(text) <= limit else text[:limit] + '...'
 
 
+# Unusable files already reported (checkpoints, the state file), so that
+# looking again (the evaluator polls) does not repeat the warning.
+_reported: Dict[str, Tuple] = {}
+
+
 def _state_file_names(directory: str) -> List[str]:
   """Checkpoint prefixes the state file lists (a hint, never trusted)."""
   if not tf.io.gfile.exists(os.path.join(directory, STATE_FILE)):
@@ -72,9 +77,17 @@ def _state_file_names(directory: str) -> List[str]:
     state = tf.train.get_checkpoint_state(directory)
   except Exception as e:  # pylint: disable=broad-except
     # Empty, truncated or garbage: the files on disk still say everything.
-    logging.warning('Ignoring the unreadable checkpoint state file %s (%s); '
-                    'looking at the checkpoint files instead.',
-                    os.path.join(directory, STATE_FILE), _one_line(e, 120))
+    path = os.path.join(directory, STATE_FILE)
+    try:
+      stat = tf.io.gfile.stat(path)
+      version = (stat.length, stat.mtime_nsec)
+    except tf.errors.OpError:
+      version = None  # Replaced or removed since.
+    if _reported.get(path) != version:
+      _reported[path] = version
+      logging.warning('Ignoring the unreadable checkpoint state file %s '
+                      '(%s); looking at the checkpoint files instead.', path,
+                      _one_line(e, 120))
     return []
   if state is None:
     return []
@@ -178,11 +191,6 @@ class Choice:
 
   path: Optional[str]
   skipped: Tuple[Tuple[str, str], ...] = ()
-
-
-# Unusable checkpoints already reported, so that looking again (the
-# evaluator polls) does not repeat the warning.
-_reported: Dict[str, Tuple] = {}
 
 
 def choose_checkpoint(directory: Optional[str], *, what: str = 'model_dir'
@@ -515,10 +523,10 @@ def warm_start(graph, source: str, *, io_device: Optional[str] = None
 class CheckpointSaver:
   """Saves `checkpoint` to `directory` by steps or seconds, keeping the last N.
 
-  A save writes TensorFlow's checkpoint files (its index last, so an index
-  on disk means the data before it is complete), then the state file
-  (atomically, by rename), then removes checkpoints beyond the newest
-  `max_to_keep`. Which checkpoints exist comes from the files on disk, not
+  A save writes TensorFlow's checkpoint files (a save cut short leaves no
+  index, or one that does not read back: either way `choose_checkpoint`
+  never takes it), then the state file (atomically, by rename), then
+  removes checkpoints beyond the newest `max_to_keep`. Which checkpoints exist comes from the files on disk, not
   from the state file, so a missing or stale state file neither loses
   track of old checkpoints nor keeps them forever.
 

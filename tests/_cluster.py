@@ -131,6 +131,8 @@ def wait_for(predicate, *, timeout: float, what: str, poll: float = 0.2):
 #   chief_hang_marker: the PS chief, in its eager TRAIN build call (after it
 #     connected to the cluster), creates this file and sleeps, so a test can
 #     kill it mid-run.
+#   nan_at_step, nan_task: the TRAIN loss of global step nan_at_step is NaN
+#     on task nan_task ('worker_1') only.
 TINY_MODEL_SOURCE = textwrap.dedent('''
     import json
     import os
@@ -189,6 +191,10 @@ TINY_MODEL_SOURCE = textwrap.dedent('''
         with open(marker, 'w') as f:
           f.write('building')
         time.sleep(300)
+      nan_at_step = params.get('nan_at_step')
+      if nan_at_step and task_name() == params.get('nan_task'):
+        hit = tf.equal(ert.get_global_step() + 1, nan_at_step)
+        loss = loss * tf.where(hit, float('nan'), 1.0)
       ids_dir = params.get('ids_dir')
       if ids_dir and 'id' in features and tf.inside_function():
         stream = 'file://' + os.path.join(ids_dir, f'ids_{task_name()}.txt')

@@ -37,6 +37,7 @@ from _models import read_global_step
 from _models import read_model_variables
 from _models import snapshot_tree
 from conftest import REPO_ROOT
+import _cluster
 
 X, Y = make_data(32, seed=3)
 
@@ -217,6 +218,27 @@ def test_nan_input_through_the_binary_exits_1_with_one_line(tmp_path,
   assert 'NaN or infinite in global steps 1-50' in errors[0], errors[0]
   assert 'Traceback' not in result.stderr
   assert not os.path.exists(model_dir) or not checkpoint_steps(model_dir)
+
+
+def test_nan_on_one_worker_stops_every_worker_at_that_step(tmp_path):
+  """multi_worker_mirrored: the loss is reduced across workers, so a NaN on
+  worker 1 alone stops both at the same step, and the chief saves nothing
+  after the last finite checkpoint."""
+  module = _cluster.write_tiny_model(tmp_path)
+  model_dir = str(tmp_path / 'model')
+  params = {'batch_size': 16, 'nan_at_step': 150, 'nan_task': 'worker_1'}
+  run = _cluster.run_launcher(
+      tmp_path, workers=2, grace_secs=60, timeout_secs=180,
+      args=_cluster.tiny_flags(module, params=params) + [
+          '--distribution_strategy=multi_worker_mirrored',
+          f'--model_dir={model_dir}', '--max_steps=300',
+          '--save_checkpoints_steps=100', '--exporters='])
+  assert run.codes == {'worker:0': 1, 'worker:1': 1}, run.tail()
+  for task in ('worker:0', 'worker:1'):
+    assert 'the loss was nan at global step 150' in run.log(task), (
+        run.log(task)[-3000:])
+  assert checkpoint_steps(model_dir) == [100]
+  assert_every_checkpoint_usable(model_dir)
 
 
 # ------------------------------------------------- damaged checkpoints
