@@ -7,6 +7,7 @@ Errors raised by TensorFlow for other reasons propagate unchanged.
 
 
 import functools
+import reprlib
 
 
 class UserInputError(ValueError):
@@ -16,23 +17,79 @@ class UserInputError(ValueError):
   """
 
 
+# Step counts (max_steps, steps, save/log/summary intervals, checkpoints to
+# keep) are refused above 2**53: float64, in which steps/sec, the ETA and
+# TensorBoard's step axis are computed, holds every integer only up to
+# there, and no run is that long (2**53 steps at a million steps per second
+# take 285 years).
+MAX_COUNT = 2**53
+# Counts a compiled loop receives as a tf.int32 (steps_per_loop, evaluation
+# steps: see loops.py) must fit in one.
+MAX_INT32 = 2**31 - 1
+
+_LIMIT_REASONS = {
+    MAX_COUNT: 'the largest count a float64 holds exactly; no run is that '
+               'long',
+    MAX_INT32: 'it is a tf.int32 in the compiled loop',
+}
+
+
+def shorten(value, *, limit: int = 80) -> str:
+  """repr(value) in at most about `limit` characters, for error messages.
+
+  Long strings keep their start and end (a 'host:port' keeps its port) and
+  say how long they were; big containers show their first few items; huge
+  integers their size. Never raises, and costs little on any input.
+  """
+  if isinstance(value, int) and value.bit_length() > 128:
+    return f'<an integer of {value.bit_length()} bits>'
+  text_repr = reprlib.Repr()
+  text_repr.maxstring = text_repr.maxother = limit
+  text_repr.maxlist = text_repr.maxtuple = text_repr.maxdict = 4
+  text_repr.maxset = text_repr.maxfrozenset = text_repr.maxdeque = 4
+  text_repr.maxlevel = 3
+  try:
+    text = text_repr.repr(value)
+  except Exception:  # pylint: disable=broad-except
+    # A user object whose __repr__ fails must not hide the actual error.
+    text = f'<{type(value).__name__} object>'
+  if len(text) > limit:
+    text = text[:limit - 3] + '...'
+  if isinstance(value, (str, bytes)) and len(value) > limit:
+    text += f' ({len(value)} characters)'
+  elif isinstance(value, (list, tuple, dict)) and len(value) > 4:
+    text += f' ({len(value)} items)'
+  return text
+
+
 def check_count(where: str, value, *, allow_none: bool = True,
-                allow_zero: bool = False) -> None:
-  """Checks that `value` is an integer > 0 (or >= 0, or None).
+                allow_zero: bool = False, maximum: int = MAX_COUNT) -> None:
+  """Checks that `value` is an integer in [1, maximum] (or [0, maximum], or
+  None).
 
   Args:
     where: names the argument in the error, e.g. 'RunConfig: steps_per_loop'.
+    value: the count.
+    allow_none: None is accepted (the argument is optional).
+    allow_zero: 0 is accepted (e.g. "0 disables").
+    maximum: the largest accepted count: MAX_COUNT (2**53) for step counts,
+      MAX_INT32 for counts fed to a compiled loop as a tf.int32.
 
   Raises:
-    UserInputError: naming `where` and the value.
+    UserInputError: naming `where`, the value and the bound.
   """
   if value is None and allow_none:
     return
   if (isinstance(value, bool) or not isinstance(value, int) or
       value < (0 if allow_zero else 1)):
     bound = '>= 0' if allow_zero else '> 0'
-    raise UserInputError(f'{where}={value!r} must be an integer {bound}'
-                         + (' or None.' if allow_none else '.'))
+    raise UserInputError(f'{where}={shorten(value)} must be an integer '
+                         f'{bound}' + (' or None.' if allow_none else '.'))
+  if value > maximum:
+    reason = _LIMIT_REASONS.get(maximum, 'the bound for this argument')
+    raise UserInputError(
+        f'{where}={shorten(value)} is larger than the maximum {maximum} '
+        f'({reason}); give a smaller count.')
 
 
 class ModelFnError(UserInputError):

@@ -1,6 +1,7 @@
 """`RunConfig`: how and where an Estimator runs (not what it computes)."""
 
 import dataclasses
+import math
 import os
 from typing import Optional, Union
 
@@ -8,6 +9,8 @@ import tensorflow as tf
 
 from estimator_rt import cluster
 from estimator_rt.errors import check_count
+from estimator_rt.errors import MAX_INT32
+from estimator_rt.errors import shorten
 from estimator_rt.errors import UserInputError
 
 _FROM_ENVIRONMENT = object()
@@ -18,10 +21,57 @@ AUTO_SHARD_POLICIES = ('AUTO', 'FILE', 'DATA', 'OFF')
 # same default keeps long jobs' I/O low. Training always saves at its end.
 DEFAULT_SAVE_CHECKPOINTS_SECS = 600
 
+# keras.utils.set_random_seed seeds NumPy too, which takes 0 <= seed < 2**32.
+MAX_SEED = 2**32 - 1
 
-def _check_positive_int(name, value, allow_none=True, allow_zero=False):
+
+# Linux's limits (NAME_MAX, PATH_MAX): a longer local model_dir fails at its
+# first write, after training has started, so it is refused up front.
+_MAX_PATH_COMPONENT_BYTES = 255
+_MAX_PATH_BYTES = 4095
+
+
+def _check_model_dir(model_dir) -> None:
+  """Refuses a model_dir that no filesystem call could create."""
+  if model_dir is None:
+    return
+  if not isinstance(model_dir, str):
+    raise UserInputError(
+        f'RunConfig: model_dir={shorten(model_dir)} must be a string path.')
+  if not model_dir:
+    raise UserInputError(
+        "RunConfig: model_dir='' is empty; give a directory or None.")
+  if '\0' in model_dir:
+    raise UserInputError(
+        f'RunConfig: model_dir={shorten(model_dir)} contains a NUL '
+        'character; give a plain directory path.')
+  if '://' in model_dir:
+    return  # Remote filesystems have their own rules; they answer at write.
+  encoded = os.fsencode(model_dir)
+  longest = max(len(part) for part in encoded.split(b'/'))
+  if len(encoded) > _MAX_PATH_BYTES or longest > _MAX_PATH_COMPONENT_BYTES:
+    raise UserInputError(
+        f'RunConfig: model_dir={shorten(model_dir)} is too long for a local '
+        f'path ({len(encoded)} bytes, a component of {longest}; the limits '
+        f'are {_MAX_PATH_BYTES} and {_MAX_PATH_COMPONENT_BYTES}); give a '
+        'shorter directory.')
+
+
+def _check_seconds(name, value, *, allow_none: bool) -> None:
+  """Refuses anything but a finite number > 0 (None too, if allowed)."""
+  if value is None and allow_none:
+    return
+  if (isinstance(value, bool) or not isinstance(value, (int, float)) or
+      not math.isfinite(value) or value <= 0):
+    raise UserInputError(
+        f'RunConfig: {name}={shorten(value)} must be a finite number > 0'
+        + (' or None.' if allow_none else '.'))
+
+
+def _check_positive_int(name, value, allow_none=True, allow_zero=False,
+                        **bounds):
   check_count(f'RunConfig: {name}', value, allow_none=allow_none,
-              allow_zero=allow_zero)
+              allow_zero=allow_zero, **bounds)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,8 +83,10 @@ class RunConfig:
       the Estimator pick a fresh temporary directory.
     tf_random_seed: seeds Python, NumPy, TensorFlow and Keras before the
       model is built, so runs with the same seed start from the same weights.
+      An integer in [0, 2**32 - 1] (what NumPy accepts), or None.
     save_summary_steps: write training scalars every this many steps
-      (0 disables them).
+      (0 disables them). This and the other step counts are at most 2**53
+      (`errors.MAX_COUNT`).
     save_checkpoints_steps: save a checkpoint every this many steps.
     save_checkpoints_secs: save a checkpoint every this many seconds. Setting
       both this and `save_checkpoints_steps` is an error; setting neither
@@ -46,7 +98,8 @@ class RunConfig:
     steps_per_loop: training steps run inside one compiled call. Hooks,
       logs, summaries and checkpoints happen between calls, and loops are cut
       short so those happen exactly at their step. Larger values amortize the
-      per-call cost; tf.estimator in effect used 1.
+      per-call cost; tf.estimator in effect used 1. At most 2**31 - 1: the
+      compiled loop counts its steps in a tf.int32.
     train_distribute: a `tf.distribute.Strategy`, or a strategy name
       ('default', 'one_device', 'mirrored', 'central_storage'), or None for
       the default strategy.
@@ -109,28 +162,20 @@ class RunConfig:
     self._validate()
 
   def _validate(self):
-    if self.model_dir is not None and not isinstance(self.model_dir, str):
-      raise UserInputError(
-          f'RunConfig: model_dir={self.model_dir!r} must be a string path.')
-    if self.model_dir == '':
-      raise UserInputError(
-          "RunConfig: model_dir='' is empty; give a directory or None.")
+    _check_model_dir(self.model_dir)
     if self.tf_random_seed is not None and (
         isinstance(self.tf_random_seed, bool) or
-        not isinstance(self.tf_random_seed, int)):
+        not isinstance(self.tf_random_seed, int) or
+        not 0 <= self.tf_random_seed <= MAX_SEED):
       raise UserInputError(
-          f'RunConfig: tf_random_seed={self.tf_random_seed!r} must be an '
-          'integer or None.')
+          f'RunConfig: tf_random_seed={shorten(self.tf_random_seed)} must be '
+          f'an integer from 0 to {MAX_SEED} (NumPy seeds are unsigned 32-bit) '
+          'or None.')
     _check_positive_int('save_summary_steps', self.save_summary_steps,
                         allow_none=False, allow_zero=True)
     _check_positive_int('save_checkpoints_steps', self.save_checkpoints_steps)
-    if self.save_checkpoints_secs is not None and (
-        isinstance(self.save_checkpoints_secs, bool) or
-        not isinstance(self.save_checkpoints_secs, (int, float)) or
-        self.save_checkpoints_secs <= 0):
-      raise UserInputError(
-          f'RunConfig: save_checkpoints_secs={self.save_checkpoints_secs!r} '
-          'must be a number > 0 or None.')
+    _check_seconds('save_checkpoints_secs', self.save_checkpoints_secs,
+                   allow_none=True)
     if (self.save_checkpoints_steps is not None and
         self.save_checkpoints_secs is not None):
       raise UserInputError(
@@ -142,29 +187,25 @@ class RunConfig:
     _check_positive_int('log_step_count_steps', self.log_step_count_steps,
                         allow_none=False, allow_zero=True)
     _check_positive_int('steps_per_loop', self.steps_per_loop,
-                        allow_none=False)
+                        allow_none=False, maximum=MAX_INT32)
     for name in ('train_distribute', 'eval_distribute'):
       value = getattr(self, name)
       if not (value is None or isinstance(value, str) or
               isinstance(value, tf.distribute.Strategy)):
         raise UserInputError(
-            f'RunConfig: {name}={value!r} must be a tf.distribute.Strategy, '
-            'a strategy name or None.')
+            f'RunConfig: {name}={shorten(value)} must be a '
+            'tf.distribute.Strategy, a strategy name or None.')
     if self.task_info is not None and not isinstance(self.task_info,
                                                      cluster.TaskInfo):
       raise UserInputError(
-          f'RunConfig: task_info={self.task_info!r} must be a '
+          f'RunConfig: task_info={shorten(self.task_info)} must be a '
           'cluster.TaskInfo or None.')
-    if (isinstance(self.remote_connect_timeout_secs, bool) or
-        not isinstance(self.remote_connect_timeout_secs, (int, float)) or
-        self.remote_connect_timeout_secs <= 0):
-      raise UserInputError(
-          'RunConfig: remote_connect_timeout_secs='
-          f'{self.remote_connect_timeout_secs!r} must be a number > 0.')
+    _check_seconds('remote_connect_timeout_secs',
+                   self.remote_connect_timeout_secs, allow_none=False)
     if self.auto_shard_policy not in AUTO_SHARD_POLICIES:
       raise UserInputError(
-          f'RunConfig: auto_shard_policy={self.auto_shard_policy!r} must be '
-          f'one of {AUTO_SHARD_POLICIES}.')
+          f'RunConfig: auto_shard_policy={shorten(self.auto_shard_policy)} '
+          f'must be one of {AUTO_SHARD_POLICIES}.')
 
   @property
   def is_chief(self) -> bool:
