@@ -49,10 +49,23 @@ def run_evaluator(evaluator, *, model_dir: str, max_steps: Optional[int],
   last_start = None
   last_progress = time.time()
   while True:
-    latest = checkpoints.latest_checkpoint(model_dir)
+    choice = checkpoints.choose_checkpoint(model_dir)
+    latest = choice.path
     step = checkpoints.checkpoint_step(latest) if latest else None
+    # Training is over when the checkpoint at max_steps exists, even if it
+    # is unusable (damaged after it was written): then the newest usable
+    # one is the final result, rather than waiting for one that never comes.
+    final_unusable = max_steps is not None and any(
+        checkpoints.checkpoint_step(path) >= max_steps
+        for path, _ in choice.skipped)
     is_new = step is not None and step not in evaluator.evaluated_steps
-    is_final = is_new and max_steps is not None and step >= max_steps
+    is_final = is_new and max_steps is not None and (
+        step >= max_steps or final_unusable)
+    if final_unusable and not is_new and evaluator.evaluated_steps:
+      logging.warning('The final checkpoint is unusable; the last evaluation '
+                      '(step %d) stands as the final one.',
+                      evaluator.evaluated_steps[-1])
+      return evaluator.last_result
     # The final checkpoint is never held back: the job is over once it is
     # evaluated, and the launcher (or a person) is waiting for that.
     if is_new and (is_final or last_start is None or

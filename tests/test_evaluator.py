@@ -241,3 +241,44 @@ def test_final_checkpoint_is_not_held_back_by_the_throttle(tmp_path,
   assert [step for _, step in calls] == [10, 20, 30]
   # Checkpoint 30 (= max_steps) existed right after evaluation 20 ended.
   assert calls[2][0] - calls[1][0] <= 2, calls
+
+
+def _truncate_data(model_dir, step):
+  (name,) = [n for n in os.listdir(str(model_dir))
+             if n.startswith(f'model.ckpt-{step}.data-')]
+  with open(os.path.join(str(model_dir), name), 'r+b') as f:
+    f.truncate(8)
+
+
+@pytest.mark.parametrize('evaluated_before', [False, True])
+def test_unusable_final_checkpoint_ends_with_the_newest_usable_one(
+    tmp_path, evaluated_before):
+  """The checkpoint at max_steps was damaged after it was written: the
+  evaluator does not wait forever for a usable one; the newest usable
+  checkpoint is the final result."""
+  estimator = _estimator(tmp_path)
+  _train(estimator, 30)
+  evaluator = training.CheckpointEvaluator(estimator=estimator,
+                                           eval_spec=_eval_spec())
+  if evaluated_before:
+    evaluator.evaluate(M.ckpt_path(str(tmp_path), 20), is_final=False)
+  _truncate_data(tmp_path, 30)
+  result = evaluator_lib.run_evaluator(evaluator, model_dir=str(tmp_path),
+                                       max_steps=30, timeout_secs=30)
+  assert result['global_step'] == 20
+  assert evaluator.evaluated_steps == [20]
+  assert _eval_points(tmp_path)[-1][0] == 20
+  assert np.isclose(_eval_points(tmp_path)[-1][1],
+                    _expected_loss(tmp_path, 20), rtol=1e-5)
+
+
+def test_damaged_checkpoint_is_skipped_for_the_final_one(tmp_path):
+  estimator = _estimator(tmp_path)
+  _train(estimator, 30)
+  _truncate_data(tmp_path, 20)
+  evaluator = training.CheckpointEvaluator(estimator=estimator,
+                                           eval_spec=_eval_spec())
+  result = evaluator_lib.run_evaluator(evaluator, model_dir=str(tmp_path),
+                                       max_steps=30, timeout_secs=30)
+  assert result['global_step'] == 30
+  assert evaluator.evaluated_steps == [30]
