@@ -10,16 +10,22 @@ read to learn the cluster and this process's place in it:
 Differences from tf.estimator, on purpose: the evaluator may be listed in
 `cluster` or left out of it (tf.estimator wanted one or the other depending
 on the strategy); a string index such as "1" is accepted; every mistake is
-reported as one line naming the field and the value, before any server
-starts.
+reported as one line naming the field and the value (cut short if long),
+before any server starts. Addresses are checked strictly: a DNS name of at
+most 253 characters, a dotted IPv4 address or a bracketed IPv6 address, and
+a port 1-65535. Runaway values are refused before they are looked at
+closely: TF_CONFIG (or a remote_cluster file) over MAX_CONFIG_CHARS, more
+than MAX_TASKS tasks, JSON nested too deeply.
 """
 
 import dataclasses
+import ipaddress
 import json
 import re
 import socket
 from typing import Dict, List, Mapping, Optional, Tuple
 
+from estimator_rt.errors import shorten
 from estimator_rt.errors import UserInputError
 
 CHIEF = 'chief'
@@ -32,8 +38,18 @@ JOB_NAMES = (CHIEF, WORKER, PS, EVALUATOR)
 MULTI_WORKER_MIRRORED = 'multi_worker_mirrored'
 PARAMETER_SERVER = 'parameter_server'
 
-_HOST_PORT = re.compile(r'^(?:\[(?P<ipv6>[0-9A-Fa-f:.]+)\]|(?P<host>[^\s:/\[\]]+))'
-                        r':(?P<port>\d{1,5})$')
+# TF_CONFIG is one environment variable (Linux caps one at 128 KiB); the
+# bound also applies to a --remote_cluster file, and keeps a runaway value
+# from being parsed, or echoed, whole.
+MAX_CONFIG_CHARS = 1 << 20
+# Far more tasks than any cluster this runtime starts; a longer list is a
+# generated mistake, refused before each address is checked.
+MAX_TASKS = 10_000
+# DNS: a name of at most 253 characters, in labels of at most 63.
+MAX_HOST_CHARS = 253
+_HOST_LABEL = re.compile(r'[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?')
+_DIGITS = re.compile(r'[0-9]+')
+_RPC_LAYER = re.compile(r'[A-Za-z0-9+._-]{1,32}')
 
 
 class ClusterConfigError(UserInputError):
@@ -44,18 +60,82 @@ def _fail(message: str):
   raise ClusterConfigError(message)
 
 
+def host_problem(host: str) -> Optional[str]:
+  """What is wrong with `host` as a cluster host, or None if nothing.
+
+  A host is a DNS name (at most 253 characters, labels of letters, digits,
+  '-' and '_', at most 63 each), a dotted IPv4 address, or an IPv6 address
+  in brackets ('[::1]').
+  """
+  if len(host) > MAX_HOST_CHARS + 2:  # Room for an IPv6 host's brackets.
+    return (f'the host is {len(host)} characters; a host has at most '
+            f'{MAX_HOST_CHARS}')
+  if host.startswith('['):
+    if not host.endswith(']'):
+      return 'an IPv6 host opens "[" but does not close it'
+    try:
+      ipaddress.IPv6Address(host[1:-1])
+    except ValueError:
+      return f'{host[1:-1]!r} in brackets is not an IPv6 address'
+    return None
+  if not host:
+    return 'the host is empty'
+  if ':' in host:
+    return 'an IPv6 host goes in brackets, e.g. "[::1]:2222"'
+  name = host[:-1] if host.endswith('.') else host  # A fully qualified name.
+  if len(name) > MAX_HOST_CHARS:
+    return (f'the host is {len(name)} characters; a host has at most '
+            f'{MAX_HOST_CHARS}')
+  labels = name.split('.')
+  if _DIGITS.fullmatch(labels[-1]):
+    # All-digit last label: only a dotted IPv4 address (resolvers would
+    # read '1234' or '1.2.3' as some other IPv4 address).
+    try:
+      ipaddress.IPv4Address(name)
+    except ValueError:
+      return f'{name!r} is neither a host name nor an IPv4 address'
+    return None
+  for label in labels:
+    if not _HOST_LABEL.fullmatch(label):
+      return (f'{shorten(label, limit=40)} is not a host name label (1-63 '
+              "letters, digits, '-' or '_', not starting or ending with '-')")
+  return None
+
+
+def _address_problem(address: str) -> Optional[str]:
+  """What is wrong with 'host:port' or '[ipv6]:port', or None."""
+  if address.startswith('['):
+    closing = address.find(']')
+    if closing < 0:
+      return 'an IPv6 host opens "[" but does not close it'
+    host, rest = address[:closing + 1], address[closing + 1:]
+    if not rest.startswith(':'):
+      return 'there is no ":port" after the IPv6 host'
+    port = rest[1:]
+  else:
+    host, colon, port = address.rpartition(':')
+    if not colon:
+      return 'there is no ":port"'
+  if not (_DIGITS.fullmatch(port) and len(port) <= 5 and
+          0 < int(port) < 65536):
+    return f'port {shorten(port, limit=20)} is not a number in 1-65535'
+  return host_problem(host)
+
+
 def check_address(address, *, where: str) -> str:
   """Checks `host:port` (or `[ipv6]:port`); returns it.
 
+  The host must pass `host_problem` and the port be 1..65535.
+
   Raises:
-    ClusterConfigError: naming `where` and the value.
+    ClusterConfigError: naming `where` and the (shortened) value.
   """
   if not isinstance(address, str):
-    _fail(f'{where}={address!r} must be a "host:port" string.')
-  match = _HOST_PORT.fullmatch(address)
-  if not match or not 0 < int(match.group('port')) < 65536:
-    _fail(f'{where}={address!r} is not a valid "host:port" address (port '
-          '1-65535; IPv6 hosts in brackets).')
+    _fail(f'{where}={shorten(address)} must be a "host:port" string.')
+  problem = _address_problem(address)
+  if problem:
+    _fail(f'{where}={shorten(address)} is not a valid "host:port" address: '
+          f'{problem}.')
   return address
 
 
@@ -73,12 +153,17 @@ def join_host_port(host: str, port: int) -> str:
 def _parse_index(value, *, where: str) -> int:
   if isinstance(value, bool):
     _fail(f'{where}={value!r} must be an integer.')
-  if isinstance(value, str) and re.fullmatch(r'-?\d+', value.strip()):
+  if isinstance(value, str) and re.fullmatch(r'\s*-?[0-9]+\s*', value):
+    digits = value.strip().lstrip('-')
+    if len(digits) > len(str(MAX_TASKS)):
+      _fail(f'{where}={shorten(value)} is out of range: a cluster has at '
+            f'most {MAX_TASKS} tasks.')
     value = int(value)
   if not isinstance(value, int):
-    _fail(f'{where}={value!r} must be an integer (or a string of digits).')
+    _fail(f'{where}={shorten(value)} must be an integer (or a string of '
+          'digits).')
   if value < 0:
-    _fail(f'{where}={value!r} must be >= 0.')
+    _fail(f'{where}={shorten(value)} must be >= 0.')
   return value
 
 
@@ -97,17 +182,25 @@ def validate_cluster(cluster, *, where: str = 'TF_CONFIG cluster'
   """
   if not isinstance(cluster, Mapping):
     _fail(f'{where} must be a JSON object mapping job names to address '
-          f'lists, got {type(cluster).__name__}: {cluster!r}')
-  clean = {}
-  seen = {}
+          f'lists, got {type(cluster).__name__}: {shorten(cluster)}')
+  jobs = {}
   for job, addresses in cluster.items():
     if job not in JOB_NAMES:
-      _fail(f'{where} has unknown job {job!r}; jobs are {list(JOB_NAMES)}.')
+      _fail(f'{where} has unknown job {shorten(job)}; jobs are '
+            f'{list(JOB_NAMES)}.')
     if isinstance(addresses, str):
       addresses = [addresses]
     if not isinstance(addresses, (list, tuple)) or not addresses:
-      _fail(f'{where}[{job!r}]={addresses!r} must be a non-empty list of '
-            '"host:port" addresses.')
+      _fail(f'{where}[{job!r}]={shorten(addresses)} must be a non-empty list '
+            'of "host:port" addresses.')
+    jobs[job] = addresses
+  num_tasks = sum(len(addresses) for addresses in jobs.values())
+  if num_tasks > MAX_TASKS:
+    _fail(f'{where} lists {num_tasks} tasks; at most {MAX_TASKS} are '
+          'accepted.')
+  clean = {}
+  seen = {}
+  for job, addresses in jobs.items():
     for i, address in enumerate(addresses):
       check_address(address, where=f'{where}[{job!r}][{i}]')
       if address in seen:
@@ -207,6 +300,27 @@ class TaskInfo:
             f' at {self.address or "(not in cluster)"} in a cluster of {jobs}')
 
 
+def _load_json(raw, *, what: str):
+  """The JSON value of `raw`, bounded in size and nesting."""
+  if not isinstance(raw, str):
+    _fail(f'{what} must be JSON text, got {type(raw).__name__}: '
+          f'{shorten(raw)}')
+  if len(raw) > MAX_CONFIG_CHARS:
+    _fail(f'{what} is {len(raw)} characters; at most {MAX_CONFIG_CHARS} are '
+          f'accepted: {shorten(raw)}')
+  try:
+    return json.loads(raw)
+  except json.JSONDecodeError as e:
+    _fail(f'{what} is not valid JSON ({e.msg} at column {e.colno}): '
+          f'{shorten(raw, limit=120)}')
+  except RecursionError:
+    _fail(f'{what} is nested too deeply to be a cluster description: '
+          f'{shorten(raw)}')
+  except ValueError as e:  # A number of more than 4300 digits.
+    _fail(f'{what} is not usable JSON ({str(e).split(";")[0][:100]}): '
+          f'{shorten(raw)}')
+
+
 def parse_tf_config(raw: Optional[str]) -> Optional[TaskInfo]:
   """Parses TF_CONFIG; None when unset or without a cluster (local mode).
 
@@ -215,14 +329,10 @@ def parse_tf_config(raw: Optional[str]) -> Optional[TaskInfo]:
   """
   if raw is None or not raw.strip():
     return None
-  try:
-    config = json.loads(raw)
-  except json.JSONDecodeError as e:
-    _fail(f'TF_CONFIG is not valid JSON ({e.msg} at column {e.colno}): '
-          f'{raw[:120]!r}')
+  config = _load_json(raw, what='TF_CONFIG')
   if not isinstance(config, dict):
     _fail(f'TF_CONFIG must be a JSON object, got {type(config).__name__}: '
-          f'{raw[:120]!r}')
+          f'{shorten(raw)}')
   if 'cluster' not in config or config['cluster'] in (None, {}):
     if config.get('task'):
       _fail('TF_CONFIG has a "task" but no "cluster"; give both, or neither '
@@ -232,13 +342,13 @@ def parse_tf_config(raw: Optional[str]) -> Optional[TaskInfo]:
   task = config.get('task')
   if not isinstance(task, Mapping):
     _fail(f'TF_CONFIG "task" must be an object like {{"type": "worker", '
-          f'"index": 0}}, got {task!r}.')
+          f'"index": 0}}, got {shorten(task)}.')
   task_type = task.get('type')
   if task_type is None:
     _fail('TF_CONFIG task has no "type"; give one of '
           f'{list(JOB_NAMES)}.')
   if task_type not in JOB_NAMES:
-    _fail(f'TF_CONFIG task type={task_type!r} is not one of '
+    _fail(f'TF_CONFIG task type={shorten(task_type)} is not one of '
           f'{list(JOB_NAMES)}.')
   if task_type not in cluster and task_type != EVALUATOR:
     _fail(f'TF_CONFIG task type={task_type!r} is not a job in the cluster '
@@ -247,15 +357,16 @@ def parse_tf_config(raw: Optional[str]) -> Optional[TaskInfo]:
     _fail(f'TF_CONFIG task {{"type": {task_type!r}}} has no "index".')
   index = _parse_index(task['index'], where='TF_CONFIG task index')
   if task_type == EVALUATOR and index > 0:
-    _fail(f'TF_CONFIG task index={index} for the evaluator; there is one '
-          'evaluator, index 0.')
+    _fail(f'TF_CONFIG task index={shorten(index)} for the evaluator; there '
+          'is one evaluator, index 0.')
   if task_type in cluster and index >= len(cluster[task_type]):
-    _fail(f'TF_CONFIG task index={index} is out of range: job '
+    _fail(f'TF_CONFIG task index={shorten(index)} is out of range: job '
           f'{task_type!r} has {len(cluster[task_type])} task(s), indices '
           f'0..{len(cluster[task_type]) - 1}.')
   rpc_layer = config.get('rpc_layer') or 'grpc'
-  if not isinstance(rpc_layer, str):
-    _fail(f'TF_CONFIG rpc_layer={rpc_layer!r} must be a string like "grpc".')
+  if not isinstance(rpc_layer, str) or not _RPC_LAYER.fullmatch(rpc_layer):
+    _fail(f'TF_CONFIG rpc_layer={shorten(rpc_layer)} must be a protocol name '
+          'like "grpc".')
   return TaskInfo(cluster=cluster, task_type=task_type, task_index=index,
                   rpc_layer=rpc_layer)
 
