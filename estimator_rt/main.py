@@ -12,7 +12,9 @@ nothing written to model_dir; 1 anything else (e.g. a diverged loss).
 """
 
 import json
+import math
 import os
+import secrets
 import sys
 import tempfile
 import time
@@ -76,7 +78,9 @@ flags.DEFINE_float('throttle_secs', 600,
                    'seconds.', lower_bound=0)
 flags.DEFINE_integer('steps_per_loop', 100,
                      'Training steps per compiled call.', lower_bound=1)
-flags.DEFINE_integer('tf_random_seed', None, 'Seed for reproducible runs.')
+# The bounds NumPy's seed takes (keras.utils.set_random_seed seeds it too).
+flags.DEFINE_integer('tf_random_seed', None, 'Seed for reproducible runs.',
+                     lower_bound=0, upper_bound=2**32 - 1)
 flags.DEFINE_enum('distribution_strategy', 'default', STRATEGIES,
                   'The distribution strategy.')
 flags.DEFINE_integer('num_gpus', None,
@@ -115,6 +119,62 @@ flags.DEFINE_string(
 flags.DEFINE_string('checkpoint_path', None,
                     'evaluate/predict/export: the checkpoint to use (default '
                     'the latest in model_dir).')
+
+
+def _check_flags() -> None:
+  """Checks what absl's bounds do not: the upper bounds of counts and that
+  durations are finite, naming the flag. Runs before anything starts.
+
+  Raises:
+    UserInputError: naming the flag, its value and the bound.
+  """
+  from estimator_rt import errors  # pylint: disable=g-import-not-at-top
+  for name, maximum in (('max_steps', errors.MAX_COUNT),
+                        ('eval_steps', errors.MAX_INT32),
+                        ('steps_per_loop', errors.MAX_INT32),
+                        ('save_checkpoints_steps', errors.MAX_COUNT),
+                        ('keep_checkpoint_max', errors.MAX_COUNT),
+                        ('save_summary_steps', errors.MAX_COUNT),
+                        ('log_step_count_steps', errors.MAX_COUNT)):
+    # absl already enforced the lower bounds and the integer type.
+    errors.check_count(f'--{name}', FLAGS[name].value, allow_zero=True,
+                       maximum=maximum)
+  for name in ('save_checkpoints_secs', 'throttle_secs',
+               'remote_connect_timeout_secs'):
+    value = FLAGS[name].value
+    if value is not None and not math.isfinite(value):
+      raise errors.UserInputError(
+          f'--{name}={value} must be a finite number of seconds.')
+  _check_bind_host()
+
+
+def _check_bind_host() -> None:
+  """--bind_host is a wildcard, a host name or an IP address (IPv6 with or
+  without brackets)."""
+  from estimator_rt import bind_guard  # pylint: disable=g-import-not-at-top
+  from estimator_rt import cluster  # pylint: disable=g-import-not-at-top
+  from estimator_rt import errors  # pylint: disable=g-import-not-at-top
+  host = FLAGS.bind_host
+  if host is None or host.strip() in bind_guard.WILDCARD_HOSTS:
+    return
+  bare = host.strip('[] ')
+  problem = cluster.host_problem(f'[{bare}]' if ':' in bare else bare)
+  if problem:
+    raise errors.UserInputError(
+        f'--bind_host={errors.shorten(host)} is not a valid host: '
+        f'{problem}. Give an address of this machine, or 0.0.0.0.')
+
+
+def _fresh_model_dir() -> str:
+  """A new path for a temporary model_dir, not created here.
+
+  The Estimator creates it once training starts, after every input has
+  been validated, so a run refused for bad input leaves nothing behind.
+  The random part keeps the name unguessable (as tempfile.mkdtemp's is).
+  """
+  name = (time.strftime('estimator_rt_%Y%m%d_%H%M%S_') +
+          secrets.token_hex(6))
+  return os.path.join(tempfile.gettempdir(), name)
 
 
 def _load_params(spec, model_fn) -> dict:
@@ -201,6 +261,7 @@ def run(argv) -> int:
   import estimator_rt as ert  # pylint: disable=g-import-not-at-top
   from estimator_rt import cluster  # pylint: disable=g-import-not-at-top
 
+  _check_flags()
   task = cluster.parse_tf_config(os.environ.get('TF_CONFIG'))
   strategy_name = FLAGS.distribution_strategy
   remote_cluster = None
@@ -273,8 +334,7 @@ def run(argv) -> int:
     params = {**DEFAULT_JOB_PARAMS, **params}
   model_dir = FLAGS.model_dir
   if model_dir is None:
-    model_dir = tempfile.mkdtemp(
-        prefix=time.strftime('estimator_rt_%Y%m%d_%H%M%S_'))
+    model_dir = _fresh_model_dir()
     logging.info('Using fresh model_dir %s', model_dir)
   if strategy is None and remote_cluster is not None:
     strategy = strategy_name  # The Estimator sets up the remote devices.
