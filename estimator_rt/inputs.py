@@ -55,9 +55,24 @@ class DistributedInput:
   infinite: bool
 
 
+# Errors reading a dataset's first batch that come from the data or the
+# pipeline the input_fn built (a missing or corrupt file, a failing map or
+# py_function, a shape that does not batch), not from the machine.
+_DATA_ERRORS = (tf.errors.NotFoundError, tf.errors.InvalidArgumentError,
+                tf.errors.DataLossError, tf.errors.PermissionDeniedError,
+                tf.errors.FailedPreconditionError, tf.errors.UnknownError)
+
+
 def _first_batch(dataset: tf.data.Dataset, role: str, fn) -> Tuple[Any, Any]:
-  for element in dataset.take(1):
-    return split_element(element)
+  """The first element, read before anything is written; raises
+  InputFnError if there is none or reading it fails on the data."""
+  try:
+    for element in dataset.take(1):
+      return split_element(element)
+  except _DATA_ERRORS as e:
+    raise InputFnError(
+        f'{role} {user_fns.fn_name(fn)}: reading its first batch failed with '
+        f'{user_fns.describe_exception(e)}') from e
   raise InputFnError(
       f'{role} {user_fns.fn_name(fn)!r} returned an empty '
       'dataset; it must yield at least one batch.')

@@ -26,10 +26,13 @@ from estimator_rt.variable_store import VariableStore
 
 _current = threading.local()
 
-# Exceptions that, raised from inside a model_fn, mean the model_fn or its
-# inputs are wrong (shape mismatches, bad arguments), not that TF failed.
-_USER_CODE_ERRORS = (ValueError, TypeError, KeyError, IndexError,
-                     AttributeError, tf.errors.InvalidArgumentError)
+# Exceptions that, raised from inside a model_fn, mean TensorFlow's runtime
+# or the machine failed (out of memory, a lost peer, an internal error), not
+# the model_fn: they propagate unchanged. Anything else a model_fn raises, a
+# plain Python exception or an InvalidArgumentError (shapes, dtypes), is a
+# bug in the model_fn or its inputs and becomes one ModelFnError.
+_RUNTIME_ERRORS = (tf.errors.OpError, MemoryError)
+_USER_OP_ERRORS = (tf.errors.InvalidArgumentError,)
 
 
 def _shapes(structure) -> str:
@@ -38,7 +41,8 @@ def _shapes(structure) -> str:
   shapes = tf.nest.map_structure(
       lambda t: str(tuple(t.shape)) if hasattr(t, 'shape') else repr(t),
       structure)
-  return str(shapes).replace("'", '')
+  text = str(shapes).replace("'", '')
+  return text if len(text) <= 200 else text[:200] + '...'
 
 
 def get_global_step() -> Optional[tf.Variable]:
@@ -191,14 +195,12 @@ class ModelGraph:
                                       self.mode, self._params, self._config)
     except UserInputError:
       raise
-    except _USER_CODE_ERRORS as e:
-      # A bare TensorFlow trace does not say which call of which function
-      # failed on what input; say it, and keep the original as the cause.
-      raise ModelFnError(
-          f'model_fn {user_fns.fn_name(self._model_fn)} failed in mode '
-          f'{self.mode!r} on '
-          f'features {_shapes(features)} and labels {_shapes(labels)}: '
-          f'{type(e).__name__}: {e}') from e
+    except _USER_OP_ERRORS as e:
+      raise self._failed(e, features, labels) from e
+    except _RUNTIME_ERRORS:
+      raise
+    except Exception as e:  # pylint: disable=broad-except
+      raise self._failed(e, features, labels) from e
     if not isinstance(spec, EstimatorSpec):
       raise ModelFnError(
           f'model_fn {user_fns.fn_name(self._model_fn)} returned '
@@ -209,6 +211,16 @@ class ModelGraph:
           f'model_fn returned EstimatorSpec(mode={spec.mode!r}) when called '
           f'with mode={self.mode!r}; pass the mode it received.')
     return spec
+
+  def _failed(self, error, features, labels) -> ModelFnError:
+    # A bare trace does not say which call of which function failed on what
+    # input; say it, and where in the model_fn (the original stays the
+    # cause, for the API user who wants the whole trace).
+    return ModelFnError(
+        f'model_fn {user_fns.fn_name(self._model_fn)} failed in mode '
+        f'{self.mode!r} on features {_shapes(features)} and labels '
+        f'{_shapes(labels)}: {user_fns.describe_exception(error)}'
+        f'{user_fns.where_in(self._model_fn, error)}')
 
   def call(self, features, labels) -> EstimatorSpec:
     """Calls the model_fn on the built variables (inside compiled code)."""

@@ -17,14 +17,59 @@ from typing import Any, Callable, Optional
 import tensorflow as tf
 
 from estimator_rt.errors import InputFnError
+from estimator_rt.errors import shorten
 from estimator_rt.errors import UserInputError
 
 _MODEL_FN_ARGS = ('features', 'labels', 'mode', 'params', 'config')
+# Modules `load_callable` loads from a file path get this name prefix.
+_FILE_MODULE_PREFIX = '_estimator_rt_user_'
 
 
 def fn_name(fn: Callable) -> str:
-  """How errors name a user function."""
-  return getattr(fn, '__qualname__', None) or repr(fn)
+  """How errors name a user function: as it is named on the command line,
+  'module.path:qualname' (or 'path/to/file.py:qualname' for a function
+  loaded from a file)."""
+  qualname = getattr(fn, '__qualname__', None)
+  if not isinstance(qualname, str):
+    return shorten(fn)
+  module_name = getattr(fn, '__module__', None)
+  if not isinstance(module_name, str):
+    return qualname
+  module = sys.modules.get(module_name)
+  path = getattr(module, '__file__', None)
+  if module_name.startswith(_FILE_MODULE_PREFIX) and path:
+    module_name = path
+  return f'{module_name}:{qualname}'
+
+
+def describe_exception(error: BaseException, *, limit: int = 300) -> str:
+  """'TypeName: message' on one line, the message cut to `limit` chars."""
+  try:
+    message = ' '.join(str(error).split())
+  except Exception:  # pylint: disable=broad-except
+    message = ''  # A broken __str__ must not hide the error's type.
+  if len(message) > limit:
+    message = f'{message[:limit]}... ({len(message)} characters)'
+  return f'{type(error).__name__}: {message}' if message else (
+      type(error).__name__)
+
+
+def where_in(fn: Callable, error: BaseException) -> str:
+  """' (at file.py:line)': the deepest frame of `error`'s traceback in the
+  file that defines `fn`, or '' when none is (the error came from a
+  library it called, with no line of its own below)."""
+  code = getattr(inspect.unwrap(fn), '__code__', None)
+  if code is None:
+    return ''
+  found = ''
+  traceback = error.__traceback__
+  while traceback is not None:
+    frame_code = traceback.tb_frame.f_code
+    if frame_code.co_filename == code.co_filename:
+      found = (f' (at {os.path.basename(frame_code.co_filename)}:'
+               f'{traceback.tb_lineno})')
+    traceback = traceback.tb_next
+  return found
 
 
 def _declared_args(fn: Callable) -> set:
@@ -97,17 +142,27 @@ def call_input_fn(input_fn: Callable, params: dict,
     role: how errors name the function (e.g. 'TrainSpec.input_fn').
 
   Raises:
-    InputFnError: `input_fn` is not callable or did not return a Dataset.
+    InputFnError: `input_fn` is not callable, raised an exception (any:
+      an input_fn is user code, and whatever it raises, a missing file or a
+      bad param, is for its author to fix; the original is the `__cause__`)
+      or did not return a Dataset.
   """
   if not callable(input_fn):
-    raise InputFnError(f'{role}={input_fn!r} is not callable.')
+    raise InputFnError(f'{role}={shorten(input_fn)} is not callable.')
   args = _declared_args(input_fn)
   kwargs = {}
   if '*' in args or 'params' in args:
     kwargs['params'] = params
   if '*' in args or 'input_context' in args:
     kwargs['input_context'] = input_context
-  dataset = input_fn(**kwargs)
+  try:
+    dataset = input_fn(**kwargs)
+  except UserInputError:
+    raise  # Already says what is wrong (the bundled input_fns' checks).
+  except Exception as e:  # pylint: disable=broad-except
+    raise InputFnError(
+        f'{role} {fn_name(input_fn)} raised {describe_exception(e)}'
+        f'{where_in(input_fn, e)}') from e
   if not isinstance(dataset, tf.data.Dataset):
     raise InputFnError(
         f'{role} {fn_name(input_fn)} returned {type(dataset).__name__}, not '
