@@ -7,14 +7,23 @@ called without one, it batches globally and leaves sharding and splitting
 to the runtime. `shard_and_batch` implements that once for every input_fn.
 """
 
+import math
 from typing import Any, Callable, Mapping, Optional
 
 import tensorflow as tf
 
 from estimator_rt.errors import InputFnError
+from estimator_rt.errors import shorten
 
 # The features key the bundled model_fns read.
 FEATURES_KEY = 'x'
+
+# The largest global batch any bundled input_fn accepts: 16,777,216
+# examples. Those that know their data set's size (digits, synthetic, tfds)
+# refuse any batch larger than the data set; this bound is what stops an
+# absurd batch_size where the size is unknown (files), before tf.data tries
+# to fill a batch of that many examples and exhausts memory.
+MAX_BATCH_SIZE = 2**24
 
 
 def check_params(name: str, params: Any) -> Mapping[str, Any]:
@@ -24,7 +33,7 @@ def check_params(name: str, params: Any) -> Mapping[str, Any]:
   if not isinstance(params, Mapping):
     raise InputFnError(
         f'{name}: params must be a dict, got {type(params).__name__}: '
-        f'{params!r}')
+        f'{shorten(params)}')
   return params
 
 
@@ -49,7 +58,7 @@ def int_param(name: str, params: Mapping[str, Any], key: str,
   if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
     raise InputFnError(
         f'{name}: params[{key!r}] must be an integer >= {minimum}, got '
-        f'{value!r}.')
+        f'{shorten(value)}.')
   return value
 
 
@@ -58,10 +67,10 @@ def float_param(name: str, params: Mapping[str, Any], key: str,
   """Returns `params.get(key, default)` as a float >= minimum."""
   value = params.get(key, default)
   if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-      value < minimum):
+      not math.isfinite(value) or value < minimum):
     raise InputFnError(
-        f'{name}: params[{key!r}] must be a number >= {minimum}, got '
-        f'{value!r}.')
+        f'{name}: params[{key!r}] must be a finite number >= {minimum}, got '
+        f'{shorten(value)}.')
   return float(value)
 
 
@@ -71,7 +80,8 @@ def bool_param(name: str, params: Mapping[str, Any], key: str,
   value = params.get(key, default)
   if not isinstance(value, bool):
     raise InputFnError(
-        f'{name}: params[{key!r}] must be True or False, got {value!r}.')
+        f'{name}: params[{key!r}] must be True or False, got '
+        f'{shorten(value)}.')
   return value
 
 
@@ -89,6 +99,43 @@ def num_epochs(name: str, params: Mapping[str, Any], *,
   return None if bool_param(name, params, 'repeat', repeat_default) else 1
 
 
+def global_batch_size(name: str, params: Mapping[str, Any], *,
+                      num_examples: Optional[int] = None,
+                      data: str = 'the data set') -> int:
+  """Returns params['batch_size'], the global batch size, checked.
+
+  Call it before materialising anything big: it is the cheap refusal of a
+  batch that could never be filled, or only by exhausting memory.
+
+  Args:
+    name: the input_fn's name, for error messages.
+    params: the input_fn's params.
+    num_examples: the size of the data set, when it is known; a batch_size
+      above it is refused (even a repeating data set: a batch spanning
+      several epochs is a mistake, not a request).
+    data: names the data set in the error, e.g. 'the digits train split'.
+
+  Raises:
+    InputFnError: 'batch_size' is missing, not an integer in [1,
+      MAX_BATCH_SIZE], or larger than `num_examples`.
+  """
+  value = required(name, params, 'batch_size')
+  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    raise InputFnError(
+        f"{name}: params['batch_size']={shorten(value)} must be an integer "
+        f'from 1 to {MAX_BATCH_SIZE}.')
+  if num_examples is not None and value > num_examples:
+    raise InputFnError(
+        f"{name}: params['batch_size']={shorten(value)} is larger than "
+        f'{data} ({num_examples} examples); give a batch_size of at most '
+        f'{num_examples}.')
+  if value > MAX_BATCH_SIZE:
+    raise InputFnError(
+        f"{name}: params['batch_size']={shorten(value)} must be an integer "
+        f'from 1 to {MAX_BATCH_SIZE}.')
+  return value
+
+
 def batch_size(name: str, params: Mapping[str, Any],
                input_context: Optional[tf.distribute.InputContext]) -> int:
   """Returns the batch size this pipeline batches with.
@@ -97,11 +144,10 @@ def batch_size(name: str, params: Mapping[str, Any],
   context, and the per-replica share of it with one.
 
   Raises:
-    InputFnError: 'batch_size' is missing, not a positive int, or not
-      divisible by the number of replicas in sync.
+    InputFnError: 'batch_size' is missing, not an integer in [1,
+      MAX_BATCH_SIZE], or not divisible by the number of replicas in sync.
   """
-  global_batch = int_param(name, params, 'batch_size',
-                           required(name, params, 'batch_size'))
+  global_batch = global_batch_size(name, params)
   if input_context is None:
     return global_batch
   try:

@@ -55,7 +55,8 @@ def train_input_fn(
   """The train split, reshuffled every epoch, repeated, batched.
 
   Params:
-    batch_size: the GLOBAL batch size (required).
+    batch_size: the GLOBAL batch size (required), at most the 1438
+      examples of the split.
     seed: shuffle seed; the same seed gives the same order (default 0).
     num_epochs: number of passes (default None: repeat forever).
     drop_remainder: see `shard_and_batch` (default: True iff infinite).
@@ -66,6 +67,8 @@ def train_input_fn(
   name = 'input_fns.digits.train_input_fn'
   params = _common.check_params(name, params)
   x, y, _, _ = load_split()
+  _common.global_batch_size(name, params, num_examples=len(y),
+                            data='the digits train split')
   dataset = tf.data.Dataset.from_tensor_slices(({_common.FEATURES_KEY: x}, y))
   return _common.shard_and_batch(
       dataset, name=name, params=params, input_context=input_context,
@@ -84,7 +87,8 @@ def eval_input_fn(
   that n pipelines together see every eval example exactly once.
 
   Params:
-    batch_size: the GLOBAL batch size (required).
+    batch_size: the GLOBAL batch size (required), at most the 359 examples
+      of the split.
 
   Raises:
     InputFnError: 'batch_size' is missing or out of range.
@@ -92,6 +96,8 @@ def eval_input_fn(
   name = 'input_fns.digits.eval_input_fn'
   params = _common.check_params(name, params)
   _, _, x, y = load_split()
+  _common.global_batch_size(name, params, num_examples=len(y),
+                            data='the digits eval split')
   dataset = tf.data.Dataset.from_tensor_slices(({_common.FEATURES_KEY: x}, y))
   return _common.shard_and_batch(
       dataset, name=name, params=params, input_context=input_context,

@@ -15,7 +15,12 @@ auto-shard policy can shard it the same way.
 
 Params common to both input_fns:
   file_pattern: a glob or list of globs (required).
-  batch_size: the GLOBAL batch size (required).
+  batch_size: the GLOBAL batch size (required). The number of records is
+    not known without reading every file, so it is not checked against
+    the data: a batch_size above the records of one pass gives one short
+    batch per pass (or, repeating with drop_remainder, batches spanning
+    passes). Values that are not integers in [1, 2**24] are refused
+    (`input_fns._common.MAX_BATCH_SIZE`), before any file is opened.
   shuffle: shuffle file order and records (default True, which suits
     training; pass False for evaluation).
   shuffle_buffer: records in the shuffle buffer (default 10000).
@@ -160,6 +165,7 @@ def tfrecord_input_fn(
   """
   name = 'input_fns.files.tfrecord_input_fn'
   params = _common.check_params(name, params)
+  _common.global_batch_size(name, params)  # Before any file is read.
   spec = _parse_spec(name, _common.required(name, params, 'feature_spec'))
   label_key = params.get('label_key', 'label')
   if label_key is not None and label_key not in spec:
@@ -203,9 +209,9 @@ def csv_input_fn(
 
   Params (besides the common ones in the module docstring):
     label_column: the column read as labels (default 'label').
-    label_dtype: 'float32' (default), 'int64' or 'string'. The bundled
-      classifiers accept integral float labels, so the default suits both
-      regression and classification.
+    label_dtype: 'float32' (default, for regression), 'int64' or 'string'.
+      The bundled classifiers (model_fns.mlp, model_fns.cnn) take integer
+      class ids: pass 'int64' for them.
     feature_columns: the columns stacked, in this order, into features['x']
       as float32 (default: every column but the label, in file order).
     field_delim: default ','.
@@ -216,6 +222,7 @@ def csv_input_fn(
   """
   name = 'input_fns.files.csv_input_fn'
   params = _common.check_params(name, params)
+  _common.global_batch_size(name, params)  # Before any file is read.
   delimiter = params.get('field_delim', ',')
   files = _match_files(name, params)
   header = _read_header(name, files[0], delimiter)

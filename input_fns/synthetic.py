@@ -7,7 +7,7 @@ same params always give the same data. Every input_fn returns a
 input_context contract of `input_fns._common.shard_and_batch`.
 
 Params common to all three:
-  batch_size: the GLOBAL batch size (required).
+  batch_size: the GLOBAL batch size (required), at most num_examples.
   seed: seed of the data (and of the shuffle order) (default 0).
   repeat: True (default) repeats forever; False makes one pass.
   num_epochs: number of passes; overrides 'repeat' when given.
@@ -23,6 +23,24 @@ from estimator_rt.errors import InputFnError
 from input_fns import _common
 
 _LINEAR_DATA = ('regression', 'constant')
+
+# The generated block is held in memory (and drawn in float64 first): at
+# most 2**26 values (512 MiB while drawing), far more than a synthetic test
+# needs, and refused before anything is drawn.
+MAX_VALUES = 2**26
+
+
+def _check_size(name: str, params: Mapping[str, Any], num_examples: int,
+                values: int) -> None:
+  """Refuses, before anything is generated, a block of more than MAX_VALUES
+  `values` or a batch_size larger than the block."""
+  if values > MAX_VALUES:
+    raise InputFnError(
+        f'{name}: these params would generate {values} values '
+        f"(params['num_examples']={num_examples}); at most {MAX_VALUES} are "
+        'generated. Lower num_examples or the size of an example.')
+  _common.global_batch_size(name, params, num_examples=num_examples,
+                            data="params['num_examples']")
 
 
 def _make_regression(num_features: int, num_examples: int, noise: float,
@@ -77,6 +95,7 @@ def linear_input_fn(
         f'{data!r}.')
   num_features = _common.int_param(name, params, 'num_features', 1)
   num_examples = _common.int_param(name, params, 'num_examples', 1024)
+  _check_size(name, params, num_examples, num_examples * (num_features + 1))
   if data == 'constant':
     x = np.ones((num_examples, num_features), np.float32)
     y = np.ones((num_examples,), np.float32)
@@ -122,6 +141,8 @@ def classification_input_fn(
   cluster_std = _common.float_param(name, params, 'cluster_std', 1.0)
   center_box = _common.float_param(name, params, 'center_box', 3.0)
   seed = _common.int_param(name, params, 'seed', 0, minimum=0)
+  _check_size(name, params, num_examples,
+              (num_examples + n_classes) * num_features + num_examples)
 
   rng = np.random.default_rng(seed)
   centers = rng.uniform(-center_box, center_box, size=(n_classes,
@@ -165,6 +186,9 @@ def images_input_fn(
   n_classes = _common.int_param(name, params, 'n_classes', 10, minimum=2)
   num_examples = _common.int_param(name, params, 'num_examples', 256)
   seed = _common.int_param(name, params, 'seed', 0, minimum=0)
+  _check_size(name, params, num_examples,
+              (num_examples + n_classes) * size * size * channels +
+              num_examples)
 
   rng = np.random.default_rng(seed)
   templates = rng.uniform(size=(n_classes, size, size, channels))

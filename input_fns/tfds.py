@@ -34,6 +34,18 @@ def _num_files(builder: tfds.core.DatasetBuilder, split: str) -> Optional[int]:
     return None
 
 
+def _num_examples(builder: tfds.core.DatasetBuilder,
+                  split: str) -> Optional[int]:
+  """Examples in `split` (a split expression too, e.g. 'train[:10%]') from
+  the prepared data's metadata, or None when the builder does not know."""
+  try:
+    return int(builder.info.splits[split].num_examples) or None
+  except Exception:  # pylint: disable=broad-except
+    # No metadata before the data is prepared (or under TFDS's mock_data),
+    # and a malformed split expression is reported by tfds.load below.
+    return None
+
+
 def tfds_input_fn(
     params: Optional[Mapping[str, Any]],
     input_context: Optional[tf.distribute.InputContext] = None
@@ -51,7 +63,10 @@ def tfds_input_fn(
     normalize: cast uint8 features to float32 and divide by 255, giving
       values in [0, 1] (default True). Features of other dtypes need
       normalize=False and are then returned as stored.
-    batch_size: the GLOBAL batch size (required).
+    batch_size: the GLOBAL batch size (required): an integer in [1, 2**24],
+      and at most the examples of the split when its metadata says how
+      many there are (prepared data does; without it only the first bound
+      is checked).
     shuffle: shuffle file order and examples (default True, which suits
       training; pass False for evaluation).
     shuffle_buffer: examples in the shuffle buffer (default 10000).
@@ -66,6 +81,7 @@ def tfds_input_fn(
       features.
   """
   params = _common.check_params(_NAME, params)
+  _common.global_batch_size(_NAME, params)  # Before TFDS reads anything.
   dataset_name = _common.required(_NAME, params, 'dataset')
   split = params.get('split', 'train')
   data_dir = params.get('data_dir')
@@ -95,6 +111,10 @@ def tfds_input_fn(
         f"{_NAME}: params['normalize']=True scales uint8 images, but "
         f'{dataset_name!r} feature {feature_key!r} has dtype '
         f'{features_info[feature_key].tf_dtype.name}; pass normalize=False.')
+
+  _common.global_batch_size(
+      _NAME, params, num_examples=_num_examples(builder, split),
+      data=f'{dataset_name!r} split {split!r}')
 
   read_config = tfds.ReadConfig(shuffle_seed=seed)
   pipelines = input_context.num_input_pipelines if input_context else 1

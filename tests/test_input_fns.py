@@ -559,3 +559,19 @@ def test_tfds_errors(tmp_path):
   with pytest.raises(ert.InputFnError, match=r"feature_key'\]='pixels'"):
     tfds_input.tfds_input_fn({'dataset': 'mnist', 'data_dir': empty,
                               'batch_size': 4, 'feature_key': 'pixels'})
+
+
+@pytest.mark.parametrize('split,batch_size,size', [
+    ('train', 31, 30), ('test', 10, 9), ('train[:10]', 11, 10)])
+def test_tfds_refuses_a_batch_larger_than_the_split(tiny_tfds_dir, split,
+                                                     batch_size, size):
+  with pytest.raises(ert.InputFnError) as raised:
+    tfds_input.tfds_input_fn(_tfds_params(tiny_tfds_dir, split=split,
+                                          batch_size=batch_size))
+  message = str(raised.value)
+  assert f"params['batch_size']={batch_size} is larger than" in message
+  assert f'split {split!r} ({size} examples)' in message
+  # The whole split in one batch is fine.
+  dataset = tfds_input.tfds_input_fn(_tfds_params(tiny_tfds_dir, split=split,
+                                                  batch_size=size))
+  assert [len(y) for _, y in dataset] == [size]
