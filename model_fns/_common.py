@@ -184,12 +184,13 @@ def sparse_class_labels(name: str, labels: tf.Tensor,
                         logits: tf.Tensor) -> tf.Tensor:
   """Returns int64 class ids of shape [batch] for `logits` [batch, classes].
 
-  Accepts integer (or integral float) labels of shape [batch] or [batch, 1].
+  Accepts integer labels (any integer dtype) of shape [batch] or
+  [batch, 1]; float labels are refused, not truncated.
 
   Raises:
     ModelFnError: the labels look one-hot ([batch, classes]), have a
-      different batch size than the logits, or another rank; the message
-      names both shapes.
+      different batch size than the logits, or another rank (the message
+      names both shapes), or a non-integer dtype.
   """
   shape = labels.shape
   n = logits.shape[-1]
@@ -210,10 +211,17 @@ def sparse_class_labels(name: str, labels: tf.Tensor,
         f'{name}: labels of shape {shape} and logits of shape '
         f'{logits.shape} have different batch sizes ({shape[0]} vs '
         f'{logits.shape[0]}).')
-  if not (labels.dtype.is_integer or labels.dtype.is_floating):
+  if not labels.dtype.is_integer:
+    # Checked on the static dtype, so at trace time and never per step.
+    # Float labels used to be cast, which truncated 0.5-9.5 to classes
+    # 0-9 and trained without a word: a regression target or a wrong
+    # column would have passed for class ids.
     raise ModelFnError(
         f'{name}: labels must be integer class ids, got dtype '
-        f'{labels.dtype.name}.')
+        f'{labels.dtype.name}. Cast them to integer class ids in the '
+        'input_fn (e.g. tf.cast(labels, tf.int64), or label_dtype=\'int64\' '
+        'for input_fns.files.csv_input_fn); for real-valued targets use a '
+        'regressor such as model_fns.linear.')
   return tf.reshape(tf.cast(labels, tf.int64), [-1])
 
 

@@ -84,8 +84,8 @@ def model_fn(features: Any, labels: Any, mode: str,
     features: float (or integer pixel) images [batch, H, W, C] or
       [batch, H, W], or a dict holding them under 'x'. Values are used as
       given: scale them in the input_fn.
-    labels: integer class ids of shape [batch] or [batch, 1]; None in
-      PREDICT.
+    labels: integer class ids (an integer dtype: float labels are refused,
+      not truncated) of shape [batch] or [batch, 1]; None in PREDICT.
     mode: one of `ert.ModeKeys`.
     params: overrides for DEFAULT_PARAMS; other keys are ignored.
 
@@ -94,7 +94,8 @@ def model_fn(features: Any, labels: Any, mode: str,
 
   Raises:
     ModelFnError: bad params, features that are not images, missing labels
-      in TRAIN/EVAL, or labels whose shape does not fit the logits.
+      in TRAIN/EVAL, labels whose shape does not fit the logits, or labels
+      of a non-integer dtype.
   """
   _common.check_mode(_NAME, mode)
   params = _common.merge_params(_NAME, DEFAULT_PARAMS, params)

@@ -85,8 +85,8 @@ def model_fn(features: Any, labels: Any, mode: str,
   Args:
     features: a float tensor [batch, d], or a dict holding it under 'x'.
       Inputs of higher rank (images) are flattened to [batch, d].
-    labels: integer class ids of shape [batch] or [batch, 1]; None in
-      PREDICT.
+    labels: integer class ids (an integer dtype: float labels are refused,
+      not truncated) of shape [batch] or [batch, 1]; None in PREDICT.
     mode: one of `ert.ModeKeys`.
     params: overrides for DEFAULT_PARAMS; other keys are ignored.
 
@@ -96,7 +96,8 @@ def model_fn(features: Any, labels: Any, mode: str,
   Raises:
     ModelFnError: bad params, features of rank < 2, missing labels in
       TRAIN/EVAL, or labels whose shape does not fit the logits (one-hot
-      labels, another batch size); the message names both shapes.
+      labels, another batch size; the message names both shapes), or
+      labels of a non-integer dtype.
   """
   _common.check_mode(_NAME, mode)
   params = _common.merge_params(_NAME, DEFAULT_PARAMS, params)
