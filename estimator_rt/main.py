@@ -86,10 +86,14 @@ flags.DEFINE_enum('distribution_strategy', 'default', STRATEGIES,
 flags.DEFINE_integer('num_gpus', None,
                      'GPUs to use (default: all; 0 forces the CPU).',
                      lower_bound=0)
+# More replicas than this on one CPU only divide the same cores further; a
+# huge value made MirroredStrategy spin for minutes before failing.
+MAX_CPU_DEVICES = 256
 flags.DEFINE_integer('num_cpu_devices', None,
                      'Split the CPU into this many logical devices, so '
                      'mirrored strategies get several replicas without a '
-                     'GPU.', lower_bound=1)
+                     f'GPU (at most {MAX_CPU_DEVICES}).', lower_bound=1,
+                     upper_bound=MAX_CPU_DEVICES)
 flags.DEFINE_enum('auto_shard_policy', 'AUTO', ('AUTO', 'FILE', 'DATA', 'OFF'),
                   'How a globally batched dataset is sharded across workers.')
 flags.DEFINE_list('exporters', ['final'],
