@@ -8,17 +8,24 @@ traced (a batch dimension of None) cannot be checked here; the loss op
 itself still fails at run time if they disagree.
 """
 
+import math
 from typing import Any, Mapping, Optional
 
 import keras
 import tensorflow as tf
 
 from estimator_rt.errors import ModelFnError
+from estimator_rt.errors import shorten
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.spec import EstimatorSpec
 
 # The features key the bundled input_fns produce and the model_fns read.
 FEATURES_KEY = 'x'
+
+# The most weights one Dense layer of a bundled model_fn may have: 2**28,
+# 1 GiB of float32. A larger one is a typo in params (hidden_units or
+# n_classes of a billion), refused before its initializer allocates it.
+MAX_LAYER_WEIGHTS = 2**28
 
 
 def merge_params(name: str, defaults: Mapping[str, Any],
@@ -41,7 +48,7 @@ def merge_params(name: str, defaults: Mapping[str, Any],
   if not isinstance(params, Mapping):
     raise ModelFnError(
         f'{name}: params must be a dict, got {type(params).__name__}: '
-        f'{params!r}')
+        f'{shorten(params)}')
   merged = dict(defaults)
   merged.update(params)
   return merged
@@ -58,9 +65,10 @@ def positive_number(name: str, params: Mapping[str, Any], key: str) -> float:
   """Returns `params[key]` as a float, raising ModelFnError unless it is > 0."""
   value = params[key]
   if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-      value <= 0):
+      not math.isfinite(value) or value <= 0):
     raise ModelFnError(
-        f'{name}: params[{key!r}] must be a positive number, got {value!r}.')
+        f'{name}: params[{key!r}] must be a finite positive number, got '
+        f'{shorten(value)}.')
   return float(value)
 
 
@@ -70,8 +78,26 @@ def n_classes(name: str, params: Mapping[str, Any]) -> int:
   if isinstance(value, bool) or not isinstance(value, int) or value < 2:
     raise ModelFnError(
         f'{name}: params[\'n_classes\'] must be an integer >= 2, got '
-        f'{value!r}.')
+        f'{shorten(value)}.')
   return value
+
+
+def check_dense_size(name: str, what: str, fan_in: Optional[int],
+                     units: int) -> None:
+  """Refuses a Dense layer of more than MAX_LAYER_WEIGHTS weights.
+
+  Args:
+    name: the model_fn's name, for error messages.
+    what: the param that sets `units`, e.g. "params['hidden_units'][0]".
+    fan_in: the layer's input size (None when unknown at trace time: then
+      nothing is checked).
+    units: the layer's output size.
+  """
+  if fan_in is not None and fan_in * units > MAX_LAYER_WEIGHTS:
+    raise ModelFnError(
+        f'{name}: {what}={units} makes a Dense layer of {fan_in} x {units} '
+        f'= {fan_in * units} weights; at most {MAX_LAYER_WEIGHTS} (1 GiB of '
+        f'float32) are built. Lower {what}.')
 
 
 def make_optimizer(name: str,
@@ -95,7 +121,7 @@ def make_optimizer(name: str,
     return keras.optimizers.SGD(learning_rate)
   raise ModelFnError(
       f"{name}: params['optimizer'] must be 'adam' or 'sgd', got "
-      f'{params["optimizer"]!r}.')
+      f'{shorten(params["optimizer"])}.')
 
 
 def get_inputs(name: str, features: Any) -> tf.Tensor:

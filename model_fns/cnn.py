@@ -24,11 +24,14 @@ import keras
 import tensorflow as tf
 
 from estimator_rt.errors import ModelFnError
+from estimator_rt.errors import shorten
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.spec import EstimatorSpec
 from model_fns import _common
 
 _NAME = 'model_fns.cnn.model_fn'
+
+_HIDDEN_UNITS = 64
 
 DEFAULT_PARAMS = {
     'n_classes': 10,
@@ -45,7 +48,7 @@ def _images(x: tf.Tensor, image_shape: Any) -> tf.Tensor:
         not all(isinstance(d, int) and d > 0 for d in image_shape)):
       raise ModelFnError(
           f"{_NAME}: params['image_shape'] must be [H, W, C] with positive "
-          f'integers, got {image_shape!r}.')
+          f'integers, got {shorten(image_shape)}.')
     return tf.reshape(x, [-1, *image_shape])
   if x.shape.rank == 3:
     # [batch, H, W]: grayscale images without a channel axis.
@@ -71,7 +74,7 @@ def build_model(*, n_classes: int) -> keras.Sequential:
                           name='conv_1'),
       keras.layers.MaxPooling2D(2, padding='same', name='pool_1'),
       keras.layers.Flatten(name='flatten'),
-      keras.layers.Dense(64, activation='relu', name='hidden'),
+      keras.layers.Dense(_HIDDEN_UNITS, activation='relu', name='hidden'),
       keras.layers.Dense(n_classes, name='logits'),
   ], name='cnn')
 
@@ -93,14 +96,19 @@ def model_fn(features: Any, labels: Any, mode: str,
     An `ert.EstimatorSpec` for `mode`.
 
   Raises:
-    ModelFnError: bad params, features that are not images, missing labels
-      in TRAIN/EVAL, labels whose shape does not fit the logits, or labels
-      of a non-integer dtype.
+    ModelFnError: bad params (n_classes making a logits layer of more than
+      `_common.MAX_LAYER_WEIGHTS` weights too), features that are not
+      images, missing labels in TRAIN/EVAL, labels whose shape does not fit
+      the logits, or labels of a non-integer dtype.
   """
   _common.check_mode(_NAME, mode)
   params = _common.merge_params(_NAME, DEFAULT_PARAMS, params)
   n_classes = _common.n_classes(_NAME, params)
   images = _images(_common.get_inputs(_NAME, features), params['image_shape'])
+  # The logits layer is 64 x n_classes: refuse a billion classes before
+  # its initializer tries to allocate them.
+  _common.check_dense_size(_NAME, "params['n_classes']", _HIDDEN_UNITS,
+                           n_classes)
 
   # Built on every call; the runtime makes each call reuse the variables of
   # the first.

@@ -22,8 +22,10 @@ Modes:
 from typing import Any, Mapping, Optional
 
 import keras
+import tensorflow as tf
 
 from estimator_rt.errors import ModelFnError
+from estimator_rt.errors import shorten
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.spec import EstimatorSpec
 from model_fns import _common
@@ -46,7 +48,7 @@ def _hidden_units(params: Mapping[str, Any]) -> list:
       for u in units):
     raise ModelFnError(
         f"{_NAME}: params['hidden_units'] must be a list of positive "
-        f'integers, got {units!r}.')
+        f'integers, got {shorten(units)}.')
   return list(units)
 
 
@@ -56,8 +58,19 @@ def _dropout(params: Mapping[str, Any]) -> float:
       0.0 <= rate < 1.0):
     raise ModelFnError(
         f"{_NAME}: params['dropout'] must be a number in [0, 1), got "
-        f'{rate!r}.')
+        f'{shorten(rate)}.')
   return float(rate)
+
+
+def _check_layer_sizes(x: tf.Tensor, hidden_units: list,
+                       n_classes: int) -> None:
+  """Refuses layers too big to build (see _common.MAX_LAYER_WEIGHTS)."""
+  fan_in = x.shape[1:].num_elements()  # Flattened; None if not static.
+  for i, units in enumerate(hidden_units):
+    _common.check_dense_size(_NAME, f"params['hidden_units'][{i}]", fan_in,
+                             units)
+    fan_in = units
+  _common.check_dense_size(_NAME, "params['n_classes']", fan_in, n_classes)
 
 
 def build_model(*, hidden_units, n_classes: int,
@@ -94,10 +107,11 @@ def model_fn(features: Any, labels: Any, mode: str,
     An `ert.EstimatorSpec` for `mode`.
 
   Raises:
-    ModelFnError: bad params, features of rank < 2, missing labels in
-      TRAIN/EVAL, or labels whose shape does not fit the logits (one-hot
-      labels, another batch size; the message names both shapes), or
-      labels of a non-integer dtype.
+    ModelFnError: bad params (a layer of more than
+      `_common.MAX_LAYER_WEIGHTS` weights too), features of rank < 2,
+      missing labels in TRAIN/EVAL, or labels whose shape does not fit the
+      logits (one-hot labels, another batch size; the message names both
+      shapes), or labels of a non-integer dtype.
   """
   _common.check_mode(_NAME, mode)
   params = _common.merge_params(_NAME, DEFAULT_PARAMS, params)
@@ -109,6 +123,7 @@ def model_fn(features: Any, labels: Any, mode: str,
     raise ModelFnError(
         f'{_NAME}: features must have shape [batch, d] (or [batch, ...] to '
         f'be flattened), got {x.shape}.')
+  _check_layer_sizes(x, hidden_units, n_classes)
 
   # Built on every call; the runtime makes each call reuse the variables of
   # the first.

@@ -570,3 +570,24 @@ def test_without_model_dir_the_temporary_one_appears_only_once_valid(
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(made) == 1, made
     assert os.path.isfile(scratch / made[0] / 'model.ckpt-2.index')
+
+
+@pytest.mark.parametrize('model_fn,features,params,fragments', [
+    (mlp.model_fn, np.ones((2, 64), np.float32), {'hidden_units': [10**9]},
+     ["params['hidden_units'][0]=1000000000", '64 x 1000000000',
+      'at most 268435456']),
+    (mlp.model_fn, np.ones((2, 64), np.float32),
+     {'hidden_units': [8], 'n_classes': 10**9},
+     ["params['n_classes']=1000000000", '8 x 1000000000']),
+    (cnn.model_fn, np.ones((2, 8, 8, 1), np.float32), {'n_classes': 10**8},
+     ["params['n_classes']=100000000", '64 x 100000000']),
+    (mlp.model_fn, np.ones((2, 64), np.float32),
+     {'learning_rate': float('nan')},
+     ["params['learning_rate'] must be a finite positive number, got nan"]),
+])
+def test_classifiers_refuse_layers_too_big_to_build(model_fn, features, params,
+                                                     fragments):
+  with pytest.raises(ert.ModelFnError) as raised:
+    model_fn({'x': tf.constant(features)}, tf.constant([0, 1]),
+             ert.ModeKeys.TRAIN, params)
+  _one_line(str(raised.value), *fragments)
