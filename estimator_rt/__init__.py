@@ -38,6 +38,8 @@ _EXPORTS = {
     'ModelFnError': 'estimator_rt.errors',
     'NanLossError': 'estimator_rt.errors',
     'NanLossHook': 'estimator_rt.hooks',
+    'PREEMPTED_EXIT_CODE': 'estimator_rt.preemption',
+    'PreemptedError': 'estimator_rt.errors',
     'run_server': 'estimator_rt.server',
     'RunConfig': 'estimator_rt.run_config',
     'ServingInputReceiver': 'estimator_rt.export',

@@ -6,6 +6,7 @@ checkpoint every N steps is saved at step N, a summary every M steps is
 written at step M, a hook asking to see step K sees step K.
 """
 
+import dataclasses
 import time
 from typing import Callable, Iterable, List, Optional
 
@@ -14,14 +15,40 @@ import tensorflow as tf
 
 from estimator_rt.checkpoints import CheckpointSaver
 from estimator_rt.errors import NanLossError
+from estimator_rt.errors import PreemptedError
 from estimator_rt.hooks import Hook
 from estimator_rt.hooks import LoopResult
+from estimator_rt.preemption import PREEMPTED_EXIT_CODE
 from estimator_rt.summaries import ScalarWriter
 
 # A listener is called after each checkpoint save with (path, global_step);
 # returning True asks training to stop (train_and_evaluate's evaluation uses
 # this for early stopping decisions made at save time).
 SavingListener = Callable[[str, int], Optional[bool]]
+
+
+# A stop signal waits for the loop in flight; loops are cut so that one
+# takes about this long (well inside Kubernetes' default 30 s grace period,
+# with the save after it), while keeping loops of fast steps long.
+DEFAULT_MAX_LOOP_SECS = 5.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Decisions:
+  """What the controller decided after a loop (agreed across synchronous
+  workers by `TrainController`'s `agree`).
+
+  Attributes:
+    stop: stop training normally (a hook, a listener, the input ended).
+    save: save a checkpoint at this step.
+    preempt: save and stop with PreemptedError (a stop signal).
+    loop_cap: the most steps the next loop may run.
+  """
+
+  stop: bool
+  save: bool
+  preempt: bool
+  loop_cap: int
 
 
 class TrainController:
@@ -39,11 +66,18 @@ class TrainController:
     save_summary_steps: write scalars every this many steps (0: never).
     saving_listeners: called after each checkpoint save.
     agree: for synchronous multi-worker training, maps this worker's
-      `(stop, save)` decisions to the cluster's (True if any worker says
-      so). Every worker must run the same loops and save at the same steps:
-      their steps are collective operations. Loop lengths depend on steps
-      only, so they agree by construction; decisions that depend on time
-      or on hooks go through this function.
+      `Decisions` to the cluster's (a flag is set if any worker sets it;
+      the loop cap is the same number everywhere). Every worker must run
+      the same loops and save at the same steps: their steps are collective
+      operations. Loop lengths depend on steps and on agreed values only;
+      decisions that depend on time, signals or hooks go through this
+      function.
+    stop_signal: returns the name of a stop signal (SIGTERM) received
+      during training, or None (see preemption.py). When it is set, training
+      saves at the end of the loop in flight and raises PreemptedError.
+    max_loop_secs: cut loops so that one takes about this long at most
+      (from the previous loop's time per step), which bounds the time from
+      a stop signal to the save. None: `steps_per_loop` alone decides.
   """
 
   def __init__(self, *, train_loop: Callable, iterator, global_step,
@@ -52,7 +86,9 @@ class TrainController:
                summary_writer: Optional[ScalarWriter],
                save_summary_steps: int,
                saving_listeners: Iterable[SavingListener] = (),
-               agree: Optional[Callable[[bool, bool], tuple]] = None):
+               agree: Optional[Callable[['Decisions'], 'Decisions']] = None,
+               stop_signal: Optional[Callable[[], Optional[str]]] = None,
+               max_loop_secs: Optional[float] = DEFAULT_MAX_LOOP_SECS):
     self._train_loop = train_loop
     self._iterator = iterator
     self._global_step = global_step
@@ -63,9 +99,19 @@ class TrainController:
     self._summary_every = save_summary_steps
     self._listeners = list(saving_listeners)
     self._agree = agree
+    self._stop_signal = stop_signal
+    self._max_loop_secs = max_loop_secs
 
-  def _loop_end(self, step: int, max_steps: Optional[int]) -> int:
-    limits = [step + self._steps_per_loop]
+  def _loop_cap(self, steps_run: int, elapsed: float) -> int:
+    """Steps the next loop may run so that it takes about max_loop_secs."""
+    if self._max_loop_secs is None or steps_run <= 0:
+      return self._steps_per_loop
+    per_step = max(elapsed, 1e-9) / steps_run
+    return max(1, min(self._steps_per_loop,
+                      int(self._max_loop_secs / per_step)))
+
+  def _loop_end(self, step: int, max_steps: Optional[int], cap: int) -> int:
+    limits = [step + cap]
     if max_steps is not None:
       limits.append(max_steps)
     if self._saver is not None:
@@ -78,16 +124,33 @@ class TrainController:
       limits.append(hook.next_step_limit(step))
     return min(limit for limit in limits if limit is not None and limit > step)
 
-  def _save(self, step: int) -> bool:
-    """Saves a checkpoint; returns whether a listener asked to stop."""
+  def _save(self, step: int, *, notify: bool = True) -> bool:
+    """Saves a checkpoint; returns whether a listener asked to stop.
+
+    `notify=False` skips the listeners (an evaluation after a preemption
+    save would eat the grace period)."""
     path = self._saver.save(step)
     if path is None:
       return False
     logging.info('Saved checkpoint %s', path)
     stop = False
-    for listener in self._listeners:
+    for listener in (self._listeners if notify else ()):
       stop = bool(listener(path, step)) or stop
     return stop
+
+  def _preempt(self, step: int) -> PreemptedError:
+    """Saves at `step` (every synchronous worker does, at the same step)
+    and returns the error that ends training."""
+    self._save(step, notify=False)
+    if self._writer is not None:
+      self._writer.flush()
+    name = (self._stop_signal() if self._stop_signal else None) or (
+        'a stop signal on another worker')
+    message = (f'Preempted ({name}) at global step {step}: checkpoint saved; '
+               f'exiting with code {PREEMPTED_EXIT_CODE}. Run the same '
+               'command again to resume from it.')
+    logging.warning(message)
+    return PreemptedError(message, global_step=step)
 
   def _divergence(self, *, loss: float, loss_finite: bool, loop_start: int,
                   step: int) -> NanLossError:
@@ -117,6 +180,8 @@ class TrainController:
       The global step when training ended.
 
     Raises:
+      PreemptedError: a stop signal arrived (see `stop_signal`); a
+        checkpoint was saved at the returned error's global_step.
       NanLossError: a loss, or a model or optimizer variable, became NaN or
         infinite. Nothing is saved from that state: the compiled loop stops
         at the first diverged loss, and its result is checked before hooks
@@ -125,11 +190,16 @@ class TrainController:
         raised.
     """
     step = int(self._global_step.numpy())
+    logging.info('Training from global step %d up to %s, %d steps per '
+                 'compiled loop at most.', step,
+                 'the end of input' if max_steps is None else max_steps,
+                 self._steps_per_loop)
     for hook in self._hooks:
       hook.begin(global_step=step, max_steps=max_steps)
     stop = False
+    cap = self._steps_per_loop
     while not stop and (max_steps is None or step < max_steps):
-      loop_end = self._loop_end(step, max_steps)
+      loop_end = self._loop_end(step, max_steps, cap)
       requested = loop_end - step
       start = time.time()
       loss, steps_run, loss_finite, state_finite = self._train_loop(
@@ -158,10 +228,16 @@ class TrainController:
         self._writer.write({'loss': loss,
                             'global_step/sec': steps_run / max(elapsed, 1e-9)},
                            step)
-      save = self._saver is not None and self._saver.is_due(step)
+      decisions = Decisions(
+          stop=stop, save=self._saver is not None and self._saver.is_due(step),
+          preempt=bool(self._stop_signal and self._stop_signal()),
+          loop_cap=self._loop_cap(steps_run, elapsed))
       if self._agree is not None:
-        stop, save = self._agree(stop, save)
-      if save:
+        decisions = self._agree(decisions)
+      stop, cap = decisions.stop, decisions.loop_cap
+      if decisions.preempt:
+        raise self._preempt(step)
+      if decisions.save:
         stop = self._save(step) or stop
     if self._saver is not None:
       self._save(step)

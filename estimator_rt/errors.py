@@ -117,6 +117,22 @@ class NanLossError(RuntimeError):
   """
 
 
+class PreemptedError(RuntimeError):
+  """Training stopped on SIGTERM or SIGINT after saving a checkpoint.
+
+  The binary exits with `preemption.PREEMPTED_EXIT_CODE` (143), which
+  launchers read as "preempted, resumable": the same command resumes from
+  the checkpoint saved at `global_step`.
+
+  Attributes:
+    global_step: the step training stopped and saved at.
+  """
+
+  def __init__(self, message: str, *, global_step: int):
+    super().__init__(message)
+    self.global_step = global_step
+
+
 class CheckpointSaveError(RuntimeError):
   """A checkpoint could not be written (disk full, permission denied).
 

@@ -17,10 +17,13 @@ from estimator_rt import hooks as hooks_lib
 from estimator_rt import in_graph
 from estimator_rt import inputs
 from estimator_rt import loops
+from estimator_rt import preemption
 from estimator_rt import server as server_lib
 from estimator_rt import strategies
 from estimator_rt import summaries
 from estimator_rt import user_fns
+from estimator_rt import controller as controller_lib
+from estimator_rt.controller import Decisions
 from estimator_rt.controller import TrainController
 from estimator_rt.errors import check_count
 from estimator_rt.errors import UserInputError
@@ -168,14 +171,23 @@ class Estimator:
       return None
 
     @tf.function
-    def count_votes(votes):
-      per_replica = strategy.run(lambda: tf.identity(votes))
+    def sum_over_workers(values):
+      per_replica = strategy.run(lambda: tf.identity(values))
       return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica,
                              axis=None)
 
-    def agree(stop: bool, save: bool):
-      total = count_votes(tf.constant([int(stop), int(save)], tf.int32))
-      return bool(total[0] > 0), bool(total[1] > 0)
+    replicas = strategy.num_replicas_in_sync
+
+    def agree(decisions: Decisions) -> Decisions:
+      # One small all-reduce per loop: a flag any worker sets is set for
+      # all; the loop cap becomes the mean of the workers' caps, the same
+      # number everywhere.
+      total = sum_over_workers(tf.constant(
+          [int(decisions.stop), int(decisions.save), int(decisions.preempt),
+           decisions.loop_cap], tf.int64)).numpy()
+      return Decisions(stop=total[0] > 0, save=total[1] > 0,
+                       preempt=total[2] > 0,
+                       loop_cap=max(1, int(total[3]) // replicas))
 
     return agree
 
@@ -259,6 +271,8 @@ class Estimator:
         finite one.
       CheckpointSaveError: a save failed (disk full, permissions); the
         checkpoints saved before are intact.
+      PreemptedError: SIGTERM or SIGINT arrived; a checkpoint was saved at
+        the end of the loop in flight (see preemption.py).
     """
     _check_steps('steps', steps)
     _check_steps('max_steps', max_steps)
@@ -352,9 +366,12 @@ class Estimator:
         hooks=builtin + user_hooks, saver=saver, summary_writer=writer,
         save_summary_steps=self._config.save_summary_steps,
         saving_listeners=saving_listeners if is_chief else (),
-        agree=self._agreement(strategy))
+        agree=self._agreement(strategy),
+        stop_signal=preemption.stop_requested,
+        max_loop_secs=controller_lib.DEFAULT_MAX_LOOP_SECS)
     try:
-      final_step = controller.run(max_steps=max_steps)
+      with preemption.training():
+        final_step = controller.run(max_steps=max_steps)
     finally:
       if writer is not None:
         writer.close()

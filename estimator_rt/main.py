@@ -8,7 +8,10 @@ prints the final metrics and the export path.
 
 Exit codes: 0 success; 2 bad input (flags, TF_CONFIG, model_fn or input_fn
 results, an incompatible model_dir), reported as one line on stderr with
-nothing written to model_dir; 1 anything else (e.g. a diverged loss).
+nothing written to model_dir; 143 preempted (SIGTERM/SIGINT: a checkpoint
+was saved at the end of the loop in flight, or nothing was being trained),
+resumable by running the same command again; 1 anything else (e.g. a
+diverged loss, a failed save).
 """
 
 import json
@@ -262,6 +265,10 @@ def _keep_server_to_its_address(task) -> None:
 def run(argv) -> int:
   """Runs the job the flags describe; returns the process exit code."""
   del argv
+  # First, before TensorFlow starts any thread: SIGTERM/SIGINT go to one
+  # watcher thread, which turns them into a save-and-exit-143 (preemption).
+  from estimator_rt import preemption  # pylint: disable=g-import-not-at-top
+  preemption.block_stop_signals()
   import estimator_rt as ert  # pylint: disable=g-import-not-at-top
   from estimator_rt import cluster  # pylint: disable=g-import-not-at-top
 
@@ -396,9 +403,18 @@ def _main(argv) -> None:
   except UserInputError as e:
     cli.fail(str(e))
   except Exception as e:  # pylint: disable=broad-except
-    from estimator_rt.errors import NanLossError  # pylint: disable=g-import-not-at-top
+    from estimator_rt import errors  # pylint: disable=g-import-not-at-top
+    from estimator_rt import preemption  # pylint: disable=g-import-not-at-top
     from estimator_rt.training import ChiefLostError  # pylint: disable=g-import-not-at-top
-    if isinstance(e, (NanLossError, ChiefLostError)):
+    if isinstance(e, errors.PreemptedError):
+      # Already logged as one line. os._exit: an orderly TensorFlow
+      # shutdown can take longer than the grace period that is left.
+      logging.flush()
+      sys.stdout.flush()
+      sys.stderr.flush()
+      os._exit(preemption.PREEMPTED_EXIT_CODE)  # pylint: disable=protected-access
+    if isinstance(e, (errors.NanLossError, errors.CheckpointSaveError,
+                      ChiefLostError)):
       print(f'error: {e}', file=sys.stderr)
       sys.exit(1)
     raise

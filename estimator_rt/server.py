@@ -26,6 +26,7 @@ from estimator_rt.cluster import join_host_port
 from estimator_rt.cluster import server_task
 from estimator_rt.cluster import split_host_port
 from estimator_rt.cluster import TaskInfo
+from estimator_rt.preemption import PREEMPTED_EXIT_CODE
 
 _DONE_QUEUE = 'estimator_rt_training_done'
 # Exit code of a server whose chief vanished without saying it was done.
@@ -145,7 +146,9 @@ def wait_until_training_done(server: tf.distribute.Server, task: TaskInfo,
     poll_secs: how often to look at the queue and the chief.
 
   Returns:
-    0 when the chief signalled the end, CHIEF_LOST_EXIT_CODE otherwise.
+    0 when the chief signalled the end of training, PREEMPTED_EXIT_CODE
+    when it signalled it was preempted (the cluster restarts and resumes),
+    CHIEF_LOST_EXIT_CODE when it vanished.
   """
   graph = tf.Graph()
   with graph.as_default():
@@ -157,7 +160,11 @@ def wait_until_training_done(server: tf.distribute.Server, task: TaskInfo,
   with tf.compat.v1.Session(server.target, graph=graph) as session:
     while True:
       try:
-        session.run(dequeue, options=options)
+        token = int(session.run(dequeue, options=options))
+        if token == PREEMPTED_EXIT_CODE:
+          logging.warning('The chief was preempted; %s:%d exits with code '
+                          '%d.', task.task_type, task.task_index, token)
+          return PREEMPTED_EXIT_CODE
         logging.info('The chief finished training; %s:%d exits.',
                      task.task_type, task.task_index)
         return 0
@@ -181,18 +188,21 @@ def wait_until_training_done(server: tf.distribute.Server, task: TaskInfo,
         return CHIEF_LOST_EXIT_CODE
 
 
-def signal_training_done(tasks: Iterable[tuple], *, timeout_secs: float = 30
-                         ) -> None:
+def signal_training_done(tasks: Iterable[tuple], *, timeout_secs: float = 30,
+                         preempted: bool = False) -> None:
   """Tells each (job, index, address) server that training is over.
 
-  A task that cannot be reached is logged and skipped: it will notice the
-  chief is gone and exit on its own.
+  With `preempted`, the servers exit with PREEMPTED_EXIT_CODE (the chief
+  saved and stopped on a stop signal: the cluster is to be restarted), else
+  with 0. A task that cannot be reached is logged and skipped: it will
+  notice the chief is gone and exit on its own.
   """
   options = tf.compat.v1.RunOptions(timeout_in_ms=int(timeout_secs * 1000))
+  token = PREEMPTED_EXIT_CODE if preempted else 1
   for job, index, address in tasks:
     graph = tf.Graph()
     with graph.as_default():
-      enqueue = _done_queue(job, index).enqueue(1)
+      enqueue = _done_queue(job, index).enqueue(token)
     try:
       with tf.compat.v1.Session(f'grpc://{address}', graph=graph) as session:
         session.run(enqueue, options=options)

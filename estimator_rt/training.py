@@ -24,7 +24,9 @@ from estimator_rt import cluster
 from estimator_rt import evaluator as evaluator_lib
 from estimator_rt import server as server_lib
 from estimator_rt import strategies
+from estimator_rt.preemption import PREEMPTED_EXIT_CODE
 from estimator_rt.errors import check_count
+from estimator_rt.errors import PreemptedError
 from estimator_rt.errors import UserInputError
 
 
@@ -232,6 +234,10 @@ def _run_server(task) -> Tuple[None, List[str]]:
   server = server_lib.start_server(task)
   code = server_lib.wait_until_training_done(
       server, task, chief_address=task.cluster[cluster.CHIEF][0])
+  if code == PREEMPTED_EXIT_CODE:
+    raise PreemptedError(
+        f'{task.task_type}:{task.task_index}: the chief was preempted and '
+        'saved; restart the cluster to resume.', global_step=-1)
   if code:
     raise ChiefLostError(
         f'{task.task_type}:{task.task_index}: the chief at '
@@ -252,17 +258,24 @@ def _run_evaluator(estimator, train_spec, eval_spec):
 
 def _run_training_task(estimator, train_spec, eval_spec, task, strategy_name):
   """The chief, or a worker of synchronous (MWMS) training."""
+  preempted = False
   try:
     estimator.train(train_spec.input_fn, hooks=train_spec.hooks,
                     max_steps=train_spec.max_steps)
+  except PreemptedError:
+    preempted = True
+    raise
   finally:
     if (strategy_name == cluster.PARAMETER_SERVER and
         task.task_type == cluster.CHIEF):
-      # Success or not, the servers must not wait for a chief that is done.
+      # Success or not, the servers must not wait for a chief that is done;
+      # after a preemption they exit as preempted too, so that a launcher
+      # restarts the whole cluster.
       server_lib.signal_training_done(
-          (job, index, address)
-          for job in (cluster.WORKER, cluster.PS)
-          for index, address in enumerate(task.cluster.get(job, ())))
+          ((job, index, address)
+           for job in (cluster.WORKER, cluster.PS)
+           for index, address in enumerate(task.cluster.get(job, ()))),
+          preempted=preempted)
   if not task.is_chief or task.has_evaluator:
     return None, []
   # No evaluator task: the chief evaluates the final checkpoint itself, so

@@ -1,0 +1,141 @@
+"""Preemption: SIGTERM (or SIGINT) saves at the next loop boundary and exits
+with a code launchers read as "preempted, resumable".
+
+Schedulers preempt with SIGTERM and a grace period before SIGKILL
+(Kubernetes: 30 s by default; Slurm: `--signal`, KillWait). The first stop
+signal during training asks the controller to stop at the end of the loop in
+flight: it saves a checkpoint at that step (every synchronous worker agrees
+on the step), logs one line, and the process exits with
+`PREEMPTED_EXIT_CODE`. A second signal, or one that arrives while nothing is
+being trained (start-up, evaluation, export, an evaluator or a server
+task), exits at once with the same code: the checkpoints on disk are intact,
+so the same command resumes from the newest.
+
+`PREEMPTED_EXIT_CODE` is 143, TensorFlow's own restartable exit code after a
+preemption (failure_handling_util on GCE), and what a shell reports for a
+process ended by SIGTERM (128 + 15).
+
+How signals arrive: the binary calls `block_stop_signals()` first thing,
+before TensorFlow starts any thread, so every thread inherits the mask and a
+dedicated watcher thread receives the signals with `sigwait` at once,
+whatever the main thread is doing (a compiled loop, a collective op, a
+blocking RPC). In a program that did not block them (the Python API), a
+plain `signal.signal` handler is installed for the duration of `train()`;
+it runs when the main thread next returns to Python, i.e. after the
+compiled loop in flight.
+"""
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from typing import Iterator, Optional
+
+from absl import logging
+
+PREEMPTED_EXIT_CODE = 143
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class _State:
+  """What this process's signal handling knows (one per process)."""
+
+  def __init__(self):
+    self.lock = threading.Lock()
+    self.watcher_thread: Optional[threading.Thread] = None
+    self.training = 0  # Nesting depth of `training()` scopes.
+    self.requested: Optional[str] = None  # Name of the first signal seen.
+
+
+_state = _State()
+
+
+def _exit_now(reason: str) -> None:
+  """Leaves the process at once with PREEMPTED_EXIT_CODE."""
+  logging.warning('%s: exiting now with code %d; the checkpoints in model_dir '
+                  'are intact and the same command resumes from the newest.',
+                  reason, PREEMPTED_EXIT_CODE)
+  logging.flush()
+  sys.stdout.flush()
+  sys.stderr.flush()
+  # Not sys.exit: TensorFlow's threads (a collective waiting for a peer, a
+  # gRPC call) can hold an orderly shutdown for minutes.
+  os._exit(PREEMPTED_EXIT_CODE)  # pylint: disable=protected-access
+
+
+def _on_signal(signum: int) -> None:
+  name = signal.Signals(signum).name
+  with _state.lock:
+    training = _state.training > 0
+    first = _state.requested is None
+    if training and first:
+      _state.requested = name
+  if training and first:
+    logging.warning('%s received: training stops at the end of the loop in '
+                    'flight, saves a checkpoint and exits with code %d (a '
+                    'second signal exits at once).', name,
+                    PREEMPTED_EXIT_CODE)
+    return
+  _exit_now(f'{name} received ' + ('again' if training else
+                                   'outside training'))
+
+
+def _watch(signals) -> None:
+  while True:
+    _on_signal(signal.sigwait(signals))
+
+
+def block_stop_signals() -> None:
+  """Routes SIGTERM and SIGINT of this process to a watcher thread.
+
+  Call it before TensorFlow (or anything else) starts threads: threads
+  inherit the blocked mask, so only the watcher's `sigwait` ever takes the
+  signals. Blocking is kept across `exec` (the bind guard's relaunch).
+  Idempotent.
+  """
+  with _state.lock:
+    if _state.watcher_thread is not None:
+      return
+    signal.pthread_sigmask(signal.SIG_BLOCK, set(STOP_SIGNALS))
+    thread = threading.Thread(target=_watch, args=(set(STOP_SIGNALS),),
+                              name='estimator_rt-stop-signals', daemon=True)
+    _state.watcher_thread = thread
+  thread.start()
+
+
+def _handler(signum, frame) -> None:
+  del frame
+  _on_signal(signum)
+
+
+@contextlib.contextmanager
+def training() -> Iterator[None]:
+  """Marks training in progress: a first stop signal is then a request
+  (see `stop_requested`), not an immediate exit.
+
+  Without `block_stop_signals()` it installs `signal.signal` handlers for
+  its duration (main thread only; elsewhere signals keep their handlers)
+  and restores the previous ones after.
+  """
+  previous = {}
+  if (_state.watcher_thread is None and
+      threading.current_thread() is threading.main_thread()):
+    for signum in STOP_SIGNALS:
+      previous[signum] = signal.signal(signum, _handler)
+  with _state.lock:
+    if _state.training == 0:
+      _state.requested = None  # A request belongs to the training it stopped.
+    _state.training += 1
+  try:
+    yield
+  finally:
+    with _state.lock:
+      _state.training -= 1
+    for signum, handler in previous.items():
+      signal.signal(signum, handler)
+
+
+def stop_requested() -> Optional[str]:
+  """The name of the stop signal received during training, or None."""
+  return _state.requested
