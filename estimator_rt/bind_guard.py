@@ -92,10 +92,12 @@ def listen_address(task_address: str, bind_host: Optional[str], *,
            f"{task_name}'s address {task_address!r}")
   try:
     infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-  except socket.gaierror as e:
+  except (socket.gaierror, UnicodeError) as e:
+    # UnicodeError: a name the IDNA codec refuses (too long, non-ASCII).
+    reason = e.strerror if isinstance(e, socket.gaierror) else 'not a host name'
     raise BindGuardError(
-        f'{where}: host {host!r} does not resolve ({e.strerror}); give a '
-        'host name or address of this machine.') from e
+        f'{where[:200]}: host {host[:100]!r} does not resolve ({reason}); '
+        'give a host name or address of this machine.') from e
   # IPv4 first: a dual-stack server socket narrowed to an IPv4 address
   # takes IPv4 connections, which is what a name like 'localhost' is
   # normally dialled with.

@@ -562,10 +562,15 @@ class CheckpointSaver:
     return (step // self._every_steps + 1) * self._every_steps
 
   def is_due(self, step: int) -> bool:
+    """Whether a save is due at `step`: a multiple of every_steps was
+    reached or passed since the last save (passed: parameter-server steps
+    can overshoot when a lost worker's steps run again), or every_secs
+    went by."""
     if step == self._last_saved_step:
       return False
     if self._every_steps:
-      return step % self._every_steps == 0
+      return (step // self._every_steps >
+              (self._last_saved_step or 0) // self._every_steps)
     return time.time() - self._last_save_time >= self._every_secs
 
   def save(self, step: int) -> Optional[str]:

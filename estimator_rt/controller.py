@@ -207,7 +207,10 @@ class TrainController:
       loss = float(loss)
       steps_run = int(steps_run)
       elapsed = time.time() - start
-      loop_start, step = step, step + steps_run
+      # The variable, not step + steps_run: under parameter-server training
+      # a worker lost mid-loop has its steps run again elsewhere, and the
+      # checkpoint's name must be the step it holds.
+      loop_start, step = step, int(self._global_step.numpy())
       if not (bool(loss_finite) and bool(state_finite)):
         # Every synchronous worker computed the same flags from the same
         # reduced loss and identical variables, so all of them stop here.

@@ -26,10 +26,12 @@ from estimator_rt import controller as controller_lib
 from estimator_rt.controller import Decisions
 from estimator_rt.controller import TrainController
 from estimator_rt.errors import check_count
+from estimator_rt.errors import MAX_INT32
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.model_graph import ModelGraph
 from estimator_rt.run_config import RunConfig
+from estimator_rt.run_config import temporary_model_dir
 
 
 def _check_steps(name: str, value: Optional[int]) -> None:
@@ -82,8 +84,10 @@ class Estimator:
           f'model_dir={model_dir!r} differs from config.model_dir='
           f'{config.model_dir!r}; give one of them.')
     model_dir = model_dir or config.model_dir
+    self._temporary_model_dir = model_dir is None
     if model_dir is None:
-      model_dir = tempfile.mkdtemp(prefix='estimator_rt_')
+      # Named now, created when training starts (after validation).
+      model_dir = temporary_model_dir()
       logging.warning('No model_dir given; using temporary %s', model_dir)
     checkpoints.ensure_writable_dir(model_dir)
     self._config = config.replace(model_dir=model_dir)
@@ -338,6 +342,8 @@ class Estimator:
     # is part of the collective protocol, but into a scratch directory).
     is_chief = self._config.is_chief
     if is_chief:
+      if self._temporary_model_dir:
+        os.makedirs(self.model_dir, mode=0o700, exist_ok=True)  # As mkdtemp.
       tf.io.gfile.makedirs(self.model_dir)
       checkpoints.remove_leftovers(self.model_dir)
       checkpoints.set_aside(choice.skipped, self.model_dir)
@@ -393,22 +399,10 @@ class Estimator:
           'predict with; train first or pass checkpoint_path.')
     return latest
 
-  def evaluate(self, input_fn: Callable, steps: Optional[int] = None,
-               hooks: Sequence[Any] = (),
-               checkpoint_path: Optional[str] = None,
-               name: Optional[str] = None) -> Dict[str, Any]:
-    """Evaluates a checkpoint on `steps` batches (or until input ends).
-
-    Metrics are reset before and reduced across replicas after the
-    evaluation, and written as scalars to model_dir/eval (or eval_<name>)
-    at the checkpoint's global step.
-
-    Returns:
-      A dict with 'loss' (mean over examples), each metric's result and
-      'global_step'.
-    """
-    _check_steps('steps', steps)
-    path = self._checkpoint_to_use(checkpoint_path)
+  def _evaluation(self, input_fn: Callable, *, steps: Optional[int],
+                  name: Optional[str]):
+    """The eval input and the (cached) EVAL graph and loop for `input_fn`."""
+    check_count('evaluate: steps', steps, maximum=MAX_INT32)
     strategy = self.eval_strategy
     data = inputs.make_input(strategy, input_fn, self._params,
                              auto_shard_policy=self._config.auto_shard_policy,
@@ -425,6 +419,44 @@ class Estimator:
           model_fn=self._model_fn, mode=ModeKeys.EVAL, params=self._params,
           config=self._config, strategy=strategy, sample=data.sample))
       self._eval_states = {key: state}  # Keep one: graphs hold memory.
+    return data, state
+
+  def check_evaluation(self, input_fn: Callable, *,
+                       steps: Optional[int] = None,
+                       name: Optional[str] = None) -> None:
+    """Builds the evaluation of `input_fn` without running it.
+
+    train_and_evaluate calls it before training, so that an eval input_fn
+    or an EVAL-mode model_fn that fails does so before anything is written
+    to model_dir (the graph is kept for the evaluations that follow).
+
+    Raises:
+      UserInputError: what `evaluate` would raise for these arguments.
+    """
+    if self._config.task_info is not None:
+      # A task that trains connects to its cluster when its training
+      # strategy is made, which replaces the devices eager code sees: an
+      # EVAL graph built before would hold variables on a device that is
+      # gone. Only training tasks call this (an evaluator must not join).
+      _ = self.train_strategy
+    self._evaluation(input_fn, steps=steps, name=name)
+
+  def evaluate(self, input_fn: Callable, steps: Optional[int] = None,
+               hooks: Sequence[Any] = (),
+               checkpoint_path: Optional[str] = None,
+               name: Optional[str] = None) -> Dict[str, Any]:
+    """Evaluates a checkpoint on `steps` batches (or until input ends).
+
+    Metrics are reset before and reduced across replicas after the
+    evaluation, and written as scalars to model_dir/eval (or eval_<name>)
+    at the checkpoint's global step.
+
+    Returns:
+      A dict with 'loss' (mean over examples), each metric's result and
+      'global_step'.
+    """
+    path = self._checkpoint_to_use(checkpoint_path)
+    data, state = self._evaluation(input_fn, steps=steps, name=name)
     graph = state.graph
     checkpoints.restore(graph, path, source=f'checkpoint {path!r}',
                         io_device=self._checkpoint_io_device)

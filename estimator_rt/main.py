@@ -17,10 +17,7 @@ diverged loss, a failed save).
 import json
 import math
 import os
-import secrets
 import sys
-import tempfile
-import time
 from typing import Optional
 
 # TensorFlow's C++ INFO lines (CPU feature notes, device placement) drown
@@ -170,18 +167,6 @@ def _check_bind_host() -> None:
     raise errors.UserInputError(
         f'--bind_host={errors.shorten(host)} is not a valid host: '
         f'{problem}. Give an address of this machine, or 0.0.0.0.')
-
-
-def _fresh_model_dir() -> str:
-  """A new path for a temporary model_dir, not created here.
-
-  The Estimator creates it once training starts, after every input has
-  been validated, so a run refused for bad input leaves nothing behind.
-  The random part keeps the name unguessable (as tempfile.mkdtemp's is).
-  """
-  name = (time.strftime('estimator_rt_%Y%m%d_%H%M%S_') +
-          secrets.token_hex(6))
-  return os.path.join(tempfile.gettempdir(), name)
 
 
 def _load_params(spec, model_fn) -> dict:
@@ -345,7 +330,8 @@ def run(argv) -> int:
     params = {**DEFAULT_JOB_PARAMS, **params}
   model_dir = FLAGS.model_dir
   if model_dir is None:
-    model_dir = _fresh_model_dir()
+    from estimator_rt.run_config import temporary_model_dir  # pylint: disable=g-import-not-at-top
+    model_dir = temporary_model_dir()
     logging.info('Using fresh model_dir %s', model_dir)
   if strategy is None and remote_cluster is not None:
     strategy = strategy_name  # The Estimator sets up the remote devices.

@@ -3,6 +3,9 @@
 import dataclasses
 import math
 import os
+import secrets
+import tempfile
+import time
 from typing import Optional, Union
 
 import tensorflow as tf
@@ -72,6 +75,17 @@ def _check_positive_int(name, value, allow_none=True, allow_zero=False,
                         **bounds):
   check_count(f'RunConfig: {name}', value, allow_none=allow_none,
               allow_zero=allow_zero, **bounds)
+
+
+def temporary_model_dir() -> str:
+  """A new path for a temporary model_dir, not created here.
+
+  Training creates it once every input has been validated, so a run
+  refused for bad input leaves nothing behind. The random part keeps the
+  name unguessable, as tempfile.mkdtemp's is.
+  """
+  name = time.strftime('estimator_rt_%Y%m%d_%H%M%S_') + secrets.token_hex(6)
+  return os.path.join(tempfile.gettempdir(), name)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,6 +13,7 @@ chief never leaves the cluster hanging.
 
 import os
 import socket
+import threading
 import time
 from typing import Iterable, Optional
 
@@ -121,6 +122,13 @@ def _done_queue(job: str, index: int):
                               shared_name=_DONE_QUEUE)
 
 
+def _only_task(job: str, index: int) -> tf.compat.v1.ConfigProto:
+  # A TF1 session's master contacts every task of the cluster when the
+  # session is created, and waits, with no timeout, for one that is gone (a
+  # lost worker). The done queue lives on one task: talk to that one only.
+  return tf.compat.v1.ConfigProto(device_filters=[f'/job:{job}/task:{index}'])
+
+
 def _reachable(address: str, timeout: float = 2.0) -> bool:
   try:
     with socket.create_connection(split_host_port(address), timeout=timeout):
@@ -157,7 +165,9 @@ def wait_until_training_done(server: tf.distribute.Server, task: TaskInfo,
   started = time.time()
   chief_seen = False
   unreachable_since: Optional[float] = None
-  with tf.compat.v1.Session(server.target, graph=graph) as session:
+  with tf.compat.v1.Session(
+      server.target, graph=graph,
+      config=_only_task(task.task_type, task.task_index)) as session:
     while True:
       try:
         token = int(session.run(dequeue, options=options))
@@ -188,27 +198,62 @@ def wait_until_training_done(server: tf.distribute.Server, task: TaskInfo,
         return CHIEF_LOST_EXIT_CODE
 
 
+def _send_token(job: str, index: int, address: str, token: int,
+                deadline: float, done: threading.Event) -> None:
+  """Waits (until `deadline`) for the server to accept connections, then
+  puts `token` in its done queue; sets `done` when that is settled (the
+  session's close may block afterwards, on a server that exits at once)."""
+  while not _reachable(address, timeout=1.0):
+    if time.time() >= deadline:
+      logging.warning('%s:%d at %s is not reachable (lost?); not telling it '
+                      'that training is done.', job, index, address)
+      done.set()
+      return
+    time.sleep(0.5)
+  left_ms = int(max(1.0, deadline - time.time()) * 1000)
+  graph = tf.Graph()
+  with graph.as_default():
+    enqueue = _done_queue(job, index).enqueue(token)
+  try:
+    with tf.compat.v1.Session(f'grpc://{address}', graph=graph,
+                              config=_only_task(job, index)) as session:
+      session.run(enqueue,
+                  options=tf.compat.v1.RunOptions(timeout_in_ms=left_ms))
+      done.set()
+  except tf.errors.OpError as e:
+    logging.warning('Could not tell %s:%d at %s that training is done: %s',
+                    job, index, address, e.message)
+  done.set()
+
+
 def signal_training_done(tasks: Iterable[tuple], *, timeout_secs: float = 30,
                          preempted: bool = False) -> None:
   """Tells each (job, index, address) server that training is over.
 
   With `preempted`, the servers exit with PREEMPTED_EXIT_CODE (the chief
   saved and stopped on a stop signal: the cluster is to be restarted), else
-  with 0. A task that cannot be reached is logged and skipped: it will
-  notice the chief is gone and exit on its own.
+  with 0. Bounded by `timeout_secs` in all, the servers told in parallel
+  from daemon threads: one still starting (a chief restarted on a finished
+  model_dir is done at once) is waited for until then, one that never
+  accepts a connection (a lost worker) is skipped, and one that stops
+  answering mid-call is left behind (creating a session has no timeout of
+  its own). A server not told notices the chief is gone and exits on its
+  own.
   """
-  options = tf.compat.v1.RunOptions(timeout_in_ms=int(timeout_secs * 1000))
   token = PREEMPTED_EXIT_CODE if preempted else 1
+  deadline = time.time() + timeout_secs
+  senders = []
   for job, index, address in tasks:
-    graph = tf.Graph()
-    with graph.as_default():
-      enqueue = _done_queue(job, index).enqueue(token)
-    try:
-      with tf.compat.v1.Session(f'grpc://{address}', graph=graph) as session:
-        session.run(enqueue, options=options)
-    except tf.errors.OpError as e:
-      logging.warning('Could not tell %s:%d at %s that training is done: %s',
-                      job, index, address, e.message)
+    done = threading.Event()
+    threading.Thread(
+        target=_send_token, args=(job, index, address, token, deadline, done),
+        name=f'done-signal-{job}-{index}', daemon=True).start()
+    senders.append((done, f'{job}:{index} at {address}'))
+  for done, name in senders:
+    if not done.wait(max(0.0, deadline + 5 - time.time())):
+      logging.warning('%s did not take the end-of-training signal within '
+                      '%.0f s; it exits on its own once this chief is gone.',
+                      name, timeout_secs)
 
 
 def wait_until_reachable(task: TaskInfo, *, timeout_secs: float,

@@ -26,6 +26,7 @@ from estimator_rt import server as server_lib
 from estimator_rt import strategies
 from estimator_rt.preemption import PREEMPTED_EXIT_CODE
 from estimator_rt.errors import check_count
+from estimator_rt.errors import MAX_INT32
 from estimator_rt.errors import PreemptedError
 from estimator_rt.errors import UserInputError
 
@@ -86,7 +87,7 @@ class EvalSpec:
     if not callable(self.input_fn):
       raise UserInputError(
           f'EvalSpec: input_fn={self.input_fn!r} is not callable.')
-    check_count('EvalSpec: steps', self.steps)
+    check_count('EvalSpec: steps', self.steps, maximum=MAX_INT32)
     if self.throttle_secs < 0:
       raise UserInputError(
           f'EvalSpec: throttle_secs={self.throttle_secs!r} must be >= 0.')
@@ -164,6 +165,13 @@ def train_and_evaluate(estimator, train_spec: TrainSpec,
   if not isinstance(eval_spec, EvalSpec):
     raise UserInputError(f'eval_spec={eval_spec!r} must be an EvalSpec.')
   task = estimator.config.task_info
+  evaluates_here = task is None or task.standalone_client or (
+      task.is_chief and not task.has_evaluator)
+  if evaluates_here:
+    # A bad eval input_fn or EVAL-mode model_fn fails now, before training
+    # writes anything to model_dir.
+    estimator.check_evaluation(eval_spec.input_fn, steps=eval_spec.steps,
+                               name=eval_spec.name)
   if task is None:
     return _run_local(estimator, train_spec, eval_spec)
   strategy_name = strategies.name_of(estimator.config.train_distribute)

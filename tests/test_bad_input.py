@@ -71,6 +71,11 @@ USER_FNS = textwrap.dedent('''
 
     def raising_model_fn(features, labels, mode, params):
       raise RuntimeError('model boom')
+
+    def eval_raising_model_fn(features, labels, mode, params):
+      if mode == ert.ModeKeys.EVAL:
+        raise RuntimeError('eval boom')
+      return model_fn(features, labels, mode, params)
 ''')
 
 
@@ -522,6 +527,14 @@ BINARY_CASES = [
     ('model_fn_raises', ['--model_fn={fns}:raising_model_fn'], None,
      ['model_fn', 'user_fns.py:raising_model_fn failed in mode',
       'RuntimeError: model boom']),
+    # train_and_evaluate builds its evaluation before training writes.
+    ('eval_input_fn_raises',
+     ['--mode=train_and_evaluate', '--eval_input_fn={fns}:raising_input_fn'],
+     None, ['eval input_fn', 'raising_input_fn raised ValueError: boom']),
+    ('model_fn_raises_in_eval_only',
+     ['--mode=train_and_evaluate', '--model_fn={fns}:eval_raising_model_fn',
+      '--eval_input_fn={fns}:input_fn', '--eval_steps=2'],
+     None, ['eval_raising_model_fn failed in mode', 'eval boom']),
     ('float_labels_for_the_mlp', ['--model_fn=model_fns.mlp:model_fn',
                                   '--input_fn={fns}:float_label_input_fn'],
      None, ['model_fns.mlp.model_fn', 'labels must be integer class ids',

@@ -12,7 +12,6 @@ nothing that was good was overwritten, nothing is left behind.
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
