@@ -24,6 +24,7 @@ from estimator_rt.cluster import WORKER
 from estimator_rt.errors import InputFnError
 from estimator_rt.errors import ModelFnError
 from estimator_rt.errors import surface_user_errors
+from estimator_rt.inputs import batch_size_of
 from estimator_rt.inputs import split_element
 
 
@@ -64,8 +65,14 @@ class InGraphReplication:
     """One iterator per worker, created on that worker's device.
 
     An input_fn that takes `input_context` gets (num_workers, k) and
-    batches per worker; a globally batched one is rebatched to
-    batch / num_workers and worker k takes every k-th batch (DATA sharding).
+    batches per worker. A globally batched one is split the way
+    multi_worker_mirrored splits it: with a static batch size that divides
+    among the workers, it is rebatched to batch / num_workers and worker k
+    takes every k-th batch (DATA sharding); otherwise (an unknown batch
+    size, `.batch(64)` without drop_remainder, or one that does not divide)
+    worker k takes rows [k*n/K, (k+1)*n/K) of each global batch of n rows,
+    and the train loop weights each worker's gradient by its share of the
+    global batch, so that the update is the one process would make on it.
     """
     iterators = []
     takes_context = user_fns.input_fn_takes_context(input_fn)
@@ -77,16 +84,9 @@ class InGraphReplication:
                   self.num_workers, k, self.num_workers),
               role='train input_fn')
         else:
-          dataset = user_fns.call_input_fn(input_fn, params,
-                                           role='train input_fn')
-          batch = params.get('batch_size')
-          if not isinstance(batch, int) or batch % self.num_workers:
-            raise InputFnError(
-                f"params['batch_size']={batch!r} must be an integer that "
-                f'divides among the {self.num_workers} remote workers (or '
-                'give the input_fn an input_context argument).')
-          dataset = dataset.rebatch(batch // self.num_workers).shard(
-              self.num_workers, k)
+          dataset = _worker_share(
+              user_fns.call_input_fn(input_fn, params, role='train input_fn'),
+              k, self.num_workers)
         iterators.append(iter(dataset))
     return iterators
 
@@ -107,22 +107,26 @@ class InGraphReplication:
       features, labels = split_element(element)
       with tf.GradientTape() as tape:
         loss = tf.cast(graph.call(features, labels).loss, tf.float32)
-      return loss, tape.gradient(loss, variables)
+      equal = tf.nest.flatten(features)[0].shape[:1].is_fully_defined()
+      count = None if equal else batch_size_of(features)
+      return loss, tape.gradient(loss, variables), count
 
     def run_step(iterators):
-      losses, grads = [], []
+      losses, grads, counts = [], [], []
       for device, iterator in zip(workers, iterators):
         with tf.device(device):
-          loss, worker_grads = worker_gradients(next(iterator))
+          loss, worker_grads, count = worker_gradients(next(iterator))
         losses.append(loss)
         grads.append(worker_grads)
+        counts.append(count)
       with tf.device(self.parameter_devices[0]):
-        mean = [None if g[0] is None else tf.add_n(list(g)) / len(workers)
+        weights = _worker_weights(counts)
+        mean = [None if g[0] is None else _weighted_sum(g, weights)
                 for g in zip(*grads)]
         graph.optimizer.apply_gradients(
             [(g, v) for g, v in zip(mean, variables) if g is not None])
         global_step.assign_add(1)
-        return tf.add_n(losses) / len(workers)
+        return _weighted_sum(losses, weights)
 
     state = loops.saved_float_variables(graph)
 
@@ -140,3 +144,46 @@ class InGraphReplication:
               loops.all_finite(state))
 
     return surface_user_errors(train_loop)
+
+
+def _worker_share(dataset: tf.data.Dataset, k: int,
+                  num_workers: int) -> tf.data.Dataset:
+  """Worker k's part of each global batch of `dataset` (see
+  InGraphReplication.make_iterators)."""
+  first = tf.nest.flatten(dataset.element_spec)[0]
+  if not first.shape.rank:
+    raise InputFnError(
+        'train input_fn: the dataset is not batched (its first component has '
+        f'shape {first.shape}); synchronous standalone-client training splits '
+        'each global batch among the remote workers, so batch it (or give '
+        'the input_fn an input_context argument).')
+  batch = first.shape[0]
+  if batch is not None and batch % num_workers == 0:
+    # Static and equal: every worker's batch keeps a static shape.
+    return dataset.rebatch(batch // num_workers).shard(num_workers, k)
+
+  def rows_of_worker_k(*element):
+    n = tf.shape(tf.nest.flatten(element)[0])[0]
+    start, end = k * n // num_workers, (k + 1) * n // num_workers
+    part = tf.nest.map_structure(lambda t: t[start:end], element)
+    return part if len(part) > 1 else part[0]
+
+  return dataset.map(rows_of_worker_k)
+
+
+def _worker_weights(counts):
+  """Each worker's share of the global batch, or None for equal shares."""
+  if all(c is None for c in counts):
+    return None
+  counts = [tf.cast(c, tf.float32) for c in counts]
+  total = tf.maximum(tf.add_n(counts), 1.0)
+  return [c / total for c in counts]
+
+
+def _weighted_sum(values, weights):
+  """The mean of `values` (equal weights) or their weighted sum; a worker
+  with no rows (weight 0) contributes 0, not the NaN of an empty mean."""
+  if weights is None:
+    return tf.add_n(list(values)) / len(values)
+  return tf.add_n([tf.where(w > 0, v * w, tf.zeros_like(v))
+                   for v, w in zip(values, weights)])

@@ -419,3 +419,30 @@ def test_client_of_servers_off_loopback_trains_with_every_server_narrowed(
   finally:
     codes = servers.terminate()
   assert codes == {'worker': 0, 'ps': 0}
+
+
+def test_synchronous_client_splits_batches_that_do_not_divide(tmp_path):
+  """A globally batched input_fn of 15 rows (unknown static batch size, not
+  divisible by the 2 remote workers) is split 7/8 and the gradients are
+  weighted by share: the weights match one process on batch 15."""
+  servers = _Servers(tmp_path, workers=2)
+  try:
+    module = write_tiny_model(tmp_path)
+    flags = tiny_flags(module, params={'batch_size': 15,
+                                       'num_examples': 120}) + [
+                                           '--exporters=', '--max_steps=30']
+    remote_dir, local_dir = tmp_path / 'remote', tmp_path / 'local'
+    result = run_python(
+        ['-m', 'estimator_rt.main', f'--remote_cluster=@{servers.cluster_file}',
+         '--distribution_strategy=mirrored', f'--model_dir={remote_dir}'] +
+        flags, timeout=240, env={'TF_CONFIG': ''})
+    assert result.returncode == 0, result.stderr[-3000:]
+  finally:
+    servers.terminate()
+  local = run_python(['-m', 'estimator_rt.main', f'--model_dir={local_dir}'] +
+                     flags, timeout=240, env={'TF_CONFIG': ''})
+  assert local.returncode == 0, local.stderr[-3000:]
+  ours = read_model_variables(str(remote_dir / 'model.ckpt-30'))
+  reference = read_model_variables(str(local_dir / 'model.ckpt-30'))
+  for a, b in zip(ours, reference):
+    np.testing.assert_allclose(a, b, rtol=0, atol=1e-5)
