@@ -17,7 +17,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 # One definition of each checkpoint reader, in _models; cluster tests reach
 # them through this module too.
@@ -413,3 +413,93 @@ def wait_task(task: Task, *, deadline: float) -> Optional[int]:
     return None
 
 
+
+
+# ---------------------------------------------- launcher in the background
+@dataclasses.dataclass
+class BackgroundLauncher:
+  """A launcher started by `start_launcher`, its output going to a file so
+  a test can read it (and the launcher's --pid_file) while it runs.
+  Always pair with `stop` in a finally."""
+
+  process: subprocess.Popen
+  output_path: str
+  status_file: str
+  pid_file: str
+  started: float
+
+  def output(self) -> str:
+    with open(self.output_path, errors='replace') as f:
+      return f.read()
+
+  def pids(self) -> Dict[str, int]:
+    """Each task's current process id ({} before the first start)."""
+    try:
+      with open(self.pid_file) as f:
+        return json.load(f)
+    except FileNotFoundError:
+      return {}
+
+  def wait(self, *, timeout: float) -> ClusterRun:
+    """Waits up to `timeout` for the launcher to exit on its own; stops it
+    and fails the test if it does not."""
+    try:
+      self.process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+      self.stop()
+      raise AssertionError(f'the launcher ran over {timeout:.0f} s:\n'
+                           + self.output()[-6000:])
+    status = None
+    if os.path.exists(self.status_file):
+      with open(self.status_file) as f:
+        status = json.load(f)
+    return ClusterRun(launcher_code=self.process.returncode, status=status,
+                      output=self.output(),
+                      elapsed_secs=time.time() - self.started)
+
+  def stop(self) -> None:
+    """SIGTERM (the launcher stops its tasks), SIGKILL if it lingers."""
+    if self.process.poll() is not None:
+      return
+    self.process.send_signal(signal.SIGTERM)
+    try:
+      self.process.wait(timeout=90)
+    except subprocess.TimeoutExpired:
+      os.killpg(self.process.pid, signal.SIGKILL)
+      self.process.wait()
+
+
+def start_launcher(tmp_path, *, args: List[str], workers: int, ps: int = 0,
+                   chief: bool = False, evaluator: bool = False,
+                   launcher_args: Sequence[str] = (),
+                   env: Optional[Dict[str, str]] = None
+                   ) -> BackgroundLauncher:
+  """Starts scripts/launch_local_cluster.py with the binary and `args`, in
+  the background, with --status_file and --pid_file under `tmp_path`.
+  `launcher_args` go to the launcher (--max_restarts, --grace_secs, ...)."""
+  tmp = str(tmp_path)
+  status_file = os.path.join(tmp, 'launcher_status.json')
+  pid_file = os.path.join(tmp, 'launcher_pids.json')
+  output_path = os.path.join(tmp, 'launcher_output.txt')
+  command = [PYTHON, LAUNCHER, f'--workers={workers}', f'--ps={ps}',
+             f'--status_file={status_file}', f'--pid_file={pid_file}']
+  command += ['--chief'] if chief else []
+  command += ['--evaluator'] if evaluator else []
+  command += list(launcher_args) + ['--'] + BINARY + list(args)
+  with open(output_path, 'w') as output:
+    process = subprocess.Popen(command, env=task_env(env), cwd=REPO_ROOT,
+                               stdout=output, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+  return BackgroundLauncher(process=process, output_path=output_path,
+                            status_file=status_file, pid_file=pid_file,
+                            started=time.time())
+
+
+def group_alive(pgid: int) -> bool:
+  """Whether any process is left in process group `pgid` (a launcher task
+  runs in its own group, led by the task's process)."""
+  try:
+    os.killpg(pgid, 0)
+    return True
+  except ProcessLookupError:
+    return False
