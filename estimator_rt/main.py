@@ -393,17 +393,27 @@ def _main(argv) -> None:
     from estimator_rt import preemption  # pylint: disable=g-import-not-at-top
     from estimator_rt.training import ChiefLostError  # pylint: disable=g-import-not-at-top
     if isinstance(e, errors.PreemptedError):
-      # Already logged as one line. os._exit: an orderly TensorFlow
-      # shutdown can take longer than the grace period that is left.
-      logging.flush()
-      sys.stdout.flush()
-      sys.stderr.flush()
-      os._exit(preemption.PREEMPTED_EXIT_CODE)  # pylint: disable=protected-access
+      # Already logged as one line. An orderly TensorFlow shutdown can take
+      # longer than the grace period that is left.
+      _leave(preemption.PREEMPTED_EXIT_CODE, at_once=True)
     if isinstance(e, (errors.NanLossError, errors.CheckpointSaveError,
                       ChiefLostError)):
       print(f'error: {e}', file=sys.stderr)
-      sys.exit(1)
+      _leave(1)
     raise
+  _leave(code)
+
+
+def _leave(code: int, *, at_once: bool = False) -> None:
+  """Exits with `code`; with os._exit when `at_once`, or when a thread is
+  still inside a TensorFlow RPC (see server.rpcs_in_flight): Python's own
+  shutdown would abort the process then."""
+  server = sys.modules.get('estimator_rt.server')
+  if at_once or (server is not None and server.rpcs_in_flight()):
+    logging.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # pylint: disable=protected-access
   sys.exit(code)
 
 

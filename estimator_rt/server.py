@@ -15,7 +15,7 @@ import os
 import socket
 import threading
 import time
-from typing import Iterable, Optional
+from typing import Iterable, List, Optional
 
 from absl import logging
 import tensorflow as tf
@@ -245,15 +245,37 @@ def signal_training_done(tasks: Iterable[tuple], *, timeout_secs: float = 30,
   senders = []
   for job, index, address in tasks:
     done = threading.Event()
-    threading.Thread(
+    thread = threading.Thread(
         target=_send_token, args=(job, index, address, token, deadline, done),
-        name=f'done-signal-{job}-{index}', daemon=True).start()
-    senders.append((done, f'{job}:{index} at {address}'))
-  for done, name in senders:
+        name=f'done-signal-{job}-{index}', daemon=True)
+    thread.start()
+    senders.append((thread, done, f'{job}:{index} at {address}'))
+  for _, done, name in senders:
     if not done.wait(max(0.0, deadline + 5 - time.time())):
       logging.warning('%s did not take the end-of-training signal within '
                       '%.0f s; it exits on its own once this chief is gone.',
                       name, timeout_secs)
+  # Let each session finish closing (quick, unless its server vanished mid-
+  # call): see rpcs_in_flight for why a thread must not outlive this.
+  for thread, _, _ in senders:
+    thread.join(max(0.0, min(deadline + 5, time.time() + 10) - time.time()))
+    if thread.is_alive():
+      _lingering.append(thread)
+
+
+# Done-signal threads still inside a TensorFlow RPC after their bound.
+_lingering: List[threading.Thread] = []
+
+
+def rpcs_in_flight() -> bool:
+  """Whether a done-signal thread is still blocked in a TensorFlow RPC.
+
+  Python's finalization stops such a daemon thread by unwinding it through
+  TensorFlow's C++ frames, which aborts the process (SIGABRT, 'FATAL:
+  exception not rethrown'). A process for which this is True must leave
+  with os._exit once its output is flushed.
+  """
+  return any(thread.is_alive() for thread in _lingering)
 
 
 def wait_until_reachable(task: TaskInfo, *, timeout_secs: float,
