@@ -82,6 +82,22 @@ def test_parameter_server_training_survives_a_lost_worker(tmp_path):
   assert took < 120, took
 
 
+def _sigterm_mid_training(tasks, names, *, watch, target):
+  """Once `watch` logs step 100, SIGTERMs `target` at a random moment of the
+  next 2 s; returns every task's exit code (None: still running after 60 s)
+  and the seconds from the signal until all had exited. Stops all tasks."""
+  try:
+    _cluster.wait_for(lambda: 'step 100/' in tasks[watch].log(),
+                      timeout=180, what='training to run')
+    time.sleep(random.uniform(0.0, 2.0))
+    signalled = time.time()
+    tasks[target].process.send_signal(signal.SIGTERM)
+    codes = _wait_all(tasks, names, timeout=60)
+    return codes, time.time() - signalled
+  finally:
+    _cluster.stop_tasks(tasks)
+
+
 def _preempted_step(log):
   match = re.search(r'Preempted \((?:SIGTERM|a stop signal on another '
                     r'worker)\) at global step (\d+)', log)
@@ -110,16 +126,8 @@ def test_multi_worker_mirrored_sigterm_to_one_worker_saves_and_resumes(
                                command=command(10**6),
                                tasks=[('worker', 1), ('worker', 0)])
   names = ['worker:0', 'worker:1']
-  try:
-    _cluster.wait_for(lambda: 'step 100/' in tasks['worker:0'].log(),
-                      timeout=180, what='training to run')
-    time.sleep(random.uniform(0.0, 2.0))
-    signalled = time.time()
-    tasks['worker:1'].process.send_signal(signal.SIGTERM)
-    codes = _wait_all(tasks, names, timeout=60)
-    took = time.time() - signalled
-  finally:
-    _cluster.stop_tasks(tasks)
+  codes, took = _sigterm_mid_training(tasks, names, watch='worker:0',
+                                      target='worker:1')
   assert codes == {n: preemption.PREEMPTED_EXIT_CODE for n in names}, (
       codes, _logs(tasks, names))
   assert took < 30, took
@@ -157,16 +165,8 @@ def test_parameter_server_sigterm_to_the_chief_stops_the_cluster(tmp_path):
   tasks = _cluster.start_tasks(tmp_path / 'run1', cluster=cluster,
                                command=_ps_command(module, model_dir, 10**6),
                                tasks=everyone)
-  try:
-    _cluster.wait_for(lambda: 'step 100/' in tasks['chief:0'].log(),
-                      timeout=180, what='training to run')
-    time.sleep(random.uniform(0.0, 2.0))
-    signalled = time.time()
-    tasks['chief:0'].process.send_signal(signal.SIGTERM)
-    codes = _wait_all(tasks, names, timeout=60)
-    took = time.time() - signalled
-  finally:
-    _cluster.stop_tasks(tasks)
+  codes, took = _sigterm_mid_training(tasks, names, watch='chief:0',
+                                      target='chief:0')
   assert codes == {n: preemption.PREEMPTED_EXIT_CODE for n in names}, (
       codes, _logs(tasks, names))
   assert took < 30, took

@@ -130,6 +130,13 @@ class Running:
     raise AssertionError(f'no line matching {pattern!r}:\n'
                          + self.output[-4000:])
 
+  def signal_and_wait(self, timeout):
+    """Sends SIGTERM; returns (exit code, seconds from signal to exit)."""
+    signalled = time.time()
+    self.process.send_signal(signal.SIGTERM)
+    code = self.wait(timeout=timeout)
+    return code, time.time() - signalled
+
   def wait(self, timeout):
     try:
       self.process.wait(timeout=timeout)
@@ -157,10 +164,7 @@ def test_sigterm_saves_at_the_signal_step_exits_143_and_resumes(
   try:
     run.wait_for_line(r'step \d+/1000000', timeout=120)
     time.sleep(random.uniform(0.0, 2.0))
-    signalled = time.time()
-    run.process.send_signal(signal.SIGTERM)
-    code = run.wait(timeout=GRACE_SECS + 30)
-    took = time.time() - signalled
+    code, took = run.signal_and_wait(timeout=GRACE_SECS + 30)
   finally:
     if run.process.poll() is None:
       run.process.kill()
@@ -220,10 +224,7 @@ def test_a_second_signal_exits_at_once(tmp_path):
     run.process.send_signal(signal.SIGTERM)
     run.wait_for_line('SIGTERM received: training stops', timeout=20)
     time.sleep(1)
-    second = time.time()
-    run.process.send_signal(signal.SIGTERM)
-    code = run.wait(timeout=30)
-    took = time.time() - second
+    code, took = run.signal_and_wait(timeout=30)
   finally:
     if run.process.poll() is None:
       run.process.kill()
@@ -248,10 +249,7 @@ def test_sigterm_outside_training_exits_143_at_once(tmp_path):
   try:
     run.wait_for_line(r'Saved checkpoint .*model.ckpt-20', timeout=120)
     time.sleep(3)
-    signalled = time.time()
-    run.process.send_signal(signal.SIGTERM)
-    code = run.wait(timeout=30)
-    took = time.time() - signalled
+    code, took = run.signal_and_wait(timeout=30)
   finally:
     if run.process.poll() is None:
       run.process.kill()
