@@ -76,8 +76,10 @@ class TrainController:
       during training, or None (see preemption.py). When it is set, training
       saves at the end of the loop in flight and raises PreemptedError.
     max_loop_secs: cut loops so that one takes about this long at most
-      (from the previous loop's time per step), which bounds the time from
-      a stop signal to the save. None: `steps_per_loop` alone decides.
+      (from the previous loop's time per step; the first two loops run
+      `steps_per_loop`, as the first one's time is mostly tracing), which
+      bounds the time from a stop signal to the save. None:
+      `steps_per_loop` alone decides.
   """
 
   def __init__(self, *, train_loop: Callable, iterator, global_step,
@@ -198,6 +200,7 @@ class TrainController:
       hook.begin(global_step=step, max_steps=max_steps)
     stop = False
     cap = self._steps_per_loop
+    loops_run = 0
     while not stop and (max_steps is None or step < max_steps):
       loop_end = self._loop_end(step, max_steps, cap)
       requested = loop_end - step
@@ -234,7 +237,10 @@ class TrainController:
       decisions = Decisions(
           stop=stop, save=self._saver is not None and self._saver.is_due(step),
           preempt=bool(self._stop_signal and self._stop_signal()),
-          loop_cap=self._loop_cap(steps_run, elapsed))
+          # The first loop's time is mostly tracing, not steps.
+          loop_cap=(self._loop_cap(steps_run, elapsed) if loops_run else
+                    self._steps_per_loop))
+      loops_run += 1
       if self._agree is not None:
         decisions = self._agree(decisions)
       stop, cap = decisions.stop, decisions.loop_cap
