@@ -27,9 +27,10 @@ from estimator_rt.summaries import ScalarWriter
 SavingListener = Callable[[str, int], Optional[bool]]
 
 
-# A stop signal waits for the loop in flight; loops are cut so that one
-# takes about this long (well inside Kubernetes' default 30 s grace period,
-# with the save after it), while keeping loops of fast steps long.
+# A stop signal waits for the loop in flight; loops that would take over
+# twice this long are cut to about this long (with the save after it, well
+# inside Kubernetes' default 30 s grace period), while loops of fast steps
+# keep their length.
 DEFAULT_MAX_LOOP_SECS = 5.0
 
 
@@ -109,8 +110,10 @@ class TrainController:
     if self._max_loop_secs is None or steps_run <= 0:
       return self._steps_per_loop
     per_step = max(elapsed, 1e-9) / steps_run
-    return max(1, min(self._steps_per_loop,
-                      int(self._max_loop_secs / per_step)))
+    cap = max(1, int(self._max_loop_secs / per_step))
+    # Only loops that would take over twice the budget are cut, so that a
+    # momentary stall of a fast model (a busy machine) moves no boundary.
+    return cap if 2 * cap <= self._steps_per_loop else self._steps_per_loop
 
   def _loop_end(self, step: int, max_steps: Optional[int], cap: int) -> int:
     limits = [step + cap]
