@@ -166,10 +166,17 @@ def _find_problem(path: str) -> Optional[str]:
   try:
     reader = tf.train.load_checkpoint(path)
     keys = sorted(reader.get_variable_to_shape_map())
+    dtypes = reader.get_variable_to_dtype_map()
   except Exception as e:  # pylint: disable=broad-except
     return f'its .index file cannot be read ({_one_line(e, 160)})'
   for key in keys:
     try:
+      if dtypes.get(key) == tf.variant:
+        # An input iterator's state (checkpoint_input) has no NumPy form:
+        # read it as a tensor, which still checks its CRC.
+        tf.raw_ops.RestoreV2(prefix=path, tensor_names=[key],
+                             shape_and_slices=[''], dtypes=[tf.variant])
+        continue
       value = reader.get_tensor(key)
     except Exception as e:  # pylint: disable=broad-except
       return f'tensor {key} cannot be read ({_one_line(e, 160)})'

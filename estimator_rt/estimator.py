@@ -246,6 +246,28 @@ class Estimator:
     features, _ = inputs.split_element(element_spec)
     self._features_spec = features
 
+  def _check_input_checkpointing(self) -> None:
+    """Refuses checkpoint_input where TensorFlow cannot save the iterator
+    or where its state would not reach model_dir."""
+    task = self._config.task_info
+    name = strategies.name_of(self._config.train_distribute)
+    reason = None
+    if task is not None and task.standalone_client:
+      name, reason = 'standalone client', (
+          'its input iterators live on the remote workers and are not '
+          'checkpointable from the client')
+    elif name == cluster.PARAMETER_SERVER:
+      reason = ('the per-worker datasets of a ClusterCoordinator are not '
+                'checkpointable')
+    elif name == cluster.MULTI_WORKER_MIRRORED:
+      reason = ('its distributed iterator is not checkpointable, and only '
+                'the chief writes model_dir, so the other workers\' '
+                'iterator state would be lost on resume')
+    if reason is not None:
+      raise UserInputError(
+          f'RunConfig: checkpoint_input=True is not supported with '
+          f'{name} training: {reason}. Turn checkpoint_input off.')
+
   # -------------------------------------------------------------- train
   def train(self, input_fn: Callable, hooks: Sequence[Any] = (),
             steps: Optional[int] = None, max_steps: Optional[int] = None,
@@ -295,6 +317,8 @@ class Estimator:
                      '%d >= max_steps=%d.', latest, done, max_steps)
         return self
     user_hooks = [hooks_lib.as_hook(h) for h in hooks]
+    if self._config.checkpoint_input:
+      self._check_input_checkpointing()
     strategy = self.train_strategy
     coordinator = self._coordinator_for(strategy)
     self._seed()
@@ -309,12 +333,23 @@ class Estimator:
       graph = ModelGraph(model_fn=self._model_fn, mode=ModeKeys.TRAIN,
                          params=self._params, config=self._config,
                          strategy=strategy, sample=data.sample)
+    input_iterator = None
+    if self._config.checkpoint_input and self._in_graph is None:
+      # The iterator exists before the restore so that its position can be
+      # restored with the model; probing it now refuses an uncheckpointable
+      # pipeline before model_dir is written.
+      input_iterator = iter(data.dataset)
+      inputs.check_checkpointable(
+          input_iterator, role='train input_fn',
+          strategy_name=strategies.name_of(self._config.train_distribute))
     source = f'model_dir {self.model_dir!r}'
     if latest is not None:
       checkpoints.restore(graph, latest, source=source,
                           io_device=self._checkpoint_io_device)
       logging.info('Restored %s (global step %d).', latest,
                    int(graph.global_step.numpy()))
+      if input_iterator is not None:
+        inputs.restore_iterator(input_iterator, latest)
     elif self._warm_start_from:
       used = checkpoints.warm_start(graph, self._warm_start_from,
                                     io_device=self._checkpoint_io_device)
@@ -332,7 +367,8 @@ class Estimator:
       iterator = self._in_graph.make_iterators(input_fn, self._params)
     else:
       train_loop = loops.make_train_loop(graph, infinite_input=data.infinite)
-      iterator = iter(data.dataset)
+      iterator = (input_iterator if input_iterator is not None
+                  else iter(data.dataset))
     if coordinator is not None:
       train_loop = loops.make_coordinated_train_loop(
           train_loop, coordinator,
@@ -350,6 +386,9 @@ class Estimator:
       checkpoint_dir = self.model_dir
     else:
       checkpoint_dir = tempfile.mkdtemp(prefix='estimator_rt_worker_')
+    if input_iterator is not None:
+      # Saved (and restored, above) under this name with the model.
+      setattr(graph.checkpoint, inputs.ITERATOR_KEY, input_iterator)
     saver = checkpoints.CheckpointSaver(
         checkpoint=graph.checkpoint, directory=checkpoint_dir,
         max_to_keep=self._config.keep_checkpoint_max,

@@ -11,12 +11,18 @@ Two kinds of input_fn, as in DESIGN.md:
 """
 
 import dataclasses
+import os
+import re
+import shutil
+import tempfile
 from typing import Any, Callable, Tuple
 
+from absl import logging
 import tensorflow as tf
 
 from estimator_rt import user_fns
 from estimator_rt.errors import InputFnError
+from estimator_rt.errors import UserInputError
 
 _POLICIES = {
     'AUTO': tf.data.experimental.AutoShardPolicy.AUTO,
@@ -150,3 +156,65 @@ def batch_size_of(features: Any) -> tf.Tensor:
   """The leading dimension of the first tensor in `features`, as float32."""
   first = tf.nest.flatten(features)[0]
   return tf.cast(tf.shape(first)[0], tf.float32)
+
+
+# Where the input iterator sits in a training checkpoint (checkpoint_input).
+ITERATOR_KEY = 'input_iterator'
+
+
+def check_checkpointable(iterator, *, role: str, strategy_name: str) -> None:
+  """Saves `iterator` once to a temporary directory, so that a pipeline
+  TensorFlow cannot checkpoint is refused before model_dir is written.
+
+  The probe writes the iterator's buffers (a large shuffle buffer too), once.
+
+  Raises:
+    UserInputError: the strategy's iterator is not checkpointable at all
+      (TensorFlow 2.21: a `DistributedIterator`, as one_device and mirrored
+      give, holds an `OwnedMultiDeviceIterator`, which is not trackable).
+    InputFnError: TensorFlow cannot save the dataset's iterator; names the
+      op it complains about.
+  """
+  if not isinstance(iterator, tf.__internal__.tracking.Trackable):
+    raise UserInputError(
+        f'RunConfig: checkpoint_input=True is not supported with '
+        f'{strategy_name} training: its distributed input iterator '
+        f'({type(iterator).__name__}) is not checkpointable in TensorFlow '
+        f'{tf.__version__}. Train without a strategy (local) or turn '
+        'checkpoint_input off.')
+  directory = tempfile.mkdtemp(prefix='estimator_rt_input_probe_')
+  try:
+    tf.train.Checkpoint(iterator=iterator).write(
+        os.path.join(directory, 'probe'))
+  except (tf.errors.OpError, ValueError, TypeError) as e:
+    message = ' '.join(str(getattr(e, 'message', e)).split())
+    op = re.search(r"(?:[Oo]p|transformation|dataset)[: ]+'?\`?([A-Za-z0-9_]+)",
+                   message)
+    named = f' ({op.group(1)})' if op else ''
+    raise InputFnError(
+        f'checkpoint_input=True: the dataset of {role} cannot be '
+        f'checkpointed{named}: {message[:300]}. Turn checkpoint_input off '
+        'or make the pipeline checkpointable (no Dataset.from_generator, no '
+        'py_function or numpy_function in a map).') from None
+  finally:
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def restore_iterator(iterator, path: str) -> bool:
+  """Restores `iterator`'s position from checkpoint `path`, if it holds one.
+
+  A checkpoint written without input state (checkpoint_input off, or an
+  older run) leaves the input at its beginning, with one warning.
+
+  Returns:
+    Whether the position was restored.
+  """
+  keys = tf.train.load_checkpoint(path).get_variable_to_shape_map()
+  if not any(key.startswith(ITERATOR_KEY + '/') for key in keys):
+    logging.warning(
+        'Checkpoint %s holds no input iterator state (saved with '
+        'checkpoint_input off); the input starts from its beginning.', path)
+    return False
+  checkpoint = tf.train.Checkpoint(**{ITERATOR_KEY: iterator})
+  checkpoint.read(path).expect_partial()
+  return True

@@ -96,6 +96,10 @@ flags.DEFINE_integer('num_cpu_devices', None,
                      upper_bound=MAX_CPU_DEVICES)
 flags.DEFINE_enum('auto_shard_policy', 'AUTO', ('AUTO', 'FILE', 'DATA', 'OFF'),
                   'How a globally batched dataset is sharded across workers.')
+flags.DEFINE_bool('checkpoint_input', False,
+                  'Save the training input iterator in every checkpoint and '
+                  'resume it exactly (local training without a strategy '
+                  'only); checkpoints then hold its buffers too.')
 flags.DEFINE_list('exporters', ['final'],
                   f'Exporters for train_and_evaluate, any of {EXPORTERS}.')
 flags.DEFINE_string('export_dir', None,
@@ -348,7 +352,8 @@ def run(argv) -> int:
       steps_per_loop=FLAGS.steps_per_loop, train_distribute=strategy,
       auto_shard_policy=FLAGS.auto_shard_policy, task_info=task,
       remote_cluster=remote_cluster,
-      remote_connect_timeout_secs=FLAGS.remote_connect_timeout_secs)
+      remote_connect_timeout_secs=FLAGS.remote_connect_timeout_secs,
+      checkpoint_input=FLAGS.checkpoint_input)
   estimator = ert.Estimator(model_fn, config=config, params=params)
   mode = FLAGS.mode
   if mode == 'train':

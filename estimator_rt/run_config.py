@@ -133,6 +133,19 @@ class RunConfig:
       cannot be combined with a TF_CONFIG cluster.
     remote_connect_timeout_secs: how long a standalone client waits for
       every server to accept connections before failing.
+    checkpoint_input: save the training input iterator's state in every
+      checkpoint and restore it on resume, so that a run killed at any
+      point and resumed sees each example of an epoch once and (with
+      `tf_random_seed` and op determinism) ends with the weights of an
+      uninterrupted run. Checkpoints then also hold the iterator's buffers
+      (a shuffle buffer, prefetched batches): they grow accordingly. Local
+      training without a strategy only: on TensorFlow 2.21 the distributed
+      iterators of one_device, mirrored and multi_worker_mirrored are not
+      checkpointable, and parameter_server's per-worker datasets and a
+      standalone client's remote ones cannot be saved either; those are
+      refused. The dataset must be checkpointable (no `from_generator`, no
+      `py_function`), which is checked before anything is written. tf.estimator, Keras and Orbit
+      restart the input from its beginning.
   """
 
   model_dir: Optional[str] = None
@@ -149,6 +162,7 @@ class RunConfig:
   task_info: Optional[cluster.TaskInfo] = None
   remote_cluster: Optional[dict] = None
   remote_connect_timeout_secs: float = 60
+  checkpoint_input: bool = False
 
   # Keyword-only construction: positional arguments would silently shift
   # meaning as fields are added.
@@ -158,7 +172,8 @@ class RunConfig:
                log_step_count_steps=100, steps_per_loop=100,
                train_distribute=None, eval_distribute=None,
                auto_shard_policy='AUTO', task_info=_FROM_ENVIRONMENT,
-               remote_cluster=None, remote_connect_timeout_secs=60):
+               remote_cluster=None, remote_connect_timeout_secs=60,
+               checkpoint_input=False):
     if task_info is _FROM_ENVIRONMENT:
       task_info = cluster.parse_tf_config(os.environ.get('TF_CONFIG'))
     if remote_cluster is not None:
@@ -220,6 +235,10 @@ class RunConfig:
       raise UserInputError(
           f'RunConfig: auto_shard_policy={shorten(self.auto_shard_policy)} '
           f'must be one of {AUTO_SHARD_POLICIES}.')
+    if not isinstance(self.checkpoint_input, bool):
+      raise UserInputError(
+          f'RunConfig: checkpoint_input={shorten(self.checkpoint_input)} '
+          'must be True or False.')
 
   @property
   def is_chief(self) -> bool:
