@@ -413,12 +413,10 @@ def _leave(code: int, *, at_once: bool = False) -> None:
   """Exits with `code`; with os._exit when `at_once`, or when a thread is
   still inside a TensorFlow RPC (see server.rpcs_in_flight): Python's own
   shutdown would abort the process then."""
+  from estimator_rt import preemption  # pylint: disable=g-import-not-at-top
   server = sys.modules.get('estimator_rt.server')
   if at_once or (server is not None and server.rpcs_in_flight()):
-    logging.flush()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)  # pylint: disable=protected-access
+    preemption.exit_at_once(code)
   sys.exit(code)
 
 

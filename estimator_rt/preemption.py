@@ -51,17 +51,25 @@ class _State:
 _state = _State()
 
 
+def exit_at_once(code: int) -> None:
+  """Flushes the log and the standard streams, then leaves with `code`.
+
+  Not sys.exit: TensorFlow's threads (a collective waiting for a peer, a
+  gRPC call) can hold an orderly shutdown for minutes, and a thread inside
+  TensorFlow's C++ code when Python finalizes aborts the process.
+  """
+  logging.flush()
+  sys.stdout.flush()
+  sys.stderr.flush()
+  os._exit(code)  # pylint: disable=protected-access
+
+
 def _exit_now(reason: str) -> None:
   """Leaves the process at once with PREEMPTED_EXIT_CODE."""
   logging.warning('%s: exiting now with code %d; the checkpoints in model_dir '
                   'are intact and the same command resumes from the newest.',
                   reason, PREEMPTED_EXIT_CODE)
-  logging.flush()
-  sys.stdout.flush()
-  sys.stderr.flush()
-  # Not sys.exit: TensorFlow's threads (a collective waiting for a peer, a
-  # gRPC call) can hold an orderly shutdown for minutes.
-  os._exit(PREEMPTED_EXIT_CODE)  # pylint: disable=protected-access
+  exit_at_once(PREEMPTED_EXIT_CODE)
 
 
 def _on_signal(signum: int) -> None:
