@@ -100,6 +100,12 @@ flags.DEFINE_bool('checkpoint_input', False,
                   'Save the training input iterator in every checkpoint and '
                   'resume it exactly (local training without a strategy '
                   'only); checkpoints then hold its buffers too.')
+flags.DEFINE_bool('deterministic_ops', False,
+                  'Turn on TensorFlow op determinism '
+                  '(tf.config.experimental.enable_op_determinism): with '
+                  '--tf_random_seed, the same run gives the same weights. '
+                  'Some ops get slower; ops without a deterministic kernel '
+                  'raise.')
 flags.DEFINE_list('exporters', ['final'],
                   f'Exporters for train_and_evaluate, any of {EXPORTERS}.')
 flags.DEFINE_string('export_dir', None,
@@ -308,6 +314,9 @@ def run(argv) -> int:
   if FLAGS.num_cpu_devices:
     from estimator_rt import strategies  # pylint: disable=g-import-not-at-top
     strategies.configure_cpu_devices(FLAGS.num_cpu_devices)
+  if FLAGS.deterministic_ops:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    tf.config.experimental.enable_op_determinism()
   from estimator_rt import strategies  # pylint: disable=g-import-not-at-top
   from estimator_rt import training  # pylint: disable=g-import-not-at-top
   from estimator_rt import user_fns  # pylint: disable=g-import-not-at-top

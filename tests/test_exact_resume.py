@@ -4,6 +4,9 @@ uninterrupted one (and sees each example of an epoch once); where
 TensorFlow cannot do it, training is refused before anything is written."""
 
 import os
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -12,6 +15,8 @@ import tensorflow as tf
 import estimator_rt as ert
 from estimator_rt import cluster
 from estimator_rt.errors import UserInputError
+import _cluster
+import _counting_fns as counting
 import _models as M
 
 N_EXAMPLES = 24
@@ -68,6 +73,33 @@ def test_checkpoint_without_input_state_resumes_from_input_start(tmp_path):
   assert checkpoints.problem_with(M.ckpt_path(str(tmp_path), 5)) is None
 
 
+@pytest.mark.parametrize('checkpoint_input', [True, False])
+def test_each_example_once_per_epoch_across_a_resume(tmp_path,
+                                                     checkpoint_input):
+  """Stopped mid-epoch and resumed: with checkpoint_input every example is
+  seen once per epoch; without it the input restarts and some examples
+  are seen twice while others wait (the check can fail)."""
+  def train(max_steps):
+    est = ert.Estimator(
+        counting.model_fn, model_dir=str(tmp_path),
+        config=M.quiet_config(steps_per_loop=1, save_checkpoints_steps=1,
+                              tf_random_seed=1,
+                              checkpoint_input=checkpoint_input))
+    est.train(counting.input_fn, max_steps=max_steps)
+    return est.latest_checkpoint()
+
+  train(5)  # Mid-epoch: an epoch is counting.STEPS_PER_EPOCH steps.
+  path = train(2 * counting.STEPS_PER_EPOCH)
+  names = [n.decode() for n in tf.train.load_checkpoint(path).get_tensor(
+      'model_names/.ATTRIBUTES/VARIABLE_VALUE')]
+  counts = M.read_model_variables(path)[names.index('example_counts')]
+  if checkpoint_input:
+    np.testing.assert_array_equal(counts, 2)
+  else:
+    assert counts.sum() == 2 * counting.N_EXAMPLES
+    assert counts.min() < 2 < counts.max()
+
+
 @pytest.mark.parametrize('strategy', ['mirrored', 'one_device'])
 def test_strategies_without_checkpointable_iterator_are_refused(tmp_path,
                                                                 strategy):
@@ -117,3 +149,91 @@ def test_cluster_strategies_are_refused(tmp_path, task, name):
 def test_checkpoint_input_is_validated():
   with pytest.raises(UserInputError, match="checkpoint_input='yes'"):
     ert.RunConfig(checkpoint_input='yes')
+
+
+# ------------------------------------------------ through the binary, SIGKILL
+COUNTING_FNS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                            '_counting_fns.py')
+EPOCHS = 400
+
+
+def _counting_command(model_dir, *, checkpoint_input=True):
+  """Trains the counting model for EPOCHS whole epochs; loops of 3 steps and
+  a checkpoint every 7, so a kill lands between checkpoints and some steps
+  run twice."""
+  return [sys.executable, '-m', 'estimator_rt.main',
+          f'--model_fn={COUNTING_FNS}:model_fn',
+          f'--input_fn={COUNTING_FNS}:input_fn', '--mode=train',
+          f'--model_dir={model_dir}',
+          f'--max_steps={EPOCHS * counting.STEPS_PER_EPOCH}',
+          '--steps_per_loop=3', '--save_checkpoints_steps=7',
+          '--keep_checkpoint_max=3', '--log_step_count_steps=1000',
+          '--tf_random_seed=1', '--deterministic_ops',
+          f'--checkpoint_input={str(checkpoint_input).lower()}']
+
+
+def _newest_step(model_dir) -> int:
+  steps = [int(name[len('model.ckpt-'):-len('.index')])
+           for name in os.listdir(model_dir)
+           if name.startswith('model.ckpt-') and name.endswith('.index')
+           ] if os.path.isdir(model_dir) else []
+  return max(steps, default=-1)
+
+
+def _run_and_kill(command, model_dir, *, at_step, log):
+  """Starts `command`, SIGKILLs it as soon as a checkpoint at `at_step` or
+  later is on disk; returns the newest checkpoint step at the kill."""
+  process = subprocess.Popen(command, env=_cluster.task_env(),
+                             stdout=log, stderr=subprocess.STDOUT)
+  try:
+    deadline = time.monotonic() + 300
+    while _newest_step(model_dir) < at_step:
+      assert process.poll() is None, (
+          f'the run ended (exit {process.returncode}) before step {at_step}: '
+          'too fast to be killed mid-run')
+      assert time.monotonic() < deadline, 'no checkpoint in 300 s'
+      time.sleep(0.01)
+    process.kill()
+    process.wait(timeout=60)
+    return _newest_step(model_dir)
+  finally:
+    if process.poll() is None:
+      process.kill()
+      process.wait(timeout=60)
+
+
+def _counts_and_weights(model_dir):
+  path = M.ckpt_path(str(model_dir), EPOCHS * counting.STEPS_PER_EPOCH)
+  reader = tf.train.load_checkpoint(path)
+  names = [n.decode() for n in reader.get_tensor(
+      'model_names/.ATTRIBUTES/VARIABLE_VALUE')]
+  values = {name: reader.get_tensor(f'model/{i}/.ATTRIBUTES/VARIABLE_VALUE')
+            for i, name in enumerate(names)}
+  return values.pop('example_counts'), values
+
+
+def test_sigkilled_twice_the_binary_resumes_exactly(tmp_path):
+  """Killed with SIGKILL twice at arbitrary points and run again each time
+  with the same command, the run ends with the weights of an uninterrupted
+  one (1e-5) and every example seen exactly once per epoch."""
+  whole_dir, split_dir = tmp_path / 'whole', tmp_path / 'split'
+  with open(tmp_path / 'log', 'w') as log:
+    subprocess.run(_counting_command(whole_dir), env=_cluster.task_env(),
+                   stdout=log, stderr=subprocess.STDOUT, check=True,
+                   timeout=600)
+    total = EPOCHS * counting.STEPS_PER_EPOCH
+    kills = [_run_and_kill(_counting_command(split_dir), split_dir,
+                           at_step=at_step, log=log)
+             for at_step in (total // 10, total // 2)]
+    assert 0 < kills[0] < kills[1] < total, kills
+    subprocess.run(_counting_command(split_dir), env=_cluster.task_env(),
+                   stdout=log, stderr=subprocess.STDOUT, check=True,
+                   timeout=600)
+  whole_counts, whole = _counts_and_weights(whole_dir)
+  split_counts, split = _counts_and_weights(split_dir)
+  np.testing.assert_array_equal(whole_counts, EPOCHS)
+  np.testing.assert_array_equal(split_counts, EPOCHS)
+  assert whole.keys() == split.keys()
+  for name in whole:
+    np.testing.assert_allclose(split[name], whole[name], atol=1e-5, rtol=0,
+                               err_msg=name)
