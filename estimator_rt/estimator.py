@@ -259,10 +259,6 @@ class Estimator:
     elif name == cluster.PARAMETER_SERVER:
       reason = ('the per-worker datasets of a ClusterCoordinator are not '
                 'checkpointable')
-    elif name == cluster.MULTI_WORKER_MIRRORED:
-      reason = ('its distributed iterator is not checkpointable, and only '
-                'the chief writes model_dir, so the other workers\' '
-                'iterator state would be lost on resume')
     if reason is not None:
       raise UserInputError(
           f'RunConfig: checkpoint_input=True is not supported with '
@@ -322,10 +318,15 @@ class Estimator:
     strategy = self.train_strategy
     coordinator = self._coordinator_for(strategy)
     self._seed()
+    # checkpoint_input: one plain iterator over the global batches, the
+    # same on every worker (see inputs.make_input), because TensorFlow's
+    # distributed iterators are not checkpointable.
+    replicate = bool(self._config.checkpoint_input)
     data = inputs.make_input(strategy, input_fn, self._params,
                              auto_shard_policy=self._config.auto_shard_policy,
                              role='train input_fn', coordinator=coordinator,
-                             sample_only=self._in_graph is not None)
+                             sample_only=self._in_graph is not None,
+                             replicate=replicate)
     self._remember_features(data.element_spec)
     placement = (self._in_graph.placement() if self._in_graph is not None
                  else contextlib.nullcontext())
@@ -366,7 +367,8 @@ class Estimator:
       train_loop = self._in_graph.make_train_loop(graph)
       iterator = self._in_graph.make_iterators(input_fn, self._params)
     else:
-      train_loop = loops.make_train_loop(graph, infinite_input=data.infinite)
+      train_loop = loops.make_train_loop(graph, infinite_input=data.infinite,
+                                         split_global_batch=replicate)
       iterator = (input_iterator if input_iterator is not None
                   else iter(data.dataset))
     if coordinator is not None:

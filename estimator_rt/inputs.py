@@ -91,7 +91,8 @@ def make_input(strategy: tf.distribute.Strategy,
                auto_shard_policy: str = 'AUTO',
                role: str = 'input_fn',
                sample_only: bool = False,
-               coordinator=None) -> DistributedInput:
+               coordinator=None,
+               replicate: bool = False) -> DistributedInput:
   """Calls `input_fn` and distributes its dataset with `strategy`.
 
   Args:
@@ -107,10 +108,26 @@ def make_input(strategy: tf.distribute.Strategy,
       dataset is then created on every worker (`create_per_worker_dataset`).
       Each worker reads the whole input_fn dataset, as with tf.estimator's
       parameter servers: shuffle it, and make it repeat.
+    replicate: leave the global dataset undistributed (`dataset` is the
+      input_fn's own): every worker iterates all of it and each replica
+      takes its rows of each global batch (`split_across_replicas`). So
+      every worker's iterator is in the same state and one iterator saved
+      by the chief restores them all (checkpoint_input). input_fns that
+      take an input_context are refused when there are several replicas:
+      their batches are per replica.
 
   Raises:
     InputFnError: the input_fn returned no dataset or an empty one.
   """
+  if (replicate and user_fns.input_fn_takes_context(input_fn) and
+      strategy.num_replicas_in_sync > 1):
+    raise InputFnError(
+        f'{role} {user_fns.fn_name(input_fn)!r} takes an input_context, '
+        'which checkpoint_input does not support with a strategy: with '
+        'checkpoint_input every worker reads the global batch and each '
+        'replica takes its rows, so that one saved iterator resumes them '
+        'all. Return globally batched data from input_fn(params), or turn '
+        'checkpoint_input off.')
   if user_fns.input_fn_takes_context(input_fn):
     local_context = tf.distribute.InputContext(
         num_input_pipelines=1, input_pipeline_id=0,
@@ -118,7 +135,9 @@ def make_input(strategy: tf.distribute.Strategy,
     local = user_fns.call_input_fn(input_fn, params, local_context, role=role)
     sample = _first_batch(local, role, input_fn)
     distributed = None
-    if not sample_only and coordinator is None:
+    if replicate and not sample_only:
+      distributed = local  # One replica: its batch is the global batch.
+    elif not sample_only and coordinator is None:
       distributed = strategy.distribute_datasets_from_function(
           lambda context: user_fns.call_input_fn(
               input_fn, params, context, role=role))
@@ -126,7 +145,10 @@ def make_input(strategy: tf.distribute.Strategy,
     local = user_fns.call_input_fn(input_fn, params, role=role)
     sample = _first_batch(local, role, input_fn)
     distributed = None
-    if not sample_only and coordinator is None:
+    if replicate and not sample_only:
+      _check_splittable(local.element_spec, role, input_fn)
+      distributed = local
+    elif not sample_only and coordinator is None:
       options = tf.data.Options()
       options.experimental_distribute.auto_shard_policy = _POLICIES[
           auto_shard_policy]
@@ -152,6 +174,35 @@ def make_input(strategy: tf.distribute.Strategy,
                           element_spec=local.element_spec, infinite=infinite)
 
 
+def _check_splittable(element_spec, role: str, fn) -> None:
+  """`split_across_replicas` slices dense tensors along their batch axis."""
+  for spec in tf.nest.flatten(element_spec):
+    if not isinstance(spec, tf.TensorSpec) or spec.shape.rank == 0:
+      raise InputFnError(
+          f'{role} {user_fns.fn_name(fn)}: with checkpoint_input and a '
+          f'strategy every element must be a batched dense tensor, got '
+          f'{spec}. Turn checkpoint_input off for this input.')
+
+
+def split_across_replicas(strategy: tf.distribute.Strategy,
+                          element: Any) -> Any:
+  """Each replica's rows of `element`, a global batch every worker holds.
+
+  Replica i of n gets rows [i * b // n, (i + 1) * b // n) of a batch of b
+  rows: consecutive, as even as b allows. The global replica id is used,
+  so the workers of a multi-worker strategy take disjoint rows.
+  """
+  def replica_rows(context):
+    rows = tf.shape(tf.nest.flatten(element)[0])[0]
+    replica = context.replica_id_in_sync_group
+    replicas = context.num_replicas_in_sync
+    start = replica * rows // replicas
+    end = (replica + 1) * rows // replicas
+    return tf.nest.map_structure(lambda t: t[start:end], element)
+
+  return strategy.experimental_distribute_values_from_function(replica_rows)
+
+
 def batch_size_of(features: Any) -> tf.Tensor:
   """The leading dimension of the first tensor in `features`, as float32."""
   first = tf.nest.flatten(features)[0]
@@ -169,9 +220,9 @@ def check_checkpointable(iterator, *, role: str, strategy_name: str) -> None:
   The probe writes the iterator's buffers (a large shuffle buffer too), once.
 
   Raises:
-    UserInputError: the strategy's iterator is not checkpointable at all
-      (TensorFlow 2.21: a `DistributedIterator`, as one_device and mirrored
-      give, holds an `OwnedMultiDeviceIterator`, which is not trackable).
+    UserInputError: the iterator is not checkpointable at all (TensorFlow
+      2.21: a `DistributedIterator` holds an `OwnedMultiDeviceIterator`,
+      which is not trackable; `make_input(replicate=True)` avoids it).
     InputFnError: TensorFlow cannot save the dataset's iterator; names the
       op it complains about.
   """

@@ -14,6 +14,7 @@ import tensorflow as tf
 from estimator_rt.errors import ModelFnError
 from estimator_rt.errors import surface_user_errors
 from estimator_rt.inputs import batch_size_of
+from estimator_rt.inputs import split_across_replicas
 from estimator_rt.inputs import split_element
 from estimator_rt.model_graph import ModelGraph
 
@@ -116,7 +117,8 @@ def all_finite(variables: Sequence[tf.Variable]) -> tf.Tensor:
   return tf.reduce_all(tf.stack(checks)) if checks else tf.constant(True)
 
 
-def make_train_loop(graph: ModelGraph, *, infinite_input: bool) -> Callable:
+def make_train_loop(graph: ModelGraph, *, infinite_input: bool,
+                    split_global_batch: bool = False) -> Callable:
   """A compiled `(iterator, num_steps) -> (loss, steps, loss_finite,
   state_finite)`.
 
@@ -134,6 +136,9 @@ def make_train_loop(graph: ModelGraph, *, infinite_input: bool) -> Callable:
     graph: the TRAIN ModelGraph.
     infinite_input: the dataset repeats forever, so no step needs to check
       for the end of input.
+    split_global_batch: the iterator yields whole global batches on every
+      worker (checkpoint_input with a strategy); each replica takes its
+      rows of them (`inputs.split_across_replicas`).
   """
   strategy = graph.strategy
   replica_step = _replica_train_step(graph)
@@ -141,6 +146,8 @@ def make_train_loop(graph: ModelGraph, *, infinite_input: bool) -> Callable:
   state = saved_float_variables(graph)
 
   def run_step(element):
+    if split_global_batch:
+      element = split_across_replicas(strategy, element)
     per_replica_loss = strategy.run(replica_step, args=(element,))
     global_step.assign_add(1)
     return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_loss,

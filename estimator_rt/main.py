@@ -98,8 +98,10 @@ flags.DEFINE_enum('auto_shard_policy', 'AUTO', ('AUTO', 'FILE', 'DATA', 'OFF'),
                   'How a globally batched dataset is sharded across workers.')
 flags.DEFINE_bool('checkpoint_input', False,
                   'Save the training input iterator in every checkpoint and '
-                  'resume it exactly (local training without a strategy '
-                  'only); checkpoints then hold its buffers too.')
+                  'resume it exactly (local, one_device, mirrored, '
+                  'multi_worker_mirrored; with a strategy every worker reads '
+                  'the global batches); checkpoints then hold its buffers '
+                  'too.')
 flags.DEFINE_bool('deterministic_ops', False,
                   'Turn on TensorFlow op determinism '
                   '(tf.config.experimental.enable_op_determinism): with '

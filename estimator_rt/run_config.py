@@ -138,13 +138,19 @@ class RunConfig:
       point and resumed sees each example of an epoch once and (with
       `tf_random_seed` and op determinism) ends with the weights of an
       uninterrupted run. Checkpoints then also hold the iterator's buffers
-      (a shuffle buffer, prefetched batches): they grow accordingly. Local
-      training without a strategy only: on TensorFlow 2.21 the distributed
-      iterators of one_device, mirrored and multi_worker_mirrored are not
-      checkpointable, and parameter_server's per-worker datasets and a
-      standalone client's remote ones cannot be saved either; those are
+      (a shuffle buffer, prefetched batches): they grow accordingly. With
+      a strategy (one_device, mirrored, multi_worker_mirrored) the runtime
+      iterates the input_fn's global batches itself, on every worker, and
+      each replica takes its rows: TensorFlow 2.21's distributed iterators
+      are not checkpointable, and this way every worker's iterator is in
+      the state the chief saves. Each worker then reads all of the input
+      (no auto-sharding), and the input must give every worker the same
+      order (seed its shuffle, or set `tf_random_seed`); input_fns that
+      take an input_context are refused. parameter_server's per-worker
+      datasets and a standalone client's remote ones cannot be saved:
       refused. The dataset must be checkpointable (no `from_generator`, no
-      `py_function`), which is checked before anything is written. tf.estimator, Keras and Orbit
+      `py_function`), which is checked before anything is written.
+      tf.estimator, Keras and Orbit
       restart the input from its beginning.
   """
 

@@ -39,8 +39,11 @@ def model_fn(features, labels, mode, params=None):
   del params
   layer = keras.layers.Dense(1, kernel_initializer='zeros', name='linear')
   predictions = layer(features['x'])
+  # Summed over replicas: each replica adds the ids of its own rows.
   counts = tf.Variable(tf.zeros([N_EXAMPLES]), trainable=False,
-                       name='example_counts')
+                       name='example_counts',
+                       synchronization=tf.VariableSynchronization.ON_WRITE,
+                       aggregation=tf.VariableAggregation.SUM)
   if mode == ert.ModeKeys.PREDICT:
     return ert.EstimatorSpec(mode, predictions={'y': predictions})
   loss = tf.reduce_mean(tf.square(predictions - labels))

@@ -4,6 +4,7 @@ uninterrupted one (and sees each example of an epoch once); where
 TensorFlow cannot do it, training is refused before anything is written."""
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -73,8 +74,9 @@ def test_checkpoint_without_input_state_resumes_from_input_start(tmp_path):
   assert checkpoints.problem_with(M.ckpt_path(str(tmp_path), 5)) is None
 
 
-@pytest.mark.parametrize('checkpoint_input', [True, False])
-def test_each_example_once_per_epoch_across_a_resume(tmp_path,
+@pytest.mark.parametrize('strategy,checkpoint_input', [
+    ('default', True), ('default', False), ('mirrored', True)])
+def test_each_example_once_per_epoch_across_a_resume(tmp_path, strategy,
                                                      checkpoint_input):
   """Stopped mid-epoch and resumed: with checkpoint_input every example is
   seen once per epoch; without it the input restarts and some examples
@@ -83,7 +85,7 @@ def test_each_example_once_per_epoch_across_a_resume(tmp_path,
     est = ert.Estimator(
         counting.model_fn, model_dir=str(tmp_path),
         config=M.quiet_config(steps_per_loop=1, save_checkpoints_steps=1,
-                              tf_random_seed=1,
+                              tf_random_seed=1, train_distribute=strategy,
                               checkpoint_input=checkpoint_input))
     est.train(counting.input_fn, max_steps=max_steps)
     return est.latest_checkpoint()
@@ -101,13 +103,29 @@ def test_each_example_once_per_epoch_across_a_resume(tmp_path,
 
 
 @pytest.mark.parametrize('strategy', ['mirrored', 'one_device'])
-def test_strategies_without_checkpointable_iterator_are_refused(tmp_path,
-                                                                strategy):
-  """TensorFlow 2.21: their DistributedIterator holds an
-  OwnedMultiDeviceIterator, which is not trackable."""
-  with pytest.raises(UserInputError,
-                     match=f'not supported with {strategy} training'):
-    _train(tmp_path / 'm', 2, strategy=strategy)
+def test_resume_is_exact_with_a_strategy(tmp_path, strategy):
+  """With a strategy the runtime iterates the global batches itself and
+  each replica takes its rows (TensorFlow 2.21's distributed iterators are
+  not checkpointable): a resumed run matches an uninterrupted one, and
+  both match local training on the same global batches."""
+  whole = _train(tmp_path / 'whole', 9, strategy=strategy)
+  _train(tmp_path / 'split', 5, strategy=strategy)
+  resumed = _train(tmp_path / 'split', 9, strategy=strategy)
+  assert _close(whole, resumed)
+  assert _close(whole, _train(tmp_path / 'local', 9))
+
+
+def test_input_context_input_fn_is_refused_with_a_strategy(tmp_path):
+  def context_input_fn(params, input_context):
+    del params, input_context
+    return _ids_input_fn()
+
+  est = ert.Estimator(
+      M.make_model_fn(), model_dir=str(tmp_path / 'm'),
+      config=M.quiet_config(train_distribute='mirrored',
+                            checkpoint_input=True))
+  with pytest.raises(UserInputError, match='takes an input_context'):
+    est.train(context_input_fn, max_steps=2)
   assert not (tmp_path / 'm').exists()
 
 
@@ -157,7 +175,7 @@ COUNTING_FNS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 EPOCHS = 400
 
 
-def _counting_command(model_dir, *, checkpoint_input=True):
+def _counting_command(model_dir, *, checkpoint_input=True, epochs=EPOCHS):
   """Trains the counting model for EPOCHS whole epochs; loops of 3 steps and
   a checkpoint every 7, so a kill lands between checkpoints and some steps
   run twice."""
@@ -165,7 +183,7 @@ def _counting_command(model_dir, *, checkpoint_input=True):
           f'--model_fn={COUNTING_FNS}:model_fn',
           f'--input_fn={COUNTING_FNS}:input_fn', '--mode=train',
           f'--model_dir={model_dir}',
-          f'--max_steps={EPOCHS * counting.STEPS_PER_EPOCH}',
+          f'--max_steps={epochs * counting.STEPS_PER_EPOCH}',
           '--steps_per_loop=3', '--save_checkpoints_steps=7',
           '--keep_checkpoint_max=3', '--log_step_count_steps=1000',
           '--tf_random_seed=1', '--deterministic_ops',
@@ -202,8 +220,8 @@ def _run_and_kill(command, model_dir, *, at_step, log):
       process.wait(timeout=60)
 
 
-def _counts_and_weights(model_dir):
-  path = M.ckpt_path(str(model_dir), EPOCHS * counting.STEPS_PER_EPOCH)
+def _counts_and_weights(model_dir, step=EPOCHS * counting.STEPS_PER_EPOCH):
+  path = M.ckpt_path(str(model_dir), step)
   reader = tf.train.load_checkpoint(path)
   names = [n.decode() for n in reader.get_tensor(
       'model_names/.ATTRIBUTES/VARIABLE_VALUE')]
@@ -237,3 +255,51 @@ def test_sigkilled_twice_the_binary_resumes_exactly(tmp_path):
   for name in whole:
     np.testing.assert_allclose(split[name], whole[name], atol=1e-5, rtol=0,
                                err_msg=name)
+
+
+MWMS_EPOCHS = 60
+
+
+def test_multi_worker_sigkilled_worker_resumes_exactly(tmp_path):
+  """multi_worker_mirrored, 2 workers, --checkpoint_input: worker:1 SIGKILLed
+  mid-run, the launcher restarts both, and the run ends with the weights
+  of an uninterrupted one (1e-5), every example seen once per epoch. The
+  chief's saved iterator resumes both workers: each iterates the same
+  global batches and takes its replica's rows."""
+  total = MWMS_EPOCHS * counting.STEPS_PER_EPOCH
+  args = _counting_command(tmp_path / 'x', epochs=MWMS_EPOCHS)[3:] + [
+      '--mode=train_and_evaluate', '--eval_steps=2', '--exporters=',
+      '--distribution_strategy=multi_worker_mirrored']
+
+  def with_model_dir(model_dir):
+    return [a for a in args if not a.startswith('--model_dir=')] + [
+        f'--model_dir={model_dir}']
+
+  whole_dir, split_dir = tmp_path / 'whole', tmp_path / 'split'
+  (tmp_path / 'w').mkdir()
+  whole = _cluster.run_launcher(tmp_path / 'w', args=with_model_dir(whole_dir),
+                                workers=2)
+  assert whole.launcher_code == 0, whole.tail()
+  launcher = _cluster.start_launcher(
+      tmp_path, args=with_model_dir(split_dir), workers=2,
+      launcher_args=['--max_restarts=1', '--grace_secs=30'])
+  try:
+    deadline = time.monotonic() + 300
+    while _newest_step(split_dir) < total // 3:
+      assert launcher.process.poll() is None, launcher.output()[-6000:]
+      assert time.monotonic() < deadline, launcher.output()[-6000:]
+      time.sleep(0.01)
+    os.kill(launcher.pids()['worker:1'], signal.SIGKILL)
+    run = launcher.wait(timeout=400)
+  finally:
+    launcher.stop()
+  assert run.launcher_code == 0, run.tail()
+  assert run.status['failure_restarts'] == 1, run.tail()
+  assert 'Restored ' in run.log('worker:1'), run.tail()
+  whole_counts, whole_weights = _counts_and_weights(whole_dir, total)
+  split_counts, split_weights = _counts_and_weights(split_dir, total)
+  np.testing.assert_array_equal(whole_counts, MWMS_EPOCHS)
+  np.testing.assert_array_equal(split_counts, MWMS_EPOCHS)
+  for name in whole_weights:
+    np.testing.assert_allclose(split_weights[name], whole_weights[name],
+                               atol=1e-5, rtol=0, err_msg=name)
