@@ -195,6 +195,30 @@ class Estimator:
 
     return agree
 
+  def _check_same_input_everywhere(self, strategy, sample) -> None:
+    """checkpoint_input with several workers: each reads the whole global
+    batches and takes its rows, which is only right if every worker's
+    input gives the same batches (a seeded shuffle). One all-reduce of the
+    first batch's fingerprint tells; a worker whose input differs refuses
+    to train, and so do the others."""
+    if self._agreement(strategy) is None:
+      return
+
+    @tf.function
+    def gather(value):
+      per_replica = strategy.run(lambda: tf.reshape(value, [1]))
+      return strategy.gather(per_replica, axis=0)
+
+    fingerprints = gather(inputs.fingerprint(sample)).numpy()
+    if fingerprints.min() != fingerprints.max():
+      raise UserInputError(
+          'checkpoint_input=True with several workers: the workers\' train '
+          'input_fns gave different first batches. Every worker reads the '
+          'whole global batches and takes its rows, so the input must give '
+          'every worker the same order: seed the shuffle (shuffle(..., '
+          'seed=N)) or set tf_random_seed (--tf_random_seed), or turn '
+          'checkpoint_input off.')
+
   @property
   def eval_strategy(self) -> tf.distribute.Strategy:
     """The strategy for evaluate, predict (and export: no distribution)."""
@@ -328,6 +352,8 @@ class Estimator:
                              sample_only=self._in_graph is not None,
                              replicate=replicate)
     self._remember_features(data.element_spec)
+    if replicate and data.sample is not None:
+      self._check_same_input_everywhere(strategy, data.sample)
     placement = (self._in_graph.placement() if self._in_graph is not None
                  else contextlib.nullcontext())
     with placement:

@@ -18,8 +18,9 @@ STEPS_PER_EPOCH = N_EXAMPLES // BATCH_SIZE
 
 def input_fn(params=None):
   """Examples 0..N-1 (the id is a feature), shuffled with a fixed seed and
-  a new order every epoch, repeated, batched."""
-  del params
+  a new order every epoch, repeated, batched. `params['unseeded']`: the
+  shuffle gets no seed of its own."""
+  seed = None if (params or {}).get('unseeded') else 7
   ids = tf.range(N_EXAMPLES)
   x = tf.stack([tf.sin(tf.cast(ids, tf.float32)),
                 tf.cos(0.5 * tf.cast(ids, tf.float32))], axis=1)
@@ -28,7 +29,8 @@ def input_fn(params=None):
   noise = tf.sin(12.9898 * tf.cast(ids, tf.float32))[:, None]
   y = 2.0 * x[:, :1] - x[:, 1:] + 0.3 + noise
   dataset = tf.data.Dataset.from_tensor_slices(({'x': x, 'id': ids}, y))
-  dataset = dataset.shuffle(N_EXAMPLES, seed=7, reshuffle_each_iteration=True)
+  dataset = dataset.shuffle(N_EXAMPLES, seed=seed,
+                            reshuffle_each_iteration=True)
   return dataset.repeat().batch(BATCH_SIZE, drop_remainder=True)
 
 

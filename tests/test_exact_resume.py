@@ -303,3 +303,21 @@ def test_multi_worker_sigkilled_worker_resumes_exactly(tmp_path):
   for name in whole_weights:
     np.testing.assert_allclose(split_weights[name], whole_weights[name],
                                atol=1e-5, rtol=0, err_msg=name)
+
+
+def test_multi_worker_inputs_that_differ_are_refused(tmp_path):
+  """An unseeded shuffle without tf_random_seed gives each worker its own
+  order: with checkpoint_input every worker must read the same global
+  batches, so both workers refuse (exit 2) before model_dir is written."""
+  model_dir = tmp_path / 'model'
+  args = [a for a in _counting_command(model_dir, epochs=2)[3:]
+          if not a.startswith(('--tf_random_seed', '--deterministic_ops'))
+          ] + [
+              '--mode=train_and_evaluate', '--eval_steps=1', '--exporters=',
+              '--distribution_strategy=multi_worker_mirrored',
+              '--params={"unseeded": true}']
+  run = _cluster.run_launcher(tmp_path, args=args, workers=2)
+  assert run.launcher_code == 2, run.tail()
+  assert 'gave different first batches' in run.output, run.tail()
+  assert not [n for n in os.listdir(model_dir)
+              if n.startswith('model.ckpt')] if model_dir.exists() else True
