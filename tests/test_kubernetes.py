@@ -23,6 +23,7 @@ import gzip
 import json
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -36,6 +37,7 @@ import yaml
 
 import _cluster
 from estimator_rt import summaries
+from estimator_rt.launch import kubernetes_manifests as manifests
 from estimator_rt.launch import layout
 
 RENDER = os.path.join(_cluster.REPO_ROOT, 'scripts', 'kubernetes', 'render.py')
@@ -165,6 +167,69 @@ def test_tfjob_validates_against_the_tfjob_crd_schema():
     jsonschema.validate(tfjob, schema)
 
 
+EXAMPLES_DIR = os.path.join(_cluster.REPO_ROOT, 'scripts', 'kubernetes',
+                            'examples')
+_EXAMPLE_COMMAND = ('--', 'python', '-m', 'estimator_rt.main',
+                    '--model_fn=model_fns.mlp:model_fn',
+                    '--input_fn=input_fns.digits:train_input_fn',
+                    '--eval_input_fn=input_fns.digits:eval_input_fn',
+                    '--max_steps=20000', '--save_checkpoints_steps=1000',
+                    '--throttle_secs=0')
+_PS_EXAMPLE = ('--workers', '2', '--ps', '1', '--chief', '--evaluator',
+               '--image', 'registry.example/estimator-rt:latest',
+               '--model_dir', '/mnt/models/ps_run', '--volume_claim', 'models',
+               '--name', 'ps-run', '--cpus', '2', '--memory', '4Gi')
+# scripts/kubernetes/examples/: each file and the render flags that write it
+# (the same as in that directory's README).
+EXAMPLES = {
+    'parameter_server_job.yaml': _PS_EXAMPLE + _EXAMPLE_COMMAND[:4] + (
+        '--distribution_strategy=parameter_server',) + _EXAMPLE_COMMAND[4:],
+    'multi_worker_mirrored_job.yaml': (
+        '--workers', '2', '--evaluator',
+        '--image', 'registry.example/estimator-rt:latest',
+        '--model_dir', '/mnt/models/mwms_run', '--volume_claim', 'models',
+        '--name', 'mwms-run', '--cpus', '2', '--memory', '4Gi',
+        '--max_restarts', '6') + _EXAMPLE_COMMAND[:4] + (
+            '--distribution_strategy=multi_worker_mirrored',) +
+        _EXAMPLE_COMMAND[4:],
+    'parameter_server_tfjob.yaml': _PS_EXAMPLE + (
+        '--namespace', 'ml', '--tfjob') + _EXAMPLE_COMMAND[:4] + (
+            '--distribution_strategy=parameter_server',) +
+        _EXAMPLE_COMMAND[4:],
+}
+
+
+@pytest.mark.parametrize('example', sorted(EXAMPLES))
+def test_example_manifests_are_what_render_writes_and_validate(example):
+  with open(os.path.join(EXAMPLES_DIR, example)) as f:
+    text = f.read()
+  result = _render(*EXAMPLES[example], check=False)
+  assert result.returncode == 0, result.stderr
+  assert result.stdout == text, (
+      f'{example} is stale: re-render it with the flags in '
+      'scripts/kubernetes/examples/README.md')
+  for document in yaml.safe_load_all(text):
+    if document['kind'] == 'TFJob':
+      jsonschema.validate(document, _tfjob_schema())
+    else:
+      kubernetes_validate.validate(document, K8S_VERSIONS[-1], strict=True)
+
+
+def test_yaml_reads_back_as_what_was_rendered():
+  """The stdlib-only YAML writer: awkward strings (YAML words, numbers,
+  ': ', quotes, '#', leading dashes) read back unchanged."""
+  awkward = ['yes', 'No', 'null', '~', '2', '1.5', '.5', '0x1F', '1:20',
+             'a: b', 'a #b', '"q"', "'q'", '--', '-', '--flag=a b',
+             '--params={"a": [1, 2]}', '', ' lead', 'trail ', '*ref',
+             '&anchor', '!tag', '%x', '@x', '`x', 'a\nb', 'é', '[x]',
+             '{x}', '>', '|', '?', 'on', 'Off', 'y', '-1', '+1', '.inf',
+             '.NaN', '2026-11-23', 'True']
+  document = {'strings': awkward, 'nested': [{'a': [], 'b': {}},
+                                             [1, True, None]],
+              'key': 'value'}
+  assert yaml.safe_load(manifests.to_yaml([document])) == document
+
+
 @pytest.mark.parametrize('flags, message', [
     (('--workers', '0', '--ps', '1', *IMAGE_AND_DIR), 'at least one worker'),
     (('--workers', '-1', *IMAGE_AND_DIR), 'must be 0 or more'),
@@ -262,6 +327,11 @@ class Pods:
         '--port', str(self.port), '--', 'python', '-m', 'estimator_rt.main',
         *binary_flags)
     assert self.job['spec']['completions'] == self.count
+    self.tfjob, = _render(
+        *role_flags, '--image', 'unused', '--model_dir',
+        str(tmp_path / 'model'), '--volume_claim', 'pvc', '--name', name,
+        '--namespace', 'ns', '--port', str(self.port), '--tfjob', '--',
+        'python', '-m', 'estimator_rt.main', *binary_flags)
     container, = self.job['spec']['template']['spec']['containers']
     # The image's `python` is this interpreter here.
     self.command = [sys.executable if arg == 'python' else arg
@@ -277,23 +347,30 @@ class Pods:
   def host(self, index):
     return f'{self.job["metadata"]["name"]}-{index}.{self.subdomain}'
 
-  def start(self, order):
+  def start(self, order, *, env=None):
+    """Starts pod `index` for each index in `order` (again: a new pod in
+    its place, as Kubernetes recreates one); `env(index)`: more of its
+    environment."""
     for index in order:
-      log = self._logs[index] = open(
-          self.tmp_path / f'pod_{index}_{len(self._logs)}.log', 'w+')
-      env = _cluster.task_env({'JOB_COMPLETION_INDEX': str(index),
-                               'POD_IP': self.ips[index]})
+      attempts = self._logs.setdefault(index, [])
+      log = open(self.tmp_path / f'pod_{index}_{len(attempts)}.log', 'w+')
+      attempts.append(log)
+      environment = _cluster.task_env({'JOB_COMPLETION_INDEX': str(index),
+                                       'POD_IP': self.ips[index]})
+      environment.update(env(index) if env else {})
       self.processes[index] = subprocess.Popen(
-          self.command, env=env, stdout=log, stderr=subprocess.STDOUT,
-          cwd=str(self.tmp_path), start_new_session=True)
+          self.command, env=environment, stdout=log,
+          stderr=subprocess.STDOUT, cwd=str(self.tmp_path),
+          start_new_session=True)
 
-  def wait(self, *, secs):
+  def wait(self, indexes=None, *, secs):
     """Each pod's exit code (None: still running after `secs` in all)."""
     deadline = time.time() + secs
     codes = {}
-    for index, process in sorted(self.processes.items()):
+    for index in sorted(self.processes if indexes is None else indexes):
       try:
-        codes[index] = process.wait(timeout=max(1, deadline - time.time()))
+        codes[index] = self.processes[index].wait(
+            timeout=max(1, deadline - time.time()))
       except subprocess.TimeoutExpired:
         codes[index] = None
     return codes
@@ -304,8 +381,8 @@ class Pods:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
 
-  def output(self, index):
-    log = self._logs[index]
+  def output(self, index, attempt=-1):
+    log = self._logs[index][attempt]
     log.flush()
     log.seek(0)
     return log.read()
@@ -316,8 +393,9 @@ class Pods:
 
   def close(self):
     self.kill()
-    for log in self._logs.values():
-      log.close()
+    for attempts in self._logs.values():
+      for log in attempts:
+        log.close()
 
 
 def _role_counts(role_flags):
@@ -340,10 +418,10 @@ def pods(tmp_path, pod_names):
     group.close()
 
 
-def _check_pods_finished(group, roles):
-  """Every pod exited 0, with every output line prefixed by its role, the
-  servers listening on their pod IP only; the checkpoint at MAX_STEPS and
-  the evaluator's last result at MAX_STEPS."""
+def _check_pods_finished(group, roles, *, max_steps=MAX_STEPS):
+  """Every pod exited 0, with every output line prefixed by its role,
+  naming itself by its pod's stable name; the checkpoint at max_steps and
+  the evaluator's last result at max_steps."""
   codes = group.wait(secs=240)
   assert codes == {i: 0 for i in range(group.count)}, group.tails()
   for index, role in roles.items():
@@ -357,10 +435,10 @@ def _check_pods_finished(group, roles):
     assert f' at {group.host(index)}:{group.port} in a cluster' in (
         running[0]), running[0]
   model_dir = str(group.tmp_path / 'model')
-  assert _cluster.checkpoint_steps(model_dir)[-1] == MAX_STEPS
+  assert _cluster.checkpoint_steps(model_dir)[-1] == max_steps
   steps = [step for step, _ in summaries.read_scalars(
       os.path.join(model_dir, 'eval')).get('loss', [])]
-  assert steps and steps[-1] == MAX_STEPS, steps
+  assert steps and steps[-1] == max_steps, steps
 
 
 def _check_listens_on_pod_ip(group, index):
@@ -374,9 +452,9 @@ def _check_listens_on_pod_ip(group, index):
   assert '0.0.0.0' not in listening and '[::]' not in listening, line
 
 
-def _tiny_binary_flags(module):
+def _tiny_binary_flags(module, *, max_steps=MAX_STEPS, save_every=SAVE_EVERY):
   return _cluster.tiny_flags(module) + [
-      f'--max_steps={MAX_STEPS}', f'--save_checkpoints_steps={SAVE_EVERY}',
+      f'--max_steps={max_steps}', f'--save_checkpoints_steps={save_every}',
       '--throttle_secs=0', '--steps_per_loop=10']
 
 
@@ -412,3 +490,97 @@ def test_pods_of_the_rendered_job_train_multi_worker_mirrored(tmp_path, pods):
   _check_pods_finished(group, {0: 'worker:0', 1: 'worker:1',
                                2: 'evaluator:0'})
   assert 'Role: chief: trains with multi_worker_mirrored' in group.output(0)
+
+
+@needs_hosts_file
+def test_a_preempted_pod_saves_and_its_recreated_pods_resume(tmp_path, pods):
+  """SIGTERM to the pod's entry process (PID 1 in a container, the one the
+  kubelet signals) reaches the binary: the PS chief saves at the end of its
+  loop in flight and exits 143, its ps and worker exit 143 too, and each
+  pod's exit code is its binary's. Pods 0-2 recreated (as the Job's
+  podFailurePolicy does for 143) resume from that step and finish; the
+  evaluator pod keeps running throughout."""
+  max_steps = 1000
+  module = _cluster.write_tiny_model(tmp_path)
+  group = pods(name=f'ert-pre-{os.getpid()}',
+               role_flags=['--workers=1', '--ps=1', '--chief', '--evaluator'],
+               binary_flags=_tiny_binary_flags(
+                   module, max_steps=max_steps, save_every=50) + [
+                       '--distribution_strategy=parameter_server'])
+  group.start([2, 1, 3, 0])
+  model_dir = str(tmp_path / 'model')
+  _cluster.wait_for(lambda: os.path.isdir(model_dir) and
+                    _cluster.checkpoint_steps(model_dir),
+                    timeout=180, what='the first checkpoint')
+  group.processes[0].send_signal(signal.SIGTERM)
+  codes = group.wait([0, 1, 2], secs=120)
+  assert codes == {0: 143, 1: 143, 2: 143}, group.tails()
+  saved = re.findall(r'\[chief:0\] .*Preempted \(SIGTERM\) at global step '
+                     r'(\d+): checkpoint saved', group.output(0))
+  assert len(saved) == 1, group.output(0)[-3000:]
+  step = int(saved[0])
+  assert 0 < step < max_steps and step in _cluster.checkpoint_steps(
+      model_dir)
+  assert group.processes[3].poll() is None, group.output(3)[-3000:]
+
+  group.start([2, 1, 0])
+  _check_pods_finished(group, {0: 'chief:0', 1: 'worker:0', 2: 'ps:0',
+                               3: 'evaluator:0'}, max_steps=max_steps)
+  assert f'Training from global step {step} up to {max_steps}' in (
+      group.output(0)), group.output(0)[-3000:]
+
+
+def _operator_tf_config(tfjob, job, index):
+  """The TF_CONFIG Kubeflow's training-operator v1.9 writes into the pod of
+  `job`:`index` (pkg/controller.v1/tensorflow/tensorflow.go, genClusterSpec
+  and genTFConfigJSONStr): every replica type, lower-cased, at
+  `<tfjob>-<type>-<i>.<namespace>.svc:<the tfjob-port>`, plus its legacy
+  "environment" field."""
+  name, namespace = tfjob['metadata']['name'], tfjob['metadata']['namespace']
+  cluster = {}
+  for replica_type, spec in tfjob['spec']['tfReplicaSpecs'].items():
+    container, = spec['template']['spec']['containers']
+    port, = [p['containerPort'] for p in container['ports']
+             if p['name'] == 'tfjob-port']
+    rtype = replica_type.lower()
+    cluster[rtype] = [f'{name}-{rtype}-{i}.{namespace}.svc:{port}'
+                      for i in range(spec['replicas'])]
+  return json.dumps({'cluster': cluster,
+                     'task': {'type': job, 'index': index},
+                     'environment': 'cloud'})
+
+
+@needs_hosts_file
+def test_tfjob_pods_train_with_the_operators_tf_config(tmp_path, pods,
+                                                       pod_names):
+  """The TFJob's container command, given TF_CONFIG as the operator writes
+  it (and its service names resolving to each pod's IP), trains
+  multi_worker_mirrored with an evaluator to the end. Only TF_CONFIG is
+  written here as the operator would; no operator runs."""
+  module = _cluster.write_tiny_model(tmp_path)
+  group = pods(name=f'ert-tfjob-{os.getpid()}',
+               role_flags=['--workers=2', '--evaluator'],
+               binary_flags=_tiny_binary_flags(module) + [
+                   '--distribution_strategy=multi_worker_mirrored'])
+  tfjob = group.tfjob
+  container, = tfjob['spec']['tfReplicaSpecs']['Worker']['template']['spec'][
+      'containers']
+  group.command = [sys.executable if arg == 'python' else arg
+                   for arg in container['command']]
+  tasks = {0: ('worker', 0), 1: ('worker', 1), 2: ('evaluator', 0)}
+  configs = {i: _operator_tf_config(tfjob, *task) for i, task in tasks.items()}
+  pod_names({json.loads(configs[i])['cluster'][job][index].rsplit(':', 1)[0]:
+             group.ips[i] for i, (job, index) in tasks.items()})
+  # No JOB_COMPLETION_INDEX in a TFJob's pods.
+  group.start([2, 1, 0], env=lambda i: {'TF_CONFIG': configs[i],
+                                        'JOB_COMPLETION_INDEX': ''})
+  codes = group.wait(secs=240)
+  assert codes == {0: 0, 1: 0, 2: 0}, group.tails()
+  for index, (job, task_index) in tasks.items():
+    role = f'{job}:{task_index}'
+    lines = [l for l in group.output(index).splitlines() if l.strip()]
+    assert lines and all(l.startswith(f'[{role}] ') for l in lines), lines[:5]
+  assert _cluster.checkpoint_steps(str(tmp_path / 'model'))[-1] == MAX_STEPS
+  steps = [step for step, _ in summaries.read_scalars(
+      str(tmp_path / 'model' / 'eval')).get('loss', [])]
+  assert steps and steps[-1] == MAX_STEPS, steps

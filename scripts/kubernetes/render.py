@@ -129,6 +129,9 @@ def _problem(args) -> str:
   if not 0 < args.grace_secs <= 24 * 3600:
     return (f'--grace_secs={args.grace_secs}: must be 1-86400 seconds; '
             'the save after SIGTERM needs a few')
+  if args.domain and not args.domain.startswith('.'):
+    return (f'--domain={args.domain[:80]!r}: give the suffix with its '
+            'leading dot, e.g. .default.svc.cluster.local')
   for flag in ('max_restarts', 'max_preemptions'):
     if getattr(args, flag) < 0:
       return f'--{flag}={getattr(args, flag)}: must be 0 or more'
