@@ -272,25 +272,44 @@ def test_pod_side_refuses_an_index_outside_the_job():
 
 
 # ------------------------------------------------------- the pods, for real
+_HOSTS_TAG = '# estimator_rt test_kubernetes pid '
+
+
+def _rewrite_hosts_without(unwanted):
+  """Rewrites /etc/hosts in place (it may be a mount point) without the
+  lines `unwanted(line)` picks."""
+  with open(HOSTS_FILE) as f:
+    lines = f.readlines()
+  kept = [line for line in lines if not unwanted(line.rstrip('\n'))]
+  if kept != lines:
+    with open(HOSTS_FILE, 'w') as f:
+      f.writelines(kept)
+
+
+def _left_by_a_dead_run(line):
+  if _HOSTS_TAG not in line:
+    return False
+  pid = int(line.rsplit(_HOSTS_TAG, 1)[1])
+  return not os.path.exists(f'/proc/{pid}')
+
+
 @pytest.fixture
 def pod_names():
   """Adds `name -> address` lines to /etc/hosts, removes them afterwards
-  (only those lines: the file is rewritten in place without them)."""
-  added = []
+  (only those lines). Each line is tagged with this process id, so lines
+  a killed run left behind are removed the next time."""
+  _rewrite_hosts_without(_left_by_a_dead_run)
+  added = set()
 
   def add(mapping):
-    lines = [f'{address} {name}  # estimator_rt test_kubernetes {os.getpid()}'
+    lines = [f'{address} {name}  {_HOSTS_TAG}{os.getpid()}'
              for name, address in mapping.items()]
     with open(HOSTS_FILE, 'a') as f:
       f.write(''.join(line + '\n' for line in lines))
-    added.extend(lines)
+    added.update(lines)
 
   yield add
-  if added:
-    with open(HOSTS_FILE) as f:
-      kept = [line for line in f if line.rstrip('\n') not in added]
-    with open(HOSTS_FILE, 'w') as f:
-      f.writelines(kept)
+  _rewrite_hosts_without(lambda line: line in added)
 
 
 def _port_free_on_all(port, addresses):
