@@ -257,18 +257,32 @@ def test_render_refuses_a_second_model_dir():
       result.stderr)
 
 
-def test_pod_side_refuses_an_index_outside_the_job():
-  env = _cluster.task_env({'JOB_COMPLETION_INDEX': '5'})
+@pytest.mark.parametrize('env, flags, message', [
+    ({'JOB_COMPLETION_INDEX': '5'}, (),
+     'JOB_COMPLETION_INDEX=5 is out of range for the 4 tasks'),
+    ({'JOB_COMPLETION_INDEX': 'x'}, (), "JOB_COMPLETION_INDEX='x' is not"),
+    ({}, (), 'JOB_COMPLETION_INDEX is not set'),
+    ({}, ('--given_tf_config',), 'TF_CONFIG=\'\' has no "task"'),
+    ({'JOB_COMPLETION_INDEX': '0'}, ('--ps=-1',), '--ps=-1'),
+])
+def test_pod_side_refuses_what_makes_no_task_with_one_line(env, flags,
+                                                           message):
+  """Exit 2, which the Job's podFailurePolicy turns into a failed job
+  instead of a pod recreated over and over; the command never runs."""
+  environment = _cluster.task_env()  # Without TF_CONFIG.
+  environment.pop('JOB_COMPLETION_INDEX', None)
+  environment.update(env)
   result = subprocess.run(
       [sys.executable, '-m', 'estimator_rt.launch.kubernetes', '--workers=2',
-       '--ps=1', '--chief', '--job_name=j', '--service=j', '--',
+       '--ps=1', '--chief', '--job_name=j', '--service=j', *flags, '--',
        sys.executable, '-c', 'print("ran")'],
-      env=env, capture_output=True, text=True, timeout=60, check=False)
+      env=environment, capture_output=True, text=True, timeout=60,
+      check=False)
   assert result.returncode == 2, result
   assert 'ran' not in result.stdout
-  assert result.stderr.strip().count('\n') == 0
-  assert 'JOB_COMPLETION_INDEX=5 is out of range for the 4 tasks' in (
-      result.stderr)
+  lines = result.stderr.splitlines()
+  assert len(lines) == 1 and lines[0].startswith('error: '), result.stderr
+  assert message in lines[0], lines[0]
 
 
 # ------------------------------------------------------- the pods, for real
