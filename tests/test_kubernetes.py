@@ -19,6 +19,7 @@ No Kubernetes cluster runs here. What is checked instead:
 """
 
 import argparse
+import functools
 import gzip
 import json
 import os
@@ -136,9 +137,10 @@ def _refusing_unknown_fields(schema):
   return strict
 
 
+@functools.lru_cache(maxsize=None)
 def _tfjob_schema():
   with gzip.open(TFJOB_CRD, 'rt') as f:
-    crd = yaml.safe_load(f)
+    crd = yaml.load(f, Loader=getattr(yaml, 'CSafeLoader', yaml.SafeLoader))
   version, = [v for v in crd['spec']['versions'] if v['name'] == 'v1']
   return _refusing_unknown_fields(version['schema']['openAPIV3Schema'])
 
