@@ -266,6 +266,8 @@ def test_render_refuses_a_second_model_dir():
     ({}, (), 'JOB_COMPLETION_INDEX is not set'),
     ({}, ('--given_tf_config',), 'TF_CONFIG=\'\' has no "task"'),
     ({'JOB_COMPLETION_INDEX': '0'}, ('--ps=-1',), '--ps=-1'),
+    ({'JOB_COMPLETION_INDEX': '0'}, ('--', '/no/such/python'),
+     "cannot run '/no/such/python': No such file or directory"),
 ])
 def test_pod_side_refuses_what_makes_no_task_with_one_line(env, flags,
                                                            message):

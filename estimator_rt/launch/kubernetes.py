@@ -31,7 +31,7 @@ task as a prefix (`[worker:1] ...`), SIGTERM and SIGINT are passed on to it
 (this process is PID 1 in the container, the one the kubelet signals at
 preemption; the binary saves and exits 143), and this process exits with
 the child's code (128 + N if a signal N ended it). Bad arguments or
-environment: one line on stderr, exit 2, which the Job's podFailurePolicy
+environment, or a command that cannot start: one line on stderr, exit 2, which the Job's podFailurePolicy
 turns into a failed job rather than a retry.
 
 No TensorFlow here: this process only starts the binary.
@@ -156,10 +156,20 @@ def task_and_tf_config(args: argparse.Namespace, environ: Mapping[str, str]
 def run_prefixed(command: Sequence[str], *, env: Mapping[str, str],
                  prefix: str) -> int:
   """Runs `command`, its output lines prefixed with `[prefix] `, stop
-  signals passed on; returns its exit status (128 + N for signal N)."""
-  process = subprocess.Popen(
-      list(command), env=dict(env), stdout=subprocess.PIPE,
-      stderr=subprocess.STDOUT, text=True, errors='replace')
+  signals passed on; returns its exit status (128 + N for signal N).
+
+  Raises:
+    PodEnvironmentError: the command cannot be started (not found, not
+      executable): restarting the pod cannot help.
+  """
+  try:
+    process = subprocess.Popen(
+        list(command), env=dict(env), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, errors='replace')
+  except OSError as e:
+    raise PodEnvironmentError(
+        f'cannot run {command[0][:200]!r}: {e.strerror}; check the command '
+        'after -- and that the image has it.') from None
 
   def forward(signum, frame=None):
     del frame
@@ -230,12 +240,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   args = _parse_args(argv)  # Exits 2 with one line on bad flags.
   try:
     key, config = task_and_tf_config(args, os.environ)
+    env = dict(os.environ, TF_CONFIG=config, PYTHONUNBUFFERED='1')
+    command = with_bind_host(args.command, os.environ.get(POD_IP_VARIABLE))
+    return run_prefixed(command, env=env, prefix=task_name(key))
   except PodEnvironmentError as e:
     print(f'error: {e}', file=sys.stderr)
     return BAD_INPUT_EXIT_CODE
-  env = dict(os.environ, TF_CONFIG=config, PYTHONUNBUFFERED='1')
-  command = with_bind_host(args.command, os.environ.get(POD_IP_VARIABLE))
-  return run_prefixed(command, env=env, prefix=task_name(key))
 
 
 if __name__ == '__main__':
