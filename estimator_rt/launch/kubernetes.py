@@ -31,8 +31,9 @@ task as a prefix (`[worker:1] ...`), SIGTERM and SIGINT are passed on to it
 (this process is PID 1 in the container, the one the kubelet signals at
 preemption; the binary saves and exits 143), and this process exits with
 the child's code (128 + N if a signal N ended it). Bad arguments or
-environment, or a command that cannot start: one line on stderr, exit 2, which the Job's podFailurePolicy
-turns into a failed job rather than a retry.
+environment, or a command that cannot start: one line on stderr, exit 2,
+which the Job's podFailurePolicy turns into a failed job rather than a
+retry.
 
 No TensorFlow here: this process only starts the binary.
 """
