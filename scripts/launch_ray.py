@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Launches a TF_CONFIG cluster on Ray, one Ray actor per task.
+
+    python scripts/launch_ray.py --address=auto --workers 2 --ps 1 --chief \
+        --evaluator --cpus_per_task 2 -- python -m estimator_rt.main \
+        --distribution_strategy=parameter_server --model_dir=/shared/m ...
+
+Every task (chief, worker, ps, evaluator) is a Ray actor holding
+`--cpus_per_task` CPUs and `--gpus_per_task` GPUs; it picks a free port on
+its node's Ray address, and once every actor has one, runs the command as
+a subprocess with its TF_CONFIG (Ray's CUDA_VISIBLE_DEVICES tells it its
+GPUs). Each output line comes back to this process prefixed with the
+task's role. parameter_server with ps and evaluator tasks runs this way,
+which Ray Train's TensorflowTrainer cannot do (it makes workers only; see
+scripts/ray_train_mwms.py for that route).
+
+The command must run on every node as given: the same paths, the package
+installed, a `--model_dir` every node sees. Each task's environment is the
+one its Ray node was started with, plus `--env NAME=VALUE` (or `--env
+NAME`: this process's value), and its working directory is this
+process's, where it exists on the node.
+
+`--address`: `auto` (the Ray cluster this machine belongs to, or
+RAY_ADDRESS), `host:port` (its GCS address), or `local` (a new Ray
+instance on this machine, stopped at the end; `--ray_num_cpus` sets its
+CPU count, and the tasks listen on 127.0.0.1). Each task's address is its
+node's address in the Ray cluster unless `--task_host` says otherwise.
+
+What happens when a task ends is what scripts/launch_local_cluster.py
+does (see its docstring and the README): 2 is bad input, never restarted;
+143 (preempted) restarts apart from `--max_restarts`; a restarted task
+runs again in the same actor, on the same node and port. Exit codes: the
+chief's when the job is done (0); 2 bad input (from a task, or these
+arguments; also when Ray cannot place every task in
+`--placement_timeout_secs` or ray is not installed); the lost task's code
+when no restart is left; 124 `--timeout_secs` ran out; on SIGTERM or
+SIGINT every task gets SIGTERM, and the exit code is 143 if the chief
+saved and exited 143.
+"""
+
+import argparse
+import json
+import math
+import os
+import signal
+import sys
+
+# Runnable from a checkout without installing: the package is next door.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from estimator_rt.launch.exit_policy import BAD_INPUT_EXIT_CODE
+from estimator_rt.launch.layout import add_role_flags
+from estimator_rt.launch.layout import role_counts_problem
+# pylint: enable=g-import-not-at-top,wrong-import-position
+
+
+def _parse_args(argv) -> argparse.Namespace:
+  parser = argparse.ArgumentParser(
+      description=__doc__.split('\n\n')[0],
+      usage='%(prog)s [options] -- command ...')
+  parser.add_argument('--address', default='auto',
+                      help="the Ray cluster: 'auto', 'host:port', or "
+                      "'local' (start one on 127.0.0.1, stopped at the end)")
+  add_role_flags(parser)
+  parser.add_argument('--cpus_per_task', type=float, default=1.0,
+                      help='Ray CPUs each task holds (fractions allowed)')
+  parser.add_argument('--gpus_per_task', type=float, default=0.0,
+                      help='Ray GPUs each task holds')
+  parser.add_argument('--spread', action='store_true',
+                      help='place the tasks on as many nodes as possible')
+  parser.add_argument('--task_host', default=None,
+                      help="every task's address; default: each node's "
+                      "address in the Ray cluster, 127.0.0.1 with "
+                      '--address=local')
+  parser.add_argument('--ray_num_cpus', type=float, default=None,
+                      help="with --address=local: the new instance's CPUs "
+                      '(default: this machine\'s)')
+  parser.add_argument('--env', action='append', default=[],
+                      metavar='NAME[=VALUE]',
+                      help='environment for every task; NAME alone passes '
+                      "this process's value (repeatable)")
+  parser.add_argument('--max_restarts', type=int, default=0,
+                      help='restarts allowed for tasks that fail (exit '
+                      'non-zero other than 2 and 143, or are killed by a '
+                      'signal) before the job is done')
+  parser.add_argument('--max_preemptions', type=int, default=100,
+                      help='restarts allowed for tasks that are preempted '
+                      '(exit 143), counted apart from --max_restarts')
+  parser.add_argument('--grace_secs', type=float, default=120,
+                      help='after the chief ends, how long the other tasks '
+                      'get to exit on their own; when tasks are stopped, '
+                      'how long between SIGTERM and SIGKILL')
+  parser.add_argument('--timeout_secs', type=float, default=None,
+                      help='stop everything after this long in all; exit '
+                      'code 124')
+  parser.add_argument('--placement_timeout_secs', type=float, default=300,
+                      help='how long Ray gets to place every task')
+  parser.add_argument('--status_file', default=None,
+                      help="write every task's exit code and the restart "
+                      'history here as JSON')
+  parser.add_argument('--pid_file', default=None,
+                      help="keep every task's current process id (on its "
+                      'node) here as JSON, rewritten at each start')
+  parser.add_argument('command', nargs=argparse.REMAINDER)
+  args = parser.parse_args(argv)
+  args.command = (args.command[1:] if args.command[:1] == ['--']
+                  else args.command)
+  if not args.command:
+    parser.error('give the command every task runs after --')
+  problem = role_counts_problem(workers=args.workers, ps=args.ps,
+                                chief=args.chief, evaluator=args.evaluator)
+  if problem:
+    parser.error(problem)
+  for flag in ('max_restarts', 'max_preemptions'):
+    if getattr(args, flag) < 0:
+      parser.error(f'--{flag}={getattr(args, flag)}: must be 0 or more')
+  for flag in ('grace_secs', 'timeout_secs', 'placement_timeout_secs',
+               'cpus_per_task', 'gpus_per_task', 'ray_num_cpus'):
+    value = getattr(args, flag)
+    if value is not None and not (math.isfinite(value) and value >= 0):
+      parser.error(f'--{flag}={value}: must be a finite number, 0 or more')
+  if args.ray_num_cpus is not None and args.address != 'local':
+    parser.error(f'--ray_num_cpus={args.ray_num_cpus:g} needs '
+                 f"--address=local (got --address={args.address}): an "
+                 'existing cluster has its own CPUs')
+  args.env = _parse_env(parser, args.env)
+  return args
+
+
+def _parse_env(parser, items):
+  env = {}
+  for item in items:
+    name, has_value, value = item.partition('=')
+    if not name:
+      parser.error(f'--env={item}: give NAME=VALUE or NAME')
+    if not has_value:
+      if name not in os.environ:
+        parser.error(f'--env={name}: {name} is not set here; give '
+                     f'--env={name}=VALUE')
+      value = os.environ[name]
+    env[name] = value
+  return env
+
+
+def main(argv=None) -> int:
+  args = _parse_args(argv)
+  try:
+    # pylint: disable=g-import-not-at-top
+    from estimator_rt.launch import ray_cluster
+  except ImportError as e:
+    print(f'error: --address={args.address}: cannot import ray ({e}); '
+          "install it with pip install 'estimator_rt[ray]'", file=sys.stderr)
+    return BAD_INPUT_EXIT_CODE
+  init_kwargs = {}
+  if args.address == 'local':
+    # A new instance for this run, on this machine alone: the tasks can
+    # listen on loopback only (Ray itself takes the machine's address on
+    # Linux). No dashboard.
+    init_kwargs = {'include_dashboard': False}
+    if args.task_host is None:
+      args.task_host = '127.0.0.1'
+
+    if args.ray_num_cpus is not None:
+      init_kwargs['num_cpus'] = args.ray_num_cpus
+
+  def handle_signals(supervisor):
+    # After ray.init, which may install handlers of its own.
+    signal.signal(signal.SIGINT, supervisor.on_signal)
+    signal.signal(signal.SIGTERM, supervisor.on_signal)
+
+  try:
+    status = ray_cluster.run_on_ray(
+        command=args.command, workers=args.workers, ps=args.ps,
+        chief=args.chief, evaluator=args.evaluator, address=args.address,
+        env=args.env, cpus_per_task=args.cpus_per_task,
+        gpus_per_task=args.gpus_per_task, spread=args.spread,
+        host=args.task_host,
+        max_restarts=args.max_restarts,
+        max_preemptions=args.max_preemptions, grace_secs=args.grace_secs,
+        timeout_secs=args.timeout_secs,
+        placement_timeout_secs=args.placement_timeout_secs,
+        pid_file=args.pid_file, init_kwargs=init_kwargs,
+        on_started=handle_signals)
+  except ray_cluster.PlacementError as e:
+    print(f'error: {e}', file=sys.stderr)
+    return BAD_INPUT_EXIT_CODE
+  except ConnectionError as e:  # No Ray cluster at --address.
+    print(f'error: --address={args.address}: {e}', file=sys.stderr)
+    return BAD_INPUT_EXIT_CODE
+  if args.status_file:
+    with open(args.status_file, 'w') as f:
+      json.dump(status, f)
+  return status['exit_code']
+
+
+if __name__ == '__main__':
+  sys.exit(main())
