@@ -10,6 +10,7 @@ end of its test, whatever happened.
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -123,8 +124,9 @@ def test_too_many_tasks_on_a_node_for_its_ports():
 def test_entry_runs_the_command_with_tf_config_and_prefixed_output(
     tmp_path, capfd):
   """The entry in a step (the environment srun gives task 2 of 3): the
-  command gets this task's TF_CONFIG, its lines come out prefixed, and the
-  exit code is the command's, recorded for the sbatch script."""
+  command gets this task's TF_CONFIG, at the node's NodeAddr, its lines
+  come out prefixed, and the exit code is the command's, recorded for the
+  sbatch script."""
   codes = tmp_path / 'codes'
   codes.mkdir()
   command = [sys.executable, '-c', textwrap.dedent('''
@@ -137,18 +139,19 @@ def test_entry_runs_the_command_with_tf_config_and_prefixed_output(
       SLURM_STEP_TASKS_PER_NODE='3'))
   code = slurm.main(['--workers', '2', '--evaluator', '--exit_code_dir',
                      str(codes), '--'] + command, environ=environ,
-                    expand=_hosts({'h': ['h']}))
+                    expand=_hosts({'h': ['h']}),
+                    node_addresses=lambda names: ['10.1.2.3' for _ in names])
   assert code == 7
   out = capfd.readouterr().out.splitlines()
   first = slurm.job_port_block(job_id=1234, port_base=20000,
                                port_span=10000, ports_per_node=32)
   config = json.loads(out[1][len('[evaluator:0] '):])
   assert config == {
-      'cluster': {'worker': [f'h:{first}', f'h:{first + 1}'],
-                  'evaluator': [f'h:{first + 2}']},
+      'cluster': {'worker': [f'10.1.2.3:{first}', f'10.1.2.3:{first + 1}'],
+                  'evaluator': [f'10.1.2.3:{first + 2}']},
       'task': {'type': 'evaluator', 'index': 0}}
   assert out[0] == ('[evaluator:0] estimator_rt.launch.slurm: Slurm task 2 '
-                    f'of 3 is evaluator:0 at h:{first + 2}')
+                    f'of 3 is evaluator:0 at 10.1.2.3:{first + 2}')
   assert out[2:] == ['[evaluator:0] to stderr',
                      '[evaluator:0] estimator_rt.launch.slurm: evaluator:0 '
                      'exited 7']
@@ -190,12 +193,19 @@ def jobs(slurm_conf, tmp_path):
   submitted.cancel()
 
 
-def test_scontrol_expands_node_lists_as_the_entry_expects(slurm_conf):
+def test_scontrol_expands_node_lists_as_the_entry_expects(slurm_conf,
+                                                         monkeypatch):
   env = dict(os.environ, SLURM_CONF=slurm_conf)
   result = subprocess.run(['scontrol', 'show', 'hostnames', 'n[1-3],m[08-09]'],
                           env=env, capture_output=True, text=True,
                           timeout=60, check=True)
   assert result.stdout.split() == ['n1', 'n2', 'n3', 'm08', 'm09']
+  monkeypatch.setenv('SLURM_CONF', slurm_conf)  # For the entry's scontrol.
+  assert slurm.scontrol_hostnames('n[1-3],m[08-09]') == result.stdout.split()
+  # The one node of the test Slurm: NodeAddr defaults to its name.
+  assert slurm.scontrol_node_addresses(['localhost']) == ['localhost']
+  with pytest.raises(slurm.SlurmEnvironmentError, match='no_such_node'):
+    slurm.scontrol_node_addresses(['localhost', 'no_such_node'])
 
 
 def _training_args(module, model_dir, strategy, *, max_steps=MAX_STEPS,
@@ -254,6 +264,11 @@ def test_parameter_server_chief_worker_ps_evaluator(jobs, tmp_path):
     assert f'The chief finished training; {task} exits.' in job.log(task)
   assert 'Role: chief: coordinates parameter-server training' in job.log(
       'chief:0')
+  # The node's NodeAddr, `localhost`, resolves to 127.0.0.1 here, and the
+  # bind guard keeps each server there (TensorFlow alone listens on all).
+  for task in ('ps:0', 'worker:0'):
+    assert re.search(fr'Serving {task} at localhost:\d+, listening on '
+                     r'127\.0\.0\.1:\d+ only', job.log(task)), job.log(task)
   assert _cluster.checkpoint_steps(model_dir)[-1] == MAX_STEPS
   steps = _eval_steps(model_dir)
   assert steps and steps[-1] == MAX_STEPS, (steps, job.log('evaluator:0'))

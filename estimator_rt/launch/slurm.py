@@ -26,9 +26,13 @@ cluster, from what every task of the step knows alike:
     apart (312 with the defaults). The same job keeps its ports when the
     sbatch script runs the step again after a preemption (the previous
     step's tasks have all ended by then: srun returns after its last task).
-  - The host is the node's name as Slurm knows it; it must resolve, on
-    every node, to the address the nodes reach each other at. The bind
-    guard makes each server listen on that address only.
+  - The host is the node's `NodeAddr` (`scontrol show node`: the address
+    slurmctld itself reaches the node at, its name unless slurm.conf says
+    otherwise), or with `--host=node_name` the node's name. It must resolve,
+    on its own node too, to an address of that node that the others reach:
+    the bind guard makes each server listen on that address only. (A node
+    whose own name resolves to Debian's 127.0.1.1 would listen there; give
+    such nodes a `NodeAddr`, or pass the binary `--bind_host=0.0.0.0`.)
 
 `tf.distribute.cluster_resolver.SlurmClusterResolver` reads the same
 variables, but is not used: it imports TensorFlow (seconds and hundreds of
@@ -88,6 +92,7 @@ DEFAULT_PORT_SPAN = 10000
 DEFAULT_PORTS_PER_NODE = 32
 
 NodeList = Callable[[str], List[str]]
+NodeAddresses = Callable[[Sequence[str]], List[str]]
 
 
 class SlurmEnvironmentError(ValueError):
@@ -111,23 +116,38 @@ def expand_tasks_per_node(text: str) -> List[int]:
   return counts
 
 
+def _scontrol(args: Sequence[str]) -> str:
+  try:
+    result = subprocess.run(['scontrol', *args], capture_output=True,
+                            text=True, timeout=60, check=False)
+  except (OSError, subprocess.TimeoutExpired) as e:
+    raise SlurmEnvironmentError(
+        f'scontrol {" ".join(args)} failed ({e}): run this inside a Slurm '
+        'job, with scontrol on PATH') from None
+  if result.returncode != 0 or not result.stdout.strip():
+    raise SlurmEnvironmentError(
+        f'scontrol {" ".join(args)} exited {result.returncode}: '
+        f'{result.stderr.strip()[:300]}')
+  return result.stdout
+
+
+def scontrol_node_addresses(names: Sequence[str]) -> List[str]:
+  """The `NodeAddr` of each node in `names`, in the same order, from one
+  `scontrol show node` call."""
+  shown = _scontrol(['show', 'node', '-o', ','.join(names)])
+  addresses = dict(re.findall(r'NodeName=(\S+).*?\bNodeAddr=(\S+)', shown))
+  missing = [name for name in names if name not in addresses]
+  if missing:
+    raise SlurmEnvironmentError(
+        f'scontrol show node gave no NodeAddr for {", ".join(missing)}; '
+        'pass --host=node_name to use the node names')
+  return [addresses[name] for name in names]
+
+
 def scontrol_hostnames(nodelist: str) -> List[str]:
   """The host names of a Slurm node list ('n[1-3],m1'), in Slurm's order,
   from `scontrol show hostnames` (Slurm's own expansion)."""
-  try:
-    result = subprocess.run(['scontrol', 'show', 'hostnames', nodelist],
-                            capture_output=True, text=True, timeout=60,
-                            check=False)
-  except (OSError, subprocess.TimeoutExpired) as e:
-    raise SlurmEnvironmentError(
-        f'scontrol show hostnames {nodelist!r} failed ({e}): run this '
-        'inside a Slurm job, with scontrol on PATH') from None
-  hosts = result.stdout.split()
-  if result.returncode != 0 or not hosts:
-    raise SlurmEnvironmentError(
-        f'scontrol show hostnames {nodelist!r} exited {result.returncode}: '
-        f'{result.stderr.strip()[:300]}')
-  return hosts
+  return _scontrol(['show', 'hostnames', nodelist]).split()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -332,6 +352,10 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
   parser.add_argument('--check', action='store_true',
                       help='in the batch script: check the role flags '
                       'against the job, print the layout, start nothing')
+  parser.add_argument('--host', choices=('node_addr', 'node_name'),
+                      default='node_addr',
+                      help='each task\'s host in the cluster: its node\'s '
+                      'NodeAddr (default) or its node\'s name')
   parser.add_argument('--port_base', type=int, default=DEFAULT_PORT_BASE)
   parser.add_argument('--port_span', type=int, default=DEFAULT_PORT_SPAN)
   parser.add_argument('--ports_per_node', type=int,
@@ -366,7 +390,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 
 def main(argv: Optional[Sequence[str]] = None,
          environ: Optional[Mapping[str, str]] = None,
-         expand: NodeList = scontrol_hostnames) -> int:
+         expand: NodeList = scontrol_hostnames,
+         node_addresses: NodeAddresses = scontrol_node_addresses) -> int:
   args = parse_args(argv)  # Exits 2 with one line on bad flags.
   environ = os.environ if environ is None else environ
   keys = task_keys(workers=args.workers, ps=args.ps, chief=args.chief,
@@ -376,6 +401,9 @@ def main(argv: Optional[Sequence[str]] = None,
   try:
     step = SlurmStep.from_environ(environ, expand=expand,
                                   in_step=not args.check)
+    if args.host == 'node_addr':
+      step = dataclasses.replace(step,
+                                 hosts=tuple(node_addresses(step.hosts)))
     cluster = step_cluster(step, keys, **ports)
   except SlurmEnvironmentError as e:
     print(f'error: {e}', file=sys.stderr)
