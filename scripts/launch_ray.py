@@ -151,6 +151,7 @@ def main(argv=None) -> int:
     print(f'error: --address={args.address}: cannot import ray ({e}); '
           "install it with pip install 'estimator_rt[ray]'", file=sys.stderr)
     return BAD_INPUT_EXIT_CODE
+  import ray  # pylint: disable=g-import-not-at-top
   init_kwargs = {}
   if args.address == 'local':
     # A new instance for this run, on this machine alone: the tasks can
@@ -159,38 +160,50 @@ def main(argv=None) -> int:
     init_kwargs = {'include_dashboard': False}
     if args.task_host is None:
       args.task_host = '127.0.0.1'
-
     if args.ray_num_cpus is not None:
       init_kwargs['num_cpus'] = args.ray_num_cpus
-
-  def handle_signals(supervisor):
-    # After ray.init, which may install handlers of its own.
-    signal.signal(signal.SIGINT, supervisor.on_signal)
-    signal.signal(signal.SIGTERM, supervisor.on_signal)
-
   try:
+    ray.init(address=args.address, **init_kwargs)
+  except ConnectionError as e:  # No Ray cluster at --address.
+    print(f'error: --address={args.address}: {e}', file=sys.stderr)
+    return BAD_INPUT_EXIT_CODE
+  try:
+    # Until the tasks start, a stop signal unwinds (the actors placed so
+    # far are killed, a local Ray is stopped); ray.init's own handler
+    # would exit 15.
+    signal.signal(signal.SIGINT, _stop_before_start)
+    signal.signal(signal.SIGTERM, _stop_before_start)
+
+    def handle_signals(supervisor):
+      # From now on the supervisor stops the tasks (SIGTERM, then SIGKILL
+      # after --grace_secs) and sets the exit code.
+      signal.signal(signal.SIGINT, supervisor.on_signal)
+      signal.signal(signal.SIGTERM, supervisor.on_signal)
+
     status = ray_cluster.run_on_ray(
         command=args.command, workers=args.workers, ps=args.ps,
-        chief=args.chief, evaluator=args.evaluator, address=args.address,
-        env=args.env, cpus_per_task=args.cpus_per_task,
-        gpus_per_task=args.gpus_per_task, spread=args.spread,
-        host=args.task_host,
+        chief=args.chief, evaluator=args.evaluator, env=args.env,
+        cpus_per_task=args.cpus_per_task, gpus_per_task=args.gpus_per_task,
+        spread=args.spread, host=args.task_host,
         max_restarts=args.max_restarts,
         max_preemptions=args.max_preemptions, grace_secs=args.grace_secs,
         timeout_secs=args.timeout_secs,
         placement_timeout_secs=args.placement_timeout_secs,
-        pid_file=args.pid_file, init_kwargs=init_kwargs,
-        on_started=handle_signals)
+        pid_file=args.pid_file, on_started=handle_signals)
   except ray_cluster.PlacementError as e:
     print(f'error: {e}', file=sys.stderr)
     return BAD_INPUT_EXIT_CODE
-  except ConnectionError as e:  # No Ray cluster at --address.
-    print(f'error: --address={args.address}: {e}', file=sys.stderr)
-    return BAD_INPUT_EXIT_CODE
+  finally:
+    ray.shutdown()  # Stops a local instance; disconnects from any other.
   if args.status_file:
     with open(args.status_file, 'w') as f:
       json.dump(status, f)
   return status['exit_code']
+
+
+def _stop_before_start(signum, frame):
+  del frame
+  raise SystemExit(128 + signum)
 
 
 if __name__ == '__main__':

@@ -263,6 +263,104 @@ def test_preempted_task_restarts_in_its_actor(tmp_path, ray_head):
   assert _cluster.checkpoint_steps(model_dir)[-1] == max_steps
 
 
+_PRINT_TF_CONFIG = (
+    'import json, os, sys\n'
+    'config = json.loads(os.environ["TF_CONFIG"])\n'
+    'print("TF_CONFIG " + json.dumps(config))\n'
+    'print("cwd " + os.getcwd() + " marker " + os.environ["ERT_MARKER"])\n'
+    'sys.exit(3 if config["task"]["type"] == "chief" else 0)\n')
+
+
+def test_run_on_ray_in_process(tmp_path, ray_head, capsys, monkeypatch):
+  """The importable function, in this process: each task gets its own
+  TF_CONFIG (one cluster, its own type and index, the node's address), the
+  extra env and the working directory; every line comes back with its
+  role; the chief's exit code (3, a failure with no restart left) is the
+  result's, and its Ray connection is closed afterwards."""
+  from estimator_rt.launch import ray_cluster  # pylint: disable=g-import-not-at-top
+  import ray  # pylint: disable=g-import-not-at-top
+  monkeypatch.setenv('HOME', ray_head['home'])  # Ray's token, if any.
+  # ray.init replaces this process's SIGTERM handler: put pytest's back.
+  sigterm_handler = signal.getsignal(signal.SIGTERM)
+  try:
+    status = ray_cluster.run_on_ray(
+        command=[_cluster.PYTHON, '-c', _PRINT_TF_CONFIG], workers=2, ps=1,
+        chief=True, evaluator=True, address=ray_head['address'],
+        env={'ERT_MARKER': 'from-the-driver'}, cwd=str(tmp_path),
+        cpus_per_task=CPUS_PER_TASK, grace_secs=30, timeout_secs=120,
+        placement_timeout_secs=120)
+  finally:
+    signal.signal(signal.SIGTERM, sigterm_handler)
+  assert not ray.is_initialized()
+  output = capsys.readouterr().out
+  assert status['exit_code'] == 3 and status['chief'] == 3, (status, output)
+  assert status['tasks']['chief:0'] == 3, status
+  configs = {}
+  for line in output.splitlines():
+    found = re.match(r'\[(\w+:\d)\] TF_CONFIG (.*)$', line)
+    if found:
+      configs[found.group(1)] = json.loads(found.group(2))
+    elif not line.startswith('[launcher] '):
+      assert re.match(r'\[\w+:\d\] cwd ' + re.escape(str(tmp_path)) +
+                      ' marker from-the-driver$', line), line
+  assert sorted(configs) == ['chief:0', 'evaluator:0', 'ps:0', 'worker:0',
+                             'worker:1'], output
+  clusters = {json.dumps(c['cluster'], sort_keys=True)
+              for c in configs.values()}
+  assert len(clusters) == 1, clusters
+  for name, config in configs.items():
+    job, index = name.split(':')
+    assert config['task'] == {'type': job, 'index': int(index)}, config
+  addresses = [a for v in configs['ps:0']['cluster'].values() for a in v]
+  assert len(set(addresses)) == 5, addresses
+  assert all(a.startswith(ray_head['node_ip'] + ':') for a in addresses)
+
+
+def test_launcher_sigterm_stops_the_tasks_which_save(tmp_path, ray_head):
+  """SIGTERM to launch_ray.py mid-run: it forwards SIGTERM to every task
+  through its actor; the MWMS workers save and exit 143, and so does the
+  launcher (run it again to resume)."""
+  model_dir = f'{tmp_path}/model'
+  launcher = _start(tmp_path, _launch_ray_args(
+      tmp_path, address=ray_head['address'], roles=['--workers=2'],
+      binary_args=_training_flags(tmp_path, 'multi_worker_mirrored',
+                                  max_steps=3000, save_every=1000)),
+                    home=ray_head['home'])
+  started = re.compile(r'^\[worker:0\] .*Training from global step 0 ',
+                       re.M)
+  try:
+    _cluster.wait_for(
+        lambda: started.search(launcher.output()) or (
+            launcher.process.poll() is not None),
+        timeout=_RUN_SECS, what='worker:0 to start training')
+    assert launcher.process.poll() is None, launcher.output()[-3000:]
+    launcher.process.send_signal(signal.SIGTERM)
+    run = launcher.wait(timeout=_RUN_SECS)
+  finally:
+    launcher.stop()
+  assert run.launcher_code == 143, run.tail()
+  assert run.codes == {'worker:0': 143, 'worker:1': 143}, run.tail()
+  assert '[launcher] SIGTERM: sending SIGTERM to all tasks' in run.output
+  steps = _cluster.checkpoint_steps(model_dir)
+  assert steps and 0 < steps[-1] < 3000, (steps, run.tail())
+
+
+def test_placement_timeout_exits_2(tmp_path, ray_head):
+  """Tasks asking for more CPUs than the cluster has: no hang, exit 2 with
+  one line naming the flag, after --placement_timeout_secs."""
+  args = _launch_ray_args(
+      tmp_path, address=ray_head['address'], roles=['--workers=2'],
+      binary_args=['--mode=train'],
+      launcher_args=['--cpus_per_task=100', '--placement_timeout_secs=5'])
+  run = _run(tmp_path, args, home=ray_head['home'])
+  assert run.launcher_code == 2, run.tail()
+  errors = [l for l in run.output.splitlines() if l.startswith('error: ')]
+  assert len(errors) == 1, run.tail()
+  assert 'Ray placed fewer than 2 task actors in 5 s' in errors[0], errors
+  assert 'lower --cpus_per_task' in errors[0], errors
+  assert run.status is None  # Nothing started.
+
+
 def test_bad_flag_exits_2_without_restart_on_a_fresh_local_ray(tmp_path):
   """--address=local in a HOME without ~/.ray: the launcher starts its own
   Ray (which writes a new auth token there), the binary refuses bad

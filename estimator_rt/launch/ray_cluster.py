@@ -223,7 +223,8 @@ class RayCluster:
           {k: a.reserve_address.remote(host) for k, a in self._actors.items()},
           timeout=placement_timeout_secs)
     except ray.exceptions.GetTimeoutError:
-      self.close()
+      for actor in self._actors.values():  # Placed or not: nothing runs.
+        ray.kill(actor)
       raise PlacementError(
           f'Ray placed fewer than {len(keys)} task actors in '
           f'{placement_timeout_secs:g} s (each asks for '
@@ -327,11 +328,10 @@ class RayCluster:
   def close(self) -> None:
     """Prints the last output, then kills every task still running and
     every actor (releasing their resources)."""
-    if hasattr(self, '_closed'):
-      self._closed.set()
-      self._pump.join(timeout=_RAY_CALL_SECS)
-      self._poll()
-    actors = getattr(self, '_actors', {})
+    self._closed.set()
+    self._pump.join(timeout=_RAY_CALL_SECS)
+    self._poll()
+    actors = self._actors
     refs = [a.shutdown.remote() for k, a in actors.items()
             if k not in self._lost]
     try:
