@@ -175,7 +175,7 @@ def main(argv=None) -> int:
     run(address=args.address, num_workers=args.num_workers,
         cpus_per_worker=args.cpus_per_worker,
         storage_path=args.storage_path, train_config=train_config)
-  except TrainingFailedError as e:  # A worker failed (Ray Train's retries spent).
+  except TrainingFailedError as e:  # A worker failed, no retry left.
     print(f'error: Ray Train run failed: {e}', file=sys.stderr)
     return 1
   print('Ray Train run finished.', flush=True)

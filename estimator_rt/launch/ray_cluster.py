@@ -49,6 +49,8 @@ from estimator_rt.launch.layout import start_order
 from estimator_rt.launch.layout import task_keys
 from estimator_rt.launch.layout import task_name
 from estimator_rt.launch.layout import tf_config
+from estimator_rt.launch.supervisor import Supervisor
+from estimator_rt.launch.supervisor import TERMINATE_SECS
 
 # What a task whose actor is gone (its node or its worker process died)
 # reports as exit code: a failure, as the supervisor reads it.
@@ -220,7 +222,8 @@ class RayCluster:
         name=None, **options).remote(task_name(key)) for key in keys}
     try:
       addresses = self._call_all(
-          {k: a.reserve_address.remote(host) for k, a in self._actors.items()},
+          {k: actor.reserve_address.remote(host)
+           for k, actor in self._actors.items()},
           timeout=placement_timeout_secs)
     except ray.exceptions.GetTimeoutError:
       for actor in self._actors.values():  # Placed or not: nothing runs.
@@ -230,7 +233,8 @@ class RayCluster:
           f'{placement_timeout_secs:g} s (each asks for '
           f'num_cpus={cpus_per_task:g}, num_gpus={gpus_per_task:g}; the '
           f'cluster has {ray.cluster_resources()}): lower --cpus_per_task '
-          'or --gpus_per_task, or add nodes') from None
+          '/ cpus_per_task or --gpus_per_task / gpus_per_task, or add '
+          'nodes') from None
     self.cluster = cluster_dict(list(keys), [addresses[k] for k in keys])
     self._closed = threading.Event()
     self._pump = threading.Thread(target=self._pump_output, daemon=True)
@@ -443,11 +447,6 @@ def run_on_ray(*, command: Sequence[str], workers: int, ps: int = 0,
     ValueError: the role counts make no cluster.
     PlacementError: Ray had no room for every task's actor in time.
   """
-  # Imported here: supervisor is TensorFlow-free too, but a caller that
-  # only places actors should not need it.
-  from estimator_rt.launch.supervisor import Supervisor  # pylint: disable=g-import-not-at-top
-  from estimator_rt.launch.supervisor import TERMINATE_SECS  # pylint: disable=g-import-not-at-top
-
   keys = task_keys(workers=workers, ps=ps, chief=chief, evaluator=evaluator)
   owns_ray = not ray.is_initialized()
   if owns_ray:
