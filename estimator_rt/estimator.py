@@ -1,6 +1,5 @@
 """`Estimator`: train, evaluate, predict and export one model_fn."""
 
-import contextlib
 import os
 import tempfile
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence
@@ -14,16 +13,14 @@ from estimator_rt import checkpoints
 from estimator_rt import cluster
 from estimator_rt import export as export_lib
 from estimator_rt import hooks as hooks_lib
-from estimator_rt import in_graph
 from estimator_rt import inputs
 from estimator_rt import loops
 from estimator_rt import preemption
-from estimator_rt import server as server_lib
 from estimator_rt import strategies
 from estimator_rt import summaries
+from estimator_rt import train_paths
 from estimator_rt import user_fns
 from estimator_rt import controller as controller_lib
-from estimator_rt.controller import Decisions
 from estimator_rt.controller import TrainController
 from estimator_rt.errors import check_count
 from estimator_rt.errors import MAX_INT32
@@ -95,9 +92,7 @@ class Estimator:
       raise UserInputError(f'params={params!r} must be a dict or None.')
     self._params = dict(params or {})
     self._warm_start_from = warm_start_from
-    self._train_strategy = None
-    self._in_graph = None
-    self._coordinator = None
+    self._train_path = None
     self._eval_strategy = None
     self._eval_states = {}
     self._features_spec = None
@@ -137,87 +132,20 @@ class Estimator:
     """
     return checkpoints.latest_checkpoint(self.model_dir)
 
-  # Strategies are created once per Estimator: creating one is not free and
-  # compiled functions stay bound to the strategy they were traced under.
+  # The path (and its strategy) is created once per Estimator: creating a
+  # strategy is not free, and compiled functions stay bound to the strategy
+  # they were traced under.
+  @property
+  def _path(self) -> train_paths.StrategyPath:
+    if self._train_path is None:
+      self._train_path = train_paths.make_train_path(self._config)
+    return self._train_path
+
   @property
   def train_strategy(self) -> tf.distribute.Strategy:
-    if self._train_strategy is None:
-      task = self._config.task_info
-      if task is not None and task.standalone_client:
-        server_lib.wait_until_reachable(
-            task, timeout_secs=self._config.remote_connect_timeout_secs)
-        if (strategies.name_of(self._config.train_distribute) !=
-            cluster.PARAMETER_SERVER):
-          # Synchronous: the client replicates each step over the remote
-          # workers itself (see in_graph.py); no tf.distribute strategy.
-          self._in_graph = in_graph.InGraphReplication(task=task)
-          self._train_strategy = tf.distribute.get_strategy()
-          return self._train_strategy
-      self._train_strategy = strategies.resolve_strategy(
-          self._config.train_distribute, task=task)
-    return self._train_strategy
-
-  def _coordinator_for(self, strategy):
-    """The ClusterCoordinator of a parameter-server strategy, else None."""
-    if not strategies.is_parameter_server(strategy):
-      return None
-    if self._coordinator is None:
-      self._coordinator = (
-          tf.distribute.experimental.coordinator.ClusterCoordinator(strategy))
-    return self._coordinator
-
-  def _agreement(self, strategy):
-    """For synchronous multi-worker training: decisions any worker makes
-    become every worker's (see TrainController), else None."""
-    task = self._config.task_info
-    if (task is None or task.num_workers < 2 or
-        not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)):
-      return None
-
-    @tf.function
-    def sum_over_workers(values):
-      per_replica = strategy.run(lambda: tf.identity(values))
-      return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica,
-                             axis=None)
-
-    replicas = strategy.num_replicas_in_sync
-
-    def agree(decisions: Decisions) -> Decisions:
-      # One small all-reduce per loop: a flag any worker sets is set for
-      # all; the loop cap becomes the mean of the workers' caps, the same
-      # number everywhere.
-      total = sum_over_workers(tf.constant(
-          [int(decisions.stop), int(decisions.save), int(decisions.preempt),
-           decisions.loop_cap], tf.int64)).numpy()
-      return Decisions(stop=total[0] > 0, save=total[1] > 0,
-                       preempt=total[2] > 0,
-                       loop_cap=max(1, int(total[3]) // replicas))
-
-    return agree
-
-  def _check_same_input_everywhere(self, strategy, sample) -> None:
-    """checkpoint_input with several workers: each reads the whole global
-    batches and takes its rows, which is only right if every worker's
-    input gives the same batches (a seeded shuffle). One all-reduce of the
-    first batch's fingerprint tells; a worker whose input differs refuses
-    to train, and so do the others."""
-    if self._agreement(strategy) is None:
-      return
-
-    @tf.function
-    def gather(value):
-      per_replica = strategy.run(lambda: tf.reshape(value, [1]))
-      return strategy.gather(per_replica, axis=0)
-
-    fingerprints = gather(inputs.fingerprint(sample)).numpy()
-    if fingerprints.min() != fingerprints.max():
-      raise UserInputError(
-          'checkpoint_input=True with several workers: the workers\' train '
-          'input_fns gave different first batches. Every worker reads the '
-          'whole global batches and takes its rows, so the input must give '
-          'every worker the same order: seed the shuffle (shuffle(..., '
-          'seed=N)) or set tf_random_seed (--tf_random_seed), or turn '
-          'checkpoint_input off.')
+    """The strategy training runs under (a standalone client connects to
+    its servers first)."""
+    return self._path.strategy
 
   @property
   def eval_strategy(self) -> tf.distribute.Strategy:
@@ -251,16 +179,9 @@ class Estimator:
     """This process's CPU when its variables live on other machines (a
     standalone client, a parameter-server chief, once connected), so that
     model_dir is read and written here; None otherwise."""
-    task = self._config.task_info
-    if self._train_strategy is None:
+    if self._train_path is None:
       return None  # Not connected to a cluster: everything is local.
-    if task is None or not (
-        task.standalone_client or (
-            task.task_type == cluster.CHIEF and
-            strategies.name_of(self._config.train_distribute) ==
-            cluster.PARAMETER_SERVER)):
-      return None
-    return cluster.cpu_device(task.task_type, task.task_index)
+    return self._train_path.checkpoint_io_device
 
   def _seed(self):
     if self._config.tf_random_seed is not None:
@@ -273,20 +194,11 @@ class Estimator:
   def _check_input_checkpointing(self) -> None:
     """Refuses checkpoint_input where TensorFlow cannot save the iterator
     or where its state would not reach model_dir."""
-    task = self._config.task_info
-    name = strategies.name_of(self._config.train_distribute)
-    reason = None
-    if task is not None and task.standalone_client:
-      name, reason = 'standalone client', (
-          'its input iterators live on the remote workers and are not '
-          'checkpointable from the client')
-    elif name == cluster.PARAMETER_SERVER:
-      reason = ('the per-worker datasets of a ClusterCoordinator are not '
-                'checkpointable')
-    if reason is not None:
+    problem = train_paths.checkpoint_input_problem(self._config)
+    if problem is not None:
       raise UserInputError(
           f'RunConfig: checkpoint_input=True is not supported with '
-          f'{name} training: {reason}. Turn checkpoint_input off.')
+          f'{problem}. Turn checkpoint_input off.')
 
   # -------------------------------------------------------------- train
   def train(self, input_fn: Callable, hooks: Sequence[Any] = (),
@@ -339,36 +251,28 @@ class Estimator:
     user_hooks = [hooks_lib.as_hook(h) for h in hooks]
     if self._config.checkpoint_input:
       self._check_input_checkpointing()
-    strategy = self.train_strategy
-    coordinator = self._coordinator_for(strategy)
+    path = self._path
     self._seed()
     # checkpoint_input: one plain iterator over the global batches, the
     # same on every worker (see inputs.make_input), because TensorFlow's
     # distributed iterators are not checkpointable.
     replicate = bool(self._config.checkpoint_input)
-    data = inputs.make_input(strategy, input_fn, self._params,
-                             auto_shard_policy=self._config.auto_shard_policy,
-                             role='train input_fn', coordinator=coordinator,
-                             sample_only=self._in_graph is not None,
-                             replicate=replicate)
+    data = path.make_input(input_fn, self._params, replicate=replicate)
     self._remember_features(data.element_spec)
-    if replicate and data.sample is not None:
-      self._check_same_input_everywhere(strategy, data.sample)
-    placement = (self._in_graph.placement() if self._in_graph is not None
-                 else contextlib.nullcontext())
-    with placement:
+    if replicate:
+      path.check_same_input_everywhere(data.sample)
+    with path.placement():
       graph = ModelGraph(model_fn=self._model_fn, mode=ModeKeys.TRAIN,
                          params=self._params, config=self._config,
-                         strategy=strategy, sample=data.sample)
+                         strategy=path.strategy, sample=data.sample)
     input_iterator = None
-    if self._config.checkpoint_input and self._in_graph is None:
+    if replicate:
       # The iterator exists before the restore so that its position can be
       # restored with the model; probing it now refuses an uncheckpointable
       # pipeline before model_dir is written.
       input_iterator = iter(data.dataset)
-      inputs.check_checkpointable(
-          input_iterator, role='train input_fn',
-          strategy_name=strategies.name_of(self._config.train_distribute))
+      inputs.check_checkpointable(input_iterator, role='train input_fn',
+                                  strategy_name=path.name)
     source = f'model_dir {self.model_dir!r}'
     if latest is not None:
       checkpoints.restore(graph, latest, source=source,
@@ -384,23 +288,9 @@ class Estimator:
     start_step = int(graph.global_step.numpy())
     if steps is not None:
       max_steps = start_step + steps
-    if self._in_graph is not None:
-      if not data.infinite:
-        raise UserInputError(
-            'train input_fn returns a finite dataset; synchronous '
-            'standalone-client training needs one that repeats (add '
-            '.repeat()); its length comes from max_steps.')
-      train_loop = self._in_graph.make_train_loop(graph)
-      iterator = self._in_graph.make_iterators(input_fn, self._params)
-    else:
-      train_loop = loops.make_train_loop(graph, infinite_input=data.infinite,
-                                         split_global_batch=replicate)
-      iterator = (input_iterator if input_iterator is not None
-                  else iter(data.dataset))
-    if coordinator is not None:
-      train_loop = loops.make_coordinated_train_loop(
-          train_loop, coordinator,
-          num_workers=len(self._config.task_info.cluster[cluster.WORKER]))
+    train_loop, iterator = path.make_loop(
+        graph, data, input_fn, self._params, iterator=input_iterator,
+        replicate=replicate)
     # Everything is validated; from here on model_dir is written (by the
     # chief only: other synchronous workers must save too, because saving
     # is part of the collective protocol, but into a scratch directory).
@@ -439,7 +329,7 @@ class Estimator:
         hooks=builtin + user_hooks, saver=saver, summary_writer=writer,
         save_summary_steps=self._config.save_summary_steps,
         saving_listeners=saving_listeners if is_chief else (),
-        agree=self._agreement(strategy),
+        agree=path.agreement(),
         stop_signal=preemption.stop_requested,
         max_loop_secs=controller_lib.DEFAULT_MAX_LOOP_SECS)
     try:

@@ -1,0 +1,262 @@
+"""One object per way of running training steps.
+
+`Estimator.train` does the same things whatever runs the steps: choose the
+checkpoint, build the model, restore, then let a `TrainController` drive
+compiled loops and saves. What differs between the ways of running steps
+is owned here, one class each, behind the same small interface:
+
+  - `StrategyPath`: a `tf.distribute` strategy in this process (default,
+    one_device, mirrored, central storage, multi_worker_mirrored).
+  - `ParameterServerPath`: a parameter-server chief (or an asynchronous
+    standalone client), scheduling the loops on the workers through a
+    `ClusterCoordinator`.
+  - `InGraphClientPath`: a standalone client replicating each step over
+    remote workers itself (see in_graph.py).
+
+Each owns its input (how the input_fn's dataset reaches the replicas),
+its compiled loop, where new variables go, where checkpoint files are read
+and written from, and the agreement between synchronous workers.
+`make_train_path` picks one from the RunConfig.
+"""
+
+import contextlib
+from typing import Any, Callable, ContextManager, Optional, Tuple
+
+import tensorflow as tf
+
+from estimator_rt import cluster
+from estimator_rt import in_graph
+from estimator_rt import inputs
+from estimator_rt import loops
+from estimator_rt import server as server_lib
+from estimator_rt import strategies
+from estimator_rt.controller import Decisions
+from estimator_rt.errors import UserInputError
+from estimator_rt.run_config import RunConfig
+
+
+class StrategyPath:
+  """Training steps run by a `tf.distribute` strategy in this process.
+
+  Args:
+    config: the Estimator's RunConfig.
+    strategy: the strategy the steps run under.
+  """
+
+  def __init__(self, *, config: RunConfig, strategy: tf.distribute.Strategy):
+    self._config = config
+    self.strategy = strategy
+
+  @property
+  def name(self) -> str:
+    """The strategy's name, for messages."""
+    return strategies.name_of(self._config.train_distribute)
+
+  @property
+  def checkpoint_io_device(self) -> Optional[str]:
+    """Where checkpoint files are read and written from; None: here."""
+    return None
+
+  def placement(self) -> ContextManager:
+    """The context the model's variables are created in."""
+    return contextlib.nullcontext()
+
+  def make_input(self, input_fn: Callable, params: dict, *,
+                 replicate: bool) -> inputs.DistributedInput:
+    """The input_fn's data, ready for this path's loop.
+
+    Args:
+      replicate: checkpoint_input: every worker iterates the global batches
+        itself and each replica takes its rows (see inputs.make_input).
+    """
+    return inputs.make_input(
+        self.strategy, input_fn, params,
+        auto_shard_policy=self._config.auto_shard_policy,
+        role='train input_fn', replicate=replicate)
+
+  def make_loop(self, graph, data: inputs.DistributedInput,
+                input_fn: Callable, params: dict, *,
+                iterator: Optional[Any] = None,
+                replicate: bool = False) -> Tuple[Callable, Any]:
+    """The compiled `train_loop(iterator, num_steps)` and its iterator.
+
+    Args:
+      iterator: an iterator over `data` made earlier (checkpoint_input
+        makes it before the restore); None: one is made here.
+      replicate: as for `make_input`.
+    """
+    del input_fn, params
+    train_loop = loops.make_train_loop(graph, infinite_input=data.infinite,
+                                       split_global_batch=replicate)
+    return train_loop, (iterator if iterator is not None
+                        else iter(data.dataset))
+
+  def agreement(self) -> Optional[Callable[[Decisions], Decisions]]:
+    """For synchronous multi-worker training: a function that makes the
+    decisions any worker takes every worker's (see TrainController); None
+    when this process decides alone."""
+    task = self._config.task_info
+    if (task is None or task.num_workers < 2 or
+        not isinstance(self.strategy,
+                       tf.distribute.MultiWorkerMirroredStrategy)):
+      return None
+    strategy = self.strategy
+
+    @tf.function
+    def sum_over_workers(values):
+      per_replica = strategy.run(lambda: tf.identity(values))
+      return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica,
+                             axis=None)
+
+    replicas = strategy.num_replicas_in_sync
+
+    def agree(decisions: Decisions) -> Decisions:
+      # One small all-reduce per loop: a flag any worker sets is set for
+      # all; the loop cap becomes the mean of the workers' caps, the same
+      # number everywhere.
+      total = sum_over_workers(tf.constant(
+          [int(decisions.stop), int(decisions.save), int(decisions.preempt),
+           decisions.loop_cap], tf.int64)).numpy()
+      return Decisions(stop=total[0] > 0, save=total[1] > 0,
+                       preempt=total[2] > 0,
+                       loop_cap=max(1, int(total[3]) // replicas))
+
+    return agree
+
+  def check_same_input_everywhere(self, sample) -> None:
+    """checkpoint_input with several workers: each reads the whole global
+    batches and takes its rows, which is only right if every worker's
+    input gives the same batches (a seeded shuffle). One gather of the
+    first batch's fingerprint tells; every worker refuses if they differ.
+    """
+    if self.agreement() is None:
+      return
+    strategy = self.strategy
+
+    @tf.function
+    def gather(value):
+      per_replica = strategy.run(lambda: tf.reshape(value, [1]))
+      return strategy.gather(per_replica, axis=0)
+
+    fingerprints = gather(inputs.fingerprint(sample)).numpy()
+    if fingerprints.min() != fingerprints.max():
+      raise UserInputError(
+          'checkpoint_input=True with several workers: the workers\' train '
+          'input_fns gave different first batches. Every worker reads the '
+          'whole global batches and takes its rows, so the input must give '
+          'every worker the same order: seed the shuffle (shuffle(..., '
+          'seed=N)) or set tf_random_seed (--tf_random_seed), or turn '
+          'checkpoint_input off.')
+
+
+class ParameterServerPath(StrategyPath):
+  """A parameter-server chief: variables on the ps tasks, each compiled loop
+  scheduled on a worker by a `ClusterCoordinator`, which re-dispatches the
+  loops of a lost worker to the others."""
+
+  def __init__(self, *, config: RunConfig, strategy: tf.distribute.Strategy):
+    super().__init__(config=config, strategy=strategy)
+    self._coordinator = (
+        tf.distribute.experimental.coordinator.ClusterCoordinator(strategy))
+
+  @property
+  def checkpoint_io_device(self) -> Optional[str]:
+    # The variables live on the ps tasks; model_dir is read and written
+    # from the chief's own CPU.
+    task = self._config.task_info
+    return cluster.cpu_device(task.task_type, task.task_index)
+
+  def make_input(self, input_fn, params, *, replicate):
+    del replicate  # Refused on this path (checkpoint_input_problem).
+    return inputs.make_input(
+        self.strategy, input_fn, params,
+        auto_shard_policy=self._config.auto_shard_policy,
+        role='train input_fn', coordinator=self._coordinator)
+
+  def make_loop(self, graph, data, input_fn, params, *, iterator=None,
+                replicate=False):
+    del input_fn, params, iterator, replicate
+    train_loop = loops.make_train_loop(graph, infinite_input=data.infinite)
+    coordinated = loops.make_coordinated_train_loop(
+        train_loop, self._coordinator,
+        num_workers=len(self._config.task_info.cluster[cluster.WORKER]))
+    return coordinated, iter(data.dataset)
+
+
+class InGraphClientPath(StrategyPath):
+  """A standalone client's synchronous training: each step replicated over
+  the remote workers by the client itself, no tf.distribute strategy (see
+  in_graph.py)."""
+
+  def __init__(self, *, config: RunConfig,
+               replication: in_graph.InGraphReplication):
+    super().__init__(config=config, strategy=tf.distribute.get_strategy())
+    self._replication = replication
+
+  @property
+  def name(self) -> str:
+    return 'standalone client'
+
+  @property
+  def checkpoint_io_device(self) -> Optional[str]:
+    task = self._config.task_info
+    return cluster.cpu_device(task.task_type, task.task_index)
+
+  def placement(self):
+    return self._replication.placement()
+
+  def make_input(self, input_fn, params, *, replicate):
+    del replicate  # Refused on this path (checkpoint_input_problem).
+    # Only the sample and spec: each worker reads its own shard (make_loop).
+    return inputs.make_input(
+        self.strategy, input_fn, params,
+        auto_shard_policy=self._config.auto_shard_policy,
+        role='train input_fn', sample_only=True)
+
+  def make_loop(self, graph, data, input_fn, params, *, iterator=None,
+                replicate=False):
+    del iterator, replicate
+    if not data.infinite:
+      raise UserInputError(
+          'train input_fn returns a finite dataset; synchronous '
+          'standalone-client training needs one that repeats (add '
+          '.repeat()); its length comes from max_steps.')
+    return (self._replication.make_train_loop(graph),
+            self._replication.make_iterators(input_fn, params))
+
+
+def checkpoint_input_problem(config: RunConfig) -> Optional[str]:
+  """Why `config.checkpoint_input` cannot work on the path `config` trains
+  on, as a sentence naming the path; None if it can. Decided from the
+  config alone, before connecting to any cluster."""
+  task = config.task_info
+  name = strategies.name_of(config.train_distribute)
+  if task is not None and task.standalone_client:
+    return ('standalone client training: its input iterators live on the '
+            'remote workers and are not checkpointable from the client')
+  if name == cluster.PARAMETER_SERVER:
+    return (f'{name} training: the per-worker datasets of a '
+            'ClusterCoordinator are not checkpointable')
+  return None
+
+
+def make_train_path(config: RunConfig) -> StrategyPath:
+  """The path `config` trains on; a standalone client connects to its
+  servers first (bounded by `config.remote_connect_timeout_secs`)."""
+  task = config.task_info
+  name = strategies.name_of(config.train_distribute)
+  if task is not None and task.standalone_client:
+    server_lib.wait_until_reachable(
+        task, timeout_secs=config.remote_connect_timeout_secs)
+    if name != cluster.PARAMETER_SERVER:
+      return InGraphClientPath(
+          config=config, replication=in_graph.InGraphReplication(task=task))
+    # Asynchronous: a parameter-server coordinator outside the cluster.
+    return ParameterServerPath(
+        config=config,
+        strategy=strategies.resolve_strategy(config.train_distribute,
+                                             task=task))
+  strategy = strategies.resolve_strategy(config.train_distribute, task=task)
+  if strategies.is_parameter_server(strategy):
+    return ParameterServerPath(config=config, strategy=strategy)
+  return StrategyPath(config=config, strategy=strategy)
