@@ -23,6 +23,7 @@ import argparse
 import importlib
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -112,6 +113,10 @@ def main():
   args = parser.parse_args()
 
   estimator_name = choose_estimator_path()
+  # Under TensorFlow 2.15, Keras 2 layers without a seed (tf.compat.v1.layers,
+  # tf.keras.layers) draw their initializers' seeds from Python's `random`
+  # and ignore RunConfig.tf_random_seed; seeding it makes their runs repeat.
+  random.seed(0)
   sys.path.insert(0, _HERE)
   model_dir = args.model_dir or tempfile.mkdtemp(prefix=args.program + '_')
   try:

@@ -55,6 +55,15 @@ def serving_input_receiver_fn():
 SERVING_EXAMPLE = {'x': [[1.0], [2.0]]}
 
 
+def make_estimator(model_dir, **config_changes):
+  """The program's Estimator; config_changes override its RunConfig fields."""
+  config = dict(tf_random_seed=1, keep_checkpoint_max=1)
+  config.update(config_changes)
+  return estimator_rt.Estimator(
+      model_fn=model_fn, model_dir=model_dir,
+      config=estimator_rt.RunConfig(**config))
+
+
 def main(model_dir, train_steps=None):
   """Trains, evaluates, predicts and exports as the README's user would.
 
@@ -68,9 +77,7 @@ def main(model_dir, train_steps=None):
     A dict: 'eval' (evaluate's metrics), 'predictions', 'export_dir'.
   """
   del train_steps  # See the docstring.
-  config = estimator_rt.RunConfig(tf_random_seed=1, keep_checkpoint_max=1)
-  classifier = estimator_rt.Estimator(
-      model_fn=model_fn, model_dir=model_dir, config=config)
+  classifier = make_estimator(model_dir)
   classifier.train(input_fn=input_fn)
   metrics = classifier.evaluate(input_fn=input_fn)
   predictions = list(classifier.predict(input_fn=predict_input_fn))
