@@ -12,7 +12,6 @@ token there, as on a fresh machine.
 Skipped when ray is not installed (`pip install 'estimator_rt[ray]'`).
 """
 
-import importlib.util
 import json
 import os
 import re
@@ -24,9 +23,11 @@ import time
 
 import pytest
 
-if importlib.util.find_spec('ray') is None:
-  pytest.skip("ray is not installed (pip install 'estimator_rt[ray]')",
-              allow_module_level=True)
+try:
+  import ray  # pylint: disable=unused-import
+except ImportError as e:
+  pytest.skip(f"ray is not importable ({e}); pip install "
+              "'estimator_rt[ray]'", allow_module_level=True)
 
 import _cluster  # pylint: disable=g-import-not-at-top,wrong-import-position
 from estimator_rt import summaries  # pylint: disable=g-import-not-at-top,wrong-import-position
@@ -90,7 +91,7 @@ def ray_head(tmp_path_factory):
     shutil.rmtree(temp_dir, ignore_errors=True)
 
 
-def _start(tmp_path, script_and_args, *, home):
+def _start(tmp_path, script_and_args, *, home, env=None):
   """Starts a launcher script in the background (its own process group,
   output to a file); pair with `.stop()` in a finally."""
   tmp = str(tmp_path)
@@ -98,7 +99,8 @@ def _start(tmp_path, script_and_args, *, home):
   with open(output_path, 'w') as output:
     process = subprocess.Popen(
         [_cluster.PYTHON] + list(script_and_args),
-        env=_cluster.task_env({'HOME': home}), cwd=_cluster.REPO_ROOT,
+        env=_cluster.task_env(dict(env or {}, HOME=home)),
+        cwd=_cluster.REPO_ROOT,
         stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
   return _cluster.BackgroundLauncher(
       process=process, output_path=output_path,
@@ -120,8 +122,8 @@ def _launch_ray_args(tmp_path, *, address, roles, binary_args,
           '--'] + _cluster.BINARY + list(binary_args)
 
 
-def _run(tmp_path, args, *, home):
-  launcher = _start(tmp_path, args, home=home)
+def _run(tmp_path, args, *, home, env=None):
+  launcher = _start(tmp_path, args, home=home, env=env)
   try:
     return launcher.wait(timeout=_RUN_SECS)
   finally:
@@ -370,11 +372,18 @@ def test_bad_flag_exits_2_without_restart_on_a_fresh_local_ray(tmp_path):
   home.mkdir()
   binary_args = _training_flags(tmp_path, 'multi_worker_mirrored')
   binary_args = [a for a in binary_args if not a.startswith('--params=')]
-  run = _run(tmp_path, _launch_ray_args(
-      tmp_path, address='local', roles=['--workers=2'],
-      binary_args=binary_args + ['--params={not json'],
-      launcher_args=['--max_restarts=3', '--ray_num_cpus=2']),
-             home=str(home))
+  # The new instance's session files: not in the shared /tmp/ray, and on a
+  # short path (Ray's socket paths under it have a length limit).
+  ray_tmp = tempfile.mkdtemp(prefix='ert_ray_', dir='/tmp')
+  try:
+    run = _run(tmp_path, _launch_ray_args(
+        tmp_path, address='local', roles=['--workers=2'],
+        binary_args=binary_args + ['--params={not json'],
+        launcher_args=['--max_restarts=3', '--ray_num_cpus=2']),
+               home=str(home), env={'RAY_TMPDIR': ray_tmp})
+    assert os.listdir(ray_tmp), 'RAY_TMPDIR unused'
+  finally:
+    shutil.rmtree(ray_tmp, ignore_errors=True)
   assert run.launcher_code == 2, run.tail()
   assert (home / '.ray' / 'auth_token').exists(), run.tail()
   assert run.status['restarts'] == [] and run.status['exit_code'] == 2, (
