@@ -417,6 +417,23 @@ def test_launcher_flags_refused_with_exit_2(argv, expected):
       'launch_ray.py: error: ' + expected), result.stderr
 
 
+def test_no_ray_cluster_at_address_exits_2(tmp_path):
+  """--address=auto with no Ray running (an empty RAY_TMPDIR, where Ray
+  looks for the running instance's address): exit 2, one line."""
+  env = _cluster.task_env({'HOME': str(tmp_path),
+                           'RAY_TMPDIR': str(tmp_path)})
+  env.pop('RAY_ADDRESS', None)
+  result = subprocess.run(
+      [_cluster.PYTHON, LAUNCH_RAY, '--address=auto', '--workers=1', '--',
+       'true'], capture_output=True, text=True, timeout=120, env=env,
+      check=False)
+  assert result.returncode == 2, result.stderr
+  assert result.stderr.startswith(
+      'error: --address=auto: Could not find any running Ray instance'), (
+          result.stderr)
+  assert len(result.stderr.splitlines()) == 1, result.stderr
+
+
 def test_ray_train_tensorflow_trainer_trains_mwms(tmp_path, ray_head):
   """Ray Train's TensorflowTrainer, 2 workers, each calling
   estimator_rt.train_and_evaluate with the TF_CONFIG Ray Train set (workers
