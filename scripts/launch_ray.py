@@ -31,11 +31,19 @@ does (see its docstring and the README): 2 is bad input, never restarted;
 143 (preempted) restarts apart from `--max_restarts`; a restarted task
 runs again in the same actor, on the same node and port. Exit codes: the
 chief's when the job is done (0); 2 bad input (from a task, or these
-arguments; also when Ray cannot place every task in
-`--placement_timeout_secs` or ray is not installed); the lost task's code
-when no restart is left; 124 `--timeout_secs` ran out; on SIGTERM or
-SIGINT every task gets SIGTERM, and the exit code is 143 if the chief
-saved and exited 143.
+arguments; also when there is no Ray cluster at `--address`, when Ray
+cannot place every task in `--placement_timeout_secs`, or when ray is not
+installed); the lost task's code when no restart is left; 124
+`--timeout_secs` ran out; on SIGTERM or SIGINT every task gets SIGTERM,
+and the exit code is 143 if the chief saved and exited 143, else 128 + the
+signal. A task whose actor is lost (its node died) counts as exit code 1,
+and cannot be restarted: the job then ends (unless the task is one the
+job can do without, as the evaluator).
+
+Ray 2.60 turns token authentication on for a Ray instance it starts
+(`--address=local`, or `ray.init()`), writing the token to
+~/.ray/auth_token on first use; a driver on the same machine (same HOME)
+finds it there.
 """
 
 import argparse
