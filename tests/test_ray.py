@@ -318,6 +318,57 @@ def test_run_on_ray_in_process(tmp_path, ray_head, capsys, monkeypatch):
   assert all(a.startswith(ray_head['node_ip'] + ':') for a in addresses)
 
 
+def _parent_pid(pid):
+  with open(f'/proc/{pid}/stat') as f:
+    return int(f.read().rsplit(')', 1)[1].split()[1])
+
+
+def _process_gone(pid):
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return True
+  with open(f'/proc/{pid}/stat') as f:  # A zombie is gone too.
+    return f.read().rsplit(')', 1)[1].split()[0] == 'Z'
+
+
+def test_lost_actor_takes_its_task_and_the_job_carries_on(tmp_path,
+                                                          ray_head):
+  """The evaluator's Ray actor is SIGKILLed (as when its node dies): its
+  task process dies with it (no orphan), the launcher counts the task as
+  exit code 1, cannot restart it in a new actor, leaves it out (the job
+  can do without an evaluator), and the training ends 0 at max_steps."""
+  max_steps = 3000
+  model_dir = f'{tmp_path}/model'
+  launcher = _start(tmp_path, _launch_ray_args(
+      tmp_path, address=ray_head['address'],
+      roles=['--workers=2', '--evaluator'],
+      binary_args=_training_flags(tmp_path, 'multi_worker_mirrored',
+                                  max_steps=max_steps, save_every=1000)),
+                    home=ray_head['home'])
+  started = re.compile(r'^\[evaluator:0\] .*Role: evaluator', re.M)
+  try:
+    _cluster.wait_for(
+        lambda: started.search(launcher.output()) or (
+            launcher.process.poll() is not None),
+        timeout=_RUN_SECS, what='the evaluator to start')
+    assert launcher.process.poll() is None, launcher.output()[-3000:]
+    task_pid = launcher.pids()['evaluator:0']
+    actor_pid = _parent_pid(task_pid)
+    os.kill(actor_pid, signal.SIGKILL)
+    _cluster.wait_for(lambda: _process_gone(task_pid), timeout=30,
+                      what='the evaluator task to die with its actor')
+    run = launcher.wait(timeout=_RUN_SECS)
+  finally:
+    launcher.stop()
+  assert run.launcher_code == 0, run.tail()
+  assert run.codes == {'evaluator:0': 1, 'worker:0': 0, 'worker:1': 0}, (
+      run.tail())
+  assert '[launcher] evaluator:0: its Ray actor is gone' in run.output
+  assert run.status['left_out'] == ['evaluator:0'], run.status
+  assert _cluster.checkpoint_steps(model_dir)[-1] == max_steps
+
+
 def test_launcher_sigterm_stops_the_tasks_which_save(tmp_path, ray_head):
   """SIGTERM to launch_ray.py mid-run: it forwards SIGTERM to every task
   through its actor; the MWMS workers save and exit 143, and so does the
