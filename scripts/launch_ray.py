@@ -31,7 +31,8 @@ does (see its docstring and the README): 2 is bad input, never restarted;
 143 (preempted) restarts apart from `--max_restarts`; a restarted task
 runs again in the same actor, on the same node and port. Exit codes: the
 chief's when the job is done (0); 2 bad input (from a task, or these
-arguments; also when there is no Ray cluster at `--address`, when Ray
+arguments; also when nothing answers at `--address` (checked with one
+TCP connection first: Ray's own connect retries for minutes), when Ray
 cannot place every task in `--placement_timeout_secs`, or when ray is not
 installed); the lost task's code when no restart is left; 124
 `--timeout_secs` ran out; on SIGTERM or SIGINT every task gets SIGTERM,
@@ -51,6 +52,7 @@ import json
 import math
 import os
 import signal
+import socket
 import sys
 
 # Runnable from a checkout without installing: the package is next door.
@@ -60,6 +62,8 @@ from estimator_rt.launch.exit_policy import BAD_INPUT_EXIT_CODE
 from estimator_rt.launch.layout import add_role_flags
 from estimator_rt.launch.layout import role_counts_problem
 # pylint: enable=g-import-not-at-top,wrong-import-position
+
+_GCS_CONNECT_SECS = 10
 
 
 def _parse_args(argv) -> argparse.Namespace:
@@ -170,6 +174,10 @@ def main(argv=None) -> int:
       args.task_host = '127.0.0.1'
     if args.ray_num_cpus is not None:
       init_kwargs['num_cpus'] = args.ray_num_cpus
+  problem = _gcs_problem(args.address)
+  if problem:
+    print(f'error: --address={args.address}: {problem}', file=sys.stderr)
+    return BAD_INPUT_EXIT_CODE
   try:
     ray.init(address=args.address, **init_kwargs)
   except ConnectionError as e:  # No Ray cluster at --address.
@@ -207,6 +215,25 @@ def main(argv=None) -> int:
     with open(args.status_file, 'w') as f:
       json.dump(status, f)
   return status['exit_code']
+
+
+def _gcs_problem(address: str) -> str:
+  """Why nothing answers at a 'host:port' address, '' if something does
+  (or the address is 'auto', 'local' or a ray:// one, which Ray resolves).
+
+  Ray's own connect retries for minutes when nothing listens there.
+  """
+  host, sep, port = address.rpartition(':')
+  if not sep or '://' in address or not port.isdigit():
+    return ''
+  try:
+    with socket.create_connection((host.strip('[]'), int(port)),
+                                  timeout=_GCS_CONNECT_SECS):
+      return ''
+  except OSError as e:
+    return (f'no Ray cluster answers there ({e.strerror or e}); give the '
+            "head's GCS address (ray start --head prints it), 'auto' or "
+            "'local'")
 
 
 def _stop_before_start(signum, frame):
