@@ -4,8 +4,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: setup run test bench clean
+.PHONY: setup setup-test schedulers run test bench clean
 
 setup: $(STAMP)
 
@@ -15,10 +16,23 @@ $(STAMP): setup.cfg setup.py pyproject.toml estimator_rt/_bind_guard.c
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# What only the tests need: Ray (the optional `ray` extra) for
+# tests/test_ray.py, and a one-node Slurm (Debian's slurm-wlm and munge,
+# installed as root if sbatch is missing) for tests/test_slurm.py, whose
+# fixture starts the daemons and stops them afterwards.
+setup-test: $(TEST_STAMP) schedulers
+
+$(TEST_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,ray]'
+	touch $(TEST_STAMP)
+
+schedulers:
+	sh scripts/slurm/local_slurm.sh install
+
 run: setup
 	$(PY) -m estimator_rt.main
 
-test: setup
+test: setup setup-test
 	$(PY) -m pytest -q tests
 
 bench: setup
