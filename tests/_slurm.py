@@ -87,8 +87,12 @@ class JobResult:
     return '\n'.join(self.lines(prefix))
 
   def unprefixed_lines(self) -> List[str]:
+    """Lines that do not say whose they are. Slurm's own messages about
+    the batch step are written into the output file by slurmstepd, past
+    the script's pipes, and name their source: `slurmstepd-<node>: `."""
     return [line for line in self.output.splitlines()
-            if line.strip() and not re.match(r'\[[a-z]+(:\d+)?\] ', line)]
+            if line.strip() and not re.match(
+                r'\[[a-z]+(:\d+)?\] |slurmstepd-\S+: ', line)]
 
   def exit_codes(self) -> Dict[str, List[int]]:
     """Each task's exit codes, one per step run, from the entry's last

@@ -222,7 +222,8 @@ def _eval_steps(model_dir):
 
 
 def _assert_every_line_says_whose(job, roles):
-  """Every output line starts with a task's role, [sbatch] or [slurm]."""
+  """Every output line starts with a task's role, [sbatch] or [slurm]
+  (or is slurmstepd's own, naming itself)."""
   assert job.unprefixed_lines() == [], job.tail()
   for role in roles:
     assert job.lines(role), (role, job.tail())
@@ -407,3 +408,40 @@ def test_standalone_servers_and_a_client_outside_the_allocation(
   output = submitted.output()
   assert ', '.join(f'worker:{i} at {a}' for i, a in enumerate(
       cluster['worker'])) in output
+
+
+# A task that runs until SIGTERM, then exits 143 (as the binary does after
+# saving); it says when it is ready.
+WAIT_FOR_TERM_TASK = textwrap.dedent('''
+    import signal, sys, time
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    print('ready', flush=True)
+    time.sleep(300)
+    sys.exit(1)
+''')
+
+
+def test_sigterm_to_the_batch_script_stops_the_step_without_a_rerun(
+    jobs, tmp_path):
+  """What `sbatch --signal=B:TERM@secs` does ahead of a time limit, sent
+  now with `scancel --batch`: the script passes SIGTERM on to the tasks,
+  which exit 143, and the job exits 143 without running the step again
+  (the allocation is ending; ERT_REQUEUE_ON_STOP=1 would requeue it)."""
+  task = tmp_path / 'wait_for_term.py'
+  task.write_text(WAIT_FOR_TERM_TASK)
+  submitted = jobs.submit(ntasks=2, script_args=[
+      '--workers', '2', '--', sys.executable, str(task)])
+  _cluster.wait_for(lambda: submitted.output().count('] ready') == 2,
+                    timeout=120, what='both tasks to start')
+  subprocess.run(['scancel', '--batch', '--signal=TERM', submitted.job_id],
+                 env=submitted.env, capture_output=True, timeout=60,
+                 check=True)
+  job = submitted.wait(timeout=120)
+  assert job.code == 143, job.tail()
+  assert job.exit_codes() == {'worker:0': [143], 'worker:1': [143]}, (
+      job.tail())
+  assert job.lines('sbatch')[-2:] == [
+      'got SIGTERM: passing it on to the tasks (they save and exit 143)',
+      'stopped (SIGTERM) after the tasks saved: exit 143 (resumable)'], (
+          job.tail())
+  _assert_every_line_says_whose(job, ['worker:0', 'worker:1', 'sbatch'])
