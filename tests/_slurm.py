@@ -150,14 +150,15 @@ class Jobs:
                      elapsed_secs=time.monotonic() - started)
 
   def submit(self, *, ntasks: int, script_args: Sequence[str],
-             sbatch_args: Sequence[str] = ()) -> 'Submitted':
+             sbatch_args: Sequence[str] = (),
+             env: Optional[Dict[str, str]] = None) -> 'Submitted':
     """Submits without waiting; see `Submitted.wait`."""
     output = self._output_path()
     result = subprocess.run(
         self._sbatch([f'--ntasks={ntasks}', *sbatch_args], script_args,
                      output, wait=False),
-        env=self.env, capture_output=True, text=True, timeout=60,
-        check=True)
+        env=dict(self.env, **(env or {})), capture_output=True, text=True,
+        timeout=60, check=True)
     return Submitted(job_id=result.stdout.strip().split(';')[0],
                      output_path=output, env=self.env,
                      started=time.monotonic())

@@ -326,11 +326,12 @@ def test_exit_code_policy(jobs, tmp_path, plan, max_preemptions, job_code,
   fake.write_text(FAKE_TASK)
   counts = tmp_path / 'runs'
   counts.mkdir()
-  job = jobs.run(
-      ntasks=2, timeout=180,
-      env={'ERT_MAX_PREEMPTIONS': str(max_preemptions)},
+  # Polled every second rather than `sbatch --wait`, which looks at the
+  # job less and less often (a 2 s job took it 10 s).
+  job = jobs.submit(
+      ntasks=2, env={'ERT_MAX_PREEMPTIONS': str(max_preemptions)},
       script_args=['--workers', '2', '--', sys.executable, str(fake),
-                   str(counts), json.dumps(plan)])
+                   str(counts), json.dumps(plan)]).wait(timeout=180)
   assert job.code == job_code, job.tail()
   assert [len(c) for c in job.exit_codes().values()] == [runs, runs], (
       job.tail())

@@ -40,9 +40,12 @@ MB per task, before the binary has even started, and the binary relaunches
 itself under the bind guard anyway); it orders jobs alphabetically (the
 evaluator would get rank 1, and the chief is not rank 0 for a layout
 without `chief`), which breaks the `task_keys` order every launcher here
-shares; it gives every job the same ports (`port_base` + the index on the
-node), so two jobs on one node collide; and without `gpus_per_node` it
-runs `nvidia-smi`, failing on a machine without one.
+shares; it sorts the node names as strings (n10 before n2) while Slurm
+numbers ranks in node-list order (n2 before n10), so past 9 nodes ranks
+and addresses disagree; it gives every job the same ports (`port_base` +
+the index on the node), so two jobs on one node collide; and without
+`gpus_per_node` or CUDA_VISIBLE_DEVICES it runs `nvidia-smi`, failing on a
+machine without one.
 
 The command runs as a child; each of its output lines is written with the
 task as a prefix (`[worker:1] ...`), and this process exits with the
