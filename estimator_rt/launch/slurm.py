@@ -4,7 +4,8 @@
 task,
 
     srun --distribution=block python -m estimator_rt.launch.slurm \
-        --workers 2 --ps 1 --chief --evaluator -- python -m estimator_rt.main ...
+        --workers 2 --ps 1 --chief --evaluator -- \
+        python -m estimator_rt.main ...
 
 and this module turns the step's environment into each task's place in the
 cluster, from what every task of the step knows alike:
