@@ -1,4 +1,4 @@
-r"""Makes the tf.estimator 2.15 fixture model_dirs in tests/data/tf_estimator_215/.
+r"""Makes the tf.estimator 2.15 fixtures in tests/data/tf_estimator_215.
 
     scripts/tf_estimator_215/make_venv.sh            # once: .venv-tf215
     .venv-tf215/bin/python scripts/tf_estimator_215/make_fixture.py
@@ -187,7 +187,8 @@ def _markdown(records, versions, made_at):
     lines += [
         f'- Checkpoint: `{record["checkpoint"]}`; final global step: '
         f'**{record["global_step"]}**',
-        f'- `evaluate(eval input_fn)` on it: `{json.dumps(record["eval_metrics"])}`',
+        '- `evaluate(eval input_fn)` on it: '
+        f'`{json.dumps(record["eval_metrics"])}`',
     ]
     if 'continued_to' in record:
       lines.append(

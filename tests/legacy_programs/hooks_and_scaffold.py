@@ -1,4 +1,4 @@
-"""(e) A model_fn with a SessionRunHook, a Scaffold, summaries and export_outputs.
+"""(e) A model_fn with a SessionRunHook, Scaffold, summaries, export_outputs.
 
 A linear regression written with the parts of the tf.estimator contract
 that go beyond loss and train_op:
@@ -164,7 +164,8 @@ def main(model_dir, train_steps=200):
 
   def summary(record):
     return {'runs': record['runs'],
-            'first_loss': record['losses'][0], 'last_loss': record['losses'][-1],
+            'first_loss': record['losses'][0],
+            'last_loss': record['losses'][-1],
             'first_step': record['steps'][0], 'last_step': record['steps'][-1]}
 
   first_y = TRAIN_DATA[1][:BATCH_SIZE]

@@ -1,4 +1,4 @@
-"""(b) A TF1 classifier: variables, losses, metrics and optimizer from tf.compat.v1.
+"""(b) A TF1 classifier: variables, loss, metric, optimizer from tf.compat.v1.
 
 Written the way a tf.estimator user wrote a custom classifier before Keras
 was everywhere: weights from `tf.compat.v1.get_variable` in a variable
@@ -23,7 +23,7 @@ PARAMS = {'batch_size': 32, 'hidden_units': 16, 'learning_rate': 0.1}
 
 
 def make_blobs(num_examples, seed):
-  """Returns (features float32 [n, 4], labels int32 [n]), the same every call."""
+  """Returns (features float32 [n, 4], labels int32 [n]); same every call."""
   rng = np.random.RandomState(seed)
   centers = np.array([[2., 0., 0., 1.], [0., 2., 0., -1.], [0., 0., 2., 0.]])
   labels = rng.randint(0, NUM_CLASSES, size=num_examples)
