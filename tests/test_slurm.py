@@ -446,3 +446,50 @@ def test_sigterm_to_the_batch_script_stops_the_step_without_a_rerun(
       'stopped (SIGTERM) after the tasks saved: exit 143 (resumable)'], (
           job.tail())
   _assert_every_line_says_whose(job, ['worker:0', 'worker:1', 'sbatch'])
+
+
+# A task that listens on its own TF_CONFIG address until a file appears
+# (at most 120 s), then exits 0; a port already taken makes it exit 1.
+HOLD_PORT_TASK = textwrap.dedent('''
+    import json, os, socket, sys, time
+    config = json.loads(os.environ['TF_CONFIG'])
+    task = config['task']
+    host, port = config['cluster'][task['type']][task['index']].rsplit(':', 1)
+    server = socket.socket()
+    try:
+      server.bind((host, int(port)))
+    except OSError as e:
+      print(f'cannot listen on {host}:{port}: {e}', flush=True)
+      sys.exit(1)
+    server.listen()
+    print(f'listening on {host}:{port}', flush=True)
+    deadline = time.time() + 120
+    while not os.path.exists(sys.argv[1]) and time.time() < deadline:
+      time.sleep(0.2)
+''')
+
+
+def test_two_jobs_on_one_node_listen_on_different_ports(jobs, tmp_path):
+  """Two jobs whose tasks all listen at once on the one node: each job's
+  port block is its own, so every task gets its port."""
+  task = tmp_path / 'hold_port.py'
+  task.write_text(HOLD_PORT_TASK)
+  release = tmp_path / 'release'
+  submitted = [jobs.submit(ntasks=2, script_args=[
+      '--workers', '2', '--', sys.executable, str(task), str(release)])
+               for _ in range(2)]
+  try:
+    _cluster.wait_for(
+        lambda: all(s.output().count('] listening on ') == 2
+                    for s in submitted) or any(
+                        'cannot listen' in s.output() for s in submitted),
+        timeout=120, what='both jobs\' tasks to listen at the same time')
+  finally:
+    release.write_text('')
+  results = [s.wait(timeout=120) for s in submitted]
+  for job in results:
+    assert job.code == 0, job.tail()
+  ports = [set(re.findall(r'listening on localhost:(\d+)', job.output))
+           for job in results]
+  assert len(ports[0]) == len(ports[1]) == 2 and not ports[0] & ports[1], (
+      ports)
