@@ -493,3 +493,51 @@ def test_two_jobs_on_one_node_listen_on_different_ports(jobs, tmp_path):
            for job in results]
   assert len(ports[0]) == len(ports[1]) == 2 and not ports[0] & ports[1], (
       ports)
+
+
+# A task that counts the SIGTERMs it gets in 3 s after the first, then
+# exits 143 (0 if none came in 120 s).
+COUNT_TERMS_TASK = textwrap.dedent('''
+    import signal, sys, time
+    count = 0
+    def on_term(*_):
+      global count
+      count += 1
+      print(f'SIGTERM {count}', flush=True)
+    signal.signal(signal.SIGTERM, on_term)
+    print('ready', flush=True)
+    deadline = time.time() + 120
+    while not count and time.time() < deadline:
+      time.sleep(0.1)
+    time.sleep(3)
+    sys.exit(143 if count else 0)
+''')
+
+
+@pytest.mark.parametrize('scancel_args, script_line', [
+    # The whole job (as a preemption or the time limit): Slurm signals
+    # every task itself; the script must not add a second SIGTERM, which
+    # would make the runtime exit without saving.
+    ([], 'got SIGTERM: the job is ending'),
+    # The script alone (--signal=B:TERM@secs): it passes it on, once.
+    (['--batch', '--signal=TERM'], 'got SIGTERM: passing it on'),
+])
+def test_every_task_gets_one_sigterm(jobs, tmp_path, scancel_args,
+                                     script_line):
+  task = tmp_path / 'count_terms.py'
+  task.write_text(COUNT_TERMS_TASK)
+  submitted = jobs.submit(ntasks=2, script_args=[
+      '--workers', '2', '--', sys.executable, str(task)])
+  _cluster.wait_for(lambda: submitted.output().count('] ready') == 2,
+                    timeout=120, what='both tasks to start')
+  subprocess.run(['scancel', *scancel_args, submitted.job_id],
+                 env=submitted.env, capture_output=True, timeout=60,
+                 check=True)
+  job = submitted.wait(timeout=120)
+  assert job.exit_codes() == {'worker:0': [143], 'worker:1': [143]}, (
+      job.tail())
+  for worker in ('worker:0', 'worker:1'):
+    assert [l for l in job.lines(worker) if l.startswith('SIGTERM')] == [
+        'SIGTERM 1'], job.tail()
+  assert any(l.startswith(script_line) for l in job.lines('sbatch')), (
+      job.tail())
