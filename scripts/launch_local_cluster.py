@@ -63,7 +63,6 @@ JSON; `--pid_file` the process id of each task's current process.
 
 import argparse
 import json
-import math
 import os
 import signal
 import sys
@@ -73,11 +72,15 @@ import threading
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
 # (Re-exported: tests and scripts/start_local_servers.py use these names.)
+from estimator_rt.launch.arguments import add_command
+from estimator_rt.launch.arguments import add_supervision_flags
+from estimator_rt.launch.arguments import check_roles
+from estimator_rt.launch.arguments import check_supervision_flags
+from estimator_rt.launch.arguments import take_command
 from estimator_rt.launch.exit_policy import PREEMPTED_EXIT_CODE
 from estimator_rt.launch.layout import add_role_flags
 from estimator_rt.launch.layout import free_ports
 from estimator_rt.launch.layout import make_cluster
-from estimator_rt.launch.layout import role_counts_problem
 from estimator_rt.launch.local_processes import LocalCluster
 from estimator_rt.launch.supervisor import Supervisor
 from estimator_rt.launch.supervisor import TERMINATE_SECS
@@ -90,47 +93,12 @@ def _parse_args(argv) -> argparse.Namespace:
       description=__doc__.split('\n\n')[0],
       usage='%(prog)s [options] -- command ...')
   add_role_flags(parser)
-  parser.add_argument('--max_restarts', type=int, default=0,
-                      help='restarts allowed for tasks that fail (exit '
-                      'non-zero other than 2 and 143, or are killed by a '
-                      'signal) before the job is done; 0: a failure ends '
-                      'the run')
-  parser.add_argument('--max_preemptions', type=int, default=100,
-                      help='restarts allowed for tasks that are preempted '
-                      '(exit 143), counted apart from --max_restarts')
-  parser.add_argument('--grace_secs', type=float, default=120,
-                      help='after the chief ends, how long the other tasks '
-                      'get to exit on their own; when tasks are stopped (a '
-                      'restart, the launcher signalled), how long between '
-                      'SIGTERM and SIGKILL')
-  parser.add_argument('--timeout_secs', type=float, default=None,
-                      help='stop everything after this long in all '
-                      '(restarts included); exit code 124')
-  parser.add_argument('--status_file', default=None,
-                      help='write every task\'s exit code and the restart '
-                      'history here as JSON')
-  parser.add_argument('--pid_file', default=None,
-                      help='keep every task\'s current process id here as '
-                      'JSON ({"worker:1": pid, ...}), rewritten at each '
-                      'start')
-  parser.add_argument('command', nargs=argparse.REMAINDER)
+  add_supervision_flags(parser)
+  add_command(parser)
   args = parser.parse_args(argv)
-  args.command = (args.command[1:] if args.command[:1] == ['--']
-                  else args.command)
-  if not args.command:
-    parser.error('give the command every task runs after --')
-  problem = role_counts_problem(workers=args.workers, ps=args.ps,
-                                chief=args.chief, evaluator=args.evaluator)
-  if problem:
-    parser.error(problem)
-  for flag in ('max_restarts', 'max_preemptions'):
-    if getattr(args, flag) < 0:
-      parser.error(f'--{flag}={getattr(args, flag)}: must be 0 or more')
-  for flag in ('grace_secs', 'timeout_secs'):
-    value = getattr(args, flag)
-    if value is not None and not (math.isfinite(value) and value >= 0):
-      parser.error(f'--{flag}={value}: must be a finite number of seconds, '
-                   '0 or more')
+  take_command(parser, args)
+  check_roles(parser, args)
+  check_supervision_flags(parser, args)
   return args
 
 

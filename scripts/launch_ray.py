@@ -49,7 +49,6 @@ finds it there.
 
 import argparse
 import json
-import math
 import os
 import signal
 import socket
@@ -60,7 +59,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from estimator_rt.launch.exit_policy import BAD_INPUT_EXIT_CODE
 from estimator_rt.launch.layout import add_role_flags
-from estimator_rt.launch.layout import role_counts_problem
+from estimator_rt.launch.arguments import add_command
+from estimator_rt.launch.arguments import add_supervision_flags
+from estimator_rt.launch.arguments import check_roles
+from estimator_rt.launch.arguments import check_seconds
+from estimator_rt.launch.arguments import check_supervision_flags
+from estimator_rt.launch.arguments import take_command
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
 _GCS_CONNECT_SECS = 10
@@ -91,46 +95,16 @@ def _parse_args(argv) -> argparse.Namespace:
                       metavar='NAME[=VALUE]',
                       help='environment for every task; NAME alone passes '
                       "this process's value (repeatable)")
-  parser.add_argument('--max_restarts', type=int, default=0,
-                      help='restarts allowed for tasks that fail (exit '
-                      'non-zero other than 2 and 143, or are killed by a '
-                      'signal) before the job is done')
-  parser.add_argument('--max_preemptions', type=int, default=100,
-                      help='restarts allowed for tasks that are preempted '
-                      '(exit 143), counted apart from --max_restarts')
-  parser.add_argument('--grace_secs', type=float, default=120,
-                      help='after the chief ends, how long the other tasks '
-                      'get to exit on their own; when tasks are stopped, '
-                      'how long between SIGTERM and SIGKILL')
-  parser.add_argument('--timeout_secs', type=float, default=None,
-                      help='stop everything after this long in all; exit '
-                      'code 124')
+  add_supervision_flags(parser)
   parser.add_argument('--placement_timeout_secs', type=float, default=300,
                       help='how long Ray gets to place every task')
-  parser.add_argument('--status_file', default=None,
-                      help="write every task's exit code and the restart "
-                      'history here as JSON')
-  parser.add_argument('--pid_file', default=None,
-                      help="keep every task's current process id (on its "
-                      'node) here as JSON, rewritten at each start')
-  parser.add_argument('command', nargs=argparse.REMAINDER)
+  add_command(parser)
   args = parser.parse_args(argv)
-  args.command = (args.command[1:] if args.command[:1] == ['--']
-                  else args.command)
-  if not args.command:
-    parser.error('give the command every task runs after --')
-  problem = role_counts_problem(workers=args.workers, ps=args.ps,
-                                chief=args.chief, evaluator=args.evaluator)
-  if problem:
-    parser.error(problem)
-  for flag in ('max_restarts', 'max_preemptions'):
-    if getattr(args, flag) < 0:
-      parser.error(f'--{flag}={getattr(args, flag)}: must be 0 or more')
-  for flag in ('grace_secs', 'timeout_secs', 'placement_timeout_secs',
-               'cpus_per_task', 'gpus_per_task', 'ray_num_cpus'):
-    value = getattr(args, flag)
-    if value is not None and not (math.isfinite(value) and value >= 0):
-      parser.error(f'--{flag}={value}: must be a finite number, 0 or more')
+  take_command(parser, args)
+  check_roles(parser, args)
+  check_supervision_flags(parser, args)
+  check_seconds(parser, args, 'placement_timeout_secs', 'cpus_per_task',
+                'gpus_per_task', 'ray_num_cpus')
   if args.ray_num_cpus is not None and args.address != 'local':
     parser.error(f'--ray_num_cpus={args.ray_num_cpus:g} needs '
                  f"--address=local (got --address={args.address}): an "

@@ -44,14 +44,17 @@ import os
 import signal
 import subprocess
 import sys
-from typing import Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+from estimator_rt.launch.arguments import OneLineErrorParser
+from estimator_rt.launch.arguments import add_command
+from estimator_rt.launch.arguments import check_roles
+from estimator_rt.launch.arguments import take_command
 from estimator_rt.launch.exit_policy import BAD_INPUT_EXIT_CODE
 from estimator_rt.launch.exit_policy import shell_code
 from estimator_rt.launch.layout import TaskKey
 from estimator_rt.launch.layout import add_role_flags
 from estimator_rt.launch.layout import cluster_dict
-from estimator_rt.launch.layout import role_counts_problem
 from estimator_rt.launch.layout import task_keys
 from estimator_rt.launch.layout import task_name
 from estimator_rt.launch.layout import tf_config
@@ -191,14 +194,6 @@ def run_prefixed(command: Sequence[str], *, env: Mapping[str, str],
   return shell_code(process.wait())
 
 
-class OneLineErrorParser(argparse.ArgumentParser):
-  """An ArgumentParser whose errors are one `error: ...` line and exit 2
-  (argparse's own prints the usage first)."""
-
-  def error(self, message: str) -> NoReturn:
-    self.exit(BAD_INPUT_EXIT_CODE, f'error: {message}\n')
-
-
 def _parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
   parser = OneLineErrorParser(
       prog='python -m estimator_rt.launch.kubernetes',
@@ -218,17 +213,11 @@ def _parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
   parser.add_argument('--given_tf_config', action='store_true',
                       help='TF_CONFIG is already set (a Kubeflow TFJob): take '
                       'the task from it instead of deriving it')
-  parser.add_argument('command', nargs=argparse.REMAINDER)
+  add_command(parser)
   args = parser.parse_args(argv)
-  args.command = (args.command[1:] if args.command[:1] == ['--']
-                  else args.command)
-  if not args.command:
-    parser.error('give the command the task runs after --')
+  take_command(parser, args, who='the task')
   if not args.given_tf_config:
-    problem = role_counts_problem(workers=args.workers, ps=args.ps,
-                                  chief=args.chief, evaluator=args.evaluator)
-    if problem:
-      parser.error(problem)
+    check_roles(parser, args)
     for flag in ('job_name', 'service'):
       if not getattr(args, flag):
         parser.error(f'--{flag} is required (or --given_tf_config)')

@@ -78,13 +78,16 @@ import subprocess
 import sys
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from estimator_rt.launch.arguments import OneLineErrorParser
+from estimator_rt.launch.arguments import add_command
+from estimator_rt.launch.arguments import check_roles
+from estimator_rt.launch.arguments import take_command
 from estimator_rt.launch.exit_policy import BAD_INPUT_EXIT_CODE
 from estimator_rt.launch.exit_policy import shell_code
 from estimator_rt.launch.layout import TaskKey
 from estimator_rt.launch.layout import add_role_flags
 from estimator_rt.launch.layout import chief_of
 from estimator_rt.launch.layout import cluster_dict
-from estimator_rt.launch.layout import role_counts_problem
 from estimator_rt.launch.layout import task_keys
 from estimator_rt.launch.layout import task_name
 from estimator_rt.launch.layout import tf_config
@@ -340,13 +343,6 @@ def run_prefixed(command: Sequence[str], *, env: Mapping[str, str],
       signal.signal(signum, handler)
 
 
-class OneLineErrorParser(argparse.ArgumentParser):
-  """An ArgumentParser whose errors are one `error: ...` line and exit 2."""
-
-  def error(self, message: str):
-    self.exit(BAD_INPUT_EXIT_CODE, f'error: {message}\n')
-
-
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
   parser = OneLineErrorParser(
       prog='python -m estimator_rt.launch.slurm',
@@ -370,16 +366,10 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
   parser.add_argument('--cluster_file', default=None,
                       help='task 0 writes the cluster (JSON) here, for a '
                       'client\'s --remote_cluster=@FILE')
-  parser.add_argument('command', nargs=argparse.REMAINDER)
+  add_command(parser)
   args = parser.parse_args(argv)
-  args.command = (args.command[1:] if args.command[:1] == ['--']
-                  else args.command)
-  if not args.command:
-    parser.error('give the command every task runs after --')
-  problem = role_counts_problem(workers=args.workers, ps=args.ps,
-                                chief=args.chief, evaluator=args.evaluator)
-  if problem:
-    parser.error(problem)
+  take_command(parser, args, who='every task')
+  check_roles(parser, args)
   if not 0 < args.port_base < 65536:
     parser.error(f'--port_base={args.port_base}: must be 1-65535')
   if not 0 < args.ports_per_node <= args.port_span:

@@ -21,7 +21,6 @@ image must have estimator_rt installed (and the user's model_fn and
 input_fn modules). Bad flags: one `error: ...` line, exit 2.
 """
 
-import argparse
 import os
 import re
 import sys
@@ -31,7 +30,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from estimator_rt.launch import kubernetes_manifests as manifests
-from estimator_rt.launch.kubernetes import OneLineErrorParser
+from estimator_rt.launch.arguments import OneLineErrorParser
+from estimator_rt.launch.arguments import add_command
 from estimator_rt.launch.layout import add_role_flags
 from estimator_rt.launch.layout import role_counts_problem
 # pylint: enable=g-import-not-at-top,wrong-import-position
@@ -93,7 +93,7 @@ def _parse_args(argv):
                       'and a Service')
   parser.add_argument('--output', default=None,
                       help='write the YAML here instead of stdout')
-  parser.add_argument('command', nargs=argparse.REMAINDER)
+  add_command(parser)
   args = parser.parse_args(argv)
   args.command = (args.command[1:] if args.command[:1] == ['--']
                   else args.command)
