@@ -58,6 +58,7 @@ from estimator_rt.launch.layout import cluster_dict
 from estimator_rt.launch.layout import task_keys
 from estimator_rt.launch.layout import task_name
 from estimator_rt.launch.layout import tf_config
+from estimator_rt.launch.prefixed_output import copy_prefixed
 
 INDEX_VARIABLE = 'JOB_COMPLETION_INDEX'
 POD_IP_VARIABLE = 'POD_IP'
@@ -184,13 +185,7 @@ def run_prefixed(command: Sequence[str], *, env: Mapping[str, str],
   # these the kubelet's SIGTERM would go unanswered until SIGKILL.
   signal.signal(signal.SIGTERM, forward)
   signal.signal(signal.SIGINT, forward)
-  for line in iter(process.stdout.readline, ''):
-    try:
-      sys.stdout.write(f'[{prefix}] {line}')
-      sys.stdout.flush()
-    except (BrokenPipeError, ValueError):  # Nobody reads the output.
-      pass
-  process.stdout.close()
+  copy_prefixed(process.stdout, prefix)
   return shell_code(process.wait())
 
 

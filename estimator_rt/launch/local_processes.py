@@ -3,12 +3,12 @@
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from typing import Callable, Dict, List, Optional, Sequence
 
 from estimator_rt.launch.layout import TaskKey
+from estimator_rt.launch.prefixed_output import copy_prefixed
 from estimator_rt.launch.layout import chief_of
 from estimator_rt.launch.layout import port_is_free
 from estimator_rt.launch.layout import start_order
@@ -19,17 +19,6 @@ from estimator_rt.launch.layout import tf_config
 # gives up on it (a process stuck in the kernel).
 _REAP_SECS = 30
 _POLL_SECS = 0.1
-
-
-def _pump(stream, prefix: str, lock: threading.Lock) -> None:
-  for line in iter(stream.readline, ''):
-    with lock:
-      try:
-        sys.stdout.write(f'[{prefix}] {line}')
-        sys.stdout.flush()
-      except (BrokenPipeError, ValueError):  # Nobody reads the output.
-        pass
-  stream.close()
 
 
 def _signal_group(process: subprocess.Popen, signum: int) -> None:
@@ -91,8 +80,9 @@ class LocalCluster:
         stderr=subprocess.STDOUT, text=True, start_new_session=True)
     self.processes[key] = process
     self.pid_history.setdefault(key, []).append(process.pid)
-    thread = threading.Thread(target=_pump, daemon=True, args=(
-        process.stdout, task_name(key), self._lock))
+    thread = threading.Thread(
+        target=copy_prefixed, daemon=True,
+        args=(process.stdout, task_name(key)), kwargs={'lock': self._lock})
     thread.start()
     self._threads.append(thread)
 

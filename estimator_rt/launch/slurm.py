@@ -91,6 +91,7 @@ from estimator_rt.launch.layout import cluster_dict
 from estimator_rt.launch.layout import task_keys
 from estimator_rt.launch.layout import task_name
 from estimator_rt.launch.layout import tf_config
+from estimator_rt.launch.prefixed_output import copy_prefixed
 
 # Below Linux's ephemeral range (32768-60999), so that no outgoing
 # connection of the machine holds a task's port by chance.
@@ -330,13 +331,7 @@ def run_prefixed(command: Sequence[str], *, env: Mapping[str, str],
     print(f'[{prefix}] error: cannot run {command[0]!r}: {e}', flush=True)
     return 127
   try:
-    for line in iter(process.stdout.readline, ''):
-      try:
-        sys.stdout.write(f'[{prefix}] {line}')
-        sys.stdout.flush()
-      except (BrokenPipeError, ValueError):  # Nobody reads the output.
-        pass
-    process.stdout.close()
+    copy_prefixed(process.stdout, prefix)
     return shell_code(process.wait())
   finally:
     for signum, handler in previous.items():
