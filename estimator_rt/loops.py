@@ -118,7 +118,8 @@ def all_finite(variables: Sequence[tf.Variable]) -> tf.Tensor:
 
 
 def make_train_loop(graph: ModelGraph, *, infinite_input: bool,
-                    split_global_batch: bool = False) -> Callable:
+                    split_global_batch: bool = False,
+                    jit_compile: bool = False) -> Callable:
   """A compiled `(iterator, num_steps) -> (loss, steps, loss_finite,
   state_finite)`.
 
@@ -139,9 +140,15 @@ def make_train_loop(graph: ModelGraph, *, infinite_input: bool,
     split_global_batch: the iterator yields whole global batches on every
       worker (checkpoint_input with a strategy); each replica takes its
       rows of them (`inputs.split_across_replicas`).
+    jit_compile: compile each replica's step with XLA.
   """
   strategy = graph.strategy
   replica_step = _replica_train_step(graph)
+  if jit_compile:
+    # The step alone: the loop around it reads the input (iterator ops XLA
+    # cannot compile) and checks the finite flags.
+    replica_step = tf.function(replica_step, jit_compile=True,
+                               autograph=False)
   global_step = graph.global_step
   state = saved_float_variables(graph)
 

@@ -108,6 +108,8 @@ flags.DEFINE_bool('deterministic_ops', False,
                   '--tf_random_seed, the same run gives the same weights. '
                   'Some ops get slower; ops without a deterministic kernel '
                   'raise.')
+flags.DEFINE_bool('jit_compile', False,
+                  'Compile each training step with XLA.')
 flags.DEFINE_list('exporters', ['final'],
                   f'Exporters for train_and_evaluate, any of {EXPORTERS}.')
 flags.DEFINE_string('export_dir', None,
@@ -364,7 +366,8 @@ def run(argv) -> int:
       auto_shard_policy=FLAGS.auto_shard_policy, task_info=task,
       remote_cluster=remote_cluster,
       remote_connect_timeout_secs=FLAGS.remote_connect_timeout_secs,
-      checkpoint_input=FLAGS.checkpoint_input)
+      checkpoint_input=FLAGS.checkpoint_input,
+      jit_compile=FLAGS.jit_compile)
   estimator = ert.Estimator(model_fn, config=config, params=params)
   mode = FLAGS.mode
   if mode == 'train':

@@ -150,8 +150,11 @@ class RunConfig:
       datasets and a standalone client's remote ones cannot be saved:
       refused. The dataset must be checkpointable (no `from_generator`, no
       `py_function`), which is checked before anything is written.
-      tf.estimator, Keras and Orbit
-      restart the input from its beginning.
+      tf.estimator, Keras and Orbit restart the input from its beginning.
+    jit_compile: compile each training step with XLA
+      (`tf.function(jit_compile=True)`); the loop around the steps, which
+      reads the input, stays a plain compiled function. A model_fn using an
+      op XLA cannot compile fails on the first step, naming the op.
   """
 
   model_dir: Optional[str] = None
@@ -169,6 +172,7 @@ class RunConfig:
   remote_cluster: Optional[dict] = None
   remote_connect_timeout_secs: float = 60
   checkpoint_input: bool = False
+  jit_compile: bool = False
 
   # Keyword-only construction: positional arguments would silently shift
   # meaning as fields are added.
@@ -179,7 +183,7 @@ class RunConfig:
                train_distribute=None, eval_distribute=None,
                auto_shard_policy='AUTO', task_info=_FROM_ENVIRONMENT,
                remote_cluster=None, remote_connect_timeout_secs=60,
-               checkpoint_input=False):
+               checkpoint_input=False, jit_compile=False):
     if task_info is _FROM_ENVIRONMENT:
       task_info = cluster.parse_tf_config(os.environ.get('TF_CONFIG'))
     if remote_cluster is not None:
@@ -245,6 +249,10 @@ class RunConfig:
       raise UserInputError(
           f'RunConfig: checkpoint_input={shorten(self.checkpoint_input)} '
           'must be True or False.')
+    if not isinstance(self.jit_compile, bool):
+      raise UserInputError(
+          f'RunConfig: jit_compile={shorten(self.jit_compile)} must be True '
+          'or False.')
 
   @property
   def is_chief(self) -> bool:

@@ -86,8 +86,16 @@ class StrategyPath:
       replicate: as for `make_input`.
     """
     del input_fn, params
-    train_loop = loops.make_train_loop(graph, infinite_input=data.infinite,
-                                       split_global_batch=replicate)
+    if self._config.jit_compile and self.strategy.num_replicas_in_sync > 1:
+      raise UserInputError(
+          f'RunConfig: jit_compile=True with {self.name} training over '
+          f'{self.strategy.num_replicas_in_sync} replicas: not supported '
+          '(an XLA-compiled step is placed on one device, and TensorFlow '
+          'refuses its access to the other replicas\' variables). Use the '
+          'default or one_device strategy, or turn jit_compile off.')
+    train_loop = loops.make_train_loop(
+        graph, infinite_input=data.infinite, split_global_batch=replicate,
+        jit_compile=self._config.jit_compile)
     return train_loop, (iterator if iterator is not None
                         else iter(data.dataset))
 
@@ -176,6 +184,11 @@ class ParameterServerPath(StrategyPath):
   def make_loop(self, graph, data, input_fn, params, *, iterator=None,
                 replicate=False):
     del input_fn, params, iterator, replicate
+    if self._config.jit_compile:
+      raise UserInputError(
+          'RunConfig: jit_compile=True with parameter_server training: not '
+          'supported (its variables live on the ps tasks, out of reach of '
+          'an XLA-compiled step). Turn jit_compile off.')
     train_loop = loops.make_train_loop(graph, infinite_input=data.infinite)
     coordinated = loops.make_coordinated_train_loop(
         train_loop, self._coordinator,
@@ -216,6 +229,11 @@ class InGraphClientPath(StrategyPath):
   def make_loop(self, graph, data, input_fn, params, *, iterator=None,
                 replicate=False):
     del iterator, replicate
+    if self._config.jit_compile:
+      raise UserInputError(
+          'RunConfig: jit_compile=True with a synchronous standalone client: '
+          'not supported (each step spans the remote workers\' devices). '
+          'Turn jit_compile off.')
     if not data.infinite:
       raise UserInputError(
           'train input_fn returns a finite dataset; synchronous '

@@ -35,6 +35,7 @@ checks that the bare models have the variables the model_fns create.
 """
 
 import argparse
+import functools
 import json
 import os
 import resource
@@ -210,7 +211,8 @@ class _BoundaryHook(ert.Hook):
     return None
 
 
-def run_runtime(workload: str, total_steps: int, record) -> None:
+def run_runtime(workload: str, total_steps: int, record, *,
+                jit_compile: bool = False) -> None:
   """Trains with `ert.Estimator.train`, the runtime's defaults but one.
 
   The one change: checkpoints only at the end (save_checkpoints_steps past
@@ -224,7 +226,8 @@ def run_runtime(workload: str, total_steps: int, record) -> None:
         config=ert.RunConfig(steps_per_loop=STEPS_PER_LOOP,
                              save_checkpoints_steps=10 * total_steps,
                              log_step_count_steps=100,
-                             save_summary_steps=100),
+                             save_summary_steps=100,
+                             jit_compile=jit_compile),
         params=dict(spec['params']))
     estimator.train(spec['input_fn'], max_steps=total_steps,
                     hooks=[_BoundaryHook(record)])
@@ -265,6 +268,8 @@ def main(argv=None) -> int:
   parser.add_argument('--workload', choices=sorted(WORKLOADS), required=True)
   parser.add_argument('--steps', type=int, required=True,
                       help='total training steps (>= 101)')
+  parser.add_argument('--jit_compile', action='store_true',
+                      help='runtime side: RunConfig(jit_compile=True)')
   parser.add_argument('--profile', default=None,
                       help='write cProfile stats of the whole training run '
                       'to this file (distorts the timings; for diagnosis)')
@@ -286,7 +291,8 @@ def main(argv=None) -> int:
   # As under an absl binary (estimator_rt.main): the runtime's INFO lines
   # (steps/s every 100 steps, checkpoints) are really written, to stderr.
   absl_logging.set_verbosity(absl_logging.INFO)
-  run = run_bare if args.side == 'bare' else run_runtime
+  run = (run_bare if args.side == 'bare' else
+         functools.partial(run_runtime, jit_compile=args.jit_compile))
   if args.profile:
     import cProfile  # pylint: disable=g-import-not-at-top
     profiler = cProfile.Profile()

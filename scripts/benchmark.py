@@ -81,7 +81,8 @@ class ChildError(RuntimeError):
 
 
 def run_child(side: str, workload: str, steps: int, *,
-              timeout_s: float, env: Dict[str, str]) -> dict:
+              timeout_s: float, env: Dict[str, str],
+              jit_compile: bool = False) -> dict:
   """Runs one side of one workload in a fresh process; returns its result.
 
   Adds `first_step_s` (from just before the process was started to the end
@@ -94,6 +95,8 @@ def run_child(side: str, workload: str, steps: int, *,
   """
   command = [sys.executable, _WORKER, '--side', side, '--workload', workload,
              '--steps', str(steps)]
+  if jit_compile and side == 'runtime':
+    command.append('--jit_compile')
   # Wall clock, not perf_counter: the child reports time.time() and the two
   # clocks must be the same one across processes.
   launched = time.time()
@@ -277,6 +280,10 @@ def main(argv: Optional[List[str]] = None) -> int:
   parser.add_argument('--timeout', type=float, default=DEFAULT_TIMEOUT_S,
                       help='seconds after which a child is killed '
                       f'(default {DEFAULT_TIMEOUT_S})')
+  parser.add_argument('--jit_compile', action='store_true',
+                      help='the runtime side compiles its steps with XLA '
+                      '(RunConfig.jit_compile); the bare loop does not, so '
+                      'the ratio shows what XLA gains over the plain loop')
   parser.add_argument('--json', action='store_true',
                       help='print one JSON object on stdout instead of the '
                       'table (progress still goes to stderr)')
@@ -301,7 +308,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     for workload in args.workloads:
       for side in order:
         result = run_child(side, workload, steps[workload],
-                           timeout_s=args.timeout, env=env)
+                           timeout_s=args.timeout, env=env,
+                           jit_compile=args.jit_compile)
         runs[workload][side].append(result)
         print(f'round {round_index + 1}/{args.rounds} {workload} {side:7s}: '
               f"{result['steps_per_sec']:9,.0f} steps/s, first step "
@@ -317,6 +325,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                           (sys.argv[1:] if argv is None else list(argv))),
       'rounds': args.rounds,
       'steps': steps,
+      'jit_compile': args.jit_compile,
       'git': _git_state(),
       'cpu_count': os.cpu_count(),
       'loadavg_before': load_before,
