@@ -256,9 +256,7 @@ def check_checkpointable(iterator, *, role: str, strategy_name: str) -> None:
         os.path.join(directory, 'probe'))
   except (tf.errors.OpError, ValueError, TypeError) as e:
     message = ' '.join(str(getattr(e, 'message', e)).split())
-    op = re.search(r"(?:[Oo]p|transformation|dataset)[: ]+'?\`?([A-Za-z0-9_]+)",
-                   message)
-    named = f' ({op.group(1)})' if op else ''
+    named = _uncheckpointable_part(message)
     raise InputFnError(
         f'checkpoint_input=True: the dataset of {role} cannot be '
         f'checkpointed{named}: {message[:300]}. Turn checkpoint_input off '
@@ -266,6 +264,27 @@ def check_checkpointable(iterator, *, role: str, strategy_name: str) -> None:
         'py_function or numpy_function in a map).') from None
   finally:
     shutil.rmtree(directory, ignore_errors=True)
+
+
+# Stateful ops TensorFlow cannot save in an iterator, by the transformation
+# a user writes that puts them in the pipeline.
+_STATEFUL_OP_SOURCES = {
+    'PyFunc': 'Dataset.from_generator or tf.numpy_function',
+    'EagerPyFunc': 'tf.py_function',
+}
+
+
+def _uncheckpointable_part(message: str) -> str:
+  """' (names it)' for what in the pipeline TensorFlow refused to save,
+  read from its error message; '' if the message does not say."""
+  stateful = re.search(r'\b([A-Za-z0-9_]+) is stateful', message)
+  if stateful:
+    op = stateful.group(1)
+    source = _STATEFUL_OP_SOURCES.get(op)
+    return (f' (it uses {source}: TensorFlow cannot save the state of its '
+            f'{op} op)' if source else f' (its stateful op {op})')
+  dataset = re.search(r'\b([A-Za-z0-9_]*Dataset[A-Za-z0-9_]*)\b', message)
+  return f' ({dataset.group(1)})' if dataset else ''
 
 
 def restore_iterator(iterator, path: str) -> bool:

@@ -144,6 +144,22 @@ def test_uncheckpointable_dataset_is_refused_before_writing(tmp_path):
   with pytest.raises(UserInputError, match='checkpoint_input') as info:
     est.train(generator_input_fn, max_steps=2)
   assert 'cannot be checkpointed' in str(info.value)
+  assert 'it uses Dataset.from_generator' in str(info.value)
+  assert not model_dir.exists()
+
+
+def test_py_function_in_a_map_is_named(tmp_path):
+  def py_function_input_fn():
+    x, y = M.make_data(8)
+    return tf.data.Dataset.from_tensor_slices(({'x': x}, y)).map(
+        lambda f, l: (f, tf.py_function(lambda t: t, [l], tf.float32))
+    ).batch(2)
+
+  model_dir = tmp_path / 'model'
+  est = ert.Estimator(M.make_model_fn(), model_dir=str(model_dir),
+                      config=M.quiet_config(checkpoint_input=True))
+  with pytest.raises(UserInputError, match='it uses tf.py_function'):
+    est.train(py_function_input_fn, max_steps=2)
   assert not model_dir.exists()
 
 
