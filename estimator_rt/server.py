@@ -171,6 +171,10 @@ def wait_until_training_done(server: tf.distribute.Server, task: TaskInfo,
     while True:
       try:
         token = int(session.run(dequeue, options=options))
+        # Let the chief's enqueue call get its reply before this process
+        # goes: gRPC may otherwise leave the chief waiting on it until its
+        # own timeout.
+        time.sleep(_REPLY_GRACE_SECS)
         if token == PREEMPTED_EXIT_CODE:
           logging.warning('The chief was preempted; %s:%d exits with code '
                           '%d.', task.task_type, task.task_index, token)
@@ -198,11 +202,18 @@ def wait_until_training_done(server: tf.distribute.Server, task: TaskInfo,
         return CHIEF_LOST_EXIT_CODE
 
 
+# How long a server that was told training is done waits before exiting,
+# so that the teller's call gets its reply.
+_REPLY_GRACE_SECS = 0.5
+
+
 def _send_token(job: str, index: int, address: str, token: int,
-                deadline: float, done: threading.Event) -> None:
+                deadline: float, done: threading.Event,
+                calling: threading.Event) -> None:
   """Waits (until `deadline`) for the server to accept connections, then
-  puts `token` in its done queue; sets `done` when that is settled (the
-  session's close may block afterwards, on a server that exits at once)."""
+  puts `token` in its done queue; sets `calling` just before the call and
+  `done` when it is settled (the session's close may block afterwards, on
+  a server that exits at once)."""
   while not _reachable(address, timeout=1.0):
     if time.time() >= deadline:
       logging.warning('%s:%d at %s is not reachable (lost?); not telling it '
@@ -217,6 +228,7 @@ def _send_token(job: str, index: int, address: str, token: int,
   try:
     with tf.compat.v1.Session(f'grpc://{address}', graph=graph,
                               config=_only_task(job, index)) as session:
+      calling.set()
       session.run(enqueue,
                   options=tf.compat.v1.RunOptions(timeout_in_ms=left_ms))
       done.set()
@@ -244,24 +256,40 @@ def signal_training_done(tasks: Iterable[tuple], *, timeout_secs: float = 30,
   deadline = time.time() + timeout_secs
   senders = []
   for job, index, address in tasks:
-    done = threading.Event()
+    done, calling = threading.Event(), threading.Event()
     thread = threading.Thread(
-        target=_send_token, args=(job, index, address, token, deadline, done),
+        target=_send_token,
+        args=(job, index, address, token, deadline, done, calling),
         name=f'done-signal-{job}-{index}', daemon=True)
     thread.start()
-    senders.append((thread, done, f'{job}:{index} at {address}'))
-  for _, done, name in senders:
-    if not done.wait(max(0.0, deadline + 5 - time.time())):
-      logging.warning('%s did not take the end-of-training signal within '
-                      '%.0f s; it exits on its own once this chief is gone.',
-                      name, timeout_secs)
+    senders.append((thread, done, calling, address,
+                    f'{job}:{index} at {address}'))
+  gone = set()
+  for thread, done, calling, address, name in senders:
+    while not done.wait(_SETTLE_POLL_SECS):
+      if calling.is_set() and not _reachable(address, timeout=0.5):
+        # A server exits as soon as it has the token; gone in mid-call, it
+        # was told (its reply was lost, and the call would wait it out).
+        gone.add(thread)
+        break
+      if time.time() >= deadline + 5:
+        logging.warning('%s did not take the end-of-training signal within '
+                        '%.0f s; it exits on its own once this chief is '
+                        'gone.', name, timeout_secs)
+        break
   # Let each session finish closing (quick, unless its server vanished mid-
   # call): see rpcs_in_flight for why a thread must not outlive this.
-  for thread, _, _ in senders:
-    thread.join(max(0.0, min(deadline + 5, time.time() + 10) - time.time()))
+  for thread, _, _, _, _ in senders:
+    # A call to a server that is gone may never return: a short look.
+    patience = 1 if thread in gone else 10
+    thread.join(max(0.0, min(deadline + 5, time.time() + patience) -
+                    time.time()))
     if thread.is_alive():
       _lingering.append(thread)
 
+
+# How often the chief looks whether a server it is telling is still there.
+_SETTLE_POLL_SECS = 0.2
 
 # Done-signal threads still inside a TensorFlow RPC after their bound.
 _lingering: List[threading.Thread] = []
