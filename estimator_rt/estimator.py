@@ -271,8 +271,7 @@ class Estimator:
       # restored with the model; probing it now refuses an uncheckpointable
       # pipeline before model_dir is written.
       input_iterator = iter(data.dataset)
-      inputs.check_checkpointable(input_iterator, role='train input_fn',
-                                  strategy_name=path.name)
+      inputs.check_checkpointable(input_iterator, role='train input_fn')
     source = f'model_dir {self.model_dir!r}'
     if latest is not None:
       checkpoints.restore(graph, latest, source=source,

@@ -25,6 +25,7 @@ from estimator_rt.errors import InputFnError
 from estimator_rt.errors import ModelFnError
 from estimator_rt.errors import surface_user_errors
 from estimator_rt.inputs import batch_size_of
+from estimator_rt.inputs import share_of_batch
 from estimator_rt.inputs import split_element
 
 
@@ -163,9 +164,7 @@ def _worker_share(dataset: tf.data.Dataset, k: int,
     return dataset.rebatch(batch // num_workers).shard(num_workers, k)
 
   def rows_of_worker_k(*element):
-    n = tf.shape(tf.nest.flatten(element)[0])[0]
-    start, end = k * n // num_workers, (k + 1) * n // num_workers
-    part = tf.nest.map_structure(lambda t: t[start:end], element)
+    part = share_of_batch(element, k, num_workers)
     return part if len(part) > 1 else part[0]
 
   return dataset.map(rows_of_worker_k)

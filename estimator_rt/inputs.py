@@ -22,7 +22,6 @@ import tensorflow as tf
 
 from estimator_rt import user_fns
 from estimator_rt.errors import InputFnError
-from estimator_rt.errors import UserInputError
 
 _POLICIES = {
     'AUTO': tf.data.experimental.AutoShardPolicy.AUTO,
@@ -184,23 +183,25 @@ def _check_splittable(element_spec, role: str, fn) -> None:
           f'{spec}. Turn checkpoint_input off for this input.')
 
 
+def share_of_batch(element: Any, index, count) -> Any:
+  """Part `index` of `count` of `element`, a batch of b rows: rows
+  [index * b // count, (index + 1) * b // count) of every tensor,
+  consecutive and as even as b allows. `index` may be a tensor."""
+  rows = tf.shape(tf.nest.flatten(element)[0])[0]
+  start = index * rows // count
+  end = (index + 1) * rows // count
+  return tf.nest.map_structure(lambda t: t[start:end], element)
+
+
 def split_across_replicas(strategy: tf.distribute.Strategy,
                           element: Any) -> Any:
-  """Each replica's rows of `element`, a global batch every worker holds.
-
-  Replica i of n gets rows [i * b // n, (i + 1) * b // n) of a batch of b
-  rows: consecutive, as even as b allows. The global replica id is used,
-  so the workers of a multi-worker strategy take disjoint rows.
-  """
-  def replica_rows(context):
-    rows = tf.shape(tf.nest.flatten(element)[0])[0]
-    replica = context.replica_id_in_sync_group
-    replicas = context.num_replicas_in_sync
-    start = replica * rows // replicas
-    end = (replica + 1) * rows // replicas
-    return tf.nest.map_structure(lambda t: t[start:end], element)
-
-  return strategy.experimental_distribute_values_from_function(replica_rows)
+  """Each replica's rows of `element`, a global batch every worker holds
+  (`share_of_batch`). The global replica id is used, so the workers of a
+  multi-worker strategy take disjoint rows."""
+  return strategy.experimental_distribute_values_from_function(
+      lambda context: share_of_batch(element,
+                                     context.replica_id_in_sync_group,
+                                     context.num_replicas_in_sync))
 
 
 def fingerprint(element: Any) -> tf.Tensor:
@@ -230,26 +231,18 @@ def batch_size_of(features: Any) -> tf.Tensor:
 ITERATOR_KEY = 'input_iterator'
 
 
-def check_checkpointable(iterator, *, role: str, strategy_name: str) -> None:
+def check_checkpointable(iterator, *, role: str) -> None:
   """Saves `iterator` once to a temporary directory, so that a pipeline
   TensorFlow cannot checkpoint is refused before model_dir is written.
 
   The probe writes the iterator's buffers (a large shuffle buffer too), once.
+  `iterator` is a plain dataset iterator (`make_input(replicate=True)`):
+  TensorFlow 2.21's distributed iterators cannot be saved at all.
 
   Raises:
-    UserInputError: the iterator is not checkpointable at all (TensorFlow
-      2.21: a `DistributedIterator` holds an `OwnedMultiDeviceIterator`,
-      which is not trackable; `make_input(replicate=True)` avoids it).
     InputFnError: TensorFlow cannot save the dataset's iterator; names the
-      op it complains about.
+      transformation it complains about.
   """
-  if not isinstance(iterator, tf.__internal__.tracking.Trackable):
-    raise UserInputError(
-        f'RunConfig: checkpoint_input=True is not supported with '
-        f'{strategy_name} training: its distributed input iterator '
-        f'({type(iterator).__name__}) is not checkpointable in TensorFlow '
-        f'{tf.__version__}. Train without a strategy (local) or turn '
-        'checkpoint_input off.')
   directory = tempfile.mkdtemp(prefix='estimator_rt_input_probe_')
   try:
     tf.train.Checkpoint(iterator=iterator).write(

@@ -207,10 +207,6 @@ class InGraphClientPath(StrategyPath):
     self._replication = replication
 
   @property
-  def name(self) -> str:
-    return 'standalone client'
-
-  @property
   def checkpoint_io_device(self) -> Optional[str]:
     task = self._config.task_info
     return cluster.cpu_device(task.task_type, task.task_index)
