@@ -141,6 +141,35 @@ def _volume_mount(volume_claim: Optional[str], model_dir: str
   return [{'name': 'model-dir', 'mountPath': model_dir}]
 
 
+def _pod_spec(*, container_name: str, command: Sequence[str], image: str,
+              port_name: str, port: int, cpus: Optional[str],
+              memory: Optional[str], volume_claim: Optional[str],
+              model_dir: str, grace_secs: int,
+              first: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+  """A pod spec with the one container every task runs: the pod IP in its
+  environment, its port, its resources and model_dir's volume. `first`:
+  fields that come before the others (the Job's subdomain and restart
+  policy)."""
+  container = {
+      'name': container_name, 'image': image, 'command': list(command),
+      'env': _pod_ip_env(),
+      'ports': [{'name': port_name, 'containerPort': port,
+                 'protocol': 'TCP'}],
+  }
+  resources = _resources(None if cpus is None else str(cpus), memory)
+  if resources:
+    container['resources'] = resources
+  mounts = _volume_mount(volume_claim, model_dir)
+  if mounts:
+    container['volumeMounts'] = mounts
+  pod_spec = dict(first or {})
+  pod_spec.update({'terminationGracePeriodSeconds': grace_secs,
+                   'containers': [container]})
+  if volume_claim:
+    pod_spec['volumes'] = _volume(volume_claim)
+  return pod_spec
+
+
 def _metadata(name: str, namespace: Optional[str]) -> Dict[str, Any]:
   metadata = {'name': name, 'labels': {JOB_LABEL: name}}
   if namespace:
@@ -186,24 +215,11 @@ def indexed_job(*, name: str, namespace: Optional[str], image: str,
                              evaluator=evaluator) + [
       f'--job_name={name}', f'--service={name}', f'--port={port}'] + (
           [f'--domain={domain}'] if domain else []) + ['--'] + list(command)
-  container = {
-      'name': CONTAINER_NAME, 'image': image, 'command': entry,
-      'env': _pod_ip_env(),
-      'ports': [{'name': 'tf', 'containerPort': port, 'protocol': 'TCP'}],
-  }
-  resources = _resources(None if cpus is None else str(cpus), memory)
-  if resources:
-    container['resources'] = resources
-  mounts = _volume_mount(volume_claim, model_dir)
-  if mounts:
-    container['volumeMounts'] = mounts
-  pod_spec = {
-      'subdomain': name, 'restartPolicy': 'Never',
-      'terminationGracePeriodSeconds': grace_secs,
-      'containers': [container],
-  }
-  if volume_claim:
-    pod_spec['volumes'] = _volume(volume_claim)
+  pod_spec = _pod_spec(
+      container_name=CONTAINER_NAME, command=entry, image=image,
+      port_name='tf', port=port, cpus=cpus, memory=memory,
+      volume_claim=volume_claim, model_dir=model_dir, grace_secs=grace_secs,
+      first={'subdomain': name, 'restartPolicy': 'Never'})
   spec = {
       'completionMode': 'Indexed', 'completions': len(keys),
       'parallelism': len(keys), 'backoffLimit': max_restarts,
@@ -240,27 +256,17 @@ def tf_job(*, name: str, namespace: Optional[str], image: str,
   (see the module docstring for the operator's behaviour)."""
   counts = {'chief': int(chief), 'worker': workers, 'ps': ps,
             'evaluator': int(evaluator)}
+  # Every role runs the same pod; the operator tells them apart.
+  pod_spec = _pod_spec(
+      container_name=TFJOB_CONTAINER_NAME,
+      command=POD_ENTRY + ['--given_tf_config', '--'] + list(command),
+      image=image, port_name=TFJOB_PORT_NAME, port=port, cpus=cpus,
+      memory=memory, volume_claim=volume_claim, model_dir=model_dir,
+      grace_secs=grace_secs)
   replica_specs = {}
   for job in JOB_ORDER:
     if not counts[job]:
       continue
-    container = {
-        'name': TFJOB_CONTAINER_NAME, 'image': image,
-        'command': POD_ENTRY + ['--given_tf_config', '--'] + list(command),
-        'env': _pod_ip_env(),
-        'ports': [{'name': TFJOB_PORT_NAME, 'containerPort': port,
-                   'protocol': 'TCP'}],
-    }
-    resources = _resources(None if cpus is None else str(cpus), memory)
-    if resources:
-      container['resources'] = resources
-    mounts = _volume_mount(volume_claim, model_dir)
-    if mounts:
-      container['volumeMounts'] = mounts
-    pod_spec = {'terminationGracePeriodSeconds': grace_secs,
-                'containers': [container]}
-    if volume_claim:
-      pod_spec['volumes'] = _volume(volume_claim)
     replica_specs[TFJOB_REPLICA_TYPES[job]] = {
         'replicas': counts[job], 'restartPolicy': 'ExitCode',
         'template': {'metadata': {'labels': {JOB_LABEL: name}},
