@@ -53,7 +53,14 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
+# Submodules reachable as attributes, as tf.estimator's namespaces were
+# (`estimator_rt.export.PredictOutput` like `tf.estimator.export.PredictOutput`).
+_SUBMODULES = ('export',)
+
+
 def __getattr__(name):
+  if name in _SUBMODULES:
+    return importlib.import_module(f'{__name__}.{name}')
   module = _EXPORTS.get(name)
   if module is None:
     raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
@@ -65,4 +72,4 @@ def __getattr__(name):
 
 
 def __dir__():
-  return sorted(set(globals()) | set(_EXPORTS))
+  return sorted(set(globals()) | set(_EXPORTS) | set(_SUBMODULES))

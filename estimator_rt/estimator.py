@@ -1,46 +1,19 @@
 """`Estimator`: train, evaluate, predict and export one model_fn."""
 
 import os
-import tempfile
-from typing import Any, Callable, Dict, Iterator, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from absl import logging
-import keras
 import numpy as np
 import tensorflow as tf
 
 from estimator_rt import checkpoints
-from estimator_rt import cluster
-from estimator_rt import export as export_lib
-from estimator_rt import hooks as hooks_lib
-from estimator_rt import inputs
-from estimator_rt import loops
-from estimator_rt import preemption
-from estimator_rt import strategies
-from estimator_rt import summaries
-from estimator_rt import train_paths
+from estimator_rt import engines
 from estimator_rt import user_fns
-from estimator_rt import controller as controller_lib
-from estimator_rt.controller import TrainController
 from estimator_rt.errors import check_count
-from estimator_rt.errors import MAX_INT32
 from estimator_rt.errors import UserInputError
-from estimator_rt.mode_keys import ModeKeys
-from estimator_rt.model_graph import ModelGraph
 from estimator_rt.run_config import RunConfig
 from estimator_rt.run_config import temporary_model_dir
-
-
-def _check_steps(name: str, value: Optional[int]) -> None:
-  check_count(name, value)
-
-
-class _EvalState:
-  """A cached EVAL graph and its compiled loop (rebuilt per input_fn)."""
-
-  def __init__(self, graph: ModelGraph):
-    self.graph = graph
-    self.loop = loops.make_eval_loop(graph)
 
 
 class Estimator:
@@ -49,7 +22,14 @@ class Estimator:
   Semantics follow tf.estimator: `train` trains *up to* a global step and
   resumes from model_dir's latest checkpoint; `evaluate` and `predict` use
   the latest checkpoint (or one you name); everything is written under
-  model_dir. Differences: the training loop runs `config.steps_per_loop`
+  model_dir.
+
+  Two engines run model_fns (see engines.py for the rule that picks one,
+  without any setting): TF2 model_fns run eagerly-built and compiled
+  (eager_engine.py); TF1-style model_fns (`tf.compat.v1` optimizers'
+  `minimize`, `tf.compat.v1.metrics`, placeholders, `Scaffold`,
+  `SessionRunHook`s) run in a `tf.Graph` with a monitored session, as
+  tf.estimator ran them (graph/engine.py). Differences: the training loop runs `config.steps_per_loop`
   steps per compiled call, hooks are plain objects or callables run between
   those calls, and a model_dir holding another model's checkpoint is
   refused before anything is written.
@@ -92,16 +72,38 @@ class Estimator:
       raise UserInputError(f'params={params!r} must be a dict or None.')
     self._params = dict(params or {})
     self._warm_start_from = warm_start_from
-    self._train_path = None
-    self._eval_strategy = None
-    self._eval_states = {}
-    self._features_spec = None
-    task = self._config.task_info
-    if (self._config.train_distribute == cluster.MULTI_WORKER_MIRRORED and
-        (task is None or task.task_type in (cluster.CHIEF, cluster.WORKER))):
-      # Collective ops must be configured before TensorFlow runs any op, so
-      # a training task creates this strategy now rather than at train().
-      _ = self.train_strategy
+    self._engines = {}
+    self._model_fn_probe = None
+    # A training task of a multi-worker strategy configures its collective
+    # ops when the eager engine is made (before TensorFlow runs any op);
+    # choosing the engine runs ops, so that engine exists first.
+    if engines.needs_early_eager_engine(self._config):
+      self._engine_of(engines.EAGER)
+
+  def _engine_of(self, kind: str):
+    engine = self._engines.get(kind)
+    if engine is None:
+      engine = engines.make_engine(
+          kind, model_fn=self._model_fn, config=self._config,
+          params=self._params, warm_start_from=self._warm_start_from,
+          temporary_model_dir=self._temporary_model_dir)
+      self._engines[kind] = engine
+    return engine
+
+  def _probe(self, input_fn: Callable) -> engines.Probe:
+    """Asks the model_fn which engine it needs, once per Estimator."""
+    if self._model_fn_probe is None:
+      self._model_fn_probe = engines.Probe(
+          model_fn=self._model_fn, input_fn=input_fn, params=self._params,
+          config=self._config)
+    return self._model_fn_probe
+
+  def _engine_for_checkpoint(self, checkpoint_path: Optional[str] = None):
+    """The engine for work on an existing checkpoint (evaluate, predict,
+    export): the one that wrote it."""
+    return self._engine_of(engines.choose_engine(
+        config=self._config, model_dir=self.model_dir,
+        checkpoint_path=checkpoint_path))
 
   @property
   def model_dir(self) -> str:
@@ -132,73 +134,16 @@ class Estimator:
     """
     return checkpoints.latest_checkpoint(self.model_dir)
 
-  # The path (and its strategy) is created once per Estimator: creating a
-  # strategy is not free, and compiled functions stay bound to the strategy
-  # they were traced under.
-  @property
-  def _path(self) -> train_paths.StrategyPath:
-    if self._train_path is None:
-      self._train_path = train_paths.make_train_path(self._config)
-    return self._train_path
-
   @property
   def train_strategy(self) -> tf.distribute.Strategy:
-    """The strategy training runs under (a standalone client connects to
-    its servers first)."""
-    return self._path.strategy
+    """The strategy TF2 model_fns train under (a standalone client connects
+    to its servers first)."""
+    return self._engine_of(engines.EAGER).train_strategy
 
   @property
   def eval_strategy(self) -> tf.distribute.Strategy:
-    """The strategy for evaluate, predict (and export: no distribution)."""
-    if self._eval_strategy is None:
-      task = self._config.task_info
-      if self._config.eval_distribute is not None:
-        self._eval_strategy = strategies.resolve_strategy(
-            self._config.eval_distribute)
-      elif (task is not None and task.standalone_client and
-            task.has_evaluator):
-        # A standalone client evaluates on the evaluator server of its
-        # remote_cluster; the training strategy connects to it.
-        _ = self.train_strategy
-        self._eval_strategy = tf.distribute.OneDeviceStrategy(
-            cluster.cpu_device(cluster.EVALUATOR, 0))
-      elif (self._config.task_info is not None or
-            strategies.is_central_storage(self.train_strategy) or
-            strategies.is_multi_worker(self.train_strategy)):
-        # In a cluster, evaluation runs in one process (an evaluator must
-        # not even create the training strategy: it would join training).
-        # CentralStorageStrategy miscounts Keras metric updates (observed
-        # on TF 2.21). All of these evaluate without distribution.
-        self._eval_strategy = tf.distribute.get_strategy()
-      else:
-        self._eval_strategy = self.train_strategy
-    return self._eval_strategy
-
-  @property
-  def _checkpoint_io_device(self) -> Optional[str]:
-    """This process's CPU when its variables live on other machines (a
-    standalone client, a parameter-server chief, once connected), so that
-    model_dir is read and written here; None otherwise."""
-    if self._train_path is None:
-      return None  # Not connected to a cluster: everything is local.
-    return self._train_path.checkpoint_io_device
-
-  def _seed(self):
-    if self._config.tf_random_seed is not None:
-      keras.utils.set_random_seed(self._config.tf_random_seed)
-
-  def _remember_features(self, element_spec):
-    features, _ = inputs.split_element(element_spec)
-    self._features_spec = features
-
-  def _check_input_checkpointing(self) -> None:
-    """Refuses checkpoint_input where TensorFlow cannot save the iterator
-    or where its state would not reach model_dir."""
-    problem = train_paths.checkpoint_input_problem(self._config)
-    if problem is not None:
-      raise UserInputError(
-          f'RunConfig: checkpoint_input=True is not supported with '
-          f'{problem}. Turn checkpoint_input off.')
+    """The strategy TF2 model_fns evaluate and predict under."""
+    return self._engine_of(engines.EAGER).eval_strategy
 
   # -------------------------------------------------------------- train
   def train(self, input_fn: Callable, hooks: Sequence[Any] = (),
@@ -232,151 +177,20 @@ class Estimator:
       PreemptedError: SIGTERM or SIGINT arrived; a checkpoint was saved at
         the end of the loop in flight (see preemption.py).
     """
-    _check_steps('steps', steps)
-    _check_steps('max_steps', max_steps)
+    check_count('steps', steps)
+    check_count('max_steps', max_steps)
     if steps is not None and max_steps is not None:
       raise UserInputError(
           f'train: give steps={steps} or max_steps={max_steps}, not both.')
-    # The newest checkpoint that restores; newer damaged or non-finite ones
-    # are skipped (never trained over from step 0), and if there are only
-    # such, this refuses before anything is written.
-    choice = checkpoints.choose_checkpoint(self.model_dir)
-    latest = choice.path
-    if max_steps is not None and latest is not None:
-      done = checkpoints.checkpoint_step(latest)
-      if done >= max_steps:
-        logging.info('Skipping training: checkpoint %s is already at step '
-                     '%d >= max_steps=%d.', latest, done, max_steps)
-        return self
-    user_hooks = [hooks_lib.as_hook(h) for h in hooks]
-    if self._config.checkpoint_input:
-      self._check_input_checkpointing()
-    path = self._path
-    self._seed()
-    # checkpoint_input: one plain iterator over the global batches, the
-    # same on every worker (see inputs.make_input), because TensorFlow's
-    # distributed iterators are not checkpointable.
-    replicate = bool(self._config.checkpoint_input)
-    data = path.make_input(input_fn, self._params, replicate=replicate)
-    self._remember_features(data.element_spec)
-    if replicate:
-      path.check_same_input_everywhere(data.sample)
-    with path.placement():
-      graph = ModelGraph(model_fn=self._model_fn, mode=ModeKeys.TRAIN,
-                         params=self._params, config=self._config,
-                         strategy=path.strategy, sample=data.sample)
-    input_iterator = None
-    if replicate:
-      # The iterator exists before the restore so that its position can be
-      # restored with the model; probing it now refuses an uncheckpointable
-      # pipeline before model_dir is written.
-      input_iterator = iter(data.dataset)
-      inputs.check_checkpointable(input_iterator, role='train input_fn')
-    source = f'model_dir {self.model_dir!r}'
-    if latest is not None:
-      checkpoints.restore(graph, latest, source=source,
-                          io_device=self._checkpoint_io_device)
-      logging.info('Restored %s (global step %d).', latest,
-                   int(graph.global_step.numpy()))
-      if input_iterator is not None:
-        inputs.restore_iterator(input_iterator, latest)
-    elif self._warm_start_from:
-      used = checkpoints.warm_start(graph, self._warm_start_from,
-                                    io_device=self._checkpoint_io_device)
-      logging.info('Warm-started model variables from %s.', used)
-    start_step = int(graph.global_step.numpy())
-    if steps is not None:
-      max_steps = start_step + steps
-    train_loop, iterator = path.make_loop(
-        graph, data, input_fn, self._params, iterator=input_iterator,
-        replicate=replicate)
-    # Everything is validated; from here on model_dir is written (by the
-    # chief only: other synchronous workers must save too, because saving
-    # is part of the collective protocol, but into a scratch directory).
-    is_chief = self._config.is_chief
-    if is_chief:
-      if self._temporary_model_dir:
-        os.makedirs(self.model_dir, mode=0o700, exist_ok=True)  # As mkdtemp.
-      tf.io.gfile.makedirs(self.model_dir)
-      checkpoints.remove_leftovers(self.model_dir)
-      checkpoints.set_aside(choice.skipped, self.model_dir)
-      checkpoint_dir = self.model_dir
-    else:
-      checkpoint_dir = tempfile.mkdtemp(prefix='estimator_rt_worker_')
-    if input_iterator is not None:
-      # Saved (and restored, above) under this name with the model.
-      setattr(graph.checkpoint, inputs.ITERATOR_KEY, input_iterator)
-    saver = checkpoints.CheckpointSaver(
-        checkpoint=graph.checkpoint, directory=checkpoint_dir,
-        max_to_keep=self._config.keep_checkpoint_max,
-        every_steps=self._config.save_checkpoints_steps,
-        every_secs=self._config.checkpoint_every_secs,
-        last_saved_step=(checkpoints.checkpoint_step(latest)
-                         if latest is not None else None),
-        io_device=self._checkpoint_io_device)
-    # Divergence is not a hook's business: the controller checks every
-    # loop's finite flags before anything is saved.
-    builtin = []
-    if self._config.log_step_count_steps:
-      builtin.append(hooks_lib.LoggingHook(
-          every_steps=self._config.log_step_count_steps))
-    writer = summaries.ScalarWriter(self.model_dir) if is_chief else None
-    controller = TrainController(
-        train_loop=train_loop, iterator=iterator,
-        global_step=graph.global_step,
-        steps_per_loop=self._config.steps_per_loop,
-        hooks=builtin + user_hooks, saver=saver, summary_writer=writer,
-        save_summary_steps=self._config.save_summary_steps,
-        saving_listeners=saving_listeners if is_chief else (),
-        agree=path.agreement(),
-        stop_signal=preemption.stop_requested,
-        max_loop_secs=controller_lib.DEFAULT_MAX_LOOP_SECS)
-    try:
-      with preemption.training():
-        final_step = controller.run(max_steps=max_steps)
-    finally:
-      if writer is not None:
-        writer.close()
-      if not is_chief:
-        tf.io.gfile.rmtree(checkpoint_dir)
-    logging.info('Training ended at global step %d (started at %d).',
-                 final_step, start_step)
+    kind = engines.choose_engine(config=self._config,
+                                 model_dir=self.model_dir,
+                                 probe=self._probe(input_fn))
+    self._engine_of(kind).train(input_fn, hooks=hooks, steps=steps,
+                                max_steps=max_steps,
+                                saving_listeners=saving_listeners)
     return self
 
   # ----------------------------------------------------------- evaluate
-  def _checkpoint_to_use(self, checkpoint_path: Optional[str]) -> str:
-    if checkpoint_path is not None:
-      return checkpoints.resolve_checkpoint(checkpoint_path,
-                                            what='checkpoint_path')
-    latest = self.latest_checkpoint()
-    if latest is None:
-      raise UserInputError(
-          f'No checkpoint in model_dir {self.model_dir!r} to evaluate or '
-          'predict with; train first or pass checkpoint_path.')
-    return latest
-
-  def _evaluation(self, input_fn: Callable, *, steps: Optional[int],
-                  name: Optional[str]):
-    """The eval input and the (cached) EVAL graph and loop for `input_fn`."""
-    check_count('evaluate: steps', steps, maximum=MAX_INT32)
-    strategy = self.eval_strategy
-    data = inputs.make_input(strategy, input_fn, self._params,
-                             auto_shard_policy=self._config.auto_shard_policy,
-                             role='eval input_fn')
-    if data.infinite and steps is None:
-      raise UserInputError(
-          'evaluate: the eval input_fn repeats forever and steps=None, so '
-          'evaluation would never end; pass steps or stop repeating.')
-    self._remember_features(data.element_spec)
-    key = (input_fn, name)
-    state = self._eval_states.get(key)
-    if state is None:
-      state = _EvalState(ModelGraph(
-          model_fn=self._model_fn, mode=ModeKeys.EVAL, params=self._params,
-          config=self._config, strategy=strategy, sample=data.sample))
-      self._eval_states = {key: state}  # Keep one: graphs hold memory.
-    return data, state
-
   def check_evaluation(self, input_fn: Callable, *,
                        steps: Optional[int] = None,
                        name: Optional[str] = None) -> None:
@@ -389,13 +203,10 @@ class Estimator:
     Raises:
       UserInputError: what `evaluate` would raise for these arguments.
     """
-    if self._config.task_info is not None:
-      # A task that trains connects to its cluster when its training
-      # strategy is made, which replaces the devices eager code sees: an
-      # EVAL graph built before would hold variables on a device that is
-      # gone. Only training tasks call this (an evaluator must not join).
-      _ = self.train_strategy
-    self._evaluation(input_fn, steps=steps, name=name)
+    kind = engines.choose_engine(config=self._config,
+                                 model_dir=self.model_dir,
+                                 probe=self._probe(input_fn))
+    self._engine_of(kind).check_evaluation(input_fn, steps=steps, name=name)
 
   def evaluate(self, input_fn: Callable, steps: Optional[int] = None,
                hooks: Sequence[Any] = (),
@@ -411,34 +222,9 @@ class Estimator:
       A dict with 'loss' (mean over examples), each metric's result and
       'global_step'.
     """
-    path = self._checkpoint_to_use(checkpoint_path)
-    data, state = self._evaluation(input_fn, steps=steps, name=name)
-    graph = state.graph
-    checkpoints.restore(graph, path, source=f'checkpoint {path!r}',
-                        io_device=self._checkpoint_io_device)
-    graph.reset_metrics()
-    loss_sum, count, steps_run, pair_values = state.loop(
-        iter(data.dataset),
-        tf.constant(steps or loops.UNTIL_END_OF_INPUT, tf.int32))
-    count = float(count)
-    results = {'loss': float(loss_sum) / count if count else float('nan')}
-    for metric_name, metric in graph.metrics.items():
-      results[metric_name] = _to_python(metric.result())
-    for metric_name, value in zip(state.loop.pair_names, pair_values):
-      results[metric_name] = _to_python(value)
-    global_step = int(graph.global_step.numpy())
-    results['global_step'] = global_step
-    writer = summaries.ScalarWriter(summaries.eval_dir(self.model_dir, name))
-    scalars = {k: v for k, v in results.items()
-               if k != 'global_step' and np.ndim(v) == 0}
-    writer.write(scalars, global_step)
-    writer.close()
-    for hook in hooks:
-      hooks_lib.as_hook(hook).end(global_step=global_step)
-    logging.info('Evaluation of %s after %d steps: %s', path, int(steps_run),
-                 ', '.join(f'{k} = {v:.6g}' if np.ndim(v) == 0 else f'{k} = {v}'
-                           for k, v in results.items()))
-    return results
+    return self._engine_for_checkpoint(checkpoint_path).evaluate(
+        input_fn, steps=steps, hooks=hooks, checkpoint_path=checkpoint_path,
+        name=name)
 
   # ------------------------------------------------------------ predict
   def predict(self, input_fn: Callable,
@@ -452,44 +238,10 @@ class Estimator:
     one dict per example (or one array if the model_fn returned a single
     tensor); otherwise one per batch.
     """
-    del hooks  # Prediction runs no training loop for hooks to observe.
-    path = self._checkpoint_to_use(checkpoint_path)
-    strategy = self.eval_strategy
-    data = inputs.make_input(strategy, input_fn, self._params,
-                             auto_shard_policy='OFF',
-                             role='predict input_fn')
-    if data.infinite:
-      raise UserInputError(
-          'predict: the input_fn repeats forever; prediction would never '
-          'end. Return a finite dataset.')
-    graph = ModelGraph(model_fn=self._model_fn, mode=ModeKeys.PREDICT,
-                       params=self._params, config=self._config,
-                       strategy=strategy, sample=data.sample)
-    checkpoints.restore(graph, path, source=f'checkpoint {path!r}',
-                        io_device=self._checkpoint_io_device)
-    single = not isinstance(graph.build_spec.predictions, dict)
-    keys = list(predict_keys) if predict_keys else None
-    if keys:
-      unknown = set(keys) - set(graph.build_spec.predictions_dict)
-      if unknown:
-        raise UserInputError(
-            f'predict_keys={keys} names {sorted(unknown)}, which the model_fn '
-            f'does not predict (it predicts '
-            f'{sorted(graph.build_spec.predictions_dict)}).')
-    step = loops.make_predict_step(graph)
-    for element in data.dataset:
-      batch = loops.concat_replica_predictions(step(element))
-      if keys:
-        batch = {k: batch[k] for k in keys}
-      if not yield_single_examples:
-        yield batch['predictions'] if single else batch
-        continue
-      size = len(next(iter(batch.values())))
-      for i in range(size):
-        if single:
-          yield batch['predictions'][i]
-        else:
-          yield {k: v[i] for k, v in batch.items()}
+    return self._engine_for_checkpoint(checkpoint_path).predict(
+        input_fn, predict_keys=predict_keys, hooks=hooks,
+        checkpoint_path=checkpoint_path,
+        yield_single_examples=yield_single_examples)
 
   # ------------------------------------------------------------- export
   def export_saved_model(self, export_dir_base: str,
@@ -506,58 +258,37 @@ class Estimator:
     Returns:
       The export directory, `<export_dir_base>/<unix time>`.
     """
-    path = self._checkpoint_to_use(checkpoint_path)
-    strategy = tf.distribute.get_strategy()
-    if serving_input_receiver_fn is not None:
-      receiver = serving_input_receiver_fn()
-      if not isinstance(receiver, export_lib.ServingInputReceiver):
-        raise UserInputError(
-            'serving_input_receiver_fn must return a ServingInputReceiver, '
-            f'got {type(receiver).__name__}.')
-    else:
-      if input_fn is not None:
-        data = inputs.make_input(strategy, input_fn, self._params,
-                                 role='export input_fn', sample_only=True)
-        self._remember_features(data.element_spec)
-      if self._features_spec is None:
-        raise UserInputError(
-            'export_saved_model: no serving_input_receiver_fn and no input_fn '
-            'to infer the serving inputs from; pass one of them.')
-      receiver = export_lib.receiver_from_element_spec(self._features_spec)
-    sample = _zeros_batch(receiver)
-    graph = ModelGraph(model_fn=self._model_fn, mode=ModeKeys.PREDICT,
-                       params=self._params, config=self._config,
-                       strategy=strategy, sample=(sample, None))
-    checkpoints.restore(graph, path, source=f'checkpoint {path!r}',
-                        io_device=self._checkpoint_io_device)
-    export_dir = export_lib.save(graph, receiver, export_dir_base)
-    logging.info('Exported SavedModel of %s to %s', path, export_dir)
-    return export_dir
+    return self._engine_for_checkpoint(checkpoint_path).export_saved_model(
+        export_dir_base, serving_input_receiver_fn=serving_input_receiver_fn,
+        checkpoint_path=checkpoint_path, input_fn=input_fn)
 
+  # ---------------------------------------------------------- variables
+  def get_variable_names(self) -> List[str]:
+    """Names of the variables in model_dir's latest checkpoint.
 
-def _zeros_batch(receiver) -> Any:
-  """A one-example batch of zeros shaped like the features the receiver
-  produces (traced, so a parsing receiver needs no valid serialized input).
-  """
-  names = list(receiver.receiver_specs)
-  specs = [receiver.receiver_specs[n] for n in names]
-  concrete = tf.function(
-      lambda *args: receiver.features(dict(zip(names, args)))
-  ).get_concrete_function(*specs)
+    For a graph-engine model_dir these are the graph's variable names
+    (`dense/kernel`), as tf.estimator returned them; for an eager-engine
+    one, the model variables' names as the model_fn created them.
+    """
+    return sorted(engines.checkpoint_variables(self._latest_or_fail()))
 
-  def zeros(tensor):
-    if not isinstance(tensor, tf.Tensor):
+  def get_variable_value(self, name: str) -> np.ndarray:
+    """The value of variable `name` in model_dir's latest checkpoint.
+
+    Raises:
+      UserInputError: no checkpoint yet, or no variable of that name (the
+        message lists the names there are).
+    """
+    values = engines.checkpoint_variables(self._latest_or_fail())
+    if name not in values:
       raise UserInputError(
-          'serving_input_receiver_fn produced a non-dense feature '
-          f'({type(tensor).__name__}); only dense features can be exported.')
-    shape = [1 if d is None else d for d in tensor.shape.as_list()]
-    if tensor.dtype == tf.string:
-      return tf.fill(shape, tf.constant(b'', tf.string))
-    return tf.zeros(shape, tensor.dtype)
+          f'get_variable_value: name={name!r} is not a variable of the '
+          f'latest checkpoint; it has {sorted(values)}.')
+    return values[name]()
 
-  return tf.nest.map_structure(zeros, concrete.structured_outputs)
-
-
-def _to_python(value):
-  array = np.asarray(value)
-  return array.item() if array.ndim == 0 else array
+  def _latest_or_fail(self) -> str:
+    latest = self.latest_checkpoint()
+    if latest is None:
+      raise UserInputError(
+          f'No checkpoint in model_dir {self.model_dir!r} yet; train first.')
+    return latest

@@ -7,7 +7,6 @@ variables (restored from a checkpoint) and one concrete function; it loads
 with `tf.saved_model.load` in a process that has never seen the model_fn.
 """
 
-import dataclasses
 import os
 import time
 from typing import Any, Callable, Dict, Mapping, Optional
@@ -21,30 +20,205 @@ from estimator_rt.mode_keys import ModeKeys
 SINGLE_FEATURE_NAME = 'features'
 
 
-@dataclasses.dataclass(frozen=True)
 class ServingInputReceiver:
-  """What a serving_input_fn returns: the signature inputs and how they
-  become the model_fn's features.
+  """What a serving input function returns: the signature's inputs and how
+  they become the model_fn's features. Two forms:
 
-  Attributes:
-    receiver_specs: signature input name -> `tf.TensorSpec` (leave the
-      batch dimension None).
-    features_fn: maps the dict of received tensors to the features the
-      model_fn expects (a dict or a single tensor). None passes the dict
-      through, or its only tensor if `single_feature` is set.
-    single_feature: the model_fn takes one tensor, not a dict.
+  * TF2 (the eager engine's own): `ServingInputReceiver(receiver_specs=...,
+    features_fn=..., single_feature=...)`, built eagerly from specs.
+  * tf.estimator's: `ServingInputReceiver(features, receiver_tensors,
+    receiver_tensors_alternatives=None)`, made of graph tensors (usually
+    `tf.compat.v1.placeholder`s) inside a graph the runtime opens around
+    the serving_input_receiver_fn call. Either engine exports it.
+
+  Args:
+    features: (tf.estimator form) the model_fn's features: a tensor or a
+      dict of tensors (a single tensor is passed as {'feature': tensor},
+      as tf.estimator did; see TensorServingInputReceiver).
+    receiver_tensors: (tf.estimator form) the signature's inputs: a tensor
+      (named 'input') or a dict of tensors.
+    receiver_tensors_alternatives: (tf.estimator form) accepted and not
+      exported: the export logs one warning naming them.
+    receiver_specs: (TF2 form) signature input name -> `tf.TensorSpec`
+      (leave the batch dimension None).
+    features_fn: (TF2 form) maps the dict of received tensors to the
+      features the model_fn expects. None passes the dict through, or its
+      only tensor if `single_feature` is set.
+    single_feature: (TF2 form) the model_fn takes one tensor, not a dict.
   """
 
-  receiver_specs: Mapping[str, tf.TensorSpec]
-  features_fn: Optional[Callable[[Dict[str, tf.Tensor]], Any]] = None
-  single_feature: bool = False
+  def __init__(self, features=None, receiver_tensors=None,
+               receiver_tensors_alternatives=None, *,
+               receiver_specs: Optional[Mapping[str, tf.TensorSpec]] = None,
+               features_fn: Optional[Callable[[Dict[str, tf.Tensor]],
+                                              Any]] = None,
+               single_feature: bool = False):
+    graph_form = features is not None or receiver_tensors is not None
+    if graph_form == (receiver_specs is not None):
+      raise UserInputError(
+          'ServingInputReceiver: give features and receiver_tensors '
+          '(tf.estimator form) or receiver_specs (TF2 form); got '
+          f'features={features!r}, receiver_tensors={receiver_tensors!r}, '
+          f'receiver_specs={receiver_specs!r}.')
+    if graph_form:
+      if features is None or receiver_tensors is None:
+        raise UserInputError(
+            'ServingInputReceiver: features and receiver_tensors are both '
+            f'required; got features={features!r}, '
+            f'receiver_tensors={receiver_tensors!r}.')
+      if not isinstance(features, Mapping) and not self._keeps_single_tensor:
+        features = {'feature': features}
+      if not isinstance(receiver_tensors, Mapping):
+        receiver_tensors = {'input': receiver_tensors}
+    self.graph_features = features
+    self.receiver_tensors = (dict(receiver_tensors)
+                             if receiver_tensors is not None else None)
+    self.receiver_tensors_alternatives = receiver_tensors_alternatives
+    self.receiver_specs = receiver_specs
+    self.features_fn = features_fn
+    self.single_feature = single_feature
+
+  # tf.estimator's TensorServingInputReceiver passes a lone tensor as is.
+  _keeps_single_tensor = False
+
+  @property
+  def is_graph_form(self) -> bool:
+    """Made of graph tensors (tf.estimator's form)."""
+    return self.receiver_tensors is not None
 
   def features(self, received: Dict[str, tf.Tensor]) -> Any:
+    """(TF2 form) The model_fn's features for the received tensors."""
     if self.features_fn is not None:
       return self.features_fn(received)
     if self.single_feature:
       return next(iter(received.values()))
     return received
+
+
+class TensorServingInputReceiver(ServingInputReceiver):
+  """tf.estimator's receiver for a model_fn whose features are one tensor:
+  `TensorServingInputReceiver(features, receiver_tensors)` passes
+  `features` to the model_fn as it is, not wrapped in a dict."""
+
+  _keeps_single_tensor = True
+
+  def __init__(self, features, receiver_tensors,
+               receiver_tensors_alternatives=None):
+    super().__init__(features, receiver_tensors,
+                     receiver_tensors_alternatives)
+
+
+def build_raw_serving_input_receiver_fn(
+    features: Mapping[str, Any],
+    default_batch_size: Optional[int] = None
+) -> Callable[[], ServingInputReceiver]:
+  """tf.estimator's: a serving_input_receiver_fn whose signature takes
+  tensors shaped like `features` (tensors or placeholders; the batch
+  dimension becomes `default_batch_size`, None by default).
+
+  The function makes new placeholders each time it is called, in the graph
+  the runtime opens for the export.
+  """
+  specs = {name: (tf.as_dtype(t.dtype), t.shape) for name, t in
+           features.items()}
+
+  def serving_input_receiver_fn():
+    received = {}
+    for name, (dtype, shape) in specs.items():
+      if shape.rank:
+        shape = tf.TensorShape([default_batch_size]).concatenate(shape[1:])
+      received[name] = tf.compat.v1.placeholder(dtype, shape, name=name)
+    return ServingInputReceiver(dict(received), received)
+
+  return serving_input_receiver_fn
+
+
+def build_parsing_serving_input_receiver_fn(
+    feature_spec: Mapping[str, Any],
+    default_batch_size: Optional[int] = None
+) -> Callable[[], ServingInputReceiver]:
+  """tf.estimator's: a serving_input_receiver_fn taking serialized
+  `tf.train.Example`s (signature input 'examples') and parsing them with
+  `feature_spec` (name -> FixedLenFeature / VarLenFeature ...)."""
+  feature_spec = dict(feature_spec)
+
+  def serving_input_receiver_fn():
+    serialized = tf.compat.v1.placeholder(
+        tf.string, [default_batch_size], name='input_example_tensor')
+    features = tf.io.parse_example(serialized, feature_spec)
+    return ServingInputReceiver(features, {'examples': serialized})
+
+  return serving_input_receiver_fn
+
+
+class ExportOutput:
+  """One signature of an export, from the model_fn's `export_outputs`."""
+
+  def signature_def(self, receiver_tensors: Mapping[str, tf.Tensor]):
+    """The SignatureDef for `receiver_tensors`, or None if this output
+    cannot be served from them (then it is left out, with a warning)."""
+    raise NotImplementedError
+
+
+def _named_tensors(what: str, value: Any) -> Dict[str, Any]:
+  if isinstance(value, Mapping):
+    return dict(value)
+  return {what: value}
+
+
+class PredictOutput(ExportOutput):
+  """A predict signature returning `outputs` (a tensor, named 'output', or
+  a dict of tensors)."""
+
+  def __init__(self, outputs):
+    self.outputs = _named_tensors('output', outputs)
+
+  def signature_def(self, receiver_tensors):
+    return tf.compat.v1.saved_model.predict_signature_def(
+        dict(receiver_tensors), self.outputs)
+
+
+def _single_string_input(receiver_tensors) -> Optional[tf.Tensor]:
+  if len(receiver_tensors) != 1:
+    return None
+  tensor = next(iter(receiver_tensors.values()))
+  return tensor if tensor.dtype == tf.string else None
+
+
+class ClassificationOutput(ExportOutput):
+  """A classify signature (`scores` and/or `classes`); it needs a single
+  string input (serialized Examples), as TensorFlow Serving's Classify API
+  does."""
+
+  def __init__(self, scores=None, classes=None):
+    if scores is None and classes is None:
+      raise UserInputError(
+          'ClassificationOutput: give scores, classes or both; both were '
+          'None.')
+    self.scores = scores
+    self.classes = classes
+
+  def signature_def(self, receiver_tensors):
+    examples = _single_string_input(receiver_tensors)
+    if examples is None:
+      return None
+    return tf.compat.v1.saved_model.classification_signature_def(
+        examples, self.classes, self.scores)
+
+
+class RegressionOutput(ExportOutput):
+  """A regress signature returning `value`; it needs a single string input
+  (serialized Examples), as TensorFlow Serving's Regress API does."""
+
+  def __init__(self, value):
+    self.value = value
+
+  def signature_def(self, receiver_tensors):
+    examples = _single_string_input(receiver_tensors)
+    if examples is None:
+      return None
+    return tf.compat.v1.saved_model.regression_signature_def(examples,
+                                                             self.value)
 
 
 def _open_batch(spec: tf.TensorSpec, name: str) -> tf.TensorSpec:
@@ -110,7 +284,7 @@ def _serving_function(graph, receiver: ServingInputReceiver):
   return tf.function(serve, input_signature=signature, autograph=False)
 
 
-def _fresh_export_dir(export_dir_base: str) -> str:
+def fresh_export_dir(export_dir_base: str) -> str:
   """`<base>/<unix time>`, later than every export already there.
 
   Names must grow with export order: exporters keep the largest names, so
@@ -143,7 +317,7 @@ def save(graph, receiver: ServingInputReceiver, export_dir_base: str) -> str:
   module.model_variables = list(graph.model_variables)
   module.global_step = graph.global_step
   module.serve = serve
-  final = _fresh_export_dir(export_dir_base)
+  final = fresh_export_dir(export_dir_base)
   temporary = os.path.join(export_dir_base,
                            'temp-' + os.path.basename(final))
   tf.io.gfile.makedirs(export_dir_base)

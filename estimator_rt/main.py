@@ -110,6 +110,12 @@ flags.DEFINE_bool('deterministic_ops', False,
                   'raise.')
 flags.DEFINE_bool('jit_compile', False,
                   'Compile each training step with XLA.')
+flags.DEFINE_enum('engine', 'auto', ['auto', 'eager', 'graph'],
+                  'Which engine runs the model_fn. auto (no need to choose): '
+                  'TF1-style model_fns (tf.compat.v1 optimizers, metrics, '
+                  'placeholders, Scaffold, SessionRunHooks) run in a '
+                  'tf.Graph as tf.estimator ran them, TF2 ones compiled; '
+                  'see estimator_rt/engines.py.')
 flags.DEFINE_list('exporters', ['final'],
                   f'Exporters for train_and_evaluate, any of {EXPORTERS}.')
 flags.DEFINE_string('export_dir', None,
@@ -367,7 +373,7 @@ def run(argv) -> int:
       remote_cluster=remote_cluster,
       remote_connect_timeout_secs=FLAGS.remote_connect_timeout_secs,
       checkpoint_input=FLAGS.checkpoint_input,
-      jit_compile=FLAGS.jit_compile)
+      jit_compile=FLAGS.jit_compile, engine=FLAGS.engine)
   estimator = ert.Estimator(model_fn, config=config, params=params)
   mode = FLAGS.mode
   if mode == 'train':

@@ -18,6 +18,7 @@ from estimator_rt.errors import UserInputError
 
 _FROM_ENVIRONMENT = object()
 
+ENGINES = ('auto', 'eager', 'graph')
 AUTO_SHARD_POLICIES = ('AUTO', 'FILE', 'DATA', 'OFF')
 
 # tf.estimator saved every 600 s when neither checkpoint option was set; the
@@ -155,6 +156,10 @@ class RunConfig:
       (`tf.function(jit_compile=True)`); the loop around the steps, which
       reads the input, stays a plain compiled function. A model_fn using an
       op XLA cannot compile fails on the first step, naming the op.
+    engine: which engine runs the model_fn: 'auto' (the default: chosen
+      by the rule in engines.py, no setting needed), 'eager' (TF2
+      model_fns, compiled loops) or 'graph' (TF1-style model_fns in a
+      tf.Graph with a monitored session, as tf.estimator ran them).
   """
 
   model_dir: Optional[str] = None
@@ -173,6 +178,7 @@ class RunConfig:
   remote_connect_timeout_secs: float = 60
   checkpoint_input: bool = False
   jit_compile: bool = False
+  engine: str = 'auto'
 
   # Keyword-only construction: positional arguments would silently shift
   # meaning as fields are added.
@@ -183,7 +189,7 @@ class RunConfig:
                train_distribute=None, eval_distribute=None,
                auto_shard_policy='AUTO', task_info=_FROM_ENVIRONMENT,
                remote_cluster=None, remote_connect_timeout_secs=60,
-               checkpoint_input=False, jit_compile=False):
+               checkpoint_input=False, jit_compile=False, engine='auto'):
     if task_info is _FROM_ENVIRONMENT:
       task_info = cluster.parse_tf_config(os.environ.get('TF_CONFIG'))
     if remote_cluster is not None:
@@ -253,6 +259,10 @@ class RunConfig:
       raise UserInputError(
           f'RunConfig: jit_compile={shorten(self.jit_compile)} must be True '
           'or False.')
+    if self.engine not in ENGINES:
+      raise UserInputError(
+          f'RunConfig: engine={shorten(self.engine)} must be one of '
+          f'{ENGINES}.')
 
   @property
   def is_chief(self) -> bool:

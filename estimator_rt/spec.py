@@ -1,6 +1,6 @@
 """`EstimatorSpec`: what a `model_fn` returns, validated on construction."""
 
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 import keras
 import tensorflow as tf
@@ -15,6 +15,24 @@ def _is_tensor_like(value: Any) -> bool:
   return (isinstance(value, (tf.Tensor, tf.Variable,
                              tf.distribute.DistributedValues)) or
           tf.is_tensor(value))
+
+
+def _hook_list(field: str, hooks: Optional[Sequence[Any]],
+               mode: str) -> list:
+  if hooks is None:
+    return []
+  if not isinstance(hooks, (list, tuple)):
+    raise ModelFnError(
+        f'EstimatorSpec(mode={mode!r}): `{field}` must be a list of '
+        f'tf.compat.v1.train.SessionRunHook, got {type(hooks).__name__}: '
+        f'{hooks!r}')
+  for hook in hooks:
+    if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
+      raise ModelFnError(
+          f'EstimatorSpec(mode={mode!r}): `{field}` must hold '
+          f'tf.compat.v1.train.SessionRunHook objects, got '
+          f'{type(hook).__name__}: {hook!r}')
+  return list(hooks)
 
 
 def _is_metric_pair(value: Any) -> bool:
@@ -51,6 +69,21 @@ class EstimatorSpec:
   does not use are accepted and ignored, so one model_fn can build every
   field unconditionally.
 
+  The fields below are tf.estimator's, for TF1-style model_fns, which the
+  graph engine runs in a monitored session (see engines.py):
+
+  * `scaffold`: a `tf.compat.v1.train.Scaffold` (init_fn, init ops, a Saver
+    whose `max_to_keep` then decides how many checkpoints are kept).
+  * `training_chief_hooks`, `training_hooks`, `evaluation_hooks`,
+    `prediction_hooks`: `tf.compat.v1.train.SessionRunHook`s run around
+    every session run of that mode (chief hooks on the chief only).
+  * `export_outputs`: signature name -> `estimator_rt.export.PredictOutput`
+    (or `ClassificationOutput`, `RegressionOutput`); by default the export
+    has one `serving_default` signature returning `predictions`.
+
+  The eager engine runs none of these: a model_fn returning a Scaffold or
+  SessionRunHooks is given to the graph engine.
+
   Raises:
     ModelFnError: a required field is missing or has the wrong type. The
       message names the field and the value received.
@@ -63,7 +96,13 @@ class EstimatorSpec:
                loss: Any = None,
                optimizer: Optional[keras.optimizers.Optimizer] = None,
                train_op: Any = None,
-               eval_metric_ops: Optional[Mapping[str, Any]] = None):
+               eval_metric_ops: Optional[Mapping[str, Any]] = None,
+               export_outputs: Optional[Mapping[str, Any]] = None,
+               training_chief_hooks: Optional[Sequence[Any]] = None,
+               training_hooks: Optional[Sequence[Any]] = None,
+               scaffold: Optional[Any] = None,
+               evaluation_hooks: Optional[Sequence[Any]] = None,
+               prediction_hooks: Optional[Sequence[Any]] = None):
     if mode not in ModeKeys.ALL:
       raise ModelFnError(
           f'EstimatorSpec: mode={mode!r} is not one of {ModeKeys.ALL}; pass '
@@ -74,6 +113,22 @@ class EstimatorSpec:
     self.optimizer = optimizer
     self.train_op = train_op
     self.eval_metric_ops = dict(eval_metric_ops or {})
+    self.export_outputs = (None if export_outputs is None
+                           else dict(export_outputs))
+    self.training_chief_hooks = _hook_list('training_chief_hooks',
+                                           training_chief_hooks, mode)
+    self.training_hooks = _hook_list('training_hooks', training_hooks, mode)
+    self.evaluation_hooks = _hook_list('evaluation_hooks', evaluation_hooks,
+                                       mode)
+    self.prediction_hooks = _hook_list('prediction_hooks', prediction_hooks,
+                                       mode)
+    if scaffold is not None and not isinstance(
+        scaffold, tf.compat.v1.train.Scaffold):
+      raise ModelFnError(
+          f'EstimatorSpec(mode={mode!r}): `scaffold` must be a '
+          f'tf.compat.v1.train.Scaffold, got {type(scaffold).__name__}: '
+          f'{scaffold!r}')
+    self.scaffold = scaffold
     self._validate()
 
   def _validate(self):

@@ -49,6 +49,24 @@ def choose_estimator_path():
   return f'estimator_rt (TensorFlow {tf.__version__})'
 
 
+def use_strategy(name):
+  """Makes every RunConfig the program creates train under strategy `name`
+  (the programs themselves stay as a tf.estimator user wrote them)."""
+  import estimator_rt  # pylint: disable=g-import-not-at-top
+  from estimator_rt import strategies  # pylint: disable=g-import-not-at-top
+  if name == 'mirrored':
+    strategies.configure_cpu_devices(2)
+  program_config = estimator_rt.RunConfig
+
+  class RunConfig(program_config):
+
+    def __init__(self, **fields):
+      fields.setdefault('train_distribute', name)
+      super().__init__(**fields)
+
+  estimator_rt.RunConfig = RunConfig
+
+
 def to_jsonable(value):
   """numpy scalars and arrays, bytes and nested containers -> JSON types."""
   if isinstance(value, dict):
@@ -110,9 +128,16 @@ def main():
                       help='default: a new temporary directory')
   parser.add_argument('--train_steps', type=int, default=None,
                       help="default: the program's own")
+  parser.add_argument('--train_distribute', default=None,
+                      help='estimator_rt only: a strategy name every '
+                      "RunConfig the program makes gets (as if it said "
+                      'RunConfig(train_distribute=...)); mirrored runs over '
+                      '2 logical CPU devices')
   args = parser.parse_args()
 
   estimator_name = choose_estimator_path()
+  if args.train_distribute:
+    use_strategy(args.train_distribute)
   # Under TensorFlow 2.15, Keras 2 layers without a seed (tf.compat.v1.layers,
   # tf.keras.layers) draw their initializers' seeds from Python's `random`
   # and ignore RunConfig.tf_random_seed; seeding it makes their runs repeat.

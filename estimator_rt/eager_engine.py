@@ -1,0 +1,462 @@
+"""The eager engine: runs TF2 model_fns as compiled tf.functions.
+
+This is how the runtime runs a model_fn that works eagerly (Keras 3 layers,
+a Keras optimizer, or a `train_op` built from TF2 ops): the model_fn is
+called once eagerly under the strategy's scope to create the variables
+(`model_graph.ModelGraph`), and the steps run in compiled loops that a
+`TrainController` drives, `steps_per_loop` steps per call. Checkpoints are
+object-based (`tf.train.Checkpoint`). How the steps are distributed is the
+business of the `train_paths` object it picks.
+
+`estimator.Estimator` chooses between this engine and the graph engine
+(`estimator_rt.graph.engine`) and delegates to it; see `engines.py`.
+"""
+
+import os
+import tempfile
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence
+
+from absl import logging
+import keras
+import numpy as np
+import tensorflow as tf
+
+from estimator_rt import checkpoints
+from estimator_rt import cluster
+from estimator_rt import export as export_lib
+from estimator_rt import hooks as hooks_lib
+from estimator_rt import inputs
+from estimator_rt import loops
+from estimator_rt import preemption
+from estimator_rt import strategies
+from estimator_rt import summaries
+from estimator_rt import train_paths
+from estimator_rt import controller as controller_lib
+from estimator_rt.controller import TrainController
+from estimator_rt.errors import check_count
+from estimator_rt.errors import MAX_INT32
+from estimator_rt.errors import UserInputError
+from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.model_graph import ModelGraph
+from estimator_rt.run_config import RunConfig
+
+
+
+class _EvalState:
+  """A cached EVAL graph and its compiled loop (rebuilt per input_fn)."""
+
+  def __init__(self, graph: ModelGraph):
+    self.graph = graph
+    self.loop = loops.make_eval_loop(graph)
+
+
+class EagerEngine:
+  """Trains, evaluates, predicts with and exports a TF2 model_fn.
+
+  The semantics are `Estimator`'s (see there); this class is how they are
+  carried out for a model_fn that runs eagerly.
+
+  Args:
+    model_fn: the user's model_fn (already checked).
+    config: the Estimator's RunConfig, `model_dir` set.
+    params: the params dict.
+    warm_start_from: as for Estimator.
+    temporary_model_dir: model_dir was made up (create it 0700).
+  """
+
+  def __init__(self, *, model_fn: Callable, config: RunConfig,
+               params: Dict[str, Any], warm_start_from: Optional[str],
+               temporary_model_dir: bool):
+    self._model_fn = model_fn
+    self._config = config
+    self._params = params
+    self._warm_start_from = warm_start_from
+    self._temporary_model_dir = temporary_model_dir
+    self._train_path = None
+    self._eval_strategy = None
+    self._eval_states = {}
+    self._features_spec = None
+    task = self._config.task_info
+    if (self._config.train_distribute == cluster.MULTI_WORKER_MIRRORED and
+        (task is None or task.task_type in (cluster.CHIEF, cluster.WORKER))):
+      # Collective ops must be configured before TensorFlow runs any op, so
+      # a training task creates this strategy now rather than at train().
+      _ = self.train_strategy
+
+  @property
+  def model_dir(self) -> str:
+    return self._config.model_dir
+
+  @property
+  def config(self) -> RunConfig:
+    return self._config
+
+  def latest_checkpoint(self) -> Optional[str]:
+    """See `Estimator.latest_checkpoint`."""
+    return checkpoints.latest_checkpoint(self.model_dir)
+
+  # The path (and its strategy) is created once per Estimator: creating a
+  # strategy is not free, and compiled functions stay bound to the strategy
+  # they were traced under.
+  @property
+  def _path(self) -> train_paths.StrategyPath:
+    if self._train_path is None:
+      self._train_path = train_paths.make_train_path(self._config)
+    return self._train_path
+
+  @property
+  def train_strategy(self) -> tf.distribute.Strategy:
+    """The strategy training runs under (a standalone client connects to
+    its servers first)."""
+    return self._path.strategy
+
+  @property
+  def eval_strategy(self) -> tf.distribute.Strategy:
+    """The strategy for evaluate, predict (and export: no distribution)."""
+    if self._eval_strategy is None:
+      task = self._config.task_info
+      if self._config.eval_distribute is not None:
+        self._eval_strategy = strategies.resolve_strategy(
+            self._config.eval_distribute)
+      elif (task is not None and task.standalone_client and
+            task.has_evaluator):
+        # A standalone client evaluates on the evaluator server of its
+        # remote_cluster; the training strategy connects to it.
+        _ = self.train_strategy
+        self._eval_strategy = tf.distribute.OneDeviceStrategy(
+            cluster.cpu_device(cluster.EVALUATOR, 0))
+      elif (self._config.task_info is not None or
+            strategies.is_central_storage(self.train_strategy) or
+            strategies.is_multi_worker(self.train_strategy)):
+        # In a cluster, evaluation runs in one process (an evaluator must
+        # not even create the training strategy: it would join training).
+        # CentralStorageStrategy miscounts Keras metric updates (observed
+        # on TF 2.21). All of these evaluate without distribution.
+        self._eval_strategy = tf.distribute.get_strategy()
+      else:
+        self._eval_strategy = self.train_strategy
+    return self._eval_strategy
+
+  @property
+  def _checkpoint_io_device(self) -> Optional[str]:
+    """This process's CPU when its variables live on other machines (a
+    standalone client, a parameter-server chief, once connected), so that
+    model_dir is read and written here; None otherwise."""
+    if self._train_path is None:
+      return None  # Not connected to a cluster: everything is local.
+    return self._train_path.checkpoint_io_device
+
+  def _seed(self):
+    if self._config.tf_random_seed is not None:
+      keras.utils.set_random_seed(self._config.tf_random_seed)
+
+  def _remember_features(self, element_spec):
+    features, _ = inputs.split_element(element_spec)
+    self._features_spec = features
+
+  def _check_input_checkpointing(self) -> None:
+    """Refuses checkpoint_input where TensorFlow cannot save the iterator
+    or where its state would not reach model_dir."""
+    problem = train_paths.checkpoint_input_problem(self._config)
+    if problem is not None:
+      raise UserInputError(
+          f'RunConfig: checkpoint_input=True is not supported with '
+          f'{problem}. Turn checkpoint_input off.')
+
+  # -------------------------------------------------------------- train
+  def train(self, input_fn: Callable, hooks: Sequence[Any] = (),
+            steps: Optional[int] = None, max_steps: Optional[int] = None,
+            saving_listeners: Sequence[Callable] = ()) -> None:
+    """See `Estimator.train`."""
+    # The newest checkpoint that restores; newer damaged or non-finite ones
+    # are skipped (never trained over from step 0), and if there are only
+    # such, this refuses before anything is written.
+    choice = checkpoints.choose_checkpoint(self.model_dir)
+    latest = choice.path
+    if max_steps is not None and latest is not None:
+      done = checkpoints.checkpoint_step(latest)
+      if done >= max_steps:
+        logging.info('Skipping training: checkpoint %s is already at step '
+                     '%d >= max_steps=%d.', latest, done, max_steps)
+        return
+    user_hooks = [hooks_lib.as_hook(h) for h in hooks]
+    if self._config.checkpoint_input:
+      self._check_input_checkpointing()
+    path = self._path
+    self._seed()
+    # checkpoint_input: one plain iterator over the global batches, the
+    # same on every worker (see inputs.make_input), because TensorFlow's
+    # distributed iterators are not checkpointable.
+    replicate = bool(self._config.checkpoint_input)
+    data = path.make_input(input_fn, self._params, replicate=replicate)
+    self._remember_features(data.element_spec)
+    if replicate:
+      path.check_same_input_everywhere(data.sample)
+    with path.placement():
+      graph = ModelGraph(model_fn=self._model_fn, mode=ModeKeys.TRAIN,
+                         params=self._params, config=self._config,
+                         strategy=path.strategy, sample=data.sample)
+    input_iterator = None
+    if replicate:
+      # The iterator exists before the restore so that its position can be
+      # restored with the model; probing it now refuses an uncheckpointable
+      # pipeline before model_dir is written.
+      input_iterator = iter(data.dataset)
+      inputs.check_checkpointable(input_iterator, role='train input_fn')
+    source = f'model_dir {self.model_dir!r}'
+    if latest is not None:
+      checkpoints.restore(graph, latest, source=source,
+                          io_device=self._checkpoint_io_device)
+      logging.info('Restored %s (global step %d).', latest,
+                   int(graph.global_step.numpy()))
+      if input_iterator is not None:
+        inputs.restore_iterator(input_iterator, latest)
+    elif self._warm_start_from:
+      used = checkpoints.warm_start(graph, self._warm_start_from,
+                                    io_device=self._checkpoint_io_device)
+      logging.info('Warm-started model variables from %s.', used)
+    start_step = int(graph.global_step.numpy())
+    if steps is not None:
+      max_steps = start_step + steps
+    train_loop, iterator = path.make_loop(
+        graph, data, input_fn, self._params, iterator=input_iterator,
+        replicate=replicate)
+    # Everything is validated; from here on model_dir is written (by the
+    # chief only: other synchronous workers must save too, because saving
+    # is part of the collective protocol, but into a scratch directory).
+    is_chief = self._config.is_chief
+    if is_chief:
+      if self._temporary_model_dir:
+        os.makedirs(self.model_dir, mode=0o700, exist_ok=True)  # As mkdtemp.
+      tf.io.gfile.makedirs(self.model_dir)
+      checkpoints.remove_leftovers(self.model_dir)
+      checkpoints.set_aside(choice.skipped, self.model_dir)
+      checkpoint_dir = self.model_dir
+    else:
+      checkpoint_dir = tempfile.mkdtemp(prefix='estimator_rt_worker_')
+    if input_iterator is not None:
+      # Saved (and restored, above) under this name with the model.
+      setattr(graph.checkpoint, inputs.ITERATOR_KEY, input_iterator)
+    saver = checkpoints.CheckpointSaver(
+        checkpoint=graph.checkpoint, directory=checkpoint_dir,
+        max_to_keep=self._config.keep_checkpoint_max,
+        every_steps=self._config.save_checkpoints_steps,
+        every_secs=self._config.checkpoint_every_secs,
+        last_saved_step=(checkpoints.checkpoint_step(latest)
+                         if latest is not None else None),
+        io_device=self._checkpoint_io_device)
+    # Divergence is not a hook's business: the controller checks every
+    # loop's finite flags before anything is saved.
+    builtin = []
+    if self._config.log_step_count_steps:
+      builtin.append(hooks_lib.LoggingHook(
+          every_steps=self._config.log_step_count_steps))
+    writer = summaries.ScalarWriter(self.model_dir) if is_chief else None
+    controller = TrainController(
+        train_loop=train_loop, iterator=iterator,
+        global_step=graph.global_step,
+        steps_per_loop=self._config.steps_per_loop,
+        hooks=builtin + user_hooks, saver=saver, summary_writer=writer,
+        save_summary_steps=self._config.save_summary_steps,
+        saving_listeners=saving_listeners if is_chief else (),
+        agree=path.agreement(),
+        stop_signal=preemption.stop_requested,
+        max_loop_secs=controller_lib.DEFAULT_MAX_LOOP_SECS)
+    try:
+      with preemption.training():
+        final_step = controller.run(max_steps=max_steps)
+    finally:
+      if writer is not None:
+        writer.close()
+      if not is_chief:
+        tf.io.gfile.rmtree(checkpoint_dir)
+    logging.info('Training ended at global step %d (started at %d).',
+                 final_step, start_step)
+
+  # ----------------------------------------------------------- evaluate
+  def _checkpoint_to_use(self, checkpoint_path: Optional[str]) -> str:
+    if checkpoint_path is not None:
+      return checkpoints.resolve_checkpoint(checkpoint_path,
+                                            what='checkpoint_path')
+    latest = self.latest_checkpoint()
+    if latest is None:
+      raise UserInputError(
+          f'No checkpoint in model_dir {self.model_dir!r} to evaluate or '
+          'predict with; train first or pass checkpoint_path.')
+    return latest
+
+  def _evaluation(self, input_fn: Callable, *, steps: Optional[int],
+                  name: Optional[str]):
+    """The eval input and the (cached) EVAL graph and loop for `input_fn`."""
+    check_count('evaluate: steps', steps, maximum=MAX_INT32)
+    strategy = self.eval_strategy
+    data = inputs.make_input(strategy, input_fn, self._params,
+                             auto_shard_policy=self._config.auto_shard_policy,
+                             role='eval input_fn')
+    if data.infinite and steps is None:
+      raise UserInputError(
+          'evaluate: the eval input_fn repeats forever and steps=None, so '
+          'evaluation would never end; pass steps or stop repeating.')
+    self._remember_features(data.element_spec)
+    key = (input_fn, name)
+    state = self._eval_states.get(key)
+    if state is None:
+      state = _EvalState(ModelGraph(
+          model_fn=self._model_fn, mode=ModeKeys.EVAL, params=self._params,
+          config=self._config, strategy=strategy, sample=data.sample))
+      self._eval_states = {key: state}  # Keep one: graphs hold memory.
+    return data, state
+
+  def check_evaluation(self, input_fn: Callable, *,
+                       steps: Optional[int] = None,
+                       name: Optional[str] = None) -> None:
+    """See `Estimator.check_evaluation`."""
+    if self._config.task_info is not None:
+      # A task that trains connects to its cluster when its training
+      # strategy is made, which replaces the devices eager code sees: an
+      # EVAL graph built before would hold variables on a device that is
+      # gone. Only training tasks call this (an evaluator must not join).
+      _ = self.train_strategy
+    self._evaluation(input_fn, steps=steps, name=name)
+
+  def evaluate(self, input_fn: Callable, steps: Optional[int] = None,
+               hooks: Sequence[Any] = (),
+               checkpoint_path: Optional[str] = None,
+               name: Optional[str] = None) -> Dict[str, Any]:
+    """See `Estimator.evaluate`."""
+    path = self._checkpoint_to_use(checkpoint_path)
+    data, state = self._evaluation(input_fn, steps=steps, name=name)
+    graph = state.graph
+    checkpoints.restore(graph, path, source=f'checkpoint {path!r}',
+                        io_device=self._checkpoint_io_device)
+    graph.reset_metrics()
+    loss_sum, count, steps_run, pair_values = state.loop(
+        iter(data.dataset),
+        tf.constant(steps or loops.UNTIL_END_OF_INPUT, tf.int32))
+    count = float(count)
+    results = {'loss': float(loss_sum) / count if count else float('nan')}
+    for metric_name, metric in graph.metrics.items():
+      results[metric_name] = _to_python(metric.result())
+    for metric_name, value in zip(state.loop.pair_names, pair_values):
+      results[metric_name] = _to_python(value)
+    global_step = int(graph.global_step.numpy())
+    results['global_step'] = global_step
+    writer = summaries.ScalarWriter(summaries.eval_dir(self.model_dir, name))
+    scalars = {k: v for k, v in results.items()
+               if k != 'global_step' and np.ndim(v) == 0}
+    writer.write(scalars, global_step)
+    writer.close()
+    for hook in hooks:
+      hooks_lib.as_hook(hook).end(global_step=global_step)
+    logging.info('Evaluation of %s after %d steps: %s', path, int(steps_run),
+                 ', '.join(f'{k} = {v:.6g}' if np.ndim(v) == 0 else f'{k} = {v}'
+                           for k, v in results.items()))
+    return results
+
+  # ------------------------------------------------------------ predict
+  def predict(self, input_fn: Callable,
+              predict_keys: Optional[Sequence[str]] = None,
+              hooks: Sequence[Any] = (),
+              checkpoint_path: Optional[str] = None,
+              yield_single_examples: bool = True) -> Iterator[Any]:
+    """See `Estimator.predict`."""
+    del hooks  # Prediction runs no training loop for hooks to observe.
+    path = self._checkpoint_to_use(checkpoint_path)
+    strategy = self.eval_strategy
+    data = inputs.make_input(strategy, input_fn, self._params,
+                             auto_shard_policy='OFF',
+                             role='predict input_fn')
+    if data.infinite:
+      raise UserInputError(
+          'predict: the input_fn repeats forever; prediction would never '
+          'end. Return a finite dataset.')
+    graph = ModelGraph(model_fn=self._model_fn, mode=ModeKeys.PREDICT,
+                       params=self._params, config=self._config,
+                       strategy=strategy, sample=data.sample)
+    checkpoints.restore(graph, path, source=f'checkpoint {path!r}',
+                        io_device=self._checkpoint_io_device)
+    single = not isinstance(graph.build_spec.predictions, dict)
+    keys = list(predict_keys) if predict_keys else None
+    if keys:
+      unknown = set(keys) - set(graph.build_spec.predictions_dict)
+      if unknown:
+        raise UserInputError(
+            f'predict_keys={keys} names {sorted(unknown)}, which the model_fn '
+            f'does not predict (it predicts '
+            f'{sorted(graph.build_spec.predictions_dict)}).')
+    step = loops.make_predict_step(graph)
+    for element in data.dataset:
+      batch = loops.concat_replica_predictions(step(element))
+      if keys:
+        batch = {k: batch[k] for k in keys}
+      if not yield_single_examples:
+        yield batch['predictions'] if single else batch
+        continue
+      size = len(next(iter(batch.values())))
+      for i in range(size):
+        if single:
+          yield batch['predictions'][i]
+        else:
+          yield {k: v[i] for k, v in batch.items()}
+
+  # ------------------------------------------------------------- export
+  def export_saved_model(self, export_dir_base: str,
+                         serving_input_receiver_fn: Optional[Callable] = None,
+                         checkpoint_path: Optional[str] = None,
+                         input_fn: Optional[Callable] = None) -> str:
+    """See `Estimator.export_saved_model`."""
+    path = self._checkpoint_to_use(checkpoint_path)
+    strategy = tf.distribute.get_strategy()
+    if serving_input_receiver_fn is not None:
+      receiver = serving_input_receiver_fn()
+      if not isinstance(receiver, export_lib.ServingInputReceiver):
+        raise UserInputError(
+            'serving_input_receiver_fn must return a ServingInputReceiver, '
+            f'got {type(receiver).__name__}.')
+    else:
+      if input_fn is not None:
+        data = inputs.make_input(strategy, input_fn, self._params,
+                                 role='export input_fn', sample_only=True)
+        self._remember_features(data.element_spec)
+      if self._features_spec is None:
+        raise UserInputError(
+            'export_saved_model: no serving_input_receiver_fn and no input_fn '
+            'to infer the serving inputs from; pass one of them.')
+      receiver = export_lib.receiver_from_element_spec(self._features_spec)
+    sample = _zeros_batch(receiver)
+    graph = ModelGraph(model_fn=self._model_fn, mode=ModeKeys.PREDICT,
+                       params=self._params, config=self._config,
+                       strategy=strategy, sample=(sample, None))
+    checkpoints.restore(graph, path, source=f'checkpoint {path!r}',
+                        io_device=self._checkpoint_io_device)
+    export_dir = export_lib.save(graph, receiver, export_dir_base)
+    logging.info('Exported SavedModel of %s to %s', path, export_dir)
+    return export_dir
+
+
+def _zeros_batch(receiver) -> Any:
+  """A one-example batch of zeros shaped like the features the receiver
+  produces (traced, so a parsing receiver needs no valid serialized input).
+  """
+  names = list(receiver.receiver_specs)
+  specs = [receiver.receiver_specs[n] for n in names]
+  concrete = tf.function(
+      lambda *args: receiver.features(dict(zip(names, args)))
+  ).get_concrete_function(*specs)
+
+  def zeros(tensor):
+    if not isinstance(tensor, tf.Tensor):
+      raise UserInputError(
+          'serving_input_receiver_fn produced a non-dense feature '
+          f'({type(tensor).__name__}); only dense features can be exported.')
+    shape = [1 if d is None else d for d in tensor.shape.as_list()]
+    if tensor.dtype == tf.string:
+      return tf.fill(shape, tf.constant(b'', tf.string))
+    return tf.zeros(shape, tensor.dtype)
+
+  return tf.nest.map_structure(zeros, concrete.structured_outputs)
+
+
+def _to_python(value):
+  array = np.asarray(value)
+  return array.item() if array.ndim == 0 else array

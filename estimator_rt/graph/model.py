@@ -1,0 +1,239 @@
+"""One mode of a TF1-style model_fn, built into the current `tf.Graph`.
+
+What tf.estimator's `_call_model_fn` and `_train_with_estimator_spec` did
+between them: read the input through an initializable iterator, create the
+global step, call the model_fn (once per replica when the placement
+replicates) and check what it returned, then derive what the session runs:
+the train op (which also counts the global step when the model_fn's does
+not), the loss, the metric pairs with a mean loss, the predictions.
+"""
+
+import dataclasses
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from absl import logging
+import tensorflow as tf
+
+from estimator_rt import inputs
+from estimator_rt import user_fns
+from estimator_rt.errors import InputFnError
+from estimator_rt.errors import ModelFnError
+from estimator_rt.errors import UserInputError
+from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.spec import EstimatorSpec
+
+# Ops that write a resource variable or a ref variable: how the global step
+# is seen to be counted by the model_fn's train_op.
+_WRITES = frozenset({
+    'AssignAddVariableOp', 'AssignVariableOp', 'AssignSubVariableOp',
+    'AssignAdd', 'Assign', 'AssignSub',
+})
+
+
+@dataclasses.dataclass
+class GraphInput:
+  """An input_fn's dataset read in the graph.
+
+  Attributes:
+    features: the features tensor(s) of one batch.
+    labels: the labels tensor(s), or None.
+    initializer: the iterator's initializer, run when the session starts
+      (an initializable iterator, as tf.estimator used: a one-shot one
+      cannot capture lookup tables or variables the dataset uses).
+  """
+
+  features: Any
+  labels: Any
+  initializer: tf.Operation
+
+
+def read_input(input_fn: Callable, params: dict, *, role: str) -> GraphInput:
+  """Calls `input_fn` in the current graph and reads it batch by batch.
+
+  Raises:
+    InputFnError: the input_fn failed or returned no dataset.
+  """
+  dataset = user_fns.call_input_fn(input_fn, params, None, role=role)
+  iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
+  features, labels = inputs.split_element(iterator.get_next())
+  return GraphInput(features=features, labels=labels,
+                    initializer=iterator.initializer)
+
+
+@dataclasses.dataclass
+class GraphModel:
+  """What a session runs for one mode of the model_fn.
+
+  Attributes:
+    mode: the ModeKeys value.
+    spec: the model_fn's EstimatorSpec (the first replica's, which carries
+      the hooks, scaffold and export_outputs).
+    global_step: the global step variable.
+    loss: the loss (mean over replicas), or None in PREDICT.
+    train_op: TRAIN: the op one training step runs.
+    metrics: EVAL: name -> (value, update_op), 'loss' included.
+    predictions: PREDICT: a dict of tensors.
+  """
+
+  mode: str
+  spec: EstimatorSpec
+  global_step: tf.Variable
+  loss: Optional[tf.Tensor] = None
+  train_op: Optional[tf.Operation] = None
+  metrics: Dict[str, Tuple[Any, Any]] = dataclasses.field(default_factory=dict)
+  predictions: Optional[Dict[str, tf.Tensor]] = None
+
+
+def _call(model_fn: Callable, features, labels, mode: str, params: dict,
+          config) -> EstimatorSpec:
+  """Calls the model_fn once and checks it returned a spec for `mode`."""
+  try:
+    spec = user_fns.call_model_fn(model_fn, features, labels, mode, params,
+                                  config)
+  except UserInputError:
+    raise
+  except Exception as e:  # pylint: disable=broad-except
+    raise ModelFnError(
+        f'model_fn {user_fns.fn_name(model_fn)} failed in mode {mode!r} '
+        f'(graph engine): {user_fns.describe_exception(e)}'
+        f'{user_fns.where_in(model_fn, e)}') from e
+  if not isinstance(spec, EstimatorSpec):
+    raise ModelFnError(
+        f'model_fn {user_fns.fn_name(model_fn)} returned '
+        f'{type(spec).__name__} in mode {mode!r}, not an '
+        'estimator_rt.EstimatorSpec.')
+  if spec.mode != mode:
+    raise ModelFnError(
+        f'model_fn {user_fns.fn_name(model_fn)} was called in mode {mode!r} '
+        f'and returned an EstimatorSpec for mode {spec.mode!r}; pass the '
+        '`mode` argument through.')
+  return spec
+
+
+def _check_graph_spec(spec: EstimatorSpec, model_fn: Callable) -> None:
+  name = user_fns.fn_name(model_fn)
+  if spec.mode == ModeKeys.TRAIN and spec.optimizer is not None:
+    raise ModelFnError(
+        f'model_fn {name} returned a Keras optimizer in TRAIN mode, and runs '
+        'in the graph engine (a TF1-style model_fn or model_dir): there, '
+        'return train_op=optimizer.minimize(loss, global_step=...) with a '
+        'tf.compat.v1.train optimizer, or run a TF2 model_fn in a new '
+        'model_dir (RunConfig(engine="eager")).')
+  if spec.mode == ModeKeys.EVAL:
+    for metric_name, metric in spec.eval_metric_ops.items():
+      if not isinstance(metric, (tuple, list)):
+        raise ModelFnError(
+            f'model_fn {name}: eval_metric_ops[{metric_name!r}] is a '
+            f'{type(metric).__name__}; in the graph engine give a (value, '
+            'update_op) pair, e.g. tf.compat.v1.metrics.mean(...).')
+
+
+def _counts_global_step(train_op, global_step) -> bool:
+  """Whether running `train_op` writes `global_step` (minimize was given
+  global_step=...), found by walking the ops it depends on."""
+  target = global_step.handle if hasattr(global_step, 'handle') else (
+      global_step._ref())  # pylint: disable=protected-access
+  seen = set()
+  pending = [train_op.op if isinstance(train_op, tf.Tensor) else train_op]
+  while pending:
+    op = pending.pop()
+    if op is None or op in seen:
+      continue
+    seen.add(op)
+    if op.type in _WRITES and any(t is target for t in op.inputs):
+      return True
+    pending.extend(t.op for t in op.inputs)
+    pending.extend(op.control_inputs)
+  return False
+
+
+def _train_op(spec: EstimatorSpec, global_step, model_fn) -> tf.Operation:
+  train_op = spec.train_op
+  if isinstance(train_op, tf.Tensor):
+    train_op = train_op.op
+  if not isinstance(train_op, tf.Operation):
+    raise ModelFnError(
+        f'model_fn {user_fns.fn_name(model_fn)}: train_op must be a tensor '
+        f'or an op of the graph, got {type(train_op).__name__}.')
+  return train_op
+
+
+def build(*, model_fn: Callable, mode: str, features, labels, params: dict,
+          config, placement) -> GraphModel:
+  """Builds `mode` of the model_fn into the current graph.
+
+  Args:
+    model_fn: the user's model_fn.
+    mode: a ModeKeys value.
+    features, labels: one (global) batch, from `read_input`.
+    params: passed to the model_fn.
+    config: passed to the model_fn.
+    placement: where ops and variables go, and whether the model_fn is
+      called once per replica (see placement.py).
+
+  Raises:
+    ModelFnError: the model_fn failed or returned something unusable.
+  """
+  with placement.variable_scope():
+    global_step = tf.compat.v1.train.get_or_create_global_step()
+  specs = placement.call_for_each_replica(
+      lambda f, l: _call(model_fn, f, l, mode, params, config),
+      features, labels)
+  spec = specs[0]
+  for each in specs:
+    _check_graph_spec(each, model_fn)
+  model = GraphModel(mode=mode, spec=spec, global_step=global_step)
+  if mode == ModeKeys.PREDICT:
+    model.predictions = placement.concat_predictions(
+        [each.predictions_dict for each in specs])
+    return model
+  model.loss = placement.mean_loss([each.loss for each in specs])
+  if mode == ModeKeys.TRAIN:
+    train_ops = [_train_op(each, global_step, model_fn) for each in specs]
+    train_op = tf.group(*train_ops) if len(train_ops) > 1 else train_ops[0]
+    if not _counts_global_step(train_op, global_step):
+      # tf.estimator left the step at 0 here (minimize(loss) without
+      # global_step=), so it never saved the trained weights: count it.
+      logging.warning(
+          'model_fn %s: its train_op does not increment the global step '
+          '(minimize was not given global_step=); the runtime counts the '
+          'steps itself, so max_steps, checkpoints and evaluation see them.',
+          user_fns.fn_name(model_fn))
+      with tf.control_dependencies([train_op]):
+        train_op = global_step.assign_add(1).op
+    model.train_op = train_op
+    return model
+  # EVAL: the loss as tf.estimator reported it, the mean over batches.
+  model.metrics = placement.merge_metrics(
+      [dict(each.eval_metric_ops) for each in specs])
+  if 'loss' in model.metrics:
+    raise ModelFnError(
+        f'model_fn {user_fns.fn_name(model_fn)}: eval_metric_ops may not '
+        "define 'loss'; the runtime reports the mean loss under that name.")
+  model.metrics['loss'] = tf.compat.v1.metrics.mean(model.loss)
+  return model
+
+
+def missing_from_checkpoint(checkpoint_path: str, saver_names: List[str]
+                            ) -> List[str]:
+  """The names in `saver_names` that checkpoint `checkpoint_path` lacks."""
+  present = set(tf.train.load_checkpoint(
+      checkpoint_path).get_variable_to_shape_map())
+  return [name for name in saver_names if name not in present]
+
+
+def default_saver_names() -> List[str]:
+  """What a default Saver of the current graph reads and writes: every
+  global variable (and saveable object) by its op name."""
+  names = []
+  for variable in tf.compat.v1.global_variables():
+    names.append(variable.op.name if hasattr(variable, 'op') else
+                 variable.name)
+  return names
+
+
+def input_error(role: str, error: BaseException) -> InputFnError:
+  """An input that failed while the session read it, as one line."""
+  return InputFnError(
+      f'{role} failed while training read it: '
+      f'{user_fns.describe_exception(error)}')

@@ -1,0 +1,304 @@
+"""TF1-style model_fns (tf.compat.v1) run unchanged in the graph engine.
+
+The five programs in tests/legacy_programs/ are tf.estimator programs with
+`tf.estimator` replaced by `estimator_rt` and nothing else changed. Each
+trains, evaluates, predicts and exports; the export is loaded and served in
+a fresh process (run_program.py). Where tf.estimator 2.15's own numbers are
+known (tests/legacy_programs/README.md, tests/data/tf_estimator_215/) the
+runtime must give the same ones; metrics are also checked against a hand
+computation from the trained weights or the predictions.
+"""
+
+import glob
+import importlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import estimator_rt
+from estimator_rt import engines
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAMS_DIR = os.path.join(HERE, 'legacy_programs')
+FIXTURES = os.path.join(HERE, 'data', 'tf_estimator_215')
+RUNNER = os.path.join(PROGRAMS_DIR, 'run_program.py')
+REPO = os.path.dirname(HERE)
+
+if PROGRAMS_DIR not in sys.path:
+  sys.path.insert(0, PROGRAMS_DIR)
+
+
+def program(name):
+  return importlib.import_module(name)
+
+
+def run_program(name, tmp_path, *extra):
+  """Runs a program through run_program.py in a fresh process."""
+  model_dir = str(tmp_path / name)
+  result = subprocess.run(
+      [sys.executable, RUNNER, name, '--model_dir', model_dir, *extra],
+      capture_output=True, text=True, timeout=600, cwd=REPO,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'))
+  lines = [l for l in result.stdout.splitlines()
+           if l.startswith(('RESULT ', 'FAILED '))]
+  assert result.returncode == 0 and lines and lines[-1].startswith('RESULT'), (
+      result.stdout[-2000:] + result.stderr[-4000:])
+  return json.loads(lines[-1][len('RESULT '):])
+
+
+def fixture_json():
+  with open(os.path.join(FIXTURES, 'fixture.json')) as f:
+    return json.load(f)['model_dirs']
+
+
+# ------------------------------------------------------ whole programs
+def test_seed_readme_example_trains_counts_its_steps_and_serves(tmp_path):
+  result = run_program('seed_readme', tmp_path)
+  # minimize(loss) has no global_step: the runtime counts the 100 steps
+  # (tf.estimator left the step at 0 and evaluated untrained weights).
+  assert result['eval']['global_step'] == 100
+  assert result['eval']['loss'] < 1e-6  # Every example is x=1, y=1.
+  assert [p['logits'] for p in result['predictions']] == [[1.0]] * 3
+  served = result['served']['serving_default']['logits']
+  assert served[0] == pytest.approx([1.0], abs=1e-5)
+  assert result['served']['signatures'] == ['serving_default']
+
+
+def test_tf1_classifier_gives_tf_estimator_215_numbers(tmp_path):
+  result = run_program('tf1_classifier', tmp_path)
+  # tf.estimator 2.15 on the same program (tests/legacy_programs/README.md).
+  assert result['eval']['global_step'] == 200
+  assert result['eval']['accuracy'] == pytest.approx(0.953333, abs=1e-6)
+  assert result['eval']['loss'] == pytest.approx(0.131565, abs=1e-5)
+  first = result['predictions'][0]
+  assert first['class_ids'] == 1
+  assert first['probabilities'] == pytest.approx(
+      [0.111466, 0.811731, 0.076802], abs=1e-5)
+  served = result['served']['serving_default']
+  assert served['class_ids'] == [p['class_ids']
+                                 for p in result['predictions'][:2]]
+  assert served['probabilities'][0] == pytest.approx(
+      first['probabilities'], abs=1e-5)
+
+
+def test_keras_layers_with_a_v1_optimizer(tmp_path):
+  result = run_program('keras_layers_v1_optimizer', tmp_path)
+  assert result['eval']['global_step'] == 300
+  assert result['eval']['loss'] < 0.05
+  served = result['served']['serving_default']
+  assert served['class'] == [p['class'] for p in result['predictions'][:2]]
+  assert served['logits'][0] == pytest.approx(
+      result['predictions'][0]['logits'], abs=1e-5)
+
+
+def test_feature_columns_model_serves_parsed_examples(tmp_path):
+  result = run_program('feature_columns_iris', tmp_path)
+  assert result['eval']['global_step'] == 300
+  assert result['eval']['accuracy'] > 0.9
+  served = result['served']['serving_default']
+  assert served['class_ids'] == [p['class_ids']
+                                 for p in result['predictions'][:2]]
+  assert served['probabilities'][1] == pytest.approx(
+      result['predictions'][1]['probabilities'], abs=1e-5)
+
+
+def test_hooks_scaffold_summaries_and_export_outputs(tmp_path):
+  result = run_program('hooks_and_scaffold', tmp_path)
+  train_hook = result['train_hook']
+  # The SessionRunHook saw every step, the Scaffold's init_fn set zero
+  # weights (first loss = the hand computation), and the loss fell.
+  assert train_hook['runs'] == 200
+  assert (train_hook['first_step'], train_hook['last_step']) == (0, 199)
+  assert train_hook['first_loss'] == pytest.approx(
+      result['first_loss_by_hand'], rel=1e-5)
+  assert train_hook['last_loss'] < 0.01
+  assert result['eval_hook']['runs'] == 4  # 64 examples, batch 16.
+  assert result['eval_hook']['first_step'] == 200
+  # The Scaffold's Saver(max_to_keep=2) beats keep_checkpoint_max=1.
+  assert result['checkpoints_kept'] == ['model.ckpt-150', 'model.ckpt-200']
+  assert {'bias_value', 'mean_absolute_error', 'loss',
+          'global_step/sec'} <= set(result['summary_tags'])
+  assert result['served']['signatures'] == ['serving_default', 'with_input']
+  # Same numbers as tf.estimator 2.15 (tests/legacy_programs/README.md).
+  assert result['eval']['mae'] == pytest.approx(0.039971, abs=1e-5)
+  assert result['weights'] == pytest.approx([2.999215, -2.001963, 0.492551],
+                                            abs=1e-5)
+
+
+# ------------------------------------------- metrics by hand, in-process
+def test_eval_metrics_match_a_hand_computation(tmp_path):
+  hooks = program('hooks_and_scaffold')
+  classifier_program = program('tf1_classifier')
+
+  # Mean absolute error and mean-of-batches loss from the trained weights.
+  hooks.main(str(tmp_path / 'e'), train_steps=60)
+  estimator = estimator_rt.Estimator(hooks.model_fn,
+                                     model_dir=str(tmp_path / 'e'))
+  metrics = estimator.evaluate(hooks.eval_input_fn)
+  weights = estimator.get_variable_value('weights')
+  bias = estimator.get_variable_value('bias')
+  x, y = hooks.EVAL_DATA
+  predicted = x @ weights + bias
+  assert metrics['mae'] == pytest.approx(
+      float(np.mean(np.abs(predicted - y))), rel=1e-5)
+  batch_losses = [np.mean((predicted[i:i + 16] - y[i:i + 16]) ** 2)
+                  for i in range(0, len(y), 16)]
+  assert metrics['loss'] == pytest.approx(float(np.mean(batch_losses)),
+                                          rel=1e-5)
+
+  # Accuracy from every prediction of the eval set.
+  classifier = classifier_program.make_estimator(str(tmp_path / 'b'))
+  classifier.train(classifier_program.train_input_fn, max_steps=50)
+  metrics = classifier.evaluate(classifier_program.eval_input_fn)
+  features, labels = classifier_program.EVAL_DATA
+
+  def all_eval_features(params):
+    return tf.data.Dataset.from_tensor_slices({'x': features}).batch(
+        params['batch_size'])
+
+  predicted = [p['class_ids'] for p in classifier.predict(all_eval_features)]
+  assert len(predicted) == len(labels)
+  assert metrics['accuracy'] == pytest.approx(
+      float(np.mean(np.array(predicted) == labels)), abs=1e-6)
+
+
+# ---------------------------------------------- tf.estimator 2.15 model_dirs
+def test_tf_estimator_215_model_dir_resumes_and_evaluates(tmp_path):
+  expected = fixture_json()['tf1_classifier']
+  model_dir = str(tmp_path / 'from_215')
+  shutil.copytree(os.path.join(FIXTURES, 'tf1_classifier'), model_dir)
+  classifier_program = program('tf1_classifier')
+  classifier = classifier_program.make_estimator(model_dir)
+  assert classifier.latest_checkpoint().endswith('model.ckpt-20')
+  metrics = classifier.evaluate(classifier_program.eval_input_fn)
+  for key, value in expected['eval_metrics'].items():
+    assert metrics[key] == pytest.approx(value, abs=1e-5), key
+  classifier.train(classifier_program.train_input_fn, max_steps=40)
+  assert classifier.latest_checkpoint().endswith('model.ckpt-40')
+  metrics = classifier.evaluate(classifier_program.eval_input_fn)
+  # tf.estimator 2.15 continued the same copy to step 40 and got these.
+  for key, value in expected['continued_eval_metrics'].items():
+    assert metrics[key] == pytest.approx(value, abs=1e-5), key
+
+
+def test_tf_estimator_215_seed_readme_checkpoint_evaluates(tmp_path):
+  expected = fixture_json()['seed_readme']
+  model_dir = str(tmp_path / 'seed')
+  shutil.copytree(os.path.join(FIXTURES, 'seed_readme'), model_dir)
+  seed = program('seed_readme')
+  estimator = seed.make_estimator(model_dir)
+  metrics = estimator.evaluate(seed.input_fn)
+  assert metrics['global_step'] == 0
+  assert metrics['loss'] == pytest.approx(expected['loss_by_hand'], abs=1e-5)
+
+
+# --------------------------------------------------- the engine rule
+def _keras_model_fn(features, labels, mode):
+  layer = tf.keras.layers.Dense(1)
+  predictions = layer(features)
+  if mode == estimator_rt.ModeKeys.PREDICT:
+    return estimator_rt.EstimatorSpec(mode, predictions=predictions)
+  loss = tf.reduce_mean(tf.square(predictions - labels))
+  return estimator_rt.EstimatorSpec(
+      mode, loss=loss, optimizer=tf.keras.optimizers.SGD(0.1))
+
+
+def _tf1_model_fn(features, labels, mode):
+  w = tf.compat.v1.get_variable('w', [1, 1])
+  predictions = tf.matmul(features, w)
+  if mode == estimator_rt.ModeKeys.PREDICT:
+    return estimator_rt.EstimatorSpec(mode, predictions=predictions)
+  loss = tf.compat.v1.losses.mean_squared_error(labels, predictions)
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+      loss, global_step=tf.compat.v1.train.get_global_step())
+  return estimator_rt.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def _input_fn():
+  x = np.arange(8, dtype=np.float32).reshape(8, 1) / 8
+  return tf.data.Dataset.from_tensor_slices((x, 2 * x)).repeat().batch(4)
+
+
+def _is_name_based(model_dir):
+  return not engines.is_object_based(tf.train.latest_checkpoint(model_dir))
+
+
+def test_each_kind_of_model_fn_gets_its_engine_without_a_setting(tmp_path):
+  tf1 = estimator_rt.Estimator(_tf1_model_fn, model_dir=str(tmp_path / 'v1'))
+  tf1.train(_input_fn, max_steps=5)
+  assert _is_name_based(tf1.model_dir)
+  tf2 = estimator_rt.Estimator(_keras_model_fn, model_dir=str(tmp_path / 'v2'))
+  tf2.train(_input_fn, max_steps=5)
+  assert not _is_name_based(tf2.model_dir)
+  # A fresh Estimator on each model_dir evaluates in the engine that wrote it.
+  assert estimator_rt.Estimator(_tf1_model_fn, model_dir=tf1.model_dir
+                                ).evaluate(_input_fn, steps=2)[
+                                    'global_step'] == 5
+  assert estimator_rt.Estimator(_keras_model_fn, model_dir=tf2.model_dir
+                                ).evaluate(_input_fn, steps=2)[
+                                    'global_step'] == 5
+
+
+def test_a_tf1_model_fn_on_a_tf2_model_dir_is_refused_in_one_line(tmp_path):
+  model_dir = str(tmp_path / 'm')
+  estimator_rt.Estimator(_keras_model_fn, model_dir=model_dir).train(
+      _input_fn, max_steps=3)
+  before = sorted(os.listdir(model_dir))
+  with pytest.raises(estimator_rt.UserInputError,
+                     match='TF2 model_fn.*TF1-style.*new model_dir'):
+    estimator_rt.Estimator(_tf1_model_fn, model_dir=model_dir).train(
+        _input_fn, max_steps=6)
+  assert sorted(os.listdir(model_dir)) == before
+
+
+def test_a_keras_optimizer_in_the_graph_engine_says_what_to_change(tmp_path):
+  estimator = estimator_rt.Estimator(
+      _keras_model_fn, model_dir=str(tmp_path / 'm'),
+      config=estimator_rt.RunConfig(engine='graph'))
+  with pytest.raises(estimator_rt.ModelFnError,
+                     match='tf.compat.v1.train optimizer'):
+    estimator.train(_input_fn, max_steps=3)
+  assert not glob.glob(str(tmp_path / 'm' / 'model.ckpt-*'))
+
+
+def test_another_models_checkpoint_is_refused_before_writing(tmp_path):
+  model_dir = str(tmp_path / 'm')
+  classifier_program = program('tf1_classifier')
+  classifier_program.make_estimator(model_dir).train(
+      classifier_program.train_input_fn, max_steps=5)
+  before = sorted(os.listdir(model_dir))
+  with pytest.raises(estimator_rt.IncompatibleCheckpointError,
+                     match=r"no variable\(s\) \['w'\]"):
+    estimator_rt.Estimator(_tf1_model_fn, model_dir=model_dir).train(
+        _input_fn, max_steps=10)
+  assert sorted(os.listdir(model_dir)) == before
+
+
+def _diverging_model_fn(features, labels, mode):
+  w = tf.compat.v1.get_variable('w', [1, 1])
+  loss = tf.reduce_mean(tf.square(tf.matmul(features, w) * 1e20 - labels))
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(1e20).minimize(
+      loss, global_step=tf.compat.v1.train.get_global_step())
+  return estimator_rt.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def test_a_nan_loss_stops_training_and_keeps_the_last_finite_checkpoint(
+    tmp_path):
+  model_dir = str(tmp_path / 'm')
+  # Train a finite first checkpoint with a tame learning rate ...
+  estimator_rt.Estimator(
+      _tf1_model_fn, model_dir=model_dir).train(_input_fn, max_steps=4)
+  # ... then a model_fn with the same variables that diverges.
+  estimator = estimator_rt.Estimator(_diverging_model_fn, model_dir=model_dir)
+  with pytest.raises(estimator_rt.NanLossError,
+                     match='step 4, is the last finite one'):
+    estimator.train(_input_fn, max_steps=100)
+  latest = tf.train.latest_checkpoint(model_dir)
+  assert latest.endswith('model.ckpt-4')
+  assert np.all(np.isfinite(tf.train.load_variable(latest, 'w')))
