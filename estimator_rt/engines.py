@@ -24,37 +24,32 @@ The rule (`choose_engine`), so that no setting is needed:
      checkpoint with TensorFlow's object graph is the eager engine's, one
      without (tf.estimator's, or the graph engine's) the graph engine's.
      Training on a model_dir that has one continues in its engine.
-  3. Otherwise (a fresh model_dir) the model_fn is called once eagerly in
-     TRAIN mode on the input's first batch. It is TF1-style, and goes to
-     the graph engine, when that call raises TensorFlow's RuntimeError for
-     an API that only works in a graph (its message names eager execution:
-     `Optimizer.minimize` of a loss tensor, `tf.compat.v1.metrics`,
-     `tf.compat.v1.placeholder`, `Saver`, ...) or returns a `Scaffold` or
-     `SessionRunHook`s, which only a session can honour. Any other outcome
-     (including any other error, which the eager engine then reports) goes
-     to the eager engine.
+  3. Otherwise (a fresh model_dir) the eager engine starts, and its first
+     call of the model_fn (the build call, before anything is written)
+     tells: the model_fn is TF1-style, and the graph engine takes over, when
+     that call raises TensorFlow's RuntimeError for an API that only works
+     in a graph (its message names eager execution: `Optimizer.minimize`
+     of a loss tensor, `tf.compat.v1.metrics`, `tf.compat.v1.placeholder`,
+     `Saver`, ...) or returns a `Scaffold` or `SessionRunHook`s, which only
+     a session can honour (`errors.GraphModelFnError`). Anything else
+     stays in the eager engine, errors included, which it reports.
 
-A model_fn whose checkpoint's engine does not match what the model_fn is
-gets one error saying so (rule 2 against rule 3).
+A TF1-style model_fn on a model_dir the eager engine wrote gets one error
+saying so (rule 2 against rule 3).
 """
 
-import dataclasses
 import importlib
 from typing import Any, Callable, Dict, Optional
 
-from absl import logging
 import tensorflow as tf
 
 from estimator_rt import checkpoints
 from estimator_rt import cluster
-from estimator_rt import inputs
-from estimator_rt import user_fns
-from estimator_rt.errors import UserInputError
 from estimator_rt.graph import compat as graph_compat
-from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.run_config import RunConfig
 
-# TF1-style model_fns call tf.compat.v1.layers, in the probe already.
+# TF1-style model_fns call tf.compat.v1.layers, in the eager build call
+# already (which is how they are told apart).
 graph_compat.route_v1_layers_to_tf_keras()
 
 EAGER = 'eager'
@@ -64,13 +59,6 @@ _ENGINE_CLASSES = {
     EAGER: ('estimator_rt.eager_engine', 'EagerEngine'),
     GRAPH: ('estimator_rt.graph.engine', 'GraphEngine'),
 }
-
-# What TensorFlow's graph-only APIs say when called eagerly (all raise
-# RuntimeError): "... should be a function when eager execution is
-# enabled", "tf.metrics.accuracy is not supported when eager execution is
-# enabled", "tf.placeholder() is not compatible with eager execution", ...
-_GRAPH_ONLY_MARK = 'eager execution'
-
 
 def make_engine(kind: str, **kwargs):
   """An engine of `kind` (EAGER or GRAPH) for these Estimator arguments."""
@@ -95,82 +83,15 @@ def is_object_based(checkpoint_path: str) -> bool:
   return '_CHECKPOINTABLE_OBJECT_GRAPH' in names
 
 
-def graph_only_reason(error: BaseException) -> Optional[str]:
-  """The message of TensorFlow's graph-only RuntimeError in `error`'s
-  chain of causes, or None if there is none."""
-  seen = set()
-  while error is not None and id(error) not in seen:
-    seen.add(id(error))
-    if isinstance(error, RuntimeError) and _GRAPH_ONLY_MARK in str(error):
-      return str(error).strip().splitlines()[0]
-    error = error.__cause__ or error.__context__
-  return None
-
-
-@dataclasses.dataclass
-class Probe:
-  """Calls a model_fn eagerly once, in TRAIN mode, to see which engine it
-  needs (rule 3 above). The answer is kept: a model_fn is one kind."""
-
-  model_fn: Callable
-  input_fn: Callable
-  params: Dict[str, Any]
-  config: RunConfig
-  _kind: Optional[str] = None
-  _reason: Optional[str] = None
-
-  def kind(self) -> str:
-    if self._kind is None:
-      self._reason = self._graph_reason()
-      self._kind = GRAPH if self._reason else EAGER
-      if self._reason:
-        logging.info('Running model_fn %s in the graph engine (TF1-style: %s).',
-                     user_fns.fn_name(self.model_fn), self._reason)
-    return self._kind
-
-  @property
-  def reason(self) -> Optional[str]:
-    return self._reason
-
-  def _graph_reason(self) -> Optional[str]:
-    context = (tf.distribute.InputContext()
-               if user_fns.input_fn_takes_context(self.input_fn) else None)
-    dataset = user_fns.call_input_fn(self.input_fn, self.params, context,
-                                     role='train input_fn')
-    try:
-      element = next(iter(dataset.take(1)))
-    except (StopIteration, tf.errors.OutOfRangeError):
-      return None  # Empty input: the eager engine reports it.
-    except Exception:  # pylint: disable=broad-except
-      return None  # The engine reading the input reports it, in its words.
-    features, labels = inputs.split_element(element)
-    try:
-      spec = user_fns.call_model_fn(self.model_fn, features, labels,
-                                    ModeKeys.TRAIN, self.params, self.config)
-    except Exception as e:  # pylint: disable=broad-except
-      return graph_only_reason(e)
-    if getattr(spec, 'scaffold', None) is not None:
-      return 'it returns a Scaffold'
-    hooks = (list(getattr(spec, 'training_hooks', None) or ()) +
-             list(getattr(spec, 'training_chief_hooks', None) or ()))
-    if any(isinstance(h, tf.compat.v1.train.SessionRunHook) for h in hooks):
-      return 'it returns SessionRunHooks'
-    return None
-
-
 def choose_engine(*, config: RunConfig, model_dir: str,
-                  checkpoint_path: Optional[str] = None,
-                  probe: Optional[Probe] = None) -> str:
-  """EAGER or GRAPH, by the rule in this module's docstring.
+                  checkpoint_path: Optional[str] = None) -> Optional[str]:
+  """EAGER or GRAPH by rules 1 and 2 of this module's docstring, or None
+  when nothing is written yet (rule 3: start eager, see what happens).
 
   Args:
     config: the Estimator's RunConfig.
     model_dir: its model_dir.
     checkpoint_path: the checkpoint the work is on, if one was named.
-    probe: how to ask the model_fn (training); None: work on checkpoints.
-
-  Raises:
-    UserInputError: the checkpoint's engine and the model_fn's differ.
   """
   if config.engine != 'auto':
     return config.engine
@@ -180,17 +101,8 @@ def choose_engine(*, config: RunConfig, model_dir: str,
   else:
     path = checkpoints.latest_checkpoint(model_dir)
   if path is None:
-    # Nothing written yet: evaluate and friends fail in either engine
-    # with "no checkpoint"; training asks the model_fn.
-    return probe.kind() if probe is not None else EAGER
-  written_by = EAGER if is_object_based(path) else GRAPH
-  if probe is not None and written_by == EAGER and probe.kind() == GRAPH:
-    raise UserInputError(
-        f'model_dir {model_dir!r} holds checkpoints of a TF2 model_fn '
-        f'(written by the eager engine: {path}), but this model_fn is '
-        f'TF1-style ({probe.reason}) and runs in the graph engine, whose '
-        'checkpoints are name-based. Train it in a new model_dir.')
-  return written_by
+    return None
+  return EAGER if is_object_based(path) else GRAPH
 
 
 def checkpoint_variables(path: str) -> Dict[str, Callable[[], Any]]:

@@ -96,6 +96,19 @@ class ModelFnError(UserInputError):
   """The `model_fn` returned something the runtime cannot use."""
 
 
+class GraphModelFnError(ModelFnError):
+  """The eager engine met a TF1-style model_fn (one that only works in a
+  graph); `Estimator` then runs it in the graph engine (see engines.py).
+
+  Attributes:
+    reason: what gave it away, for the log line.
+  """
+
+  def __init__(self, message: str, *, reason: str):
+    super().__init__(message)
+    self.reason = reason
+
+
 class InputFnError(UserInputError):
   """The `input_fn` returned something the runtime cannot use."""
 

@@ -11,6 +11,7 @@ from estimator_rt import checkpoints
 from estimator_rt import engines
 from estimator_rt import user_fns
 from estimator_rt.errors import check_count
+from estimator_rt.errors import GraphModelFnError
 from estimator_rt.errors import UserInputError
 from estimator_rt.run_config import RunConfig
 from estimator_rt.run_config import temporary_model_dir
@@ -73,7 +74,8 @@ class Estimator:
     self._params = dict(params or {})
     self._warm_start_from = warm_start_from
     self._engines = {}
-    self._model_fn_probe = None
+    # Which engine the model_fn turned out to need, once known.
+    self._kind = None
     # A training task of a multi-worker strategy configures its collective
     # ops when the eager engine is made (before TensorFlow runs any op);
     # choosing the engine runs ops, so that engine exists first.
@@ -90,20 +92,29 @@ class Estimator:
       self._engines[kind] = engine
     return engine
 
-  def _probe(self, input_fn: Callable) -> engines.Probe:
-    """Asks the model_fn which engine it needs, once per Estimator."""
-    if self._model_fn_probe is None:
-      self._model_fn_probe = engines.Probe(
-          model_fn=self._model_fn, input_fn=input_fn, params=self._params,
-          config=self._config)
-    return self._model_fn_probe
-
-  def _engine_for_checkpoint(self, checkpoint_path: Optional[str] = None):
-    """The engine for work on an existing checkpoint (evaluate, predict,
-    export): the one that wrote it."""
-    return self._engine_of(engines.choose_engine(
+  def _run(self, work: Callable, *, checkpoint_path: Optional[str] = None):
+    """`work(engine)` in the engine engines.choose_engine names; with none
+    named yet (nothing written), in the eager engine, handing over to the
+    graph engine if the model_fn turns out TF1-style (see engines.py)."""
+    kind = self._kind or engines.choose_engine(
         config=self._config, model_dir=self.model_dir,
-        checkpoint_path=checkpoint_path))
+        checkpoint_path=checkpoint_path)
+    try:
+      return work(self._engine_of(kind or engines.EAGER))
+    except GraphModelFnError as e:
+      if kind == engines.EAGER and self._config.engine == 'auto':
+        raise UserInputError(
+            f'model_dir {self.model_dir!r} holds checkpoints of a TF2 '
+            'model_fn (written by the eager engine), but this model_fn is '
+            f'TF1-style ({e.reason}) and runs in the graph engine, whose '
+            'checkpoints are name-based. Train it in a new model_dir.'
+        ) from e
+      if kind is not None:
+        raise
+      logging.info('model_fn %s is TF1-style (%s): running it in the graph '
+                   'engine.', user_fns.fn_name(self._model_fn), e.reason)
+      self._kind = engines.GRAPH
+      return work(self._engine_of(engines.GRAPH))
 
   @property
   def model_dir(self) -> str:
@@ -182,12 +193,9 @@ class Estimator:
     if steps is not None and max_steps is not None:
       raise UserInputError(
           f'train: give steps={steps} or max_steps={max_steps}, not both.')
-    kind = engines.choose_engine(config=self._config,
-                                 model_dir=self.model_dir,
-                                 probe=self._probe(input_fn))
-    self._engine_of(kind).train(input_fn, hooks=hooks, steps=steps,
-                                max_steps=max_steps,
-                                saving_listeners=saving_listeners)
+    self._run(lambda engine: engine.train(
+        input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
+        saving_listeners=saving_listeners))
     return self
 
   # ----------------------------------------------------------- evaluate
@@ -203,10 +211,8 @@ class Estimator:
     Raises:
       UserInputError: what `evaluate` would raise for these arguments.
     """
-    kind = engines.choose_engine(config=self._config,
-                                 model_dir=self.model_dir,
-                                 probe=self._probe(input_fn))
-    self._engine_of(kind).check_evaluation(input_fn, steps=steps, name=name)
+    self._run(lambda engine: engine.check_evaluation(
+        input_fn, steps=steps, name=name))
 
   def evaluate(self, input_fn: Callable, steps: Optional[int] = None,
                hooks: Sequence[Any] = (),
@@ -222,9 +228,9 @@ class Estimator:
       A dict with 'loss' (mean over examples), each metric's result and
       'global_step'.
     """
-    return self._engine_for_checkpoint(checkpoint_path).evaluate(
+    return self._run(lambda engine: engine.evaluate(
         input_fn, steps=steps, hooks=hooks, checkpoint_path=checkpoint_path,
-        name=name)
+        name=name), checkpoint_path=checkpoint_path)
 
   # ------------------------------------------------------------ predict
   def predict(self, input_fn: Callable,
@@ -238,10 +244,12 @@ class Estimator:
     one dict per example (or one array if the model_fn returned a single
     tensor); otherwise one per batch.
     """
-    return self._engine_for_checkpoint(checkpoint_path).predict(
+    # Prediction needs a checkpoint, whose format names the engine.
+    return self._run(lambda engine: engine.predict(
         input_fn, predict_keys=predict_keys, hooks=hooks,
         checkpoint_path=checkpoint_path,
-        yield_single_examples=yield_single_examples)
+        yield_single_examples=yield_single_examples),
+                     checkpoint_path=checkpoint_path)
 
   # ------------------------------------------------------------- export
   def export_saved_model(self, export_dir_base: str,
@@ -258,9 +266,10 @@ class Estimator:
     Returns:
       The export directory, `<export_dir_base>/<unix time>`.
     """
-    return self._engine_for_checkpoint(checkpoint_path).export_saved_model(
+    return self._run(lambda engine: engine.export_saved_model(
         export_dir_base, serving_input_receiver_fn=serving_input_receiver_fn,
-        checkpoint_path=checkpoint_path, input_fn=input_fn)
+        checkpoint_path=checkpoint_path, input_fn=input_fn),
+                     checkpoint_path=checkpoint_path)
 
   # ---------------------------------------------------------- variables
   def get_variable_names(self) -> List[str]:

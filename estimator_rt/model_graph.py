@@ -18,6 +18,7 @@ import keras
 import tensorflow as tf
 
 from estimator_rt import user_fns
+from estimator_rt.errors import GraphModelFnError
 from estimator_rt.errors import ModelFnError
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
@@ -33,6 +34,37 @@ _current = threading.local()
 # bug in the model_fn or its inputs and becomes one ModelFnError.
 _RUNTIME_ERRORS = (tf.errors.OpError, MemoryError)
 _USER_OP_ERRORS = (tf.errors.InvalidArgumentError,)
+
+
+# What TensorFlow's graph-only APIs say when called eagerly (all raise
+# RuntimeError): "... should be a function when eager execution is
+# enabled", "tf.metrics.accuracy is not supported when eager execution is
+# enabled", "tf.placeholder() is not compatible with eager execution", ...
+_GRAPH_ONLY_MARK = 'eager execution'
+
+
+def graph_only_reason(error: BaseException) -> Optional[str]:
+  """The first line of TensorFlow's graph-only RuntimeError in `error`'s
+  chain of causes, or None if there is none."""
+  seen = set()
+  while error is not None and id(error) not in seen:
+    seen.add(id(error))
+    if isinstance(error, RuntimeError) and _GRAPH_ONLY_MARK in str(error):
+      return str(error).strip().splitlines()[0]
+    error = error.__cause__ or error.__context__
+  return None
+
+
+def session_only_fields(spec) -> Optional[str]:
+  """'a Scaffold' or 'SessionRunHooks' if `spec` has what only a monitored
+  session can honour, else None."""
+  if getattr(spec, 'scaffold', None) is not None:
+    return 'a Scaffold'
+  for field in ('training_chief_hooks', 'training_hooks', 'evaluation_hooks',
+                'prediction_hooks'):
+    if getattr(spec, field, None):
+      return 'SessionRunHooks'
+  return None
 
 
 def _shapes(structure) -> str:
@@ -200,7 +232,18 @@ class ModelGraph:
     except _RUNTIME_ERRORS:
       raise
     except Exception as e:  # pylint: disable=broad-except
+      reason = graph_only_reason(e)
+      if reason is not None:
+        raise GraphModelFnError(
+            f'model_fn {user_fns.fn_name(self._model_fn)} is TF1-style and '
+            f'needs a graph: {reason}', reason=reason) from e
       raise self._failed(e, features, labels) from e
+    session_only = session_only_fields(spec)
+    if session_only is not None:
+      raise GraphModelFnError(
+          f'model_fn {user_fns.fn_name(self._model_fn)} returns '
+          f'{session_only}, which only a session runs.',
+          reason=f'it returns {session_only}')
     if not isinstance(spec, EstimatorSpec):
       raise ModelFnError(
           f'model_fn {user_fns.fn_name(self._model_fn)} returned '

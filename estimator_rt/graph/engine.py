@@ -100,10 +100,6 @@ class GraphEngine:
     if self._config.tf_random_seed is not None:
       tf.compat.v1.set_random_seed(self._config.tf_random_seed)
 
-  def _remember_features(self, features) -> None:
-    self._features_spec = tf.nest.map_structure(
-        lambda t: tf.TensorSpec(t.shape, t.dtype), features)
-
   # -------------------------------------------------------------- train
   def train(self, input_fn: Callable, *, hooks: Sequence[Any] = (),
             steps: Optional[int] = None, max_steps: Optional[int] = None,
@@ -126,10 +122,10 @@ class GraphEngine:
       self._seed()
       data = model_lib.read_input(input_fn, self._params,
                                   role='train input_fn')
-      self._remember_features(data.features)
+      self._features_spec = data.features_spec
       built = model_lib.build(
           model_fn=self._model_fn, mode=ModeKeys.TRAIN,
-          features=data.features, labels=data.labels, params=self._params,
+          batches=data.next_batch, params=self._params,
           config=self._config, placement=placement)
       spec = built.spec
       saver, keep = self._saver(spec.scaffold)
@@ -282,10 +278,10 @@ class GraphEngine:
 
   def _build_eval(self, input_fn: Callable):
     data = model_lib.read_input(input_fn, self._params, role='eval input_fn')
-    self._remember_features(data.features)
+    self._features_spec = data.features_spec
     built = model_lib.build(
-        model_fn=self._model_fn, mode=ModeKeys.EVAL, features=data.features,
-        labels=data.labels, params=self._params, config=self._config,
+        model_fn=self._model_fn, mode=ModeKeys.EVAL,
+        batches=data.next_batch, params=self._params, config=self._config,
         placement=placement_lib.make_placement(
             self._config.eval_distribute, for_training=False))
     return data, built
@@ -361,7 +357,7 @@ class GraphEngine:
                                   role='predict input_fn')
       built = model_lib.build(
           model_fn=self._model_fn, mode=ModeKeys.PREDICT,
-          features=data.features, labels=None, params=self._params,
+          batches=lambda: (data.next_batch()[0], None), params=self._params,
           config=self._config, placement=placement_lib.SingleDevicePlacement())
       predictions = built.predictions
       single = not isinstance(built.spec.predictions, dict)

@@ -35,29 +35,34 @@ class GraphInput:
   """An input_fn's dataset read in the graph.
 
   Attributes:
-    features: the features tensor(s) of one batch.
-    labels: the labels tensor(s), or None.
-    initializer: the iterator's initializer, run when the session starts
-      (an initializable iterator, as tf.estimator used: a one-shot one
-      cannot capture lookup tables or variables the dataset uses).
+    iterator: an initializable iterator over it (as tf.estimator used: a
+      one-shot one cannot capture lookup tables or variables the dataset
+      uses); each replica takes its own elements with `next_batch`.
+    initializer: the iterator's initializer, run when the session starts.
+    features_spec: the TensorSpec(s) of an element's features.
   """
 
-  features: Any
-  labels: Any
+  iterator: Any
   initializer: tf.Operation
+  features_spec: Any
+
+  def next_batch(self) -> Tuple[Any, Any]:
+    """(features, labels) tensors of the next element (labels may be None)."""
+    return inputs.split_element(self.iterator.get_next())
 
 
 def read_input(input_fn: Callable, params: dict, *, role: str) -> GraphInput:
-  """Calls `input_fn` in the current graph and reads it batch by batch.
+  """Calls `input_fn` in the current graph, ready to read it element by
+  element.
 
   Raises:
     InputFnError: the input_fn failed or returned no dataset.
   """
   dataset = user_fns.call_input_fn(input_fn, params, None, role=role)
   iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
-  features, labels = inputs.split_element(iterator.get_next())
-  return GraphInput(features=features, labels=labels,
-                    initializer=iterator.initializer)
+  features_spec, _ = inputs.split_element(dataset.element_spec)
+  return GraphInput(iterator=iterator, initializer=iterator.initializer,
+                    features_spec=features_spec)
 
 
 @dataclasses.dataclass
@@ -130,9 +135,11 @@ def _check_graph_spec(spec: EstimatorSpec, model_fn: Callable) -> None:
 
 def _counts_global_step(train_op, global_step) -> bool:
   """Whether running `train_op` writes `global_step` (minimize was given
-  global_step=...), found by walking the ops it depends on."""
-  target = global_step.handle if hasattr(global_step, 'handle') else (
-      global_step._ref())  # pylint: disable=protected-access
+  global_step=...), found by walking the ops it depends on. A mirrored
+  global step is written through any of its per-device variables."""
+  components = getattr(global_step, 'values', None) or (global_step,)
+  targets = {id(v.handle) if hasattr(v, 'handle') else id(v._ref())  # pylint: disable=protected-access
+             for v in components}
   seen = set()
   pending = [train_op.op if isinstance(train_op, tf.Tensor) else train_op]
   while pending:
@@ -140,7 +147,7 @@ def _counts_global_step(train_op, global_step) -> bool:
     if op is None or op in seen:
       continue
     seen.add(op)
-    if op.type in _WRITES and any(t is target for t in op.inputs):
+    if op.type in _WRITES and any(id(t) in targets for t in op.inputs):
       return True
     pending.extend(t.op for t in op.inputs)
     pending.extend(op.control_inputs)
@@ -158,14 +165,15 @@ def _train_op(spec: EstimatorSpec, global_step, model_fn) -> tf.Operation:
   return train_op
 
 
-def build(*, model_fn: Callable, mode: str, features, labels, params: dict,
+def build(*, model_fn: Callable, mode: str, batches, params: dict,
           config, placement) -> GraphModel:
   """Builds `mode` of the model_fn into the current graph.
 
   Args:
     model_fn: the user's model_fn.
     mode: a ModeKeys value.
-    features, labels: one (global) batch, from `read_input`.
+    batches: a function returning the next (features, labels) of the
+      input (`GraphInput.next_batch`); each replica calls it once.
     params: passed to the model_fn.
     config: passed to the model_fn.
     placement: where ops and variables go, and whether the model_fn is
@@ -177,8 +185,7 @@ def build(*, model_fn: Callable, mode: str, features, labels, params: dict,
   with placement.variable_scope():
     global_step = tf.compat.v1.train.get_or_create_global_step()
   specs = placement.call_for_each_replica(
-      lambda f, l: _call(model_fn, f, l, mode, params, config),
-      features, labels)
+      lambda f, l: _call(model_fn, f, l, mode, params, config), batches)
   spec = specs[0]
   for each in specs:
     _check_graph_spec(each, model_fn)
@@ -189,8 +196,8 @@ def build(*, model_fn: Callable, mode: str, features, labels, params: dict,
     return model
   model.loss = placement.mean_loss([each.loss for each in specs])
   if mode == ModeKeys.TRAIN:
-    train_ops = [_train_op(each, global_step, model_fn) for each in specs]
-    train_op = tf.group(*train_ops) if len(train_ops) > 1 else train_ops[0]
+    train_op = placement.group(
+        [_train_op(each, global_step, model_fn) for each in specs])
     if not _counts_global_step(train_op, global_step):
       # tf.estimator left the step at 0 here (minimize(loss) without
       # global_step=), so it never saved the trained weights: count it.
@@ -199,8 +206,8 @@ def build(*, model_fn: Callable, mode: str, features, labels, params: dict,
           '(minimize was not given global_step=); the runtime counts the '
           'steps itself, so max_steps, checkpoints and evaluation see them.',
           user_fns.fn_name(model_fn))
-      with tf.control_dependencies([train_op]):
-        train_op = global_step.assign_add(1).op
+      with tf.control_dependencies([train_op]), placement.variable_scope():
+        train_op = tf.group(global_step.assign_add(1))
     model.train_op = train_op
     return model
   # EVAL: the loss as tf.estimator reported it, the mean over batches.

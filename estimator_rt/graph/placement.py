@@ -18,8 +18,13 @@ from estimator_rt.errors import UserInputError
 
 def session_config() -> tf.compat.v1.ConfigProto:
   """Soft placement, as tf.estimator's default session config had it (an op
-  with no kernel on the device asked for runs where it has one)."""
-  return tf.compat.v1.ConfigProto(allow_soft_placement=True)
+  with no kernel on the device asked for runs where it has one), and every
+  logical CPU device: an explicit ConfigProto does not inherit the logical
+  devices the process configured, and mirrored replicas on CPU:1 would be
+  placed on CPU:0, where a collective all-reduce of two waits forever."""
+  return tf.compat.v1.ConfigProto(
+      allow_soft_placement=True,
+      device_count={'CPU': len(tf.config.list_logical_devices('CPU'))})
 
 
 class SingleDevicePlacement:
@@ -46,12 +51,17 @@ class SingleDevicePlacement:
   def variable_scope(self) -> ContextManager:
     return self._scope()
 
-  def call_for_each_replica(self, fn: Callable, features, labels) -> List[Any]:
+  def call_for_each_replica(self, fn: Callable,
+                            batches: Callable[[], Any]) -> List[Any]:
+    """[fn(features, labels)] for the next batch of `batches()`."""
     with self._scope():
-      return [fn(features, labels)]
+      return [fn(*batches())]
 
   def mean_loss(self, losses: List[tf.Tensor]) -> tf.Tensor:
     return losses[0]
+
+  def group(self, ops: List[Any]) -> tf.Operation:
+    return ops[0] if len(ops) == 1 else tf.group(*ops)
 
   def merge_metrics(self, metrics: List[Dict[str, Any]]) -> Dict[str, Any]:
     return dict(metrics[0])
@@ -59,6 +69,85 @@ class SingleDevicePlacement:
   def concat_predictions(self, predictions: List[Dict[str, tf.Tensor]]
                          ) -> Dict[str, tf.Tensor]:
     return dict(predictions[0])
+
+  @property
+  def master(self) -> str:
+    return ''
+
+  def session_config(self) -> tf.compat.v1.ConfigProto:
+    return session_config()
+
+
+class MirroredPlacement:
+  """In-graph replicas, as tf.estimator ran MirroredStrategy: each replica
+  calls the model_fn (`call_for_each_replica`) on its own element of the
+  input_fn's dataset, whose batch is thus the per-replica batch, as it was
+  with tf.estimator's train_distribute; variables are mirrored and saved once under
+  their plain names, so checkpoints are interchangeable with
+  undistributed ones. tf.compat.v1 optimizers sum the replicas' gradients;
+  inside `_scale_loss_for_estimator_enabled` (tf.estimator's switch) they
+  first divide each replica's mean loss by the number of replicas, so N
+  replicas on batch B train as one on N*B.
+
+  Args:
+    strategy: a MirroredStrategy.
+  """
+
+  def __init__(self, *, strategy: tf.distribute.Strategy):
+    self._strategy = strategy
+    self.num_replicas = strategy.num_replicas_in_sync
+
+  name = 'mirrored'
+
+  def variable_scope(self) -> ContextManager:
+    return self._strategy.scope()
+
+  def _per_replica(self, values: List[Any]):
+    """Replica i's value is values[i], placed on its device."""
+    devices = self._strategy.extended.worker_devices
+
+    def replica_value(context):
+      index = context.replica_id_in_sync_group
+      with tf.device(devices[index]):
+        return tf.nest.map_structure(tf.identity, values[index])
+
+    return self._strategy.experimental_distribute_values_from_function(
+        replica_value)
+
+  def call_for_each_replica(self, fn: Callable,
+                            batches: Callable[[], Any]) -> List[Any]:
+    """fn(features, labels) on every replica, each on its own next element
+    of the input (tf.estimator's way: the input_fn's batch is per replica)."""
+    elements = [batches() for _ in range(self.num_replicas)]
+    features = self._per_replica([f for f, _ in elements])
+    labels = (None if elements[0][1] is None else
+              self._per_replica([l for _, l in elements]))
+    with self._strategy.scope(), \
+        self._strategy._scale_loss_for_estimator_enabled():  # pylint: disable=protected-access
+      grouped = self._strategy.extended.call_for_each_replica(
+          fn, args=(features, labels))
+    return list(self._strategy.experimental_local_results(grouped))
+
+  def mean_loss(self, losses: List[tf.Tensor]) -> tf.Tensor:
+    with self._strategy.scope():
+      per_replica = self._strategy.experimental_distribute_values_from_function(
+          lambda context: losses[context.replica_id_in_sync_group])
+      return self._strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica,
+                                   axis=None)
+
+  def group(self, ops: List[Any]) -> tf.Operation:
+    return self._strategy.group(ops)
+
+  def merge_metrics(self, metrics: List[Dict[str, Any]]) -> Dict[str, Any]:
+    # The value tensors are built once, across replicas (merge_call): the
+    # first replica's are the whole evaluation's. Every replica updates.
+    return {name: (value, self._strategy.group([m[name][1] for m in metrics]))
+            for name, (value, _) in metrics[0].items()}
+
+  def concat_predictions(self, predictions: List[Dict[str, tf.Tensor]]
+                         ) -> Dict[str, tf.Tensor]:
+    return {name: tf.concat([p[name] for p in predictions], axis=0)
+            for name in predictions[0]}
 
   @property
   def master(self) -> str:
@@ -84,9 +173,11 @@ def make_placement(strategy: Any, *, for_training: bool):
       device = strategy.extended.worker_devices[0]
     return SingleDevicePlacement(device=device or '/cpu:0')
   if not for_training:
-    # Evaluation and prediction run in one process, undistributed, as
-    # tf.estimator did unless told otherwise.
+    # Evaluation and prediction run undistributed (tf.estimator's default;
+    # eval_distribute is not honoured by the graph engine).
     return SingleDevicePlacement()
+  if name in ('mirrored', 'MirroredStrategy'):
+    return MirroredPlacement(strategy=strategies.resolve_strategy(strategy))
   raise UserInputError(
       f'RunConfig: train_distribute={name!r} is not supported for TF1-style '
       'model_fns (graph engine) yet; use the default or one_device '

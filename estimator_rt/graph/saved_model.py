@@ -80,7 +80,7 @@ def export(*, model_fn: Callable, params: dict, config,
     receiver = _receiver_in_graph(serving_input_receiver_fn)
     built = model_lib.build(
         model_fn=model_fn, mode=ModeKeys.PREDICT,
-        features=receiver.graph_features, labels=None, params=params,
+        batches=lambda: (receiver.graph_features, None), params=params,
         config=config, placement=placement_lib.SingleDevicePlacement())
     signatures = {}
     for name, output in _signature_outputs(built.spec,
