@@ -147,6 +147,14 @@ def make_input(strategy: tf.distribute.Strategy,
     if replicate and not sample_only:
       _check_splittable(local.element_spec, role, input_fn)
       distributed = local
+    elif (not sample_only and coordinator is None and
+          strategy.num_replicas_in_sync > 1 and
+          _has_unbatched_part(local.element_spec)):
+      # Elements without a batch dimension cannot be split across replicas:
+      # each replica takes its own element instead, as tf.estimator's
+      # replicas did.
+      distributed = strategy.distribute_datasets_from_function(
+          lambda context: user_fns.call_input_fn(input_fn, params, role=role))
     elif not sample_only and coordinator is None:
       options = tf.data.Options()
       options.experimental_distribute.auto_shard_policy = _POLICIES[
@@ -171,6 +179,13 @@ def make_input(strategy: tf.distribute.Strategy,
     distributed = coordinator.create_per_worker_dataset(per_worker_dataset_fn)
   return DistributedInput(dataset=distributed, sample=sample,
                           element_spec=local.element_spec, infinite=infinite)
+
+
+def _has_unbatched_part(element_spec) -> bool:
+  """Whether some component of the elements is a scalar (no batch
+  dimension to split)."""
+  return any(getattr(spec, 'shape', None) is not None and spec.shape.rank == 0
+             for spec in tf.nest.flatten(element_spec))
 
 
 def _check_splittable(element_spec, role: str, fn) -> None:

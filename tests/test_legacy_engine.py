@@ -302,3 +302,66 @@ def test_a_nan_loss_stops_training_and_keeps_the_last_finite_checkpoint(
   latest = tf.train.latest_checkpoint(model_dir)
   assert latest.endswith('model.ckpt-4')
   assert np.all(np.isfinite(tf.train.load_variable(latest, 'w')))
+
+
+# ------------------------------------------------------------ mirrored
+@pytest.mark.parametrize('name', ['seed_readme', 'tf1_classifier',
+                                  'keras_layers_v1_optimizer',
+                                  'feature_columns_iris',
+                                  'hooks_and_scaffold'])
+def test_every_program_runs_mirrored_over_two_devices(tmp_path, name):
+  result = run_program(name, tmp_path, '--train_distribute', 'mirrored')
+  evaluation = result['eval']
+  # Each replica takes its own element of the input (tf.estimator's
+  # per-replica batch), so the finite seed input ends after 50 steps.
+  assert evaluation['global_step'] == (50 if name == 'seed_readme' else
+                                       {'tf1_classifier': 200,
+                                        'hooks_and_scaffold': 200}.get(
+                                            name, 300))
+  quality = {'seed_readme': ('loss', 1e-6), 'tf1_classifier': ('loss', 0.2),
+             'keras_layers_v1_optimizer': ('loss', 0.05),
+             'feature_columns_iris': ('loss', 0.2),
+             'hooks_and_scaffold': ('mae', 0.05)}[name]
+  assert evaluation[quality[0]] < quality[1], evaluation
+  assert 'serving_default' in result['served'], result['served']
+
+
+def _linear_tf1_model_fn(features, labels, mode):
+  hidden = tf.compat.v1.layers.dense(features, 4, activation=tf.nn.tanh,
+                                     name='hidden')
+  predictions = tf.compat.v1.layers.dense(hidden, 1, name='out')
+  loss = tf.compat.v1.losses.mean_squared_error(labels, predictions)
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.2).minimize(
+      loss, global_step=tf.compat.v1.train.get_global_step())
+  return estimator_rt.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def _batched_input(batch_size):
+  def input_fn():
+    rng = np.random.RandomState(0)
+    x = rng.uniform(-1, 1, (64, 3)).astype(np.float32)
+    y = (x @ np.array([[1.], [-2.], [0.5]], np.float32)).astype(np.float32)
+    return tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(
+        batch_size)
+  return input_fn
+
+
+def test_two_mirrored_replicas_on_b_train_as_one_device_on_2b(tmp_path):
+  def train(name, strategy, batch_size):
+    model_dir = str(tmp_path / name)
+    init = str(tmp_path / 'init')
+    estimator = estimator_rt.Estimator(
+        _linear_tf1_model_fn, model_dir=model_dir, warm_start_from=init,
+        config=estimator_rt.RunConfig(train_distribute=strategy))
+    estimator.train(_batched_input(batch_size), max_steps=20)
+    return {n: estimator.get_variable_value(n)
+            for n in ('hidden/kernel', 'hidden/bias', 'out/kernel')}
+
+  # Same starting weights for both: one step's checkpoint to warm-start from.
+  estimator_rt.Estimator(_linear_tf1_model_fn,
+                         model_dir=str(tmp_path / 'init')).train(
+                             _batched_input(8), max_steps=1)
+  one = train('one', None, 16)
+  two = train('two', 'mirrored', 8)
+  for name in one:
+    np.testing.assert_allclose(two[name], one[name], atol=1e-5)

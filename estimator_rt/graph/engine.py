@@ -155,6 +155,9 @@ class GraphEngine:
               last_saved_step=lambda: checkpoint_saver.last_saved_step),
           preemption_hook,
       ]
+      sync = placement.sync_replicas_op()
+      if sync is not None:
+        all_hooks.insert(0, session_hooks.RunOnceHook(sync))
       if max_steps is not None:
         all_hooks.append(tf.compat.v1.train.StopAtStepHook(
             last_step=max_steps))

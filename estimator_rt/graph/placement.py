@@ -63,6 +63,9 @@ class SingleDevicePlacement:
   def group(self, ops: List[Any]) -> tf.Operation:
     return ops[0] if len(ops) == 1 else tf.group(*ops)
 
+  def sync_replicas_op(self) -> Optional[tf.Operation]:
+    return None
+
   def merge_metrics(self, metrics: List[Dict[str, Any]]) -> Dict[str, Any]:
     return dict(metrics[0])
 
@@ -137,6 +140,20 @@ class MirroredPlacement:
 
   def group(self, ops: List[Any]) -> tf.Operation:
     return self._strategy.group(ops)
+
+  def sync_replicas_op(self) -> Optional[tf.Operation]:
+    """Copies each mirrored variable's first copy into the others. Run once
+    the session is ready: a Scaffold's init_fn running an assign the
+    model_fn built in a replica's context sets that replica's copy only,
+    and copies that start apart stay apart (every replica applies the same
+    update to its own copy)."""
+    copies = []
+    for variable in tf.compat.v1.global_variables():
+      values = getattr(variable, 'values', None)
+      if values and len(values) > 1:
+        first = values[0].read_value()
+        copies += [other.assign(first) for other in values[1:]]
+    return tf.group(*copies) if copies else None
 
   def merge_metrics(self, metrics: List[Dict[str, Any]]) -> Dict[str, Any]:
     # The value tensors are built once, across replicas (merge_call): the

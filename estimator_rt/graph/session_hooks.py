@@ -35,6 +35,18 @@ class InputInitializerHook(SessionRunHook):
     session.run(self._initializer)
 
 
+class RunOnceHook(SessionRunHook):
+  """Runs `op` once the session exists (after the Scaffold's init_fn and
+  the restore), e.g. to make mirrored copies equal."""
+
+  def __init__(self, op: tf.Operation):
+    self._op = op
+
+  def after_create_session(self, session, coord):
+    del coord
+    session.run(self._op)
+
+
 class SaverWriter:
   """Gives a name-based `Saver` the `write(prefix, options)` method
   `checkpoints.CheckpointSaver` calls, on the session in use."""
