@@ -10,6 +10,7 @@ computation from the trained weights or the predictions.
 """
 
 import glob
+import re
 import importlib
 import json
 import os
@@ -365,3 +366,86 @@ def test_two_mirrored_replicas_on_b_train_as_one_device_on_2b(tmp_path):
   two = train('two', 'mirrored', 8)
   for name in one:
     np.testing.assert_allclose(two[name], one[name], atol=1e-5)
+
+
+# ------------------------------------------------- the binary, with faults
+from test_preemption import Running  # pylint: disable=g-import-not-at-top
+from test_preemption import checkpoint_steps  # pylint: disable=g-import-not-at-top
+
+FNS = os.path.join(HERE, '_legacy_fns.py')
+
+
+def _binary_args(model_dir, max_steps, *extra):
+  return ['--mode=train', f'--model_dir={model_dir}',
+          f'--model_fn={FNS}:model_fn', f'--input_fn={FNS}:input_fn',
+          f'--max_steps={max_steps}', '--log_step_count_steps=200', *extra]
+
+
+def test_binary_sigterm_saves_exits_143_and_the_same_command_resumes(
+    tmp_path):
+  model_dir = str(tmp_path / 'm')
+  run = Running(_binary_args(model_dir, 10**7,
+                             '--save_checkpoints_steps=1000000'))
+  try:
+    run.wait_for_line(r'global step \d+: loss', timeout=120)
+    code, _ = run.signal_and_wait(timeout=60)
+  finally:
+    if run.process.poll() is None:
+      run.process.kill()
+  assert code == 143, run.output[-4000:]
+  match = re.search(r'Preempted \(SIGTERM\) at global step (\d+)', run.output)
+  assert match, run.output[-4000:]
+  step = int(match.group(1))
+  assert checkpoint_steps(model_dir) == [step]
+  assert 'Traceback' not in run.output
+  assert engines.is_object_based(
+      os.path.join(model_dir, f'model.ckpt-{step}')) is False
+  again = Running(_binary_args(model_dir, step + 100,
+                               '--save_checkpoints_steps=1000000'))
+  assert again.wait(timeout=180) == 0, again.output[-4000:]
+  assert f'(global step {step})' in again.output
+  assert checkpoint_steps(model_dir)[-1] == step + 100
+
+
+def test_binary_sigkill_then_rerun_resumes_from_the_last_checkpoint(
+    tmp_path):
+  model_dir = str(tmp_path / 'm')
+  args = _binary_args(model_dir, 10**7, '--save_checkpoints_steps=50',
+                      '--keep_checkpoint_max=3')
+  run = Running(args)
+  try:
+    run.wait_for_line(r'Saved checkpoint .*model.ckpt-100\b', timeout=120)
+    run.process.kill()
+    run.wait(timeout=30)
+  finally:
+    if run.process.poll() is None:
+      run.process.kill()
+  saved = checkpoint_steps(model_dir)
+  assert saved and saved[-1] >= 100, saved
+  again = Running(_binary_args(model_dir, saved[-1] + 60,
+                               '--save_checkpoints_steps=50'))
+  assert again.wait(timeout=180) == 0, again.output[-4000:]
+  assert f'(global step {saved[-1]})' in again.output
+  assert checkpoint_steps(model_dir)[-1] == saved[-1] + 60
+
+
+def test_binary_train_and_evaluate_exports_a_servable_model(tmp_path):
+  model_dir = str(tmp_path / 'm')
+  result = subprocess.run(
+      [sys.executable, '-m', 'estimator_rt.main', *_binary_args(
+          model_dir, 300, '--save_checkpoints_steps=100'),
+       '--mode=train_and_evaluate', f'--eval_input_fn={FNS}:input_fn',
+       '--eval_steps=4'],
+      capture_output=True, text=True, timeout=300, cwd=REPO)
+  assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+  exports = glob.glob(os.path.join(model_dir, 'export', '*', '*',
+                                   'saved_model.pb'))
+  assert exports, os.listdir(model_dir)
+  served = subprocess.run(
+      [sys.executable, '-c',
+       'import sys, tensorflow as tf; f = tf.saved_model.load(sys.argv[1])'
+       '.signatures["serving_default"]; print(sorted(f.structured_outputs))',
+       os.path.dirname(exports[0])],
+      capture_output=True, text=True, timeout=120)
+  assert served.returncode == 0, served.stderr[-2000:]
+  assert "['y']" in served.stdout

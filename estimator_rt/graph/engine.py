@@ -182,6 +182,8 @@ class GraphEngine:
           scaffold=scaffold, master=placement.master,
           config=placement.session_config(),
           checkpoint_filename_with_path=latest)
+      if latest is not None:
+        logging.info('Restored %s (global step %d).', latest, start_step)
       with preemption.training():
         with MonitoredSession(session_creator=creator,
                               hooks=all_hooks) as session:

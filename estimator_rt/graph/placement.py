@@ -182,7 +182,7 @@ def make_placement(strategy: Any, *, for_training: bool):
     UserInputError: a strategy the graph engine does not run, naming why.
   """
   name = strategies.name_of(strategy)
-  if name in (None, 'default'):
+  if name in (None, 'default', '_DefaultDistributionStrategy'):
     return SingleDevicePlacement()
   if name in ('one_device', 'OneDeviceStrategy'):
     device = None

@@ -1,0 +1,29 @@
+"""A TF1-style model_fn and input_fn for the binary (graph engine) tests."""
+
+import numpy as np
+import tensorflow as tf
+
+import estimator_rt
+
+
+def model_fn(features, labels, mode):
+  hidden = tf.compat.v1.layers.dense(features['x'], 8, activation=tf.nn.relu)
+  predictions = tf.compat.v1.layers.dense(hidden, 1)
+  if mode == estimator_rt.ModeKeys.PREDICT:
+    return estimator_rt.EstimatorSpec(mode, predictions={'y': predictions})
+  loss = tf.compat.v1.losses.mean_squared_error(labels, predictions)
+  if mode == estimator_rt.ModeKeys.EVAL:
+    return estimator_rt.EstimatorSpec(
+        mode, loss=loss, eval_metric_ops={
+            'mae': tf.compat.v1.metrics.mean_absolute_error(labels,
+                                                            predictions)})
+  train_op = tf.compat.v1.train.AdagradOptimizer(0.05).minimize(
+      loss, global_step=tf.compat.v1.train.get_global_step())
+  return estimator_rt.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def input_fn():
+  rng = np.random.RandomState(0)
+  x = rng.uniform(-1, 1, (256, 4)).astype(np.float32)
+  y = x.sum(axis=1, keepdims=True).astype(np.float32)
+  return tf.data.Dataset.from_tensor_slices(({'x': x}, y)).repeat().batch(32)
