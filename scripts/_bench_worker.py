@@ -108,6 +108,39 @@ def _classifier_loss(labels, logits):
       class_ids, logits)
 
 
+# The same models written as tf.estimator users wrote them (tf.compat.v1
+# layers, losses and optimizers), which the graph engine runs: the same
+# layers, loss, optimizer and learning rate as the workloads' model_fns.
+def _tf1_linear_model_fn(features, labels, mode, params):
+  del mode, params
+  x = features['x'] if isinstance(features, dict) else features
+  predictions = tf.squeeze(tf.compat.v1.layers.dense(x, 1), axis=-1)
+  loss = tf.compat.v1.losses.mean_squared_error(
+      tf.cast(labels, tf.float32), predictions)
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(
+      linear.DEFAULT_PARAMS['learning_rate']).minimize(
+          loss, global_step=tf.compat.v1.train.get_global_step())
+  return ert.EstimatorSpec(ert.ModeKeys.TRAIN, loss=loss, train_op=train_op)
+
+
+def _tf1_mlp_model_fn(features, labels, mode, params):
+  del mode, params
+  net = features['x'] if isinstance(features, dict) else features
+  net = tf.reshape(net, [tf.shape(net)[0], -1])
+  for units in mlp.DEFAULT_PARAMS['hidden_units']:
+    net = tf.compat.v1.layers.dense(net, units, activation=tf.nn.relu)
+  logits = tf.compat.v1.layers.dense(net, mlp.DEFAULT_PARAMS['n_classes'])
+  loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(
+      tf.reshape(tf.cast(labels, tf.int64), [-1]), logits)
+  train_op = tf.compat.v1.train.AdamOptimizer(
+      mlp.DEFAULT_PARAMS['learning_rate']).minimize(
+          loss, global_step=tf.compat.v1.train.get_global_step())
+  return ert.EstimatorSpec(ert.ModeKeys.TRAIN, loss=loss, train_op=train_op)
+
+
+TF1_MODEL_FNS = {'W1': _tf1_linear_model_fn, 'W2': _tf1_mlp_model_fn}
+
+
 WORKLOADS = {
     'W1': dict(
         description='linear model, synthetic regression, batch 64, SGD 0.2',
@@ -211,6 +244,35 @@ class _BoundaryHook(ert.Hook):
     return None
 
 
+class _EveryLoopOfSteps(ert.Hook):
+  """The graph engine runs one step per session run, and so calls hooks
+  after every step: record the first step and then every STEPS_PER_LOOP
+  steps, as the loop boundaries of the other sides."""
+
+  def __init__(self, record):
+    self._record = record
+
+  def after_loop(self, result):
+    if result.global_step == 1 or result.global_step % STEPS_PER_LOOP == 0:
+      self._record(result.global_step, None)
+    return None
+
+
+def run_graph_engine(workload: str, total_steps: int, record) -> None:
+  """The workload's TF1-style model_fn in the graph engine, with the same
+  settings as run_runtime."""
+  spec = WORKLOADS[workload]
+  with tempfile.TemporaryDirectory(prefix='bench_ert_graph_') as model_dir:
+    estimator = ert.Estimator(
+        TF1_MODEL_FNS[workload], model_dir=model_dir,
+        config=ert.RunConfig(save_checkpoints_steps=10 * total_steps,
+                             log_step_count_steps=100,
+                             save_summary_steps=100),
+        params=dict(spec['params']))
+    estimator.train(spec['input_fn'], max_steps=total_steps,
+                    hooks=[_EveryLoopOfSteps(record)])
+
+
 def run_runtime(workload: str, total_steps: int, record, *,
                 jit_compile: bool = False) -> None:
   """Trains with `ert.Estimator.train`, the runtime's defaults but one.
@@ -264,7 +326,10 @@ def steady_state(boundaries, loop_secs):
 
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  parser.add_argument('--side', choices=('bare', 'runtime'), required=True)
+  parser.add_argument('--side', choices=('bare', 'runtime', 'graph'),
+                      required=True,
+                      help='graph: the runtime running the TF1-style '
+                      'model_fn of W1 or W2 (graph engine)')
   parser.add_argument('--workload', choices=sorted(WORKLOADS), required=True)
   parser.add_argument('--steps', type=int, required=True,
                       help='total training steps (>= 101)')
@@ -291,8 +356,12 @@ def main(argv=None) -> int:
   # As under an absl binary (estimator_rt.main): the runtime's INFO lines
   # (steps/s every 100 steps, checkpoints) are really written, to stderr.
   absl_logging.set_verbosity(absl_logging.INFO)
-  run = (run_bare if args.side == 'bare' else
-         functools.partial(run_runtime, jit_compile=args.jit_compile))
+  if args.side == 'graph' and args.workload not in TF1_MODEL_FNS:
+    parser.error(f'--side=graph: no TF1-style model_fn for {args.workload}; '
+                 f'there are {sorted(TF1_MODEL_FNS)}.')
+  run = {'bare': run_bare, 'graph': run_graph_engine,
+         'runtime': functools.partial(run_runtime,
+                                      jit_compile=args.jit_compile)}[args.side]
   if args.profile:
     import cProfile  # pylint: disable=g-import-not-at-top
     profiler = cProfile.Profile()

@@ -82,7 +82,7 @@ class ChildError(RuntimeError):
 
 def run_child(side: str, workload: str, steps: int, *,
               timeout_s: float, env: Dict[str, str],
-              jit_compile: bool = False) -> dict:
+              jit_compile: bool = False, graph_engine: bool = False) -> dict:
   """Runs one side of one workload in a fresh process; returns its result.
 
   Adds `first_step_s` (from just before the process was started to the end
@@ -93,8 +93,9 @@ def run_child(side: str, workload: str, steps: int, *,
     ChildError: the child exited non-zero, ran past `timeout_s` (it is
       killed) or printed no result line.
   """
-  command = [sys.executable, _WORKER, '--side', side, '--workload', workload,
-             '--steps', str(steps)]
+  worker_side = 'graph' if (side == 'runtime' and graph_engine) else side
+  command = [sys.executable, _WORKER, '--side', worker_side, '--workload',
+             workload, '--steps', str(steps)]
   if jit_compile and side == 'runtime':
     command.append('--jit_compile')
   # Wall clock, not perf_counter: the child reports time.time() and the two
@@ -284,10 +285,19 @@ def main(argv: Optional[List[str]] = None) -> int:
                       help='the runtime side compiles its steps with XLA '
                       '(RunConfig.jit_compile); the bare loop does not, so '
                       'the ratio shows what XLA gains over the plain loop')
+  parser.add_argument('--engine', choices=('eager', 'graph'),
+                      default='eager',
+                      help='graph: the runtime side runs TF1-style model_fns '
+                      '(tf.compat.v1 layers, losses and optimizers, the same '
+                      'model, loss and learning rate) in the graph engine, '
+                      'one step per session run; W1 and W2 only')
   parser.add_argument('--json', action='store_true',
                       help='print one JSON object on stdout instead of the '
                       'table (progress still goes to stderr)')
   args = parser.parse_args(argv)
+  if args.engine == 'graph' and set(args.workloads) - {'W1', 'W2'}:
+    parser.error('--engine=graph: only W1 and W2 have TF1-style model_fns; '
+                 'pass --workloads W1,W2.')
   if args.rounds < 1:
     parser.error(f'--rounds={args.rounds} must be >= 1.')
   steps = {w: args.steps.get(w, DEFAULT_STEPS[w]) for w in args.workloads}
@@ -309,7 +319,8 @@ def main(argv: Optional[List[str]] = None) -> int:
       for side in order:
         result = run_child(side, workload, steps[workload],
                            timeout_s=args.timeout, env=env,
-                           jit_compile=args.jit_compile)
+                           jit_compile=args.jit_compile,
+                           graph_engine=args.engine == 'graph')
         runs[workload][side].append(result)
         print(f'round {round_index + 1}/{args.rounds} {workload} {side:7s}: '
               f"{result['steps_per_sec']:9,.0f} steps/s, first step "
@@ -326,6 +337,7 @@ def main(argv: Optional[List[str]] = None) -> int:
       'rounds': args.rounds,
       'steps': steps,
       'jit_compile': args.jit_compile,
+      'engine': args.engine,
       'git': _git_state(),
       'cpu_count': os.cpu_count(),
       'loadavg_before': load_before,
