@@ -449,3 +449,16 @@ def test_binary_train_and_evaluate_exports_a_servable_model(tmp_path):
       capture_output=True, text=True, timeout=120)
   assert served.returncode == 0, served.stderr[-2000:]
   assert "['y']" in served.stdout
+
+
+def test_a_strategy_the_graph_engine_cannot_run_is_refused_in_one_line(
+    tmp_path):
+  estimator = estimator_rt.Estimator(
+      _tf1_model_fn, model_dir=str(tmp_path / 'm'),
+      config=estimator_rt.RunConfig(train_distribute='central_storage'))
+  with pytest.raises(estimator_rt.UserInputError,
+                     match="train_distribute='central_storage' is not "
+                     'supported for TF1-style model_fns') as raised:
+    estimator.train(_input_fn, max_steps=3)
+  assert '\n' not in str(raised.value)
+  assert not os.path.exists(str(tmp_path / 'm' / 'checkpoint'))
