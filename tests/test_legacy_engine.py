@@ -24,6 +24,7 @@ import tensorflow as tf
 
 import estimator_rt
 from estimator_rt import engines
+from estimator_rt import summaries
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS_DIR = os.path.join(HERE, 'legacy_programs')
@@ -462,3 +463,118 @@ def test_a_strategy_the_graph_engine_cannot_run_is_refused_in_one_line(
     estimator.train(_input_fn, max_steps=3)
   assert '\n' not in str(raised.value)
   assert not os.path.exists(str(tmp_path / 'm' / 'checkpoint'))
+
+
+def _classifier_with_outputs(features, labels, mode):
+  logits = tf.compat.v1.layers.dense(features['x'], 3, name='logits')
+  probabilities = tf.nn.softmax(logits)
+  classes = tf.as_string(tf.argmax(logits, axis=1))
+  if mode == estimator_rt.ModeKeys.PREDICT:
+    return estimator_rt.EstimatorSpec(
+        mode, predictions={'probabilities': probabilities},
+        export_outputs={
+            'serving_default': estimator_rt.export.PredictOutput(
+                {'probabilities': probabilities}),
+            'classification': estimator_rt.export.ClassificationOutput(
+                scores=probabilities, classes=classes),
+            'regression': estimator_rt.export.RegressionOutput(
+                value=tf.reduce_max(probabilities, axis=1)),
+        })
+  loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+      loss, global_step=tf.compat.v1.train.get_global_step())
+  return estimator_rt.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def _three_classes():
+  x = np.eye(3, dtype=np.float32).repeat(4, axis=0)
+  y = np.arange(3).repeat(4)
+  return tf.data.Dataset.from_tensor_slices(({'x': x}, y)).repeat().batch(6)
+
+
+def test_classification_and_regression_outputs_export_for_examples(
+    tmp_path):
+  estimator = estimator_rt.Estimator(_classifier_with_outputs,
+                                     model_dir=str(tmp_path / 'm'))
+  estimator.train(_three_classes, max_steps=5)
+  spec = {'x': tf.io.FixedLenFeature([3], tf.float32)}
+  parsing = estimator.export_saved_model(
+      str(tmp_path / 'parsing'),
+      estimator_rt.export.build_parsing_serving_input_receiver_fn(spec))
+  raw = estimator.export_saved_model(
+      str(tmp_path / 'raw'),
+      estimator_rt.export.build_raw_serving_input_receiver_fn(
+          {'x': tf.TensorSpec([None, 3], tf.float32)}))
+  example = tf.train.Example(features=tf.train.Features(feature={
+      'x': tf.train.Feature(float_list=tf.train.FloatList(
+          value=[1., 0., 0.]))})).SerializeToString()
+  script = r'''
+import sys, tensorflow as tf
+parsing = tf.saved_model.load(sys.argv[1])
+raw = tf.saved_model.load(sys.argv[2])
+print(sorted(parsing.signatures), sorted(raw.signatures))
+out = parsing.signatures['classification'](inputs=tf.constant([bytes.fromhex(sys.argv[3])]))
+print(sorted(out), out['scores'].shape)
+'''
+  result = subprocess.run(
+      [sys.executable, '-c', script, parsing, raw, example.hex()],
+      capture_output=True, text=True, timeout=120)
+  assert result.returncode == 0, result.stderr[-3000:]
+  lines = result.stdout.strip().splitlines()
+  # The classify and regress signatures need serialized Examples: the raw
+  # receiver's export leaves them out (with a warning), the parsing one
+  # has them.
+  assert lines[-2] == ("['classification', 'regression', 'serving_default'] "
+                       "['serving_default']"), lines
+  assert lines[-1] == "['classes', 'scores'] (1, 3)", lines
+
+
+# ---------------------------------------------------- TF_CONFIG clusters
+import _cluster  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+
+def _cluster_flags(model_dir, *extra):
+  return [f'--model_fn={FNS}:model_fn', f'--input_fn={FNS}:input_fn',
+          f'--eval_input_fn={FNS}:input_fn', '--eval_steps=4',
+          f'--model_dir={model_dir}', '--max_steps=300',
+          '--save_checkpoints_steps=100', '--throttle_secs=0',
+          '--exporters=final', *extra]
+
+
+def test_mirrored_chief_and_evaluator_cluster_trains_evaluates_exports(
+    tmp_path):
+  model_dir = str(tmp_path / 'model')
+  run = _cluster.run_launcher(
+      tmp_path, workers=0, chief=True, evaluator=True, grace_secs=60,
+      args=_cluster_flags(model_dir, '--distribution_strategy=mirrored',
+                          '--num_cpu_devices=2'))
+  assert run.codes == {'chief:0': 0, 'evaluator:0': 0}, run.tail()
+  assert 'graph engine' in run.log('chief:0')
+  assert checkpoint_steps(model_dir) == [100, 200, 300]
+  assert not engines.is_object_based(os.path.join(model_dir,
+                                                  'model.ckpt-300'))
+  maes = summaries.read_scalars(os.path.join(model_dir, 'eval'))['mae']
+  assert maes[-1][0] == 300 and maes[-1][1] < 0.5, maes
+  exports = glob.glob(os.path.join(model_dir, 'export', 'final', '*',
+                                   'saved_model.pb'))
+  assert len(exports) == 1, run.log('evaluator:0')[-3000:]
+
+
+@pytest.mark.parametrize('layout', ['multi_worker_mirrored',
+                                    'parameter_server'])
+def test_multi_worker_strategies_refuse_tf1_model_fns_in_one_line(
+    tmp_path, layout):
+  model_dir = str(tmp_path / 'model')
+  shape = (dict(workers=2) if layout == 'multi_worker_mirrored' else
+           dict(chief=True, workers=1, ps=1))
+  run = _cluster.run_launcher(
+      tmp_path, grace_secs=30, timeout_secs=180, **shape,
+      args=_cluster_flags(model_dir, f'--distribution_strategy={layout}'))
+  trainer = 'worker:0' if layout == 'multi_worker_mirrored' else 'chief:0'
+  assert run.codes[trainer] == 2, run.tail()
+  assert (f"train_distribute='{layout}' is not supported for TF1-style "
+          'model_fns') in run.log(trainer), run.log(trainer)[-3000:]
+  assert not glob.glob(os.path.join(model_dir, 'model.ckpt-*'))
+  # Every task ended (none left for the launcher to find running at its
+  # time limit).
+  assert all(code is not None for code in run.codes.values()), run.codes
