@@ -241,6 +241,23 @@ def latest_checkpoint(model_dir: Optional[str]) -> Optional[str]:
   return choose_checkpoint(model_dir).path
 
 
+def checkpoint_to_read(model_dir: str, checkpoint_path: Optional[str]) -> str:
+  """The checkpoint evaluate, predict and export use: `checkpoint_path`
+  (a prefix or a directory) if given, else model_dir's newest usable one.
+
+  Raises:
+    UserInputError: there is none, or the named one cannot be used.
+  """
+  if checkpoint_path is not None:
+    return resolve_checkpoint(checkpoint_path, what='checkpoint_path')
+  latest = latest_checkpoint(model_dir)
+  if latest is None:
+    raise UserInputError(
+        f'No checkpoint in model_dir {model_dir!r} to evaluate or predict '
+        'with; train first or pass checkpoint_path.')
+  return latest
+
+
 def resolve_checkpoint(path_or_dir: str, *, what: str) -> str:
   """A usable checkpoint prefix from a checkpoint prefix or a directory.
 

@@ -87,14 +87,6 @@ class EagerEngine:
   def model_dir(self) -> str:
     return self._config.model_dir
 
-  @property
-  def config(self) -> RunConfig:
-    return self._config
-
-  def latest_checkpoint(self) -> Optional[str]:
-    """See `Estimator.latest_checkpoint`."""
-    return checkpoints.latest_checkpoint(self.model_dir)
-
   # The path (and its strategy) is created once per Estimator: creating a
   # strategy is not free, and compiled functions stay bound to the strategy
   # they were traced under.
@@ -274,17 +266,6 @@ class EagerEngine:
                  final_step, start_step)
 
   # ----------------------------------------------------------- evaluate
-  def _checkpoint_to_use(self, checkpoint_path: Optional[str]) -> str:
-    if checkpoint_path is not None:
-      return checkpoints.resolve_checkpoint(checkpoint_path,
-                                            what='checkpoint_path')
-    latest = self.latest_checkpoint()
-    if latest is None:
-      raise UserInputError(
-          f'No checkpoint in model_dir {self.model_dir!r} to evaluate or '
-          'predict with; train first or pass checkpoint_path.')
-    return latest
-
   def _evaluation(self, input_fn: Callable, *, steps: Optional[int],
                   name: Optional[str]):
     """The eval input and the (cached) EVAL graph and loop for `input_fn`."""
@@ -324,7 +305,7 @@ class EagerEngine:
                checkpoint_path: Optional[str] = None,
                name: Optional[str] = None) -> Dict[str, Any]:
     """See `Estimator.evaluate`."""
-    path = self._checkpoint_to_use(checkpoint_path)
+    path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
     data, state = self._evaluation(input_fn, steps=steps, name=name)
     graph = state.graph
     checkpoints.restore(graph, path, source=f'checkpoint {path!r}',
@@ -336,16 +317,12 @@ class EagerEngine:
     count = float(count)
     results = {'loss': float(loss_sum) / count if count else float('nan')}
     for metric_name, metric in graph.metrics.items():
-      results[metric_name] = _to_python(metric.result())
+      results[metric_name] = summaries.python_value(metric.result())
     for metric_name, value in zip(state.loop.pair_names, pair_values):
-      results[metric_name] = _to_python(value)
+      results[metric_name] = summaries.python_value(value)
     global_step = int(graph.global_step.numpy())
     results['global_step'] = global_step
-    writer = summaries.ScalarWriter(summaries.eval_dir(self.model_dir, name))
-    scalars = {k: v for k, v in results.items()
-               if k != 'global_step' and np.ndim(v) == 0}
-    writer.write(scalars, global_step)
-    writer.close()
+    summaries.write_eval_results(self.model_dir, name, results)
     for hook in hooks:
       hooks_lib.as_hook(hook).end(global_step=global_step)
     logging.info('Evaluation of %s after %d steps: %s', path, int(steps_run),
@@ -361,7 +338,7 @@ class EagerEngine:
               yield_single_examples: bool = True) -> Iterator[Any]:
     """See `Estimator.predict`."""
     del hooks  # Prediction runs no training loop for hooks to observe.
-    path = self._checkpoint_to_use(checkpoint_path)
+    path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
     strategy = self.eval_strategy
     data = inputs.make_input(strategy, input_fn, self._params,
                              auto_shard_policy='OFF',
@@ -405,7 +382,7 @@ class EagerEngine:
                          checkpoint_path: Optional[str] = None,
                          input_fn: Optional[Callable] = None) -> str:
     """See `Estimator.export_saved_model`."""
-    path = self._checkpoint_to_use(checkpoint_path)
+    path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
     strategy = tf.distribute.get_strategy()
     if serving_input_receiver_fn is not None:
       receiver = serving_input_receiver_fn()
@@ -455,8 +432,3 @@ def _zeros_batch(receiver) -> Any:
     return tf.zeros(shape, tensor.dtype)
 
   return tf.nest.map_structure(zeros, concrete.structured_outputs)
-
-
-def _to_python(value):
-  array = np.asarray(value)
-  return array.item() if array.ndim == 0 else array

@@ -115,3 +115,20 @@ def read_scalars(logdir: str) -> Dict[str, List[Tuple[int, float]]]:
       continue  # A record being written right now; the next read gets it.
   return {tag: sorted(points, key=lambda p: p[0])
           for tag, points in result.items()}
+
+
+def python_value(value):
+  """A metric's value as a Python scalar, or a NumPy array if not scalar."""
+  array = np.asarray(value)
+  return array.item() if array.ndim == 0 else array
+
+
+def write_eval_results(model_dir: str, name: Optional[str],
+                       results: Mapping[str, object]) -> None:
+  """Writes an evaluation's scalar results (all but 'global_step') to
+  model_dir/eval (or eval_<name>) at its 'global_step'."""
+  writer = ScalarWriter(eval_dir(model_dir, name))
+  writer.write({k: v for k, v in results.items()
+                if k != 'global_step' and np.ndim(v) == 0},
+               int(results['global_step']))
+  writer.close()

@@ -19,7 +19,6 @@ import os
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 
 from absl import logging
-import numpy as np
 import tensorflow as tf
 
 from estimator_rt import checkpoints
@@ -253,17 +252,6 @@ class GraphEngine:
     checkpoints.set_aside(choice.skipped, self.model_dir)
 
   # ----------------------------------------------------------- evaluate
-  def _checkpoint_to_use(self, checkpoint_path: Optional[str]) -> str:
-    if checkpoint_path is not None:
-      return checkpoints.resolve_checkpoint(checkpoint_path,
-                                            what='checkpoint_path')
-    latest = checkpoints.latest_checkpoint(self.model_dir)
-    if latest is None:
-      raise UserInputError(
-          f'No checkpoint in model_dir {self.model_dir!r} to evaluate or '
-          'predict with; train first or pass checkpoint_path.')
-    return latest
-
   def _refuse_endless(self, input_fn: Callable, role: str) -> None:
     """An input that repeats forever would make evaluation or prediction
     never end. Its cardinality is read from an eager call of input_fn
@@ -308,7 +296,7 @@ class GraphEngine:
                name: Optional[str] = None) -> Dict[str, Any]:
     """See `Estimator.evaluate`."""
     check_count('evaluate: steps', steps, maximum=MAX_INT32)
-    path = self._checkpoint_to_use(checkpoint_path)
+    path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
     if steps is None:
       self._refuse_endless(input_fn, 'evaluate input_fn')
     with tf.Graph().as_default(), compat.keras_names_per_graph():
@@ -335,14 +323,10 @@ class GraphEngine:
         while not session.should_stop() and (steps is None or ran < steps):
           session.run(update)
           ran += 1
-    results = {key: _to_python(value)
+    results = {key: summaries.python_value(value)
                for key, value in final_hook.final_ops_values.items()}
     results['global_step'] = int(results['global_step'])
-    writer = summaries.ScalarWriter(summaries.eval_dir(self.model_dir, name))
-    writer.write({k: v for k, v in results.items()
-                  if k != 'global_step' and np.ndim(v) == 0},
-                 results['global_step'])
-    writer.close()
+    summaries.write_eval_results(self.model_dir, name, results)
     logging.info('Evaluation of %s after %d steps: %s', path, ran,
                  ', '.join(f'{k} = {v}' for k, v in results.items()))
     return results
@@ -354,7 +338,7 @@ class GraphEngine:
               checkpoint_path: Optional[str] = None,
               yield_single_examples: bool = True) -> Iterator[Any]:
     """See `Estimator.predict`."""
-    path = self._checkpoint_to_use(checkpoint_path)
+    path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
     self._refuse_endless(input_fn, 'predict input_fn')
     with tf.Graph().as_default(), compat.keras_names_per_graph():
       self._seed()
@@ -405,7 +389,7 @@ class GraphEngine:
                          checkpoint_path: Optional[str] = None,
                          input_fn: Optional[Callable] = None) -> str:
     """See `Estimator.export_saved_model`."""
-    path = self._checkpoint_to_use(checkpoint_path)
+    path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
     if serving_input_receiver_fn is None:
       if input_fn is not None:
         dataset = user_fns.call_input_fn(input_fn, self._params, None,
@@ -424,8 +408,3 @@ class GraphEngine:
         checkpoint_path=path, export_dir_base=export_dir_base)
     logging.info('Exported SavedModel of %s to %s', path, export_dir)
     return export_dir
-
-
-def _to_python(value):
-  array = np.asarray(value)
-  return array.item() if array.ndim == 0 else array
