@@ -45,7 +45,12 @@ import tensorflow as tf
 
 from estimator_rt import checkpoints
 from estimator_rt import cluster
+from estimator_rt import inputs
+from estimator_rt import model_graph
+from estimator_rt import strategies
+from estimator_rt import user_fns
 from estimator_rt.graph import compat as graph_compat
+from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.run_config import RunConfig
 
 # TF1-style model_fns call tf.compat.v1.layers, in the eager build call
@@ -67,12 +72,40 @@ def make_engine(kind: str, **kwargs):
 
 
 def needs_early_eager_engine(config: RunConfig) -> bool:
-  """Whether the eager engine must exist before any op runs: a training
-  task of multi_worker_mirrored configures its collective ops then."""
+  """Whether the eager engine (and so its strategy) must exist before any
+  op runs: a training task of multi_worker_mirrored configures its
+  collective ops then. The graph engine uses the same strategy object."""
   task = config.task_info
-  return (config.engine != GRAPH and
-          config.train_distribute == cluster.MULTI_WORKER_MIRRORED and
+  return (strategies.name_of(config.train_distribute) ==
+          cluster.MULTI_WORKER_MIRRORED and
           (task is None or task.task_type in (cluster.CHIEF, cluster.WORKER)))
+
+
+def must_probe_first(config: RunConfig) -> bool:
+  """Whether rule 3 must ask the model_fn before the eager engine starts:
+  multi_worker_mirrored workers, whose eager build call runs collective
+  ops (variable broadcasts) that would leave the graph engine's session
+  out of step with its peers'."""
+  return needs_early_eager_engine(config) and config.task_info is not None
+
+
+def graph_reason(*, model_fn: Callable, input_fn: Callable, params: dict,
+                 config: RunConfig) -> Optional[str]:
+  """Rule 3 outside any strategy: calls the model_fn eagerly in TRAIN mode
+  on the input's first element; why it is TF1-style, or None."""
+  context = (tf.distribute.InputContext()
+             if user_fns.input_fn_takes_context(input_fn) else None)
+  dataset = user_fns.call_input_fn(input_fn, params, context,
+                                   role='train input_fn')
+  features, labels = inputs.split_element(next(iter(dataset.take(1))))
+  try:
+    with tf.distribute.get_strategy().scope():
+      spec = user_fns.call_model_fn(model_fn, features, labels,
+                                    ModeKeys.TRAIN, params, config)
+  except Exception as e:  # pylint: disable=broad-except
+    return model_graph.graph_only_reason(e)
+  session_only = model_graph.session_only_fields(spec)
+  return f'it returns {session_only}' if session_only else None
 
 
 def is_object_based(checkpoint_path: str) -> bool:

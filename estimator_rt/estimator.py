@@ -92,13 +92,26 @@ class Estimator:
       self._engines[kind] = engine
     return engine
 
-  def _run(self, work: Callable, *, checkpoint_path: Optional[str] = None):
+  def _run(self, work: Callable, *, checkpoint_path: Optional[str] = None,
+           input_fn: Optional[Callable] = None):
     """`work(engine)` in the engine engines.choose_engine names; with none
     named yet (nothing written), in the eager engine, handing over to the
     graph engine if the model_fn turns out TF1-style (see engines.py)."""
     kind = self._kind or engines.choose_engine(
         config=self._config, model_dir=self.model_dir,
         checkpoint_path=checkpoint_path)
+    if kind is None and input_fn is not None and engines.must_probe_first(
+        self._config):
+      # Synchronous workers: a first try in the eager engine would run
+      # collective ops the graph engine's cannot follow; ask the model_fn
+      # outside the strategy instead.
+      reason = engines.graph_reason(
+          model_fn=self._model_fn, input_fn=input_fn, params=self._params,
+          config=self._config)
+      kind = self._kind = engines.GRAPH if reason else engines.EAGER
+      if reason:
+        logging.info('model_fn %s is TF1-style (%s): running it in the graph '
+                     'engine.', user_fns.fn_name(self._model_fn), reason)
     try:
       return work(self._engine_of(kind or engines.EAGER))
     except GraphModelFnError as e:
@@ -195,7 +208,7 @@ class Estimator:
           f'train: give steps={steps} or max_steps={max_steps}, not both.')
     self._run(lambda engine: engine.train(
         input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
-        saving_listeners=saving_listeners))
+        saving_listeners=saving_listeners), input_fn=input_fn)
     return self
 
   # ----------------------------------------------------------- evaluate
@@ -212,7 +225,7 @@ class Estimator:
       UserInputError: what `evaluate` would raise for these arguments.
     """
     self._run(lambda engine: engine.check_evaluation(
-        input_fn, steps=steps, name=name))
+        input_fn, steps=steps, name=name), input_fn=input_fn)
 
   def evaluate(self, input_fn: Callable, steps: Optional[int] = None,
                hooks: Sequence[Any] = (),

@@ -7,6 +7,7 @@ created before TensorFlow runs its first op (it configures collectives for
 the whole process).
 """
 
+import json
 from typing import Optional, Union
 
 import tensorflow as tf
@@ -117,8 +118,14 @@ def make_strategy(name: str, *, num_gpus: Optional[int] = None,
   if name == cluster.MULTI_WORKER_MIRRORED:
     if task is not None:
       cluster.check_strategy(task, name)
-    return tf.distribute.MultiWorkerMirroredStrategy(
-        cluster_resolver=_resolver(task))
+    # One per process: its collective ops are configured once, and both
+    # engines (the eager one and the graph one) must use that one.
+    key = (name, None if task is None else json.dumps(task.as_tf_config(),
+                                                       sort_keys=True))
+    if key not in _LOCAL_STRATEGIES:
+      _LOCAL_STRATEGIES[key] = tf.distribute.MultiWorkerMirroredStrategy(
+          cluster_resolver=_resolver(task))
+    return _LOCAL_STRATEGIES[key]
   if name == cluster.PARAMETER_SERVER:
     if task is None:
       raise UserInputError(

@@ -27,3 +27,23 @@ def input_fn():
   x = rng.uniform(-1, 1, (256, 4)).astype(np.float32)
   y = x.sum(axis=1, keepdims=True).astype(np.float32)
   return tf.data.Dataset.from_tensor_slices(({'x': x}, y)).repeat().batch(32)
+
+
+def linear_model_fn(features, labels, mode):
+  """Zero-initialized, so that runs in different graphs start equal."""
+  w = tf.compat.v1.get_variable('w', [4, 1],
+                                initializer=tf.compat.v1.zeros_initializer())
+  b = tf.compat.v1.get_variable('b', [1],
+                                initializer=tf.compat.v1.zeros_initializer())
+  predictions = tf.matmul(features['x'], w) + b
+  if mode == estimator_rt.ModeKeys.PREDICT:
+    return estimator_rt.EstimatorSpec(mode, predictions={'y': predictions})
+  loss = tf.compat.v1.losses.mean_squared_error(labels, predictions)
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+      loss, global_step=tf.compat.v1.train.get_global_step())
+  return estimator_rt.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def double_batch_input_fn():
+  """input_fn's elements two by two: one worker's view of two workers."""
+  return input_fn().unbatch().batch(64)

@@ -15,8 +15,10 @@ import importlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -560,17 +562,33 @@ def test_mirrored_chief_and_evaluator_cluster_trains_evaluates_exports(
   assert len(exports) == 1, run.log('evaluator:0')[-3000:]
 
 
-@pytest.mark.parametrize('layout', ['multi_worker_mirrored',
-                                    'parameter_server'])
+def test_multi_worker_mirrored_two_workers_and_evaluator(tmp_path):
+  model_dir = str(tmp_path / 'model')
+  run = _cluster.run_launcher(
+      tmp_path, workers=2, evaluator=True, grace_secs=60,
+      args=_cluster_flags(model_dir,
+                          '--distribution_strategy=multi_worker_mirrored',
+                          '--save_summary_steps=50'))
+  assert run.codes == {'evaluator:0': 0, 'worker:0': 0, 'worker:1': 0}, (
+      run.tail())
+  assert 'graph engine' in run.log('worker:1')
+  assert checkpoint_steps(model_dir) == [100, 200, 300]
+  assert 'Saved checkpoint' not in run.log('worker:1')
+  maes = summaries.read_scalars(os.path.join(model_dir, 'eval'))['mae']
+  assert maes[-1][0] == 300 and maes[-1][1] < 0.5, maes
+  assert glob.glob(os.path.join(model_dir, 'export', 'final', '*',
+                                'saved_model.pb'))
+
+
+@pytest.mark.parametrize('layout', ['parameter_server'])
 def test_multi_worker_strategies_refuse_tf1_model_fns_in_one_line(
     tmp_path, layout):
   model_dir = str(tmp_path / 'model')
-  shape = (dict(workers=2) if layout == 'multi_worker_mirrored' else
-           dict(chief=True, workers=1, ps=1))
+  shape = dict(chief=True, workers=1, ps=1)
   run = _cluster.run_launcher(
       tmp_path, grace_secs=30, timeout_secs=180, **shape,
       args=_cluster_flags(model_dir, f'--distribution_strategy={layout}'))
-  trainer = 'worker:0' if layout == 'multi_worker_mirrored' else 'chief:0'
+  trainer = 'chief:0'
   assert run.codes[trainer] == 2, run.tail()
   assert (f"train_distribute='{layout}' is not supported for TF1-style "
           'model_fns') in run.log(trainer), run.log(trainer)[-3000:]
@@ -578,3 +596,76 @@ def test_multi_worker_strategies_refuse_tf1_model_fns_in_one_line(
   # Every task ended (none left for the launcher to find running at its
   # time limit).
   assert all(code is not None for code in run.codes.values()), run.codes
+
+
+def test_multi_worker_mirrored_two_workers_on_b_train_as_one_on_2b(
+    tmp_path):
+  model_dir = str(tmp_path / 'model')
+  run = _cluster.run_launcher(
+      tmp_path, workers=2, grace_secs=60,
+      args=[f'--model_fn={FNS}:linear_model_fn', f'--input_fn={FNS}:input_fn',
+            f'--eval_input_fn={FNS}:input_fn', '--eval_steps=1',
+            '--exporters=', f'--model_dir={model_dir}', '--max_steps=40',
+            '--distribution_strategy=multi_worker_mirrored'])
+  assert run.codes == {'worker:0': 0, 'worker:1': 0}, run.tail()
+  legacy_fns = importlib.import_module('_legacy_fns')
+  local = estimator_rt.Estimator(legacy_fns.linear_model_fn,
+                                 model_dir=str(tmp_path / 'local'))
+  local.train(legacy_fns.double_batch_input_fn, max_steps=40)
+  distributed = estimator_rt.Estimator(legacy_fns.linear_model_fn,
+                                       model_dir=model_dir)
+  assert distributed.latest_checkpoint().endswith('model.ckpt-40')
+  for name in ('w', 'b'):
+    np.testing.assert_allclose(distributed.get_variable_value(name),
+                               local.get_variable_value(name), atol=1e-5)
+
+
+def test_multi_worker_mirrored_sigterm_to_one_worker_saves_and_resumes(
+    tmp_path):
+  from test_lost_tasks import _preempted_step, _wait_all, _logs  # pylint: disable=g-import-not-at-top
+  model_dir = str(tmp_path / 'model')
+  cluster = _cluster.launcher().make_cluster(workers=2, ps=0, chief=False,
+                                             evaluator=False)
+
+  def command(max_steps):
+    return _cluster.BINARY + [
+        f'--model_fn={FNS}:model_fn', f'--input_fn={FNS}:input_fn',
+        f'--eval_input_fn={FNS}:input_fn', '--eval_steps=1', '--exporters=',
+        '--distribution_strategy=multi_worker_mirrored',
+        f'--model_dir={model_dir}', f'--max_steps={max_steps}',
+        '--save_checkpoints_steps=100000', '--log_step_count_steps=100']
+
+  names = ['worker:0', 'worker:1']
+  os.makedirs(tmp_path / 'run1')
+  tasks = _cluster.start_tasks(tmp_path / 'run1', cluster=cluster,
+                               command=command(10**7),
+                               tasks=[('worker', 1), ('worker', 0)])
+  try:
+    _cluster.wait_for(lambda: re.search(r'global step \d+: loss',
+                                        tasks['worker:0'].log()),
+                      timeout=180, what='training to run')
+    signalled = time.time()
+    tasks['worker:1'].process.send_signal(signal.SIGTERM)
+    codes = _wait_all(tasks, names, timeout=60)
+    took = time.time() - signalled
+  finally:
+    _cluster.stop_tasks(tasks)
+  assert codes == {n: 143 for n in names}, (codes, _logs(tasks, names))
+  assert took < 30, took
+  steps = {n: _preempted_step(tasks[n].log()) for n in names}
+  assert steps['worker:0'] is not None and len(set(steps.values())) == 1, (
+      steps)
+  step = steps['worker:0']
+  assert checkpoint_steps(model_dir) == [step]
+
+  os.makedirs(tmp_path / 'run2')
+  again = _cluster.start_tasks(tmp_path / 'run2', cluster=cluster,
+                               command=command(step + 100),
+                               tasks=[('worker', 1), ('worker', 0)])
+  try:
+    codes = _wait_all(again, names, timeout=180)
+  finally:
+    _cluster.stop_tasks(again)
+  assert codes == {n: 0 for n in names}, (codes, _logs(again, names))
+  assert f'(global step {step})' in again['worker:0'].log()
+  assert checkpoint_steps(model_dir) == [step, step + 100]

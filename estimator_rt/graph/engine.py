@@ -16,6 +16,7 @@ model_dir/eval.
 """
 
 import os
+import tempfile
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 
 from absl import logging
@@ -114,13 +115,17 @@ class GraphEngine:
       return
     if steps is not None:
       max_steps = start_step + steps
-    placement = placement_lib.make_placement(self._config.train_distribute,
-                                             for_training=True)
+    placement = placement_lib.make_placement(
+        self._config.train_distribute, for_training=True,
+        task=self._config.task_info)
+    if placement.multi_worker:
+      self._refuse_finite_multi_worker_input(input_fn)
     is_chief = self._config.is_chief
     with tf.Graph().as_default(), compat.keras_names_per_graph():
       self._seed()
       data = model_lib.read_input(input_fn, self._params,
-                                  role='train input_fn')
+                                  role='train input_fn',
+                                  shard=placement.shard)
       self._features_spec = data.features_spec
       built = model_lib.build(
           model_fn=self._model_fn, mode=ModeKeys.TRAIN,
@@ -133,7 +138,14 @@ class GraphEngine:
       elif self._warm_start_from:
         self._warm_start()
       summary_op = None
-      if is_chief and self._config.save_summary_steps:
+      # Synchronous workers must all run the same fetches at every step (a
+      # summary fetched on the chief alone put the workers' collectives out
+      # of step): they all write summaries, the others into a scratch
+      # directory, as the eager engine's workers save into one.
+      summaries_dir = (self.model_dir if is_chief else
+                       tempfile.mkdtemp(prefix='estimator_rt_worker_')
+                       if placement.multi_worker else None)
+      if summaries_dir is not None and self._config.save_summary_steps:
         tf.compat.v1.summary.scalar('loss', built.loss)
         summary_op = tf.compat.v1.summary.merge_all()
       scaffold = tf.compat.v1.train.Scaffold(
@@ -146,7 +158,8 @@ class GraphEngine:
           every_steps=self._config.save_checkpoints_steps,
           every_secs=self._config.checkpoint_every_secs,
           last_saved_step=start_step if latest else None)
-      preemption_hook = session_hooks.PreemptionHook()
+      preemption_hook = session_hooks.PreemptionHook(
+          agreement=placement.stop_agreement())
       all_hooks = [
           session_hooks.InputInitializerHook(data.initializer),
           session_hooks.LossGuardHook(
@@ -163,16 +176,17 @@ class GraphEngine:
       all_hooks += session_hooks.as_session_hooks(
           hooks, max_steps=max_steps, loss=built.loss)
       all_hooks += spec.training_hooks
-      if is_chief:
-        all_hooks += spec.training_chief_hooks
+      if summaries_dir is not None:
         if summary_op is not None:
           all_hooks.append(tf.compat.v1.train.SummarySaverHook(
               save_steps=self._config.save_summary_steps,
-              output_dir=self.model_dir, scaffold=scaffold))
+              output_dir=summaries_dir, scaffold=scaffold))
         if self._config.log_step_count_steps:
           all_hooks.append(tf.compat.v1.train.StepCounterHook(
               every_n_steps=self._config.log_step_count_steps,
-              output_dir=self.model_dir))
+              output_dir=summaries_dir))
+      if is_chief:
+        all_hooks += spec.training_chief_hooks
         # Last, so that its final save follows every other hook's end().
         all_hooks.append(session_hooks.GuardedSaverHook(
             saver=checkpoint_saver, writer=writer,
@@ -183,22 +197,45 @@ class GraphEngine:
           checkpoint_filename_with_path=latest)
       if latest is not None:
         logging.info('Restored %s (global step %d).', latest, start_step)
-      with preemption.training():
-        with MonitoredSession(session_creator=creator,
-                              hooks=all_hooks) as session:
-          while not session.should_stop():
-            session.run(built.train_op)
-      tf.compat.v1.summary.FileWriterCache.clear()
-    final_step = checkpoint_saver.last_saved_step
+      try:
+        with preemption.training():
+          with MonitoredSession(session_creator=creator,
+                                hooks=all_hooks) as session:
+            while not session.should_stop():
+              session.run(built.train_op)
+      finally:
+        tf.compat.v1.summary.FileWriterCache.clear()
+        if summaries_dir is not None and not is_chief:
+          tf.io.gfile.rmtree(summaries_dir)
+    final_step = preemption_hook.global_step
+    if final_step is None:
+      final_step = start_step
     if preemption_hook.signal_name:
       message = (f'Preempted ({preemption_hook.signal_name}) at global step '
                  f'{final_step}: checkpoint saved; exiting with code '
                  f'{PREEMPTED_EXIT_CODE}. Run the same command again to '
                  'resume from it.')
       logging.warning(message)
-      raise PreemptedError(message, global_step=final_step or 0)
-    logging.info('Training ended at global step %s (started at %d).',
+      raise PreemptedError(message, global_step=final_step)
+    logging.info('Training ended at global step %d (started at %d).',
                  final_step, start_step)
+
+  def _refuse_finite_multi_worker_input(self, input_fn: Callable) -> None:
+    """Synchronous workers must all run every step: one whose input ended
+    would leave the others waiting in the next all-reduce."""
+    try:
+      dataset = user_fns.call_input_fn(input_fn, self._params, None,
+                                       role='train input_fn')
+      endless = (int(dataset.cardinality()) ==
+                 int(tf.data.INFINITE_CARDINALITY))
+    except Exception:  # pylint: disable=broad-except
+      return  # The graph build reports a broken input_fn in its words.
+    if not endless:
+      raise UserInputError(
+          f'train input_fn {user_fns.fn_name(input_fn)} returns a finite '
+          'dataset; multi_worker_mirrored training of a TF1-style model_fn '
+          'needs one that repeats forever (add .repeat()): workers must all '
+          'run every step, and training length comes from max_steps.')
 
   def _saver(self, scaffold) -> tuple:
     """The Saver checkpoints are written with, and how many to keep: a

@@ -51,14 +51,15 @@ class GraphInput:
     return inputs.split_element(self.iterator.get_next())
 
 
-def read_input(input_fn: Callable, params: dict, *, role: str) -> GraphInput:
+def read_input(input_fn: Callable, params: dict, *, role: str,
+               shard: Callable = lambda dataset: dataset) -> GraphInput:
   """Calls `input_fn` in the current graph, ready to read it element by
-  element.
+  element (of this worker's `shard` of it).
 
   Raises:
     InputFnError: the input_fn failed or returned no dataset.
   """
-  dataset = user_fns.call_input_fn(input_fn, params, None, role=role)
+  dataset = shard(user_fns.call_input_fn(input_fn, params, None, role=role))
   iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
   features_spec, _ = inputs.split_element(dataset.element_spec)
   return GraphInput(iterator=iterator, initializer=iterator.initializer,
@@ -156,8 +157,10 @@ def _counts_global_step(train_op, global_step) -> bool:
 
 def _train_op(spec: EstimatorSpec, global_step, model_fn) -> tf.Operation:
   train_op = spec.train_op
-  if isinstance(train_op, tf.Tensor):
-    train_op = train_op.op
+  if not isinstance(train_op, tf.Operation):
+    # A tensor, or a variable's update (an assign_add's result under a
+    # multi-worker strategy): its op.
+    train_op = getattr(train_op, 'op', train_op)
   if not isinstance(train_op, tf.Operation):
     raise ModelFnError(
         f'model_fn {user_fns.fn_name(model_fn)}: train_op must be a tensor '

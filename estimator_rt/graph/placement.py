@@ -12,6 +12,7 @@ from typing import Any, Callable, ContextManager, Dict, List, Optional
 
 import tensorflow as tf
 
+from estimator_rt import cluster
 from estimator_rt import strategies
 from estimator_rt.errors import UserInputError
 
@@ -36,6 +37,7 @@ class SingleDevicePlacement:
   """
 
   num_replicas = 1
+  multi_worker = False
 
   def __init__(self, *, device: Optional[str] = None):
     self._device = device
@@ -64,6 +66,14 @@ class SingleDevicePlacement:
     return ops[0] if len(ops) == 1 else tf.group(*ops)
 
   def sync_replicas_op(self) -> Optional[tf.Operation]:
+    return None
+
+  def shard(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
+    return dataset
+
+  def stop_agreement(self):
+    """(raise_flag op, agreed flag tensor) for workers that must stop at the
+    same step; None when this process decides alone."""
     return None
 
   def merge_metrics(self, metrics: List[Dict[str, Any]]) -> Dict[str, Any]:
@@ -98,9 +108,11 @@ class MirroredPlacement:
 
   def __init__(self, *, strategy: tf.distribute.Strategy):
     self._strategy = strategy
-    self.num_replicas = strategy.num_replicas_in_sync
+    # This process's replicas (all of them, but under multi_worker_mirrored).
+    self.num_replicas = len(strategy.extended.worker_devices)
 
   name = 'mirrored'
+  multi_worker = False
 
   def variable_scope(self) -> ContextManager:
     return self._strategy.scope()
@@ -110,7 +122,9 @@ class MirroredPlacement:
     devices = self._strategy.extended.worker_devices
 
     def replica_value(context):
-      index = context.replica_id_in_sync_group
+      # Replica ids count every worker's replicas; this process's come in
+      # a block of len(devices).
+      index = context.replica_id_in_sync_group % len(devices)
       with tf.device(devices[index]):
         return tf.nest.map_structure(tf.identity, values[index])
 
@@ -134,7 +148,8 @@ class MirroredPlacement:
   def mean_loss(self, losses: List[tf.Tensor]) -> tf.Tensor:
     with self._strategy.scope():
       per_replica = self._strategy.experimental_distribute_values_from_function(
-          lambda context: losses[context.replica_id_in_sync_group])
+          lambda context: losses[context.replica_id_in_sync_group %
+                                 len(losses)])
       return self._strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica,
                                    axis=None)
 
@@ -173,8 +188,68 @@ class MirroredPlacement:
   def session_config(self) -> tf.compat.v1.ConfigProto:
     return session_config()
 
+  def shard(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
+    return dataset
 
-def make_placement(strategy: Any, *, for_training: bool):
+  def stop_agreement(self):
+    return None
+
+
+class MultiWorkerPlacement(MirroredPlacement):
+  """multi_worker_mirrored for TF1-style model_fns: every training task
+  builds the same graph and runs it in a session on its own server (the
+  one the MultiWorkerMirroredStrategy started), with the strategy's
+  collective ops; gradients are all-reduced across all workers' replicas.
+  Each worker reads its shard of the input_fn's dataset (every
+  num_workers-th element), and each replica an element of it.
+
+  Args:
+    strategy: the process's MultiWorkerMirroredStrategy.
+    task: this task's place in the cluster.
+  """
+
+  def __init__(self, *, strategy: tf.distribute.Strategy, task):
+    super().__init__(strategy=strategy)
+    self._task = task
+    order = list(task.cluster.get(cluster.CHIEF, ())) + list(
+        task.cluster.get(cluster.WORKER, ()))
+    self._worker_index = order.index(task.address)
+    self._num_workers = len(order)
+
+  name = 'multi_worker_mirrored'
+  multi_worker = True  # Synchronous workers in several processes.
+
+  @property
+  def master(self) -> str:
+    return f'{task_rpc(self._task)}://{self._task.address}'
+
+  def session_config(self) -> tf.compat.v1.ConfigProto:
+    return self._strategy.extended._update_config_proto(session_config())  # pylint: disable=protected-access
+
+  def shard(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
+    return dataset.shard(self._num_workers, self._worker_index)
+
+  def stop_agreement(self):
+    """A local flag and its sum over every replica of every worker, run with
+    every step: a worker that must stop raises its flag, and all of them
+    see the sum and stop after the same step (one would otherwise wait in
+    the next all-reduce for peers that left)."""
+    flag = tf.compat.v1.Variable(
+        0, dtype=tf.int32, trainable=False, name='stop_flag',
+        collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES])
+    with self._strategy.scope():
+      per_replica = self._strategy.experimental_distribute_values_from_function(
+          lambda context: tf.identity(flag))
+      agreed = self._strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica,
+                                     axis=None)
+    return flag.assign(1).op, agreed
+
+
+def task_rpc(task) -> str:
+  return getattr(task, 'rpc_layer', None) or 'grpc'
+
+
+def make_placement(strategy: Any, *, for_training: bool, task=None):
   """The placement for a RunConfig's train_distribute (a name, a strategy
   object or None).
 
@@ -195,7 +270,10 @@ def make_placement(strategy: Any, *, for_training: bool):
     return SingleDevicePlacement()
   if name in ('mirrored', 'MirroredStrategy'):
     return MirroredPlacement(strategy=strategies.resolve_strategy(strategy))
+  if name == cluster.MULTI_WORKER_MIRRORED and task is not None:
+    return MultiWorkerPlacement(
+        strategy=strategies.resolve_strategy(strategy, task=task), task=task)
   raise UserInputError(
       f'RunConfig: train_distribute={name!r} is not supported for TF1-style '
-      'model_fns (graph engine) yet; use the default or one_device '
-      'strategy.')
+      'model_fns (graph engine) yet; use default, one_device, mirrored or '
+      'multi_worker_mirrored.')

@@ -165,17 +165,54 @@ class LossGuardHook(SessionRunHook):
 
 class PreemptionHook(SessionRunHook):
   """Stops training after the step in flight when a stop signal came; the
-  engine then raises PreemptedError (the saver hook saves at `end`)."""
+  engine then raises PreemptedError (the saver hook saves at `end`).
 
-  def __init__(self):
+  With an `agreement` (synchronous workers), a signalled worker raises its
+  flag and every worker stops after the step in which the flags' sum is
+  seen, all at the same step.
+
+  Attributes:
+    signal_name: the signal that stopped training (or 'a stop signal on
+      another worker'), None if none did.
+    global_step: the global step training ended at (None if the session
+      ended by an error).
+  """
+
+  def __init__(self, *, agreement=None):
+    self._agreement = agreement
+    self._raised = False
     self.signal_name = None
+    self.global_step = None
+
+  def begin(self):
+    self._global_step = tf.compat.v1.train.get_global_step()
+
+  def before_run(self, run_context):
+    fetches = {'step': self._global_step}
+    if self._agreement is not None:
+      fetches['agreed'] = self._agreement[1]
+    return SessionRunArgs(fetches)
 
   def after_run(self, run_context, run_values):
-    del run_values
+    self.global_step = int(run_values.results['step'])
     name = preemption.stop_requested()
-    if name:
+    if self._agreement is None:
+      if name:
+        self.signal_name = name
+        run_context.request_stop()
+      return
+    if name and not self._raised:
+      self._raised = True
       self.signal_name = name
+      run_context.session.run(self._agreement[0])
+    if run_values.results['agreed'] > 0:
+      self.signal_name = self.signal_name or 'a stop signal on another worker'
       run_context.request_stop()
+
+  def end(self, session):
+    # Read after the last step: a fetch in the step itself may be taken
+    # before or after the step's increment.
+    self.global_step = int(session.run(self._global_step))
 
 
 class RuntimeHookAdapter(SessionRunHook):
