@@ -15,7 +15,7 @@ import os
 import socket
 import threading
 import time
-from typing import Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional
 
 from absl import logging
 import tensorflow as tf
@@ -160,8 +160,8 @@ def wait_until_training_done(server: tf.distribute.Server, task: TaskInfo,
   """
   graph = tf.Graph()
   with graph.as_default():
-    dequeue = _done_queue(task.task_type, task.task_index).dequeue()
-  options = tf.compat.v1.RunOptions(timeout_in_ms=int(poll_secs * 1000))
+    queue = _done_queue(task.task_type, task.task_index)
+    size, dequeue = queue.size(), queue.dequeue()
   started = time.time()
   chief_seen = False
   unreachable_since: Optional[float] = None
@@ -169,8 +169,14 @@ def wait_until_training_done(server: tf.distribute.Server, task: TaskInfo,
       server.target, graph=graph,
       config=_only_task(task.task_type, task.task_index)) as session:
     while True:
-      try:
-        token = int(session.run(dequeue, options=options))
+      # Look, then take: a dequeue cut short by a timeout can race with
+      # the enqueue and drop the token (seen on a busy server).
+      waited = 0.0
+      while waited < poll_secs and not session.run(size):
+        time.sleep(_SIZE_POLL_SECS)
+        waited += _SIZE_POLL_SECS
+      if session.run(size):
+        token = int(session.run(dequeue))
         # Let the chief's enqueue call get its reply before this process
         # goes: gRPC may otherwise leave the chief waiting on it until its
         # own timeout.
@@ -182,8 +188,6 @@ def wait_until_training_done(server: tf.distribute.Server, task: TaskInfo,
         logging.info('The chief finished training; %s:%d exits.',
                      task.task_type, task.task_index)
         return 0
-      except tf.errors.DeadlineExceededError:
-        pass
       now = time.time()
       if _reachable(chief_address):
         chief_seen, unreachable_since = True, None
@@ -201,6 +205,9 @@ def wait_until_training_done(server: tf.distribute.Server, task: TaskInfo,
                       task.task_type, task.task_index, CHIEF_LOST_EXIT_CODE)
         return CHIEF_LOST_EXIT_CODE
 
+
+# How often a server looks whether its done queue holds the token.
+_SIZE_POLL_SECS = 0.25
 
 # How long a server that was told training is done waits before exiting,
 # so that the teller's call gets its reply.
@@ -285,25 +292,103 @@ def signal_training_done(tasks: Iterable[tuple], *, timeout_secs: float = 30,
     thread.join(max(0.0, min(deadline + 5, time.time() + patience) -
                     time.time()))
     if thread.is_alive():
-      _lingering.append(thread)
+      linger(thread)
 
 
 # How often the chief looks whether a server it is telling is still there.
 _SETTLE_POLL_SECS = 0.2
 
-# Done-signal threads still inside a TensorFlow RPC after their bound.
+# Threads still inside a TensorFlow RPC after their bound (done signals,
+# closing a session whose peer went away).
 _lingering: List[threading.Thread] = []
+# Sessions left open on purpose: their peer vanished, and closing them
+# would wait for it forever.
+_abandoned: List[object] = []
+
+
+def linger(thread: threading.Thread) -> None:
+  """Records a thread left inside a TensorFlow RPC (see rpcs_in_flight)."""
+  _lingering.append(thread)
+
+
+def abandon(session) -> None:
+  """Keeps `session` open for good (see rpcs_in_flight): closing a session
+  one of whose tasks is gone waits for that task without a bound."""
+  _abandoned.append(session)
 
 
 def rpcs_in_flight() -> bool:
-  """Whether a done-signal thread is still blocked in a TensorFlow RPC.
+  """Whether a thread is still blocked in a TensorFlow RPC, or a session
+  was abandoned.
 
   Python's finalization stops such a daemon thread by unwinding it through
   TensorFlow's C++ frames, which aborts the process (SIGABRT, 'FATAL:
-  exception not rethrown'). A process for which this is True must leave
-  with os._exit once its output is flushed.
+  exception not rethrown'), and would close an abandoned session, which
+  hangs. A process for which this is True must leave with os._exit once
+  its output is flushed.
   """
-  return any(thread.is_alive() for thread in _lingering)
+  return bool(_abandoned) or any(thread.is_alive() for thread in _lingering)
+
+
+# The server of this process's task, once started by own_server.
+_own_servers: Dict[str, tf.distribute.Server] = {}
+
+
+def own_server(task: TaskInfo) -> tf.distribute.Server:
+  """This process's server for `task`, started on the first call.
+
+  For the graph engine's parameter-server training, where the chief and
+  every worker run their own sessions on their own servers (the eager
+  engine's strategies start theirs themselves).
+  """
+  server = _own_servers.get(task.address)
+  if server is None:
+    server = _own_servers[task.address] = start_server(task)
+  return server
+
+
+def wait_for_tasks(tasks: Iterable[tuple], *, timeout_secs: float,
+                   advice: str, prefix: str = '',
+                   poll_secs: float = 1.0) -> None:
+  """Waits until every (job, index, address) server accepts a connection.
+
+  Creating a TF1 session, or connecting a strategy, waits without a bound
+  for every task it names; this bounds that wait.
+
+  Raises:
+    ClusterConfigError: naming the first server still unreachable, then
+      `advice`.
+  """
+  deadline = time.time() + timeout_secs
+  pending = list(tasks)
+  while True:
+    pending = [t for t in pending if not _reachable(t[2], timeout=1.0)]
+    if not pending:
+      return
+    if time.time() >= deadline:
+      job, index, address = pending[0]
+      raise ClusterConfigError(
+          f'{prefix}server {job}:{index} at {address} is not reachable after '
+          f'{timeout_secs:g} s; {advice}')
+    time.sleep(poll_secs)
+
+
+def wait_until_gone(tasks: Iterable[tuple], *, timeout_secs: float,
+                    poll_secs: float = 0.25) -> None:
+  """Waits until no (job, index, address) server accepts connections any
+  more (each exited), for `timeout_secs` at most; logs the ones left."""
+  deadline = time.time() + timeout_secs
+  pending = list(tasks)
+  while pending:
+    pending = [t for t in pending if _reachable(t[2], timeout=0.5)]
+    if pending and time.time() >= deadline:
+      logging.warning('%s still running %.0f s after being told that '
+                      'training is done.', ', '.join(
+                          f'{job}:{index}' for job, index, _ in pending),
+                      timeout_secs)
+      return
+    if pending:
+      time.sleep(poll_secs)
 
 
 def wait_until_reachable(task: TaskInfo, *, timeout_secs: float,
@@ -317,19 +402,11 @@ def wait_until_reachable(task: TaskInfo, *, timeout_secs: float,
   Raises:
     ClusterConfigError: naming the first server still unreachable.
   """
-  deadline = time.time() + timeout_secs
-  pending = [(job, index, address)
-             for job, addresses in sorted(task.runtime_cluster.items())
-             for index, address in enumerate(addresses)
-             if address != task.address]
-  while pending:
-    pending = [t for t in pending if not _reachable(t[2], timeout=1.0)]
-    if not pending:
-      return
-    if time.time() >= deadline:
-      job, index, address = pending[0]
-      raise ClusterConfigError(
-          f'remote_cluster: server {job}:{index} at {address} is not '
-          f'reachable after {timeout_secs:g} s; start it with `python -m '
-          'estimator_rt.run_server` or fix the address.')
-    time.sleep(poll_secs)
+  wait_for_tasks(
+      [(job, index, address)
+       for job, addresses in sorted(task.runtime_cluster.items())
+       for index, address in enumerate(addresses)
+       if address != task.address],
+      timeout_secs=timeout_secs, poll_secs=poll_secs, prefix='remote_cluster: ',
+      advice='start it with `python -m estimator_rt.run_server` or fix the '
+      'address.')
