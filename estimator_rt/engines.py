@@ -85,8 +85,15 @@ def must_probe_first(config: RunConfig) -> bool:
   """Whether rule 3 must ask the model_fn before the eager engine starts:
   multi_worker_mirrored workers, whose eager build call runs collective
   ops (variable broadcasts) that would leave the graph engine's session
-  out of step with its peers'."""
-  return needs_early_eager_engine(config) and config.task_info is not None
+  out of step with its peers'; and parameter_server chiefs and workers,
+  whose eager engine would connect this process to the cluster (the graph
+  engine's tasks run servers of their own instead)."""
+  task = config.task_info
+  if task is None or task.standalone_client:
+    return False
+  return needs_early_eager_engine(config) or (
+      strategies.name_of(config.train_distribute) == cluster.PARAMETER_SERVER
+      and task.task_type in (cluster.CHIEF, cluster.WORKER))
 
 
 def graph_reason(*, model_fn: Callable, input_fn: Callable, params: dict,

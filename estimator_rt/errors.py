@@ -154,6 +154,15 @@ class CheckpointSaveError(RuntimeError):
   """
 
 
+class TaskLostError(RuntimeError):
+  """Another task of the cluster (a ps holding the variables) stopped
+  answering in the middle of a step.
+
+  Nothing was saved from the step that failed: model_dir keeps the last
+  checkpoint, and restarting the cluster resumes from it.
+  """
+
+
 def _user_error_in_chain(error):
   seen = set()
   while error is not None and id(error) not in seen:

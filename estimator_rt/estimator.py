@@ -76,6 +76,8 @@ class Estimator:
     self._engines = {}
     # Which engine the model_fn turned out to need, once known.
     self._kind = None
+    # The engine the last call ran in (for a role's shutdown).
+    self._last_kind = None
     # A training task of a multi-worker strategy configures its collective
     # ops when the eager engine is made (before TensorFlow runs any op);
     # choosing the engine runs ops, so that engine exists first.
@@ -102,16 +104,8 @@ class Estimator:
         checkpoint_path=checkpoint_path)
     if kind is None and input_fn is not None and engines.must_probe_first(
         self._config):
-      # Synchronous workers: a first try in the eager engine would run
-      # collective ops the graph engine's cannot follow; ask the model_fn
-      # outside the strategy instead.
-      reason = engines.graph_reason(
-          model_fn=self._model_fn, input_fn=input_fn, params=self._params,
-          config=self._config)
-      kind = self._kind = engines.GRAPH if reason else engines.EAGER
-      if reason:
-        logging.info('model_fn %s is TF1-style (%s): running it in the graph '
-                     'engine.', user_fns.fn_name(self._model_fn), reason)
+      kind = self._probe(input_fn)
+    self._last_kind = kind or engines.EAGER
     try:
       return work(self._engine_of(kind or engines.EAGER))
     except GraphModelFnError as e:
@@ -126,8 +120,35 @@ class Estimator:
         raise
       logging.info('model_fn %s is TF1-style (%s): running it in the graph '
                    'engine.', user_fns.fn_name(self._model_fn), e.reason)
-      self._kind = engines.GRAPH
+      self._kind = self._last_kind = engines.GRAPH
       return work(self._engine_of(engines.GRAPH))
+
+  def _probe(self, input_fn: Callable) -> str:
+    """Rule 3 of engines.py asked outside any strategy (see
+    engines.must_probe_first): the engine, remembered."""
+    reason = engines.graph_reason(
+        model_fn=self._model_fn, input_fn=input_fn, params=self._params,
+        config=self._config)
+    self._kind = engines.GRAPH if reason else engines.EAGER
+    if reason:
+      logging.info('model_fn %s is TF1-style (%s): running it in the graph '
+                   'engine.', user_fns.fn_name(self._model_fn), reason)
+    return self._kind
+
+  @property
+  def chosen_engine(self) -> Optional[str]:
+    """The engine (engines.EAGER or engines.GRAPH) the last call ran in,
+    None before the first."""
+    return self._last_kind
+
+  def training_engine(self, input_fn: Callable) -> str:
+    """Which engine trains this model_fn on `input_fn`: engines.EAGER or
+    engines.GRAPH, by engines.py's rule; when nothing written tells, the
+    model_fn is called once on the input's first element to find out
+    (nothing is written). A cluster task's role depends on it."""
+    kind = self._kind or engines.choose_engine(config=self._config,
+                                               model_dir=self.model_dir)
+    return kind or self._probe(input_fn)
 
   @property
   def model_dir(self) -> str:

@@ -422,7 +422,7 @@ def _main(argv) -> None:
       # longer than the grace period that is left.
       _leave(preemption.PREEMPTED_EXIT_CODE, at_once=True)
     if isinstance(e, (errors.NanLossError, errors.CheckpointSaveError,
-                      ChiefLostError)):
+                      errors.TaskLostError, ChiefLostError)):
       print(f'error: {e}', file=sys.stderr)
       _leave(1)
     raise

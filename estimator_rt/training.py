@@ -8,19 +8,23 @@ the role each task of a TF_CONFIG cluster plays in it.
 |           | model_dir; final evaluation + exports when      |                         |
 |           | there is no evaluator task                      |                         |
 | worker    | MWMS: trains, saving to a scratch directory;   | training ends           |
-|           | PS: a standard server                           | the chief says so       |
+|           | PS: a standard server; PS with a TF1-style      | the chief says so       |
+|           | model_fn: trains asynchronously, then serves    |                         |
 | ps        | a standard server holding variables             | the chief says so       |
 | evaluator | evaluates each newest checkpoint once, exports  | checkpoint at max_steps |
 """
 
 import dataclasses
+import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from absl import logging
+import tensorflow as tf
 
 from estimator_rt import checkpoints
 from estimator_rt import cluster
+from estimator_rt import engines
 from estimator_rt import evaluator as evaluator_lib
 from estimator_rt import server as server_lib
 from estimator_rt import strategies
@@ -28,6 +32,7 @@ from estimator_rt.preemption import PREEMPTED_EXIT_CODE
 from estimator_rt.errors import check_count
 from estimator_rt.errors import MAX_INT32
 from estimator_rt.errors import PreemptedError
+from estimator_rt.errors import TaskLostError
 from estimator_rt.errors import UserInputError
 
 
@@ -182,6 +187,10 @@ def train_and_evaluate(estimator, train_spec: TrainSpec,
     return _run_local(estimator, train_spec, eval_spec)
   if task.task_type == cluster.EVALUATOR:
     return _run_evaluator(estimator, train_spec, eval_spec)
+  if (task.task_type == cluster.WORKER and
+      strategy_name == cluster.PARAMETER_SERVER and
+      estimator.training_engine(train_spec.input_fn) == engines.GRAPH):
+    return _run_between_graph_worker(estimator, train_spec, task)
   if task.task_type == cluster.PS or (
       task.task_type == cluster.WORKER and
       strategy_name == cluster.PARAMETER_SERVER):
@@ -200,13 +209,19 @@ def describe_role(task, strategy_name: str) -> str:
     return ('evaluator: waits for checkpoints in model_dir, evaluates the '
             'newest unseen one each time, writes eval summaries, runs the '
             'exporters, and exits 0 after the checkpoint at max_steps.')
-  if task.task_type == cluster.PS or (
-      task.task_type == cluster.WORKER and
+  if task.task_type == cluster.PS:
+    return (f'ps: runs a standard TensorFlow server at {where} (it holds the '
+            'variables) until the chief signals the end of training, then '
+            'exits 0; exits non-zero if the chief disappears first.')
+  if (task.task_type == cluster.WORKER and
       strategy_name == cluster.PARAMETER_SERVER):
-    return (f'{task.task_type}: runs a standard TensorFlow server at {where} '
-            '(variables for ps, computation for workers) until the chief '
-            'signals the end of training, then exits 0; exits non-zero if '
-            'the chief disappears first.')
+    return (f'worker: runs a standard TensorFlow server at {where}, on which '
+            'the chief schedules computation (TF2 model_fn); or, for a '
+            'TF1-style model_fn, trains there asynchronously on its own '
+            'shard of the input with the variables on the ps tasks, up to '
+            'max_steps. Then serves until the chief signals the end of '
+            'training and exits 0; exits non-zero if the chief disappears '
+            'first.')
   final = ('' if task.has_evaluator else
            '; with no evaluator task it then evaluates the final checkpoint '
            'and exports')
@@ -225,9 +240,10 @@ def describe_role(task, strategy_name: str) -> str:
   if task.is_chief and strategy_name == cluster.PARAMETER_SERVER:
     return (f'chief: coordinates parameter-server training (schedules '
             f'compiled loops on {len(task.cluster[cluster.WORKER])} '
-            f'worker(s), variables on {task.num_ps} ps), writes checkpoints '
-            f'and summaries to model_dir{final}; then tells the servers '
-            'that training is done.')
+            f'worker(s), variables on {task.num_ps} ps; a TF1-style model_fn '
+            'instead trains here and on each worker asynchronously), writes '
+            f'checkpoints and summaries to model_dir{final}; then tells the '
+            'servers that training is done.')
   if task.is_chief:
     return (f'chief: trains with {strategy_name} as one of '
             f'{task.num_workers} workers at {where} and is the only writer '
@@ -252,6 +268,79 @@ def _run_server(task) -> Tuple[None, List[str]]:
         f'{task.cluster[cluster.CHIEF][0]} stopped without finishing '
         'training.')
   return None, []
+
+
+class _ChiefWatch:
+  """Waits, in a thread, for the chief's end-of-training signal on this
+  task's server (as `_run_server` does), and stops training when it comes.
+
+  Attributes:
+    hook: a SessionRunHook that stops training once the signal came.
+  """
+
+  def __init__(self, task):
+    self._task = task
+    self._code = None
+    self._arrived = threading.Event()
+    server = server_lib.own_server(task)
+    self._thread = threading.Thread(
+        target=self._wait, args=(server,), name='chief-watch', daemon=True)
+    self._thread.start()
+    watch = self
+
+    class StopWhenSignalled(tf.compat.v1.train.SessionRunHook):
+
+      def after_run(self, run_context, run_values):
+        del run_values
+        if watch._arrived.is_set():  # pylint: disable=protected-access
+          run_context.request_stop()
+
+    self.hook = StopWhenSignalled()
+
+  def _wait(self, server) -> None:
+    self._code = server_lib.wait_until_training_done(
+        server, self._task, chief_address=self._task.cluster[cluster.CHIEF][0])
+    self._arrived.set()
+
+  def code(self, timeout: Optional[float] = None) -> Optional[int]:
+    """The signal's exit code (see wait_until_training_done), waiting up to
+    `timeout` (None: until it comes, which is bounded by the chief's
+    disappearance); None if it has not come."""
+    self._arrived.wait(timeout)
+    return self._code
+
+
+def _run_between_graph_worker(estimator, train_spec, task):
+  """A worker of parameter_server training of a TF1-style model_fn: trains
+  on its own (graph engine, between-graph) until max_steps, then serves
+  until the chief signals the end, exiting as `_run_server` does."""
+  watch = _ChiefWatch(task)
+  try:
+    estimator.train(train_spec.input_fn,
+                    hooks=list(train_spec.hooks) + [watch.hook],
+                    max_steps=train_spec.max_steps)
+  except TaskLostError:
+    # A ps goes away as soon as the chief tells it training is over, maybe
+    # in the middle of this worker's step; the chief told this worker
+    # first, at the same time.
+    if watch.code(timeout=_PS_GONE_GRACE_SECS) is None:
+      raise
+  code = watch.code()
+  if code == PREEMPTED_EXIT_CODE:
+    raise PreemptedError(
+        f'worker:{task.task_index}: the chief was preempted and saved; '
+        'restart the cluster to resume.', global_step=-1)
+  if code:
+    raise ChiefLostError(
+        f'worker:{task.task_index}: the chief at '
+        f'{task.cluster[cluster.CHIEF][0]} stopped without finishing '
+        'training.')
+  return None, []
+
+
+# How long a worker whose step failed on a vanished ps waits for the
+# chief's end-of-training signal, which explains it.
+_PS_GONE_GRACE_SECS = 10
 
 
 def _run_evaluator(estimator, train_spec, eval_spec):
@@ -279,11 +368,8 @@ def _run_training_task(estimator, train_spec, eval_spec, task, strategy_name):
       # Success or not, the servers must not wait for a chief that is done;
       # after a preemption they exit as preempted too, so that a launcher
       # restarts the whole cluster.
-      server_lib.signal_training_done(
-          ((job, index, address)
-           for job in (cluster.WORKER, cluster.PS)
-           for index, address in enumerate(task.cluster.get(job, ()))),
-          preempted=preempted)
+      _signal_servers(task, preempted=preempted,
+                      between_graph=estimator.chosen_engine == engines.GRAPH)
   if not task.is_chief or task.has_evaluator:
     return None, []
   # No evaluator task: the chief evaluates the final checkpoint itself, so
@@ -291,6 +377,34 @@ def _run_training_task(estimator, train_spec, eval_spec, task, strategy_name):
   evaluator = CheckpointEvaluator(estimator=estimator, eval_spec=eval_spec)
   result = evaluator.evaluate(estimator.latest_checkpoint(), is_final=True)
   return result, evaluator.export_results
+
+
+def _signal_servers(task, *, preempted: bool, between_graph: bool) -> None:
+  """Tells the workers and the ps tasks that training is over.
+
+  Between-graph workers (graph engine) still have a session using the ps
+  tasks when the chief is done; a ps that exits before a worker's session
+  is closed can lose that worker the signal. Those workers are told
+  first, and the ps tasks once the workers are gone (or after
+  WORKERS_GONE_SECS).
+  """
+  def tasks_of(job):
+    return [(job, index, address)
+            for index, address in enumerate(task.cluster.get(job, ()))]
+  if not between_graph:
+    server_lib.signal_training_done(
+        tasks_of(cluster.WORKER) + tasks_of(cluster.PS), preempted=preempted)
+    return
+  server_lib.signal_training_done(tasks_of(cluster.WORKER),
+                                  preempted=preempted)
+  server_lib.wait_until_gone(tasks_of(cluster.WORKER),
+                             timeout_secs=WORKERS_GONE_SECS)
+  server_lib.signal_training_done(tasks_of(cluster.PS), preempted=preempted)
+
+
+# How long a between-graph chief waits for told workers to exit before it
+# tells the ps tasks (a worker closes its session within 30 s).
+WORKERS_GONE_SECS = 60
 
 
 def _run_local(estimator, train_spec, eval_spec):

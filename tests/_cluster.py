@@ -128,9 +128,10 @@ def wait_for(predicate, *, timeout: float, what: str, poll: float = 0.2):
 #     call, which sees an unsharded sample batch).
 #   context_dir: context_input_fn appends each InputContext it is given to
 #     <context_dir>/context_<task>.txt.
-#   chief_hang_marker: the PS chief, in its eager TRAIN build call (after it
-#     connected to the cluster), creates this file and sleeps, so a test can
-#     kill it mid-run.
+#   chief_hang_marker: the PS chief, in its eager TRAIN build call under
+#     the strategy (after it connected to the cluster; not in the call that
+#     tells the engine, made before), creates this file and sleeps, so a
+#     test can kill it mid-run.
 #   nan_at_step, nan_task: the TRAIN loss of global step nan_at_step is NaN
 #     on task nan_task ('worker_1') only.
 TINY_MODEL_SOURCE = textwrap.dedent('''
@@ -187,7 +188,7 @@ TINY_MODEL_SOURCE = textwrap.dedent('''
         return ert.EstimatorSpec(mode, loss=loss, eval_metric_ops={'mae': mae})
       marker = params.get('chief_hang_marker')
       if (marker and not tf.inside_function() and
-          task_name() == 'chief_0'):
+          tf.distribute.has_strategy() and task_name() == 'chief_0'):
         with open(marker, 'w') as f:
           f.write('building')
         time.sleep(300)

@@ -589,22 +589,195 @@ def test_multi_worker_mirrored_two_workers_and_evaluator(tmp_path):
                                 'saved_model.pb'))
 
 
-@pytest.mark.parametrize('layout', ['parameter_server'])
-def test_multi_worker_strategies_refuse_tf1_model_fns_in_one_line(
-    tmp_path, layout):
+def _classifier_cluster_flags(model_dir, *extra):
+  classifier = os.path.join(PROGRAMS_DIR, 'tf1_classifier.py')
+  return [f'--model_fn={classifier}:model_fn',
+          f'--input_fn={classifier}:train_input_fn',
+          f'--eval_input_fn={classifier}:eval_input_fn',
+          '--params=' + json.dumps(program('tf1_classifier').PARAMS),
+          f'--model_dir={model_dir}', '--save_summary_steps=50',
+          '--throttle_secs=0', *extra]
+
+
+def test_parameter_server_chief_two_workers_ps_and_evaluator(tmp_path):
+  """The TF1 classifier program's model_fn and input_fns, unchanged, as a
+  parameter_server cluster (chief, 2 workers, 1 ps, evaluator): every
+  task trains asynchronously with the variables on the ps, the chief
+  writes model_dir, the evaluator evaluates and exports, all exit 0."""
   model_dir = str(tmp_path / 'model')
-  shape = dict(chief=True, workers=1, ps=1)
   run = _cluster.run_launcher(
-      tmp_path, grace_secs=30, timeout_secs=180, **shape,
-      args=_cluster_flags(model_dir, f'--distribution_strategy={layout}'))
-  trainer = 'chief:0'
-  assert run.codes[trainer] == 2, run.tail()
-  assert (f"train_distribute='{layout}' is not supported for TF1-style "
-          'model_fns') in run.log(trainer), run.log(trainer)[-3000:]
-  assert not glob.glob(os.path.join(model_dir, 'model.ckpt-*'))
-  # Every task ended (none left for the launcher to find running at its
-  # time limit).
-  assert all(code is not None for code in run.codes.values()), run.codes
+      tmp_path, workers=2, ps=1, chief=True, evaluator=True, grace_secs=60,
+      args=_classifier_cluster_flags(
+          model_dir, '--max_steps=3000', '--save_checkpoints_steps=1000',
+          '--exporters=final', '--distribution_strategy=parameter_server'))
+  names = ['chief:0', 'worker:0', 'worker:1', 'ps:0', 'evaluator:0']
+  assert run.codes == {name: 0 for name in names}, run.tail()
+  for name in ('chief:0', 'worker:0', 'worker:1'):
+    assert 'graph engine' in run.log(name), run.log(name)[-3000:]
+  # Asynchronous: the chief saves at the first step it sees past each
+  # 1000 (the others step meanwhile), and at its end; each task stops when
+  # it sees max_steps, with one step in flight each.
+  steps = checkpoint_steps(model_dir)
+  assert sorted({s // 1000 for s in steps}) == [1, 2, 3], steps
+  assert 3000 <= steps[-1] <= 3003, steps
+  assert not engines.is_object_based(
+      os.path.join(model_dir, f'model.ckpt-{steps[-1]}'))
+  # Every task trained: each ran steps of its own, and each step counts
+  # once in the global step (which the chief read last).
+  ran = {}
+  for name in ('chief:0', 'worker:0', 'worker:1'):
+    match = re.search(r'ran (\d+) steps of its own', run.log(name))
+    assert match, run.log(name)[-3000:]
+    ran[name] = int(match.group(1))
+  assert min(ran.values()) > 0, ran
+  assert steps[-1] <= sum(ran.values()) <= 3003, (ran, steps)
+  assert 'Saved checkpoint' not in run.log('worker:0')
+  accuracy = summaries.read_scalars(os.path.join(model_dir, 'eval'))[
+      'accuracy']
+  assert accuracy[-1][0] == steps[-1] and accuracy[-1][1] > 0.9, accuracy
+  exports = glob.glob(os.path.join(model_dir, 'export', 'final', '*',
+                                   'saved_model.pb'))
+  assert len(exports) == 1, run.log('evaluator:0')[-3000:]
+
+  # Predict with the binary in a fresh process: the evaluator's accuracy
+  # is the share of right predictions over the whole eval set.
+  classifier = os.path.join(PROGRAMS_DIR, 'tf1_classifier.py')
+  predicted = subprocess.run(
+      [sys.executable, '-m', 'estimator_rt.main',
+       f'--model_fn={classifier}:model_fn',
+       f'--input_fn={classifier}:eval_input_fn',
+       '--params=' + json.dumps(program('tf1_classifier').PARAMS),
+       f'--model_dir={model_dir}', '--mode=predict'],
+      capture_output=True, text=True, timeout=300, cwd=REPO,
+      env={k: v for k, v in os.environ.items() if k != 'TF_CONFIG'})
+  assert predicted.returncode == 0, predicted.stderr[-3000:]
+  class_ids = [json.loads(line)['class_ids']
+               for line in predicted.stdout.splitlines()
+               if line.startswith('{')]
+  features, labels = program('tf1_classifier').EVAL_DATA
+  assert len(class_ids) == len(labels)
+  assert np.mean(np.array(class_ids) == labels) == pytest.approx(
+      accuracy[-1][1], abs=1e-6)
+  # The export, served in a fresh process, predicts the same classes.
+  served = subprocess.run(
+      [sys.executable, '-c',
+       'import json, sys, numpy as np, tensorflow as tf\n'
+       'f = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]\n'
+       'x = np.array(json.loads(sys.argv[2]), np.float32)\n'
+       'print(json.dumps(f(x=tf.constant(x))["class_ids"].numpy().tolist()))',
+       os.path.dirname(exports[0]), json.dumps(features[:8].tolist())],
+      capture_output=True, text=True, timeout=120)
+  assert served.returncode == 0, served.stderr[-3000:]
+  assert json.loads(served.stdout.splitlines()[-1]) == class_ids[:8]
+
+
+def _start_ps_cluster(tmp_path, run, cluster, *, max_steps, names):
+  os.makedirs(tmp_path / run)
+  command = _cluster.BINARY + _classifier_cluster_flags(
+      str(tmp_path / 'model'), f'--max_steps={max_steps}',
+      '--save_checkpoints_steps=500', '--exporters=',
+      '--distribution_strategy=parameter_server')
+  return _cluster.start_tasks(
+      tmp_path / run, cluster=cluster, command=command,
+      tasks=[(name.split(':')[0], int(name.split(':')[1])) for name in names])
+
+
+def _wait_codes(tasks, names, *, timeout):
+  deadline = time.time() + timeout
+  return {name: _cluster.wait_task(tasks[name], deadline=deadline)
+          for name in names}
+
+
+def _tails(tasks, names):
+  return '\n'.join(f'--- {n}\n{tasks[n].log()[-3000:]}' for n in names)
+
+
+def _when_trained_past(tasks, step):
+  """Waits until the chief logs a global step >= `step`."""
+  def past():
+    found = re.findall(r'global step (\d+): loss', tasks['chief:0'].log())
+    return bool(found) and int(found[-1]) >= step
+  _cluster.wait_for(past, timeout=180, what=f'the chief past step {step}')
+
+
+PS_TASKS = ['ps:0', 'worker:0', 'worker:1', 'chief:0']
+
+
+def test_parameter_server_sigterm_to_the_chief_saves_and_resumes(tmp_path):
+  """SIGTERM to the chief of a TF1-style parameter_server cluster: it saves
+  at the step it stopped at and exits 143, and so do the workers and the
+  ps it tells; the same command resumes from that checkpoint."""
+  model_dir = str(tmp_path / 'model')
+  cluster = _cluster.launcher().make_cluster(workers=2, ps=1, chief=True,
+                                             evaluator=False)
+  tasks = _start_ps_cluster(tmp_path, 'run1', cluster, max_steps=10**6,
+                            names=PS_TASKS)
+  try:
+    _when_trained_past(tasks, 300)
+    tasks['chief:0'].process.send_signal(signal.SIGTERM)
+    codes = _wait_codes(tasks, PS_TASKS, timeout=60)
+  finally:
+    _cluster.stop_tasks(tasks)
+  assert codes == {n: 143 for n in PS_TASKS}, (codes, _tails(tasks, PS_TASKS))
+  match = re.search(r'Preempted \(SIGTERM\) at global step (\d+)',
+                    tasks['chief:0'].log())
+  assert match, tasks['chief:0'].log()[-3000:]
+  step = int(match.group(1))
+  assert checkpoint_steps(model_dir)[-1] == step > 300
+
+  again = _start_ps_cluster(tmp_path, 'run2', cluster, max_steps=step + 300,
+                            names=PS_TASKS)
+  try:
+    codes = _wait_codes(again, PS_TASKS, timeout=180)
+  finally:
+    _cluster.stop_tasks(again)
+  assert codes == {n: 0 for n in PS_TASKS}, (codes, _tails(again, PS_TASKS))
+  assert f'Restored {model_dir}/model.ckpt-{step} (global step {step})' in (
+      again['chief:0'].log()), again['chief:0'].log()[-3000:]
+  assert step + 300 <= checkpoint_steps(model_dir)[-1] <= step + 302
+
+
+def test_parameter_server_lost_worker_and_lost_ps(tmp_path):
+  """A TF1-style parameter_server cluster loses worker:1 (SIGKILL): the
+  others train on to max_steps and exit 0. Run again with more steps, it
+  loses its ps: the chief exits 1 at once with one line, keeps its last
+  checkpoint, and every task ends."""
+  model_dir = str(tmp_path / 'model')
+  cluster = _cluster.launcher().make_cluster(workers=2, ps=1, chief=True,
+                                             evaluator=False)
+  tasks = _start_ps_cluster(tmp_path, 'run1', cluster, max_steps=4000,
+                            names=PS_TASKS)
+  survivors = ['ps:0', 'worker:0', 'chief:0']
+  try:
+    _when_trained_past(tasks, 300)
+    _cluster.kill_task(tasks['worker:1'])
+    codes = _wait_codes(tasks, survivors, timeout=180)
+  finally:
+    _cluster.stop_tasks(tasks)
+  assert codes == {n: 0 for n in survivors}, (codes, _tails(tasks, PS_TASKS))
+  assert 4000 <= checkpoint_steps(model_dir)[-1] <= 4002
+
+  again = _start_ps_cluster(tmp_path, 'run2', cluster, max_steps=10**6,
+                            names=PS_TASKS)
+  try:
+    _when_trained_past(again, 4500)
+    _cluster.wait_for(lambda: checkpoint_steps(model_dir)[-1] > 4500,
+                      timeout=60, what='a checkpoint past 4500')
+    _cluster.kill_task(again['ps:0'])
+    codes = _wait_codes(again, PS_TASKS[1:], timeout=90)
+  finally:
+    _cluster.stop_tasks(again)
+  assert codes['chief:0'] == 1, (codes, _tails(again, PS_TASKS))
+  assert all(code is not None for code in codes.values()), codes
+  chief_log = again['chief:0'].log()
+  assert 'error: A step failed because a task of the cluster is gone' in (
+      chief_log), chief_log[-3000:]
+  assert 'Traceback' not in chief_log, chief_log[-3000:]
+  last = checkpoint_steps(model_dir)[-1]
+  assert last > 4500
+  reader = tf.train.load_checkpoint(os.path.join(model_dir,
+                                                 f'model.ckpt-{last}'))
+  assert int(reader.get_tensor('global_step')) >= last
 
 
 def test_multi_worker_mirrored_two_workers_on_b_train_as_one_on_2b(

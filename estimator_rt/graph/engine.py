@@ -33,6 +33,7 @@ from estimator_rt.errors import IncompatibleCheckpointError
 from estimator_rt.errors import MAX_INT32
 from estimator_rt.errors import PreemptedError
 from estimator_rt.errors import UserInputError
+from estimator_rt.graph import between_graph
 from estimator_rt.graph import compat
 from estimator_rt.graph import model as model_lib
 from estimator_rt.graph import placement as placement_lib
@@ -191,23 +192,38 @@ class GraphEngine:
         all_hooks.append(session_hooks.GuardedSaverHook(
             saver=checkpoint_saver, writer=writer,
             listeners=saving_listeners))
-      creator = ChiefSessionCreator(
-          scaffold=scaffold, master=placement.master,
-          config=placement.session_config(),
-          checkpoint_filename_with_path=latest)
-      if latest is not None:
-        logging.info('Restored %s (global step %d).', latest, start_step)
+      if placement.between_graph:
+        between_graph.prepare(placement, self._config.task_info)
+      if placement.between_graph and not is_chief:
+        creator = between_graph.WorkerSessionCreator(
+            scaffold=scaffold, master=placement.master,
+            config=placement.session_config())
+      else:
+        creator = ChiefSessionCreator(
+            scaffold=scaffold, master=placement.master,
+            config=placement.session_config(),
+            checkpoint_filename_with_path=latest)
+        if latest is not None:
+          logging.info('Restored %s (global step %d).', latest, start_step)
       try:
         with preemption.training():
-          with MonitoredSession(session_creator=creator,
-                                hooks=all_hooks) as session:
-            while not session.should_stop():
-              session.run(built.train_op)
+          if placement.between_graph:
+            between_graph.run_steps(creator, all_hooks, built.train_op,
+                                    is_chief=is_chief)
+          else:
+            with MonitoredSession(session_creator=creator,
+                                  hooks=all_hooks) as session:
+              while not session.should_stop():
+                session.run(built.train_op)
       finally:
         tf.compat.v1.summary.FileWriterCache.clear()
         if summaries_dir is not None and not is_chief:
           tf.io.gfile.rmtree(summaries_dir)
     final_step = preemption_hook.global_step
+    if placement.between_graph and is_chief:
+      # Other tasks go on stepping while the chief saves: the step that
+      # counts is the one it saved at.
+      final_step = checkpoint_saver.last_saved_step
     if final_step is None:
       final_step = start_step
     if preemption_hook.signal_name:

@@ -38,6 +38,7 @@ class SingleDevicePlacement:
 
   num_replicas = 1
   multi_worker = False
+  between_graph = False
 
   def __init__(self, *, device: Optional[str] = None):
     self._device = device
@@ -113,6 +114,7 @@ class MirroredPlacement:
 
   name = 'mirrored'
   multi_worker = False
+  between_graph = False
 
   def variable_scope(self) -> ContextManager:
     return self._strategy.scope()
@@ -245,6 +247,66 @@ class MultiWorkerPlacement(MirroredPlacement):
     return flag.assign(1).op, agreed
 
 
+class ParameterServerPlacement(SingleDevicePlacement):
+  """parameter_server for TF1-style model_fns, as tf.estimator ran it:
+  between-graph and asynchronous.
+
+  The chief and every worker build the same graph on their own, with
+  every variable on a ps task (round robin in creation order, TensorFlow's
+  `replica_device_setter`, so each task finds each variable on the same
+  ps) and every other op on their own CPU, and each runs steps in a
+  session on its own server: a step reads the variables, computes, and
+  updates them, without waiting for the other tasks. The global step is
+  one of those variables, so every task stops at max_steps. The chief
+  initializes or restores the variables and writes model_dir; the
+  workers wait until it has. Each task reads its shard of the input
+  (every (1 + workers)-th element).
+
+  Args:
+    task: this task's place in the cluster (chief or worker).
+  """
+
+  name = 'parameter_server'
+  between_graph = True
+
+  def __init__(self, *, task):
+    device = cluster.cpu_device(task.task_type, task.task_index)
+    super().__init__(device=device)
+    self._task = task
+    order = list(task.cluster.get(cluster.CHIEF, ())) + list(
+        task.cluster.get(cluster.WORKER, ()))
+    self._task_number = order.index(task.address)
+    self._num_tasks = len(order)
+    self._ps = list(task.cluster.get(cluster.PS, ()))
+
+  def _scope(self) -> ContextManager:
+    # Variables (by op type) to the ps tasks, everything else here.
+    return tf.compat.v1.device(tf.compat.v1.train.replica_device_setter(
+        cluster=tf.train.ClusterSpec({cluster.PS: self._ps}),
+        worker_device=self._device))
+
+  def shard(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
+    return dataset.shard(self._num_tasks, self._task_number)
+
+  @property
+  def ps_tasks(self) -> List[tuple]:
+    """(job, index, address) of each ps task."""
+    return [(cluster.PS, index, address)
+            for index, address in enumerate(self._ps)]
+
+  @property
+  def master(self) -> str:
+    return f'{task_rpc(self._task)}://{self._task.address}'
+
+  def session_config(self) -> tf.compat.v1.ConfigProto:
+    config = session_config()
+    # The session sees the ps tasks and this task only: it neither waits
+    # for nor notices the other workers (lost or late ones included).
+    config.device_filters.extend(
+        ['/job:ps', f'/job:{self._task.task_type}/task:{self._task.task_index}'])
+    return config
+
+
 def task_rpc(task) -> str:
   return getattr(task, 'rpc_layer', None) or 'grpc'
 
@@ -273,7 +335,13 @@ def make_placement(strategy: Any, *, for_training: bool, task=None):
   if name == cluster.MULTI_WORKER_MIRRORED and task is not None:
     return MultiWorkerPlacement(
         strategy=strategies.resolve_strategy(strategy, task=task), task=task)
+  if (name in (cluster.PARAMETER_SERVER, 'ParameterServerStrategy') and
+      task is not None and not task.standalone_client and
+      task.task_type in (cluster.CHIEF, cluster.WORKER)):
+    return ParameterServerPlacement(task=task)
   raise UserInputError(
       f'RunConfig: train_distribute={name!r} is not supported for TF1-style '
-      'model_fns (graph engine) yet; use default, one_device, mirrored or '
-      'multi_worker_mirrored.')
+      'model_fns (graph engine)'
+      f'{" without a TF_CONFIG cluster" if task is None else ""}; use '
+      'default, one_device, mirrored, or in a TF_CONFIG cluster '
+      'multi_worker_mirrored or parameter_server.')
