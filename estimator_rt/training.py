@@ -256,8 +256,13 @@ def describe_role(task, strategy_name: str) -> str:
 def _run_server(task) -> Tuple[None, List[str]]:
   """ps, and workers of parameter-server training: serve until done."""
   server = server_lib.start_server(task)
-  code = server_lib.wait_until_training_done(
-      server, task, chief_address=task.cluster[cluster.CHIEF][0])
+  return _end_as_told(task, server_lib.wait_until_training_done(
+      server, task, chief_address=task.cluster[cluster.CHIEF][0]))
+
+
+def _end_as_told(task, code: int) -> Tuple[None, List[str]]:
+  """Ends a server task by what its wait for the chief returned (see
+  wait_until_training_done)."""
   if code == PREEMPTED_EXIT_CODE:
     raise PreemptedError(
         f'{task.task_type}:{task.task_index}: the chief was preempted and '
@@ -320,22 +325,12 @@ def _run_between_graph_worker(estimator, train_spec, task):
                     hooks=list(train_spec.hooks) + [watch.hook],
                     max_steps=train_spec.max_steps)
   except TaskLostError:
-    # A ps goes away as soon as the chief tells it training is over, maybe
-    # in the middle of this worker's step; the chief told this worker
-    # first, at the same time.
+    # The chief tells the ps tasks that training is over once the workers
+    # are gone, or WORKERS_GONE_SECS after telling them: a slow worker can
+    # still lose its ps mid-step then, and was told first.
     if watch.code(timeout=_PS_GONE_GRACE_SECS) is None:
       raise
-  code = watch.code()
-  if code == PREEMPTED_EXIT_CODE:
-    raise PreemptedError(
-        f'worker:{task.task_index}: the chief was preempted and saved; '
-        'restart the cluster to resume.', global_step=-1)
-  if code:
-    raise ChiefLostError(
-        f'worker:{task.task_index}: the chief at '
-        f'{task.cluster[cluster.CHIEF][0]} stopped without finishing '
-        'training.')
-  return None, []
+  return _end_as_told(task, watch.code())
 
 
 # How long a worker whose step failed on a vanished ps waits for the

@@ -414,6 +414,17 @@ def wait_task(task: Task, *, deadline: float) -> Optional[int]:
     return None
 
 
+def wait_tasks(tasks: Dict[str, Task], names: List[str], *,
+               timeout: float) -> Dict[str, Optional[int]]:
+  """Each named task's exit code (None: still running after `timeout` s
+  in all)."""
+  deadline = time.time() + timeout
+  return {name: wait_task(tasks[name], deadline=deadline) for name in names}
+
+
+def tails(tasks: Dict[str, Task], names: List[str]) -> str:
+  """The end of each named task's log, for an assertion message."""
+  return '\n'.join(f'--- {n}\n{tasks[n].log()[-2500:]}' for n in names)
 
 
 # ---------------------------------------------- launcher in the background

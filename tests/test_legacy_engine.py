@@ -599,6 +599,12 @@ def _classifier_cluster_flags(model_dir, *extra):
           '--throttle_secs=0', *extra]
 
 
+# How far past max_steps asynchronous parameter_server training may end:
+# each of its 3 training tasks stops on its own (possibly stale) reading of
+# the shared global step, with a step in flight.
+OVERSHOOT = 10
+
+
 def test_parameter_server_chief_two_workers_ps_and_evaluator(tmp_path):
   """The TF1 classifier program's model_fn and input_fns, unchanged, as a
   parameter_server cluster (chief, 2 workers, 1 ps, evaluator): every
@@ -615,11 +621,12 @@ def test_parameter_server_chief_two_workers_ps_and_evaluator(tmp_path):
   for name in ('chief:0', 'worker:0', 'worker:1'):
     assert 'graph engine' in run.log(name), run.log(name)[-3000:]
   # Asynchronous: the chief saves at the first step it sees past each
-  # 1000 (the others step meanwhile), and at its end; each task stops when
-  # it sees max_steps, with one step in flight each.
+  # 1000 (the others step meanwhile), and at its end; each task stops on
+  # its own reading of the shared step, so the run ends a few steps past
+  # max_steps.
   steps = checkpoint_steps(model_dir)
   assert sorted({s // 1000 for s in steps}) == [1, 2, 3], steps
-  assert 3000 <= steps[-1] <= 3003, steps
+  assert 3000 <= steps[-1] <= 3000 + OVERSHOOT, steps
   assert not engines.is_object_based(
       os.path.join(model_dir, f'model.ckpt-{steps[-1]}'))
   # Every task trained: each ran steps of its own, and each step counts
@@ -630,7 +637,7 @@ def test_parameter_server_chief_two_workers_ps_and_evaluator(tmp_path):
     assert match, run.log(name)[-3000:]
     ran[name] = int(match.group(1))
   assert min(ran.values()) > 0, ran
-  assert steps[-1] <= sum(ran.values()) <= 3003, (ran, steps)
+  assert steps[-1] <= sum(ran.values()) <= 3000 + OVERSHOOT, (ran, steps)
   assert 'Saved checkpoint' not in run.log('worker:0')
   accuracy = summaries.read_scalars(os.path.join(model_dir, 'eval'))[
       'accuracy']
@@ -682,16 +689,6 @@ def _start_ps_cluster(tmp_path, run, cluster, *, max_steps, names):
       tasks=[(name.split(':')[0], int(name.split(':')[1])) for name in names])
 
 
-def _wait_codes(tasks, names, *, timeout):
-  deadline = time.time() + timeout
-  return {name: _cluster.wait_task(tasks[name], deadline=deadline)
-          for name in names}
-
-
-def _tails(tasks, names):
-  return '\n'.join(f'--- {n}\n{tasks[n].log()[-3000:]}' for n in names)
-
-
 def _when_trained_past(tasks, step):
   """Waits until the chief logs a global step >= `step`."""
   def past():
@@ -715,10 +712,11 @@ def test_parameter_server_sigterm_to_the_chief_saves_and_resumes(tmp_path):
   try:
     _when_trained_past(tasks, 300)
     tasks['chief:0'].process.send_signal(signal.SIGTERM)
-    codes = _wait_codes(tasks, PS_TASKS, timeout=60)
+    codes = _cluster.wait_tasks(tasks, PS_TASKS, timeout=60)
   finally:
     _cluster.stop_tasks(tasks)
-  assert codes == {n: 143 for n in PS_TASKS}, (codes, _tails(tasks, PS_TASKS))
+  assert codes == {n: 143 for n in PS_TASKS}, (
+      codes, _cluster.tails(tasks, PS_TASKS))
   match = re.search(r'Preempted \(SIGTERM\) at global step (\d+)',
                     tasks['chief:0'].log())
   assert match, tasks['chief:0'].log()[-3000:]
@@ -728,13 +726,15 @@ def test_parameter_server_sigterm_to_the_chief_saves_and_resumes(tmp_path):
   again = _start_ps_cluster(tmp_path, 'run2', cluster, max_steps=step + 300,
                             names=PS_TASKS)
   try:
-    codes = _wait_codes(again, PS_TASKS, timeout=180)
+    codes = _cluster.wait_tasks(again, PS_TASKS, timeout=180)
   finally:
     _cluster.stop_tasks(again)
-  assert codes == {n: 0 for n in PS_TASKS}, (codes, _tails(again, PS_TASKS))
+  assert codes == {n: 0 for n in PS_TASKS}, (
+      codes, _cluster.tails(again, PS_TASKS))
   assert f'Restored {model_dir}/model.ckpt-{step} (global step {step})' in (
       again['chief:0'].log()), again['chief:0'].log()[-3000:]
-  assert step + 300 <= checkpoint_steps(model_dir)[-1] <= step + 302
+  assert step + 300 <= checkpoint_steps(model_dir)[-1] <= (
+      step + 300 + OVERSHOOT)
 
 
 def test_parameter_server_lost_worker_and_lost_ps(tmp_path):
@@ -751,11 +751,12 @@ def test_parameter_server_lost_worker_and_lost_ps(tmp_path):
   try:
     _when_trained_past(tasks, 300)
     _cluster.kill_task(tasks['worker:1'])
-    codes = _wait_codes(tasks, survivors, timeout=180)
+    codes = _cluster.wait_tasks(tasks, survivors, timeout=180)
   finally:
     _cluster.stop_tasks(tasks)
-  assert codes == {n: 0 for n in survivors}, (codes, _tails(tasks, PS_TASKS))
-  assert 4000 <= checkpoint_steps(model_dir)[-1] <= 4002
+  assert codes == {n: 0 for n in survivors}, (
+      codes, _cluster.tails(tasks, PS_TASKS))
+  assert 4000 <= checkpoint_steps(model_dir)[-1] <= 4000 + OVERSHOOT
 
   again = _start_ps_cluster(tmp_path, 'run2', cluster, max_steps=10**6,
                             names=PS_TASKS)
@@ -764,10 +765,11 @@ def test_parameter_server_lost_worker_and_lost_ps(tmp_path):
     _cluster.wait_for(lambda: checkpoint_steps(model_dir)[-1] > 4500,
                       timeout=60, what='a checkpoint past 4500')
     _cluster.kill_task(again['ps:0'])
-    codes = _wait_codes(again, PS_TASKS[1:], timeout=90)
+    codes = _cluster.wait_tasks(again, PS_TASKS[1:], timeout=90)
   finally:
     _cluster.stop_tasks(again)
-  assert codes['chief:0'] == 1, (codes, _tails(again, PS_TASKS))
+  assert codes['chief:0'] == 1, (
+      codes, _cluster.tails(again, PS_TASKS))
   assert all(code is not None for code in codes.values()), codes
   chief_log = again['chief:0'].log()
   assert 'error: A step failed because a task of the cluster is gone' in (

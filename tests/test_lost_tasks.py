@@ -25,16 +25,6 @@ def _ps_command(module, model_dir, max_steps=PS_MAX_STEPS):
       '--throttle_secs=0', '--exporters=']
 
 
-def _wait_all(tasks, names, *, timeout):
-  deadline = time.time() + timeout
-  return {name: _cluster.wait_task(tasks[name], deadline=deadline)
-          for name in names}
-
-
-def _logs(tasks, names):
-  return '\n'.join(f'--- {n}\n{tasks[n].log()[-2500:]}' for n in names)
-
-
 def test_parameter_server_training_survives_a_lost_worker(tmp_path):
   """worker:1 is SIGKILLed mid-training: the coordinator carries on with
   worker:0, the chief finishes at max_steps and tells every surviving
@@ -58,11 +48,11 @@ def test_parameter_server_training_survives_a_lost_worker(tmp_path):
             _cluster.checkpoint_steps(model_dir)),
         timeout=180, what='the first checkpoint')
     _cluster.kill_task(tasks['worker:1'])
-    codes = _wait_all(tasks, survivors, timeout=300)
+    codes = _cluster.wait_tasks(tasks, survivors, timeout=300)
   finally:
     _cluster.stop_tasks(tasks)
   assert codes == {name: 0 for name in survivors}, (
-      codes, _logs(tasks, survivors))
+      codes, _cluster.tails(tasks, survivors))
   assert _cluster.checkpoint_steps(model_dir)[-1] == PS_MAX_STEPS
 
   # The same cluster, restarted on the finished model_dir, worker:1 gone.
@@ -72,12 +62,13 @@ def test_parameter_server_training_survives_a_lost_worker(tmp_path):
       tasks=[('ps', 0), ('worker', 0), ('chief', 0)])
   try:
     started = time.time()
-    codes = _wait_all(again, ['chief:0', 'ps:0', 'worker:0'], timeout=120)
+    codes = _cluster.wait_tasks(again, ['chief:0', 'ps:0', 'worker:0'],
+                                timeout=120)
     took = time.time() - started
   finally:
     _cluster.stop_tasks(again)
   assert codes == {'chief:0': 0, 'ps:0': 0, 'worker:0': 0}, (
-      codes, _logs(again, ['chief:0', 'ps:0', 'worker:0']))
+      codes, _cluster.tails(again, ['chief:0', 'ps:0', 'worker:0']))
   assert 'Skipping training' in again['chief:0'].log()
   assert took < 120, took
 
@@ -92,7 +83,7 @@ def _sigterm_mid_training(tasks, names, *, watch, target):
     time.sleep(random.uniform(0.0, 2.0))
     signalled = time.time()
     tasks[target].process.send_signal(signal.SIGTERM)
-    codes = _wait_all(tasks, names, timeout=60)
+    codes = _cluster.wait_tasks(tasks, names, timeout=60)
     return codes, time.time() - signalled
   finally:
     _cluster.stop_tasks(tasks)
@@ -129,7 +120,7 @@ def test_multi_worker_mirrored_sigterm_to_one_worker_saves_and_resumes(
   codes, took = _sigterm_mid_training(tasks, names, watch='worker:0',
                                       target='worker:1')
   assert codes == {n: preemption.PREEMPTED_EXIT_CODE for n in names}, (
-      codes, _logs(tasks, names))
+      codes, _cluster.tails(tasks, names))
   assert took < 30, took
   steps = {n: _preempted_step(tasks[n].log()) for n in names}
   assert steps['worker:0'] is not None and steps['worker:0'] == steps[
@@ -143,10 +134,11 @@ def test_multi_worker_mirrored_sigterm_to_one_worker_saves_and_resumes(
                                command=command(step + 100),
                                tasks=[('worker', 1), ('worker', 0)])
   try:
-    codes = _wait_all(again, names, timeout=180)
+    codes = _cluster.wait_tasks(again, names, timeout=180)
   finally:
     _cluster.stop_tasks(again)
-  assert codes == {n: 0 for n in names}, (codes, _logs(again, names))
+  assert codes == {n: 0 for n in names}, (
+      codes, _cluster.tails(again, names))
   assert f'(global step {step})' in again['worker:0'].log()
   assert _cluster.checkpoint_steps(model_dir) == [step, step + 100]
 
@@ -168,7 +160,7 @@ def test_parameter_server_sigterm_to_the_chief_stops_the_cluster(tmp_path):
   codes, took = _sigterm_mid_training(tasks, names, watch='chief:0',
                                       target='chief:0')
   assert codes == {n: preemption.PREEMPTED_EXIT_CODE for n in names}, (
-      codes, _logs(tasks, names))
+      codes, _cluster.tails(tasks, names))
   assert took < 30, took
   step = _preempted_step(tasks['chief:0'].log())
   assert step is not None, tasks['chief:0'].log()[-3000:]
@@ -179,9 +171,10 @@ def test_parameter_server_sigterm_to_the_chief_stops_the_cluster(tmp_path):
       tmp_path / 'run2', cluster=cluster,
       command=_ps_command(module, model_dir, step + 200), tasks=everyone)
   try:
-    codes = _wait_all(again, names, timeout=180)
+    codes = _cluster.wait_tasks(again, names, timeout=180)
   finally:
     _cluster.stop_tasks(again)
-  assert codes == {n: 0 for n in names}, (codes, _logs(again, names))
+  assert codes == {n: 0 for n in names}, (
+      codes, _cluster.tails(again, names))
   assert f'(global step {step})' in again['chief:0'].log()
   assert _cluster.checkpoint_steps(model_dir)[-1] >= step + 200

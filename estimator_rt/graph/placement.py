@@ -302,8 +302,9 @@ class ParameterServerPlacement(SingleDevicePlacement):
     config = session_config()
     # The session sees the ps tasks and this task only: it neither waits
     # for nor notices the other workers (lost or late ones included).
+    task = self._task
     config.device_filters.extend(
-        ['/job:ps', f'/job:{self._task.task_type}/task:{self._task.task_index}'])
+        ['/job:ps', f'/job:{task.task_type}/task:{task.task_index}'])
     return config
 
 
