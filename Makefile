@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: setup setup-test schedulers run test bench clean
+.PHONY: setup setup-test schedulers run test bench bench-peers clean
 
 setup: $(STAMP)
 
@@ -38,6 +38,13 @@ test: setup setup-test
 
 bench: setup
 	$(PY) scripts/benchmark.py
+
+# The peers: Keras fit, and tf.estimator 2.15 in its own environment
+# (TensorFlow 2.15.1 + tensorflow-estimator 2.15.0), made here on demand,
+# never by `make test`; make_venv.sh leaves a complete one as it is.
+bench-peers: setup
+	bash scripts/tf_estimator_215/make_venv.sh
+	$(PY) scripts/benchmark.py --peers
 
 clean:
 	rm -rf $(VENV) *.egg-info

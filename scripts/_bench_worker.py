@@ -64,6 +64,13 @@ from model_fns import cnn  # pylint: disable=g-import-not-at-top,wrong-import-po
 from model_fns import linear  # pylint: disable=g-import-not-at-top,wrong-import-position
 from model_fns import mlp  # pylint: disable=g-import-not-at-top,wrong-import-position
 
+# The steady-state figures are computed alike for every side, the
+# tf.estimator peer's (another environment, stdlib imports only) included.
+_SCRIPTS_DIR = os.path.dirname(os.path.abspath(__file__))
+if _SCRIPTS_DIR not in sys.path:
+  sys.path.insert(0, _SCRIPTS_DIR)
+from _bench_tf_estimator import steady_state  # pylint: disable=g-import-not-at-top,wrong-import-position
+
 _IMPORTS_DONE_WALL = time.time()
 
 RESULT_PREFIX = 'BENCH_RESULT '
@@ -228,6 +235,36 @@ def run_bare(workload: str, total_steps: int, record) -> None:
     record(step, None)
 
 
+class _FitBoundaries(keras.callbacks.Callback):
+  """Records the end of every `fit` execution (STEPS_PER_LOOP steps)."""
+
+  def __init__(self, record):
+    super().__init__()
+    self._record = record
+    self._steps = 0
+
+  def on_train_batch_end(self, batch, logs=None):
+    # With steps_per_execution, Keras calls this once per execution, with
+    # the index of its last step. Reading the loss waits for the steps to
+    # have run, as the other sides' timestamps do.
+    float(logs['loss'])
+    self._record(batch + 1, None)
+
+
+def run_keras_fit(workload: str, total_steps: int, record) -> None:
+  """Trains with Keras 3 `fit`, steps_per_execution=STEPS_PER_LOOP: the
+  bare side's model, optimizer, loss and dataset (features unwrapped from
+  their dict, as fit takes (x, y)). fit cannot be asked for a 1-step first
+  call, so its first boundary, and so its first-step time, is the end of
+  its first 100 steps."""
+  dataset, model, optimizer, loss_fn = build_bare(workload)
+  model.compile(optimizer=optimizer, loss=loss_fn,
+                steps_per_execution=STEPS_PER_LOOP, jit_compile=False)
+  model.fit(dataset.map(lambda features, labels: (features['x'], labels)),
+            epochs=1, steps_per_epoch=total_steps, verbose=0,
+            callbacks=[_FitBoundaries(record)])
+
+
 class _BoundaryHook(ert.Hook):
   """Asks for a 1-step first loop and records the end of every loop."""
 
@@ -295,41 +332,14 @@ def run_runtime(workload: str, total_steps: int, record, *,
                     hooks=[_BoundaryHook(record)])
 
 
-def steady_state(boundaries, loop_secs):
-  """Steady-state figures from the end of the first loop to the last one.
-
-  Args:
-    boundaries: (global_step, perf_counter, process_time) per loop end.
-    loop_secs: per loop, the seconds inside the compiled call as the
-      runtime measured them, or None (bare side).
-
-  Returns:
-    A dict with steps_per_sec, cpu_ms_per_100_steps and, if `loop_secs` are
-    known, outer_ms_per_loop.
-  """
-  if len(boundaries) < 2:
-    return {'steps_per_sec': float('nan'),
-            'cpu_ms_per_100_steps': float('nan')}
-  (step0, wall0, cpu0), (step1, wall1, cpu1) = boundaries[0], boundaries[-1]
-  figures = {
-      'steps_per_sec': (step1 - step0) / max(wall1 - wall0, 1e-9),
-      'cpu_ms_per_100_steps': 1e5 * (cpu1 - cpu0) / (step1 - step0),
-  }
-  if loop_secs[-1] is not None:
-    # Loop k's interval runs from the end of loop k-1 (its after_loop) to
-    # the end of loop k; what the compiled call did not take is overhead.
-    outer = sorted((boundaries[k][1] - boundaries[k - 1][1]) - loop_secs[k]
-                   for k in range(1, len(boundaries)))
-    figures['outer_ms_per_loop'] = 1e3 * outer[len(outer) // 2]
-  return figures
-
-
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  parser.add_argument('--side', choices=('bare', 'runtime', 'graph'),
+  parser.add_argument('--side',
+                      choices=('bare', 'runtime', 'graph', 'keras_fit'),
                       required=True,
                       help='graph: the runtime running the TF1-style '
-                      'model_fn of W1 or W2 (graph engine)')
+                      'model_fn of W1 or W2 (graph engine); keras_fit: '
+                      'Keras 3 fit with steps_per_execution=100')
   parser.add_argument('--workload', choices=sorted(WORKLOADS), required=True)
   parser.add_argument('--steps', type=int, required=True,
                       help='total training steps (>= 101)')
@@ -360,6 +370,7 @@ def main(argv=None) -> int:
     parser.error(f'--side=graph: no TF1-style model_fn for {args.workload}; '
                  f'there are {sorted(TF1_MODEL_FNS)}.')
   run = {'bare': run_bare, 'graph': run_graph_engine,
+         'keras_fit': run_keras_fit,
          'runtime': functools.partial(run_runtime,
                                       jit_compile=args.jit_compile)}[args.side]
   if args.profile:

@@ -1,7 +1,7 @@
 """Benchmark: estimator_rt against a bare TF2 loop on the same workloads.
 
     PYTHONPATH=. python scripts/benchmark.py [--rounds 3] [--workloads W1,W3]
-        [--steps W1=60000,W3=800] [--json]
+        [--steps W1=60000,W3=800] [--peers] [--json]
 
 For each workload (W1 linear model on batches of 64, W2 the MLP on the
 bundled digits with Adam, batch 128, W3 the CNN on 32x32x3 synthetic images,
@@ -14,14 +14,22 @@ Keras layers once and runs a `tf.function` of 100 steps per call.
 
 It reports, as medians over rounds:
 
-* steady-state steps/s of each side and their ratio runtime/bare (targets:
-  >= 0.9 on W1, >= 0.95 on W2 and W3);
+* steady-state steps/s of each side and their ratio runtime/bare (target:
+  >= 0.98 on each workload);
 * time from process start (just before the parent starts the child) to the
   end of the first training step, and the difference runtime - bare
-  (target: <= 1 s);
+  (target: <= 0.3 s);
 * peak RSS of each process and the ratio runtime/bare (target: <= 1.2).
 
-A second table helps explain the first: the median of each round's paired
+With --peers, two more sides run in the same rotation: Keras 3 `fit` with
+steps_per_execution=100 on the bare side's model, optimizer, loss and
+dataset (_bench_worker.py --side keras_fit), and tf.estimator 2.15 in its own
+environment (.venv-tf215, made by `make bench-peers`; _bench_tf_estimator.py)
+with the same model written as its users wrote it, on the same arrays and
+pipeline; a table gives the ratios runtime/peer (targets: >= 1.0 against
+Keras fit on W1-W3; >= 3 and >= 1.8 against tf.estimator on W1 and W2).
+
+A further table helps explain the first: the median of each round's paired
 steps/s ratio (the two runs of a round ran back to back), process CPU time
 per 100 steps (all threads; less sensitive than wall time to other
 processes on the machine), the runtime's median time per loop outside its
@@ -35,15 +43,22 @@ children, so the parent's own state cannot favour either side.
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Dict, List, Optional
 
 _SCRIPTS_DIR = os.path.dirname(os.path.abspath(__file__))
 _REPO_ROOT = os.path.dirname(_SCRIPTS_DIR)
 _WORKER = os.path.join(_SCRIPTS_DIR, '_bench_worker.py')
+_TF_ESTIMATOR_WORKER = os.path.join(_SCRIPTS_DIR, '_bench_tf_estimator.py')
+# The Python of tf.estimator 2.15 (TensorFlow 2.15.1, tensorflow-estimator
+# 2.15.0), made by scripts/tf_estimator_215/make_venv.sh (`make
+# bench-peers`): never installed by `make test`.
+PEER_PYTHON = os.path.join(_REPO_ROOT, '.venv-tf215', 'bin', 'python')
 _RESULT_PREFIX = 'BENCH_RESULT '  # As _bench_worker.RESULT_PREFIX.
 
 WORKLOADS = ('W1', 'W2', 'W3')
@@ -55,9 +70,17 @@ WORKLOADS = ('W1', 'W2', 'W3')
 DEFAULT_STEPS = {'W1': 60000, 'W2': 30000, 'W3': 800}
 
 # Minimum steps/s ratio runtime/bare per workload.
-SPEED_TARGETS = {'W1': 0.9, 'W2': 0.95, 'W3': 0.95}
+SPEED_TARGETS = {'W1': 0.98, 'W2': 0.98, 'W3': 0.98}
 # Most seconds the runtime's first step may come after the bare loop's.
-FIRST_STEP_TARGET_S = 1.0
+FIRST_STEP_TARGET_S = 0.3
+# The peers (--peers): Keras 3 fit with steps_per_execution=100, and
+# tf.estimator 2.15 in its own environment; minimum steps/s ratios
+# runtime/peer (None: no target).
+PEERS = ('keras_fit', 'tf_estimator')
+PEER_SPEED_TARGETS = {
+    'keras_fit': {'W1': 1.0, 'W2': 1.0, 'W3': 1.0},
+    'tf_estimator': {'W1': 3.0, 'W2': 1.8, 'W3': None},
+}
 # Largest peak-RSS ratio runtime/bare.
 MEMORY_TARGET = 1.2
 
@@ -80,9 +103,46 @@ class ChildError(RuntimeError):
   """A benchmark child failed, timed out, or printed no result."""
 
 
+def peer_data_path(workload: str, directory: str) -> str:
+  return os.path.join(directory, f'{workload}.npz')
+
+
+def write_peer_data(workloads: List[str], directory: str, *,
+                    env: Dict[str, str], timeout_s: float) -> None:
+  """Saves the arrays each workload's input_fn draws from, for the
+  tf.estimator side (whose environment cannot import the project), from a
+  child of this Python (this script imports nothing heavy itself)."""
+  code = ('import sys; sys.path.insert(0, sys.argv[1]); '
+          'import _bench_tf_estimator as peer; '
+          '[peer.write_data(w, p) for w, p in zip(sys.argv[2::2], '
+          'sys.argv[3::2])]')
+  args = [a for w in workloads for a in (w, peer_data_path(w, directory))]
+  result = subprocess.run([sys.executable, '-c', code, _SCRIPTS_DIR, *args],
+                          env=env, cwd=_REPO_ROOT, capture_output=True,
+                          text=True, timeout=timeout_s, check=False)
+  if result.returncode != 0:
+    raise ChildError('writing the tf.estimator side\'s data failed:\n'
+                     + result.stderr[-3000:])
+
+
+def _command(side: str, workload: str, steps: int, *, jit_compile: bool,
+             graph_engine: bool, peer_data_dir: Optional[str]) -> List[str]:
+  if side == 'tf_estimator':
+    return [PEER_PYTHON, _TF_ESTIMATOR_WORKER, '--workload', workload,
+            '--steps', str(steps), '--data',
+            peer_data_path(workload, peer_data_dir)]
+  worker_side = 'graph' if (side == 'runtime' and graph_engine) else side
+  command = [sys.executable, _WORKER, '--side', worker_side, '--workload',
+             workload, '--steps', str(steps)]
+  if jit_compile and side == 'runtime':
+    command.append('--jit_compile')
+  return command
+
+
 def run_child(side: str, workload: str, steps: int, *,
               timeout_s: float, env: Dict[str, str],
-              jit_compile: bool = False, graph_engine: bool = False) -> dict:
+              jit_compile: bool = False, graph_engine: bool = False,
+              peer_data_dir: Optional[str] = None) -> dict:
   """Runs one side of one workload in a fresh process; returns its result.
 
   Adds `first_step_s` (from just before the process was started to the end
@@ -93,11 +153,8 @@ def run_child(side: str, workload: str, steps: int, *,
     ChildError: the child exited non-zero, ran past `timeout_s` (it is
       killed) or printed no result line.
   """
-  worker_side = 'graph' if (side == 'runtime' and graph_engine) else side
-  command = [sys.executable, _WORKER, '--side', worker_side, '--workload',
-             workload, '--steps', str(steps)]
-  if jit_compile and side == 'runtime':
-    command.append('--jit_compile')
+  command = _command(side, workload, steps, jit_compile=jit_compile,
+                     graph_engine=graph_engine, peer_data_dir=peer_data_dir)
   # Wall clock, not perf_counter: the child reports time.time() and the two
   # clocks must be the same one across processes.
   launched = time.time()
@@ -139,10 +196,35 @@ def _median(runs: List[dict], key: str) -> float:
   return statistics.median(r[key] for r in runs)
 
 
+def _paired_ratio(runs: Dict[str, List[dict]], side: str, other: str
+                  ) -> float:
+  # Each round's runs ran back to back: their ratio cancels slow changes
+  # in the machine's load, which the ratio of medians does not.
+  return statistics.median(
+      a['steps_per_sec'] / b['steps_per_sec']
+      for a, b in zip(runs[side], runs[other]))
+
+
+def summarize_peer(workload: str, peer: str, runtime: dict, peer_side: dict,
+                   runs: Dict[str, List[dict]]) -> dict:
+  """The runtime against one peer: ratios runtime/peer, and the target."""
+  ratio = runtime['steps_per_sec'] / peer_side['steps_per_sec']
+  target = PEER_SPEED_TARGETS[peer][workload]
+  return {
+      'steps_per_sec_ratio': ratio,
+      'paired_steps_per_sec_ratio': _paired_ratio(runs, 'runtime', peer),
+      'steps_per_sec_target': target,
+      'meets_steps_per_sec': None if target is None else ratio >= target,
+      'first_step_diff_s': runtime['first_step_s'] - peer_side['first_step_s'],
+      'peak_rss_ratio': runtime['peak_rss_mib'] / peer_side['peak_rss_mib'],
+  }
+
+
 def summarize(workload: str, runs: Dict[str, List[dict]]) -> dict:
-  """Medians per side, ratios runtime/bare and whether targets are met."""
+  """Medians per side, ratios runtime/bare (and runtime/peer, for the
+  peers that ran) and whether targets are met."""
   sides = {}
-  for side in ('bare', 'runtime'):
+  for side in runs:
     side_runs = runs[side]
     keys = [k for k in _RUN_KEYS if k in side_runs[0]]
     sides[side] = {k: _median(side_runs, k) for k in keys if k != 'steps'}
@@ -151,9 +233,13 @@ def summarize(workload: str, runs: Dict[str, List[dict]]) -> dict:
   speed_ratio = runtime['steps_per_sec'] / bare['steps_per_sec']
   first_step_diff = runtime['first_step_s'] - bare['first_step_s']
   memory_ratio = runtime['peak_rss_mib'] / bare['peak_rss_mib']
+  peers = {peer: sides[peer] for peer in PEERS if peer in sides}
   return {
       'bare': bare,
       'runtime': runtime,
+      **peers,
+      'peers': {peer: summarize_peer(workload, peer, runtime, peer_side, runs)
+                for peer, peer_side in peers.items()},
       'steps_per_sec_ratio': speed_ratio,
       'steps_per_sec_target': SPEED_TARGETS[workload],
       'first_step_diff_s': first_step_diff,
@@ -161,11 +247,7 @@ def summarize(workload: str, runs: Dict[str, List[dict]]) -> dict:
       'peak_rss_ratio': memory_ratio,
       'cpu_per_step_ratio': (runtime['cpu_ms_per_100_steps'] /
                              bare['cpu_ms_per_100_steps']),
-      # Each round's two runs ran back to back: their ratio cancels slow
-      # changes in the machine's load, which the ratio of medians does not.
-      'paired_steps_per_sec_ratio': statistics.median(
-          r['steps_per_sec'] / b['steps_per_sec']
-          for r, b in zip(runs['runtime'], runs['bare'])),
+      'paired_steps_per_sec_ratio': _paired_ratio(runs, 'runtime', 'bare'),
       'peak_rss_target': MEMORY_TARGET,
       'meets': {
           'steps_per_sec': speed_ratio >= SPEED_TARGETS[workload],
@@ -194,6 +276,29 @@ def format_table(results: Dict[str, dict]) -> str:
         f"{r['bare']['peak_rss_mib']:.0f} | "
         f"{r['runtime']['peak_rss_mib']:.0f} | "
         f"{r['peak_rss_ratio']:.3f}{miss['peak_rss']} |")
+  return '\n'.join(rows)
+
+
+def format_peers(results: Dict[str, dict]) -> str:
+  """The runtime against each peer, as a Markdown table ('*': target
+  missed)."""
+  rows = ['| workload | peer | peer steps/s | runtime steps/s | ratio '
+          'runtime/peer | paired ratio | target | first step peer s | '
+          'diff s | peak RSS peer MiB | RSS ratio |',
+          '|' + '---|' * 11]
+  for workload, r in results.items():
+    for peer, p in r['peers'].items():
+      target = p['steps_per_sec_target']
+      miss = ' *' if p['meets_steps_per_sec'] is False else ''
+      rows.append(
+          f"| {workload} | {peer} | {r[peer]['steps_per_sec']:,.0f} | "
+          f"{r['runtime']['steps_per_sec']:,.0f} | "
+          f"{p['steps_per_sec_ratio']:.3f}{miss} | "
+          f"{p['paired_steps_per_sec_ratio']:.3f} | "
+          f"{'-' if target is None else f'>= {target}'} | "
+          f"{r[peer]['first_step_s']:.2f} | "
+          f"{p['first_step_diff_s']:+.2f} | "
+          f"{r[peer]['peak_rss_mib']:.0f} | {p['peak_rss_ratio']:.3f} |")
   return '\n'.join(rows)
 
 
@@ -246,6 +351,16 @@ def _parse_workloads(text: str) -> List[str]:
   return names
 
 
+def _parse_peers(text: str) -> List[str]:
+  names = [p.strip() for p in text.split(',') if p.strip()]
+  unknown = [p for p in names if p not in PEERS]
+  if unknown or not names:
+    raise argparse.ArgumentTypeError(
+        f'--peers={text!r}: expected a comma-separated subset of '
+        f'{",".join(PEERS)}.')
+  return [p for p in PEERS if p in names]
+
+
 def _parse_steps(text: str) -> Dict[str, int]:
   """'300' (every workload) or 'W1=60000,W3=800' (the rest default)."""
   try:
@@ -291,6 +406,13 @@ def main(argv: Optional[List[str]] = None) -> int:
                       '(tf.compat.v1 layers, losses and optimizers, the same '
                       'model, loss and learning rate) in the graph engine, '
                       'one step per session run; W1 and W2 only')
+  parser.add_argument('--peers', nargs='?', type=_parse_peers,
+                      const=list(PEERS), default=[],
+                      help='also run Keras 3 fit (steps_per_execution=100) '
+                      'and tf.estimator 2.15 (from .venv-tf215: `make '
+                      'bench-peers` makes it) on the same workloads, and '
+                      'report runtime/peer ratios; optionally a comma-'
+                      'separated subset of ' + ','.join(PEERS))
   parser.add_argument('--json', action='store_true',
                       help='print one JSON object on stdout instead of the '
                       'table (progress still goes to stderr)')
@@ -306,29 +428,43 @@ def main(argv: Optional[List[str]] = None) -> int:
       parser.error(f'--steps: {workload}={n} must be >= 101 (the first, '
                    '1-step loop is discarded).')
 
+  if args.peers and args.engine == 'graph':
+    parser.error('--peers compares the eager engine; drop --engine=graph.')
+  if 'tf_estimator' in args.peers and not os.path.exists(PEER_PYTHON):
+    parser.error(f'--peers: {PEER_PYTHON} does not exist; make it with '
+                 '`make bench-peers` (or scripts/tf_estimator_215/'
+                 'make_venv.sh).')
+  sides = ['bare', 'runtime'] + args.peers
+
   env = _child_env()
-  runs = {w: {'bare': [], 'runtime': []} for w in args.workloads}
+  runs = {w: {side: [] for side in sides} for w in args.workloads}
   load_before = os.getloadavg()
   started = time.time()
+  peer_data_dir = tempfile.mkdtemp(prefix='bench_peer_data_')
+  if 'tf_estimator' in args.peers:
+    write_peer_data(args.workloads, peer_data_dir, env=env,
+                    timeout_s=args.timeout)
   for round_index in range(args.rounds):
-    # Alternate which side goes first, so that drift in the machine's state
+    # Rotate which side goes first, so that drift in the machine's state
     # (thermal, page cache, a neighbour's load) does not favour one side.
-    order = ('bare', 'runtime') if round_index % 2 == 0 else ('runtime',
-                                                              'bare')
+    shift = round_index % len(sides)
+    order = sides[shift:] + sides[:shift]
     for workload in args.workloads:
       for side in order:
         result = run_child(side, workload, steps[workload],
                            timeout_s=args.timeout, env=env,
                            jit_compile=args.jit_compile,
-                           graph_engine=args.engine == 'graph')
+                           graph_engine=args.engine == 'graph',
+                           peer_data_dir=peer_data_dir)
         runs[workload][side].append(result)
-        print(f'round {round_index + 1}/{args.rounds} {workload} {side:7s}: '
+        print(f'round {round_index + 1}/{args.rounds} {workload} {side:12s}: '
               f"{result['steps_per_sec']:9,.0f} steps/s, first step "
               f"{result['first_step_s']:.2f} s (imports "
               f"{result['import_s']:.2f} s), peak RSS "
               f"{result['peak_rss_mib']:.0f} MiB, "
               f"{result['cpu_ms_per_100_steps']:.1f} CPU ms/100 steps",
               file=sys.stderr, flush=True)
+  shutil.rmtree(peer_data_dir, ignore_errors=True)
   results = {w: summarize(w, runs[w]) for w in args.workloads}
   report = {
       'command': ' '.join([os.path.basename(sys.executable),
@@ -338,6 +474,7 @@ def main(argv: Optional[List[str]] = None) -> int:
       'steps': steps,
       'jit_compile': args.jit_compile,
       'engine': args.engine,
+      'peers': sides[2:],
       'git': _git_state(),
       'cpu_count': os.cpu_count(),
       'loadavg_before': load_before,
@@ -349,6 +486,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(json.dumps(report, indent=2))
   else:
     print(format_table(results))
+    if args.peers:
+      print()
+      print(format_peers(results))
     print()
     print(format_diagnostics(results))
     print(f"\n{args.rounds} round(s); steps {steps}; medians over rounds; "

@@ -49,6 +49,30 @@ def test_benchmark_reports_both_sides_and_ratios(python_runner):
   assert set(w1['meets']) == {'steps_per_sec', 'first_step', 'peak_rss'}
 
 
+def test_benchmark_reports_a_peer_and_the_ratios_against_it(python_runner):
+  """--peers keras_fit: Keras fit runs as a third side, and the report has
+  the runtime/peer ratios and their target. (The tf.estimator peer needs
+  `make bench-peers`' environment, which `make test` does not build.)"""
+  proc = python_runner(
+      ['scripts/benchmark.py', '--rounds', '1', '--workloads', 'W2',
+       '--steps', '300', '--peers', 'keras_fit', '--json', '--timeout',
+       '150'], timeout=480)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  report = json.loads(proc.stdout)
+  assert report['peers'] == ['keras_fit']
+  w2 = report['results']['W2']
+  assert w2['keras_fit']['runs'][0]['steps'] == 300
+  assert w2['keras_fit']['steps_per_sec'] > 0
+  peer = w2['peers']['keras_fit']
+  assert peer['steps_per_sec_ratio'] == pytest.approx(
+      w2['runtime']['steps_per_sec'] / w2['keras_fit']['steps_per_sec'])
+  assert peer['steps_per_sec_target'] == 1.0
+  assert peer['meets_steps_per_sec'] == (peer['steps_per_sec_ratio'] >= 1.0)
+  assert peer['peak_rss_ratio'] > 0
+  # The rounds were printed with every side.
+  assert 'W2 keras_fit' in proc.stderr
+
+
 @pytest.mark.parametrize('workload', ['W1', 'W2', 'W3'])
 def test_bare_loop_computes_what_the_model_fn_computes(workload):
   worker = _load_worker()
