@@ -293,12 +293,23 @@ def _optimizer(params):
       epsilon=params['epsilon'])
 
 
-def _train_spec(mode, loss, params):
-  """The TRAIN EstimatorSpec minimizing `loss`, counting the global step."""
+def _train_spec(mode, loss, params, eval_metric_ops=None):
+  """The TRAIN EstimatorSpec minimizing `loss`, counting the global step;
+  in EVAL, the loss and `eval_metric_ops` (the project's model_fns' metric,
+  for train_and_evaluate)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if mode == tf.estimator.ModeKeys.EVAL:
+    return tf.estimator.EstimatorSpec(mode, loss=loss,
+                                      eval_metric_ops=eval_metric_ops)
   train_op = _optimizer(params).minimize(
       loss, global_step=tf.compat.v1.train.get_global_step())
   return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def _accuracy(labels, logits):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return {'accuracy': tf.compat.v1.metrics.accuracy(
+      labels, tf.argmax(logits, axis=-1))}
 
 
 def linear_model_fn(features, labels, mode, params):
@@ -307,7 +318,8 @@ def linear_model_fn(features, labels, mode, params):
   predictions = tf.squeeze(
       tf.keras.layers.Dense(1, name='dense')(features['x']), axis=-1)
   loss = tf.compat.v1.losses.mean_squared_error(labels, predictions)
-  return _train_spec(mode, loss, params)
+  return _train_spec(mode, loss, params, {
+      'mse': tf.compat.v1.metrics.mean_squared_error(labels, predictions)})
 
 
 def mlp_model_fn(features, labels, mode, params):
@@ -318,7 +330,7 @@ def mlp_model_fn(features, labels, mode, params):
     net = tf.keras.layers.Dense(units, activation='relu')(net)
   logits = tf.keras.layers.Dense(params['n_classes'])(net)
   loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
-  return _train_spec(mode, loss, params)
+  return _train_spec(mode, loss, params, _accuracy(labels, logits))
 
 
 def cnn_model_fn(features, labels, mode, params):
@@ -332,7 +344,7 @@ def cnn_model_fn(features, labels, mode, params):
   net = layers.Dense(64, activation='relu')(layers.Flatten()(net))
   logits = layers.Dense(params['n_classes'])(net)
   loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
-  return _train_spec(mode, loss, params)
+  return _train_spec(mode, loss, params, _accuracy(labels, logits))
 
 
 MODEL_FNS = {'W1': linear_model_fn, 'W2': mlp_model_fn, 'W3': cnn_model_fn}
@@ -420,6 +432,32 @@ def train(workload, steps, x, y, meta, record) -> int:
     return int(estimator.get_variable_value('global_step'))
 
 
+def train_and_evaluate(workload, x, y, meta, *, steps: int,
+                       checkpoint_every: int, eval_steps: int) -> dict:
+  """tf.estimator's local train_and_evaluate: trains to `steps`, saving a
+  checkpoint every `checkpoint_every` steps and evaluating `eval_steps`
+  batches after each (throttle_secs=0). Returns the final metrics."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  def input_fn():
+    return make_dataset(x, y, batch_size=meta['batch_size'],
+                        shuffle_buffer=meta['shuffle_buffer'],
+                        seed=meta['seed'])
+
+  with tempfile.TemporaryDirectory(prefix='bench_tf_estimator_') as model_dir:
+    config = tf.estimator.RunConfig(
+        model_dir=model_dir, save_checkpoints_steps=checkpoint_every,
+        save_summary_steps=100, log_step_count_steps=100)
+    estimator = tf.estimator.Estimator(
+        _with_variable_check(MODEL_FNS[workload], meta['variable_shapes']),
+        config=config, params=dict(meta['params']))
+    metrics, _ = tf.estimator.train_and_evaluate(
+        estimator, tf.estimator.TrainSpec(input_fn, max_steps=steps),
+        tf.estimator.EvalSpec(input_fn, steps=eval_steps, throttle_secs=0,
+                              start_delay_secs=0))
+    return {k: float(v) for k, v in metrics.items()}
+
+
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--workload', choices=WORKLOADS, required=True)
@@ -427,6 +465,11 @@ def main(argv=None) -> int:
                       help='total training steps (>= 101)')
   parser.add_argument('--data', required=True,
                       help='the .npz file write_data made for the workload')
+  parser.add_argument('--train_and_evaluate', default=None,
+                      metavar='CHECKPOINT_EVERY,EVAL_STEPS',
+                      help='run train_and_evaluate instead (a checkpoint '
+                      'every CHECKPOINT_EVERY steps, EVAL_STEPS batches '
+                      'evaluated after each) and report when it ended')
   args = parser.parse_args(argv)
   if args.steps < 101:
     parser.error(f'--steps={args.steps} must be >= 101: the first loop '
@@ -443,6 +486,19 @@ def main(argv=None) -> int:
   tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
 
   x, y, meta = _load_data(args.data, args.workload)
+  if args.train_and_evaluate:
+    every, eval_steps = (int(n) for n in args.train_and_evaluate.split(','))
+    metrics = train_and_evaluate(args.workload, x, y, meta, steps=args.steps,
+                                 checkpoint_every=every,
+                                 eval_steps=eval_steps)
+    sys.stdout.write(RESULT_PREFIX + json.dumps({
+        'side': SIDE, 'workload': args.workload,
+        'mode': 'train_and_evaluate', 'steps': int(metrics['global_step']),
+        'metrics': metrics, 'done_wall': time.time(),
+        'imports_done_wall': imports_done_wall,
+        'peak_rss_kib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    }) + '\n')
+    return 0
   boundaries = []
   first_step_wall = []
 

@@ -332,6 +332,28 @@ def run_runtime(workload: str, total_steps: int, record, *,
                     hooks=[_BoundaryHook(record)])
 
 
+def run_train_and_evaluate(workload: str, total_steps: int, *,
+                           checkpoint_every: int, eval_steps: int) -> dict:
+  """`ert.train_and_evaluate` locally: trains to `total_steps`, saving a
+  checkpoint every `checkpoint_every` steps and evaluating `eval_steps`
+  batches after each (throttle_secs=0), then the final one. Returns the
+  final metrics."""
+  spec = WORKLOADS[workload]
+  with tempfile.TemporaryDirectory(prefix='bench_ert_tae_') as model_dir:
+    estimator = ert.Estimator(
+        spec['model_fn'], model_dir=model_dir,
+        config=ert.RunConfig(steps_per_loop=STEPS_PER_LOOP,
+                             save_checkpoints_steps=checkpoint_every,
+                             log_step_count_steps=100,
+                             save_summary_steps=100),
+        params=dict(spec['params']))
+    metrics, _ = ert.train_and_evaluate(
+        estimator, ert.TrainSpec(spec['input_fn'], max_steps=total_steps),
+        ert.EvalSpec(spec['input_fn'], steps=eval_steps, throttle_secs=0,
+                     exporters=()))
+    return {k: float(v) for k, v in metrics.items()}
+
+
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--side',
@@ -343,6 +365,12 @@ def main(argv=None) -> int:
   parser.add_argument('--workload', choices=sorted(WORKLOADS), required=True)
   parser.add_argument('--steps', type=int, required=True,
                       help='total training steps (>= 101)')
+  parser.add_argument('--train_and_evaluate', default=None,
+                      metavar='CHECKPOINT_EVERY,EVAL_STEPS',
+                      help='runtime side: run train_and_evaluate instead (a '
+                      'checkpoint every CHECKPOINT_EVERY steps, EVAL_STEPS '
+                      'batches evaluated after each) and report when it '
+                      'ended')
   parser.add_argument('--jit_compile', action='store_true',
                       help='runtime side: RunConfig(jit_compile=True)')
   parser.add_argument('--profile', default=None,
@@ -352,6 +380,23 @@ def main(argv=None) -> int:
   if args.steps < 101:
     parser.error(f'--steps={args.steps} must be >= 101: the first loop '
                  '(1 step) is discarded and at least one more is needed.')
+
+  if args.train_and_evaluate:
+    if args.side != 'runtime':
+      parser.error('--train_and_evaluate: only with --side=runtime.')
+    absl_logging.set_verbosity(absl_logging.INFO)
+    every, eval_steps = (int(n) for n in args.train_and_evaluate.split(','))
+    metrics = run_train_and_evaluate(args.workload, args.steps,
+                                     checkpoint_every=every,
+                                     eval_steps=eval_steps)
+    sys.stdout.write(RESULT_PREFIX + json.dumps({
+        'side': args.side, 'workload': args.workload,
+        'mode': 'train_and_evaluate', 'steps': int(metrics['global_step']),
+        'metrics': metrics, 'done_wall': time.time(),
+        'imports_done_wall': _IMPORTS_DONE_WALL,
+        'peak_rss_kib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    }) + '\n')
+    return 0
 
   boundaries = []
   loop_secs = []

@@ -29,6 +29,12 @@ with the same model written as its users wrote it, on the same arrays and
 pipeline; a table gives the ratios runtime/peer (targets: >= 1.0 against
 Keras fit on W1-W3; >= 3 and >= 1.8 against tf.estimator on W1 and W2).
 
+With the tf.estimator peer, the same rounds then time a local
+`train_and_evaluate` on W1 and W2 (2,000 steps, a checkpoint every 500,
+20 eval batches after each, throttle_secs=0) by the runtime and by
+tf.estimator, each in a fresh process, from process start until
+train_and_evaluate returns (target: runtime <= 0.5x tf.estimator).
+
 A further table helps explain the first: the median of each round's paired
 steps/s ratio (the two runs of a round ran back to back), process CPU time
 per 100 steps (all threads; less sensitive than wall time to other
@@ -77,6 +83,14 @@ FIRST_STEP_TARGET_S = 0.3
 # tf.estimator 2.15 in its own environment; minimum steps/s ratios
 # runtime/peer (None: no target).
 PEERS = ('keras_fit', 'tf_estimator')
+# The local train_and_evaluate compared with tf.estimator's (--peers with
+# tf_estimator): steps, checkpoint interval, eval batches after each
+# checkpoint; the most wall time runtime/tf.estimator; on which workloads.
+TAE_STEPS = 2000
+TAE_CHECKPOINT_EVERY = 500
+TAE_EVAL_STEPS = 20
+TAE_TARGET = 0.5
+TAE_WORKLOADS = ('W1', 'W2')
 PEER_SPEED_TARGETS = {
     'keras_fit': {'W1': 1.0, 'W2': 1.0, 'W3': 1.0},
     'tf_estimator': {'W1': 3.0, 'W2': 1.8, 'W3': None},
@@ -139,6 +153,70 @@ def _command(side: str, workload: str, steps: int, *, jit_compile: bool,
   return command
 
 
+def _run_process(command: List[str], label: str, *, timeout_s: float,
+                 env: Dict[str, str]) -> tuple:
+  """Runs a child; returns (its result dict, the wall time it was started).
+
+  Raises:
+    ChildError: see run_child.
+  """
+  # Wall clock, not perf_counter: the child reports time.time() and the two
+  # clocks must be the same one across processes.
+  launched = time.time()
+  process = subprocess.Popen(command, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env,
+                             cwd=_REPO_ROOT)
+  try:
+    stdout, stderr = process.communicate(timeout=timeout_s)
+  except subprocess.TimeoutExpired:
+    process.kill()
+    stdout, stderr = process.communicate()
+    raise ChildError(
+        f'{label} ran past {timeout_s} s and was killed; stderr '
+        f'tail:\n{stderr[-3000:]}') from None
+  if process.returncode != 0:
+    raise ChildError(
+        f'{label} exited with {process.returncode}; stderr tail:\n'
+        f'{stderr[-3000:]}')
+  lines = [l for l in stdout.splitlines() if l.startswith(_RESULT_PREFIX)]
+  if not lines:
+    raise ChildError(
+        f'{label} printed no {_RESULT_PREFIX.strip()} line; '
+        f'stdout tail:\n{stdout[-2000:]}\nstderr tail:\n{stderr[-2000:]}')
+  return json.loads(lines[-1][len(_RESULT_PREFIX):]), launched
+
+
+def run_train_and_evaluate_child(side: str, workload: str, *,
+                                 timeout_s: float, env: Dict[str, str],
+                                 peer_data_dir: Optional[str]) -> dict:
+  """One local train_and_evaluate (TAE_STEPS steps, a checkpoint every
+  TAE_CHECKPOINT_EVERY, TAE_EVAL_STEPS batches evaluated after each) by the
+  runtime or tf.estimator in a fresh process; adds `wall_s`, from just
+  before the process started until train_and_evaluate returned."""
+  command = _command(side, workload, TAE_STEPS, jit_compile=False,
+                     graph_engine=False, peer_data_dir=peer_data_dir)
+  command += ['--train_and_evaluate',
+              f'{TAE_CHECKPOINT_EVERY},{TAE_EVAL_STEPS}']
+  result, launched = _run_process(
+      command, f'{side} {workload} train_and_evaluate', timeout_s=timeout_s,
+      env=env)
+  result['wall_s'] = result['done_wall'] - launched
+  return result
+
+
+def summarize_train_and_evaluate(runs: Dict[str, List[dict]]) -> dict:
+  """Median wall times and the ratio runtime/tf.estimator (target <=
+  TAE_TARGET)."""
+  runtime = statistics.median(r['wall_s'] for r in runs['runtime'])
+  peer = statistics.median(r['wall_s'] for r in runs['tf_estimator'])
+  return {'runtime_wall_s': runtime, 'tf_estimator_wall_s': peer,
+          'ratio': runtime / peer, 'target': TAE_TARGET,
+          'meets': runtime / peer <= TAE_TARGET,
+          'runs': {side: [{k: r[k] for k in ('wall_s', 'steps', 'metrics')}
+                          for r in side_runs]
+                   for side, side_runs in runs.items()}}
+
+
 def run_child(side: str, workload: str, steps: int, *,
               timeout_s: float, env: Dict[str, str],
               jit_compile: bool = False, graph_engine: bool = False,
@@ -155,30 +233,8 @@ def run_child(side: str, workload: str, steps: int, *,
   """
   command = _command(side, workload, steps, jit_compile=jit_compile,
                      graph_engine=graph_engine, peer_data_dir=peer_data_dir)
-  # Wall clock, not perf_counter: the child reports time.time() and the two
-  # clocks must be the same one across processes.
-  launched = time.time()
-  process = subprocess.Popen(command, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=env,
-                             cwd=_REPO_ROOT)
-  try:
-    stdout, stderr = process.communicate(timeout=timeout_s)
-  except subprocess.TimeoutExpired:
-    process.kill()
-    stdout, stderr = process.communicate()
-    raise ChildError(
-        f'{side} {workload} ran past {timeout_s} s and was killed; stderr '
-        f'tail:\n{stderr[-3000:]}') from None
-  if process.returncode != 0:
-    raise ChildError(
-        f'{side} {workload} exited with {process.returncode}; stderr tail:\n'
-        f'{stderr[-3000:]}')
-  lines = [l for l in stdout.splitlines() if l.startswith(_RESULT_PREFIX)]
-  if not lines:
-    raise ChildError(
-        f'{side} {workload} printed no {_RESULT_PREFIX.strip()} line; '
-        f'stdout tail:\n{stdout[-2000:]}\nstderr tail:\n{stderr[-2000:]}')
-  result = json.loads(lines[-1][len(_RESULT_PREFIX):])
+  result, launched = _run_process(command, f'{side} {workload}',
+                                  timeout_s=timeout_s, env=env)
   result['first_step_s'] = result['first_step_wall'] - launched
   result['import_s'] = result['imports_done_wall'] - launched
   result['after_imports_s'] = result['first_step_s'] - result['import_s']
@@ -299,6 +355,19 @@ def format_peers(results: Dict[str, dict]) -> str:
           f"{r[peer]['first_step_s']:.2f} | "
           f"{p['first_step_diff_s']:+.2f} | "
           f"{r[peer]['peak_rss_mib']:.0f} | {p['peak_rss_ratio']:.3f} |")
+  return '\n'.join(rows)
+
+
+def format_train_and_evaluate(results: Dict[str, dict]) -> str:
+  """Local train_and_evaluate wall times ('*': target missed)."""
+  rows = [f'| workload | train_and_evaluate ({TAE_STEPS} steps, checkpoint '
+          f'every {TAE_CHECKPOINT_EVERY}, {TAE_EVAL_STEPS} eval steps each) '
+          'runtime s | tf.estimator s | ratio | target |',
+          '|' + '---|' * 5]
+  for workload, r in results.items():
+    rows.append(f"| {workload} | {r['runtime_wall_s']:.1f} | "
+                f"{r['tf_estimator_wall_s']:.1f} | {r['ratio']:.3f}"
+                f"{'' if r['meets'] else ' *'} | <= {r['target']} |")
   return '\n'.join(rows)
 
 
@@ -464,8 +533,25 @@ def main(argv: Optional[List[str]] = None) -> int:
               f"{result['peak_rss_mib']:.0f} MiB, "
               f"{result['cpu_ms_per_100_steps']:.1f} CPU ms/100 steps",
               file=sys.stderr, flush=True)
+  tae_runs = {w: {'runtime': [], 'tf_estimator': []}
+              for w in args.workloads
+              if w in TAE_WORKLOADS and 'tf_estimator' in args.peers}
+  for round_index in range(args.rounds if tae_runs else 0):
+    order = (('runtime', 'tf_estimator') if round_index % 2 == 0 else
+             ('tf_estimator', 'runtime'))
+    for workload in tae_runs:
+      for side in order:
+        result = run_train_and_evaluate_child(
+            side, workload, timeout_s=args.timeout, env=env,
+            peer_data_dir=peer_data_dir)
+        tae_runs[workload][side].append(result)
+        print(f'round {round_index + 1}/{args.rounds} {workload} '
+              f"{side:12s} train_and_evaluate: {result['wall_s']:.1f} s",
+              file=sys.stderr, flush=True)
   shutil.rmtree(peer_data_dir, ignore_errors=True)
   results = {w: summarize(w, runs[w]) for w in args.workloads}
+  train_and_evaluate = {w: summarize_train_and_evaluate(r)
+                        for w, r in tae_runs.items()}
   report = {
       'command': ' '.join([os.path.basename(sys.executable),
                            'scripts/benchmark.py'] +
@@ -481,6 +567,7 @@ def main(argv: Optional[List[str]] = None) -> int:
       'loadavg_after': os.getloadavg(),
       'wall_s': time.time() - started,
       'results': results,
+      'train_and_evaluate': train_and_evaluate,
   }
   if args.json:
     print(json.dumps(report, indent=2))
@@ -489,6 +576,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.peers:
       print()
       print(format_peers(results))
+    if train_and_evaluate:
+      print()
+      print(format_train_and_evaluate(train_and_evaluate))
     print()
     print(format_diagnostics(results))
     print(f"\n{args.rounds} round(s); steps {steps}; medians over rounds; "

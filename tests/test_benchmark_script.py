@@ -73,6 +73,23 @@ def test_benchmark_reports_a_peer_and_the_ratios_against_it(python_runner):
   assert 'W2 keras_fit' in proc.stderr
 
 
+def test_worker_times_a_local_train_and_evaluate(python_runner):
+  """The runtime side of the train_and_evaluate comparison: it trains,
+  evaluates after its checkpoints and reports when it ended."""
+  proc = python_runner(
+      ['scripts/_bench_worker.py', '--side', 'runtime', '--workload', 'W1',
+       '--steps', '200', '--train_and_evaluate', '100,3'], timeout=240)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  line = [l for l in proc.stdout.splitlines()
+          if l.startswith('BENCH_RESULT ')][-1]
+  result = json.loads(line[len('BENCH_RESULT '):])
+  assert result['mode'] == 'train_and_evaluate'
+  assert result['steps'] == 200
+  assert result['metrics']['global_step'] == 200
+  assert result['metrics']['loss'] == pytest.approx(result['metrics']['mse'])
+  assert result['done_wall'] > result['imports_done_wall']
+
+
 @pytest.mark.parametrize('workload', ['W1', 'W2', 'W3'])
 def test_bare_loop_computes_what_the_model_fn_computes(workload):
   worker = _load_worker()
