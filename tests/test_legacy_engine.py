@@ -806,7 +806,7 @@ def test_multi_worker_mirrored_two_workers_on_b_train_as_one_on_2b(
 
 def test_multi_worker_mirrored_sigterm_to_one_worker_saves_and_resumes(
     tmp_path):
-  from test_lost_tasks import _preempted_step, _wait_all, _logs  # pylint: disable=g-import-not-at-top
+  from test_lost_tasks import _preempted_step  # pylint: disable=g-import-not-at-top
   model_dir = str(tmp_path / 'model')
   cluster = _cluster.launcher().make_cluster(workers=2, ps=0, chief=False,
                                              evaluator=False)
@@ -830,11 +830,12 @@ def test_multi_worker_mirrored_sigterm_to_one_worker_saves_and_resumes(
                       timeout=180, what='training to run')
     signalled = time.time()
     tasks['worker:1'].process.send_signal(signal.SIGTERM)
-    codes = _wait_all(tasks, names, timeout=60)
+    codes = _cluster.wait_tasks(tasks, names, timeout=60)
     took = time.time() - signalled
   finally:
     _cluster.stop_tasks(tasks)
-  assert codes == {n: 143 for n in names}, (codes, _logs(tasks, names))
+  assert codes == {n: 143 for n in names}, (
+      codes, _cluster.tails(tasks, names))
   assert took < 30, took
   steps = {n: _preempted_step(tasks[n].log()) for n in names}
   assert steps['worker:0'] is not None and len(set(steps.values())) == 1, (
@@ -847,9 +848,10 @@ def test_multi_worker_mirrored_sigterm_to_one_worker_saves_and_resumes(
                                command=command(step + 100),
                                tasks=[('worker', 1), ('worker', 0)])
   try:
-    codes = _wait_all(again, names, timeout=180)
+    codes = _cluster.wait_tasks(again, names, timeout=180)
   finally:
     _cluster.stop_tasks(again)
-  assert codes == {n: 0 for n in names}, (codes, _logs(again, names))
+  assert codes == {n: 0 for n in names}, (
+      codes, _cluster.tails(again, names))
   assert f'(global step {step})' in again['worker:0'].log()
   assert checkpoint_steps(model_dir) == [step, step + 100]
