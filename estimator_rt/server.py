@@ -169,13 +169,7 @@ def wait_until_training_done(server: tf.distribute.Server, task: TaskInfo,
       server.target, graph=graph,
       config=_only_task(task.task_type, task.task_index)) as session:
     while True:
-      # Look, then take: a dequeue cut short by a timeout can race with
-      # the enqueue and drop the token (seen on a busy server).
-      waited = 0.0
-      while waited < poll_secs and not session.run(size):
-        time.sleep(_SIZE_POLL_SECS)
-        waited += _SIZE_POLL_SECS
-      if session.run(size):
+      if _token_arrives(session, size, within_secs=poll_secs):
         token = int(session.run(dequeue))
         # Let the chief's enqueue call get its reply before this process
         # goes: gRPC may otherwise leave the chief waiting on it until its
@@ -204,6 +198,18 @@ def wait_until_training_done(server: tf.distribute.Server, task: TaskInfo,
                       'of training; %s:%d exits with code %d.', chief_address,
                       task.task_type, task.task_index, CHIEF_LOST_EXIT_CODE)
         return CHIEF_LOST_EXIT_CODE
+
+
+def _token_arrives(session, size, *, within_secs: float) -> bool:
+  """Whether the done queue (its `size`) holds the token within
+  `within_secs`. Looking, then taking: a dequeue cut short by a timeout
+  can race with the enqueue and drop the token (seen on a busy server)."""
+  deadline = time.time() + within_secs
+  while not session.run(size):
+    if time.time() >= deadline:
+      return False
+    time.sleep(_SIZE_POLL_SECS)
+  return True
 
 
 # How often a server looks whether its done queue holds the token.

@@ -275,6 +275,18 @@ def _end_as_told(task, code: int) -> Tuple[None, List[str]]:
   return None, []
 
 
+class _StopWhenSet(tf.compat.v1.train.SessionRunHook):
+  """Stops training after the step in which `event` is found set."""
+
+  def __init__(self, event: threading.Event):
+    self._event = event
+
+  def after_run(self, run_context, run_values):
+    del run_values
+    if self._event.is_set():
+      run_context.request_stop()
+
+
 class _ChiefWatch:
   """Waits, in a thread, for the chief's end-of-training signal on this
   task's server (as `_run_server` does), and stops training when it comes.
@@ -291,16 +303,7 @@ class _ChiefWatch:
     self._thread = threading.Thread(
         target=self._wait, args=(server,), name='chief-watch', daemon=True)
     self._thread.start()
-    watch = self
-
-    class StopWhenSignalled(tf.compat.v1.train.SessionRunHook):
-
-      def after_run(self, run_context, run_values):
-        del run_values
-        if watch._arrived.is_set():  # pylint: disable=protected-access
-          run_context.request_stop()
-
-    self.hook = StopWhenSignalled()
+    self.hook = _StopWhenSet(self._arrived)
 
   def _wait(self, server) -> None:
     self._code = server_lib.wait_until_training_done(

@@ -213,10 +213,7 @@ class MultiWorkerPlacement(MirroredPlacement):
   def __init__(self, *, strategy: tf.distribute.Strategy, task):
     super().__init__(strategy=strategy)
     self._task = task
-    order = list(task.cluster.get(cluster.CHIEF, ())) + list(
-        task.cluster.get(cluster.WORKER, ()))
-    self._worker_index = order.index(task.address)
-    self._num_workers = len(order)
+    self._worker_index, self._num_workers = _training_task_number(task)
 
   name = 'multi_worker_mirrored'
   multi_worker = True  # Synchronous workers in several processes.
@@ -273,10 +270,7 @@ class ParameterServerPlacement(SingleDevicePlacement):
     device = cluster.cpu_device(task.task_type, task.task_index)
     super().__init__(device=device)
     self._task = task
-    order = list(task.cluster.get(cluster.CHIEF, ())) + list(
-        task.cluster.get(cluster.WORKER, ()))
-    self._task_number = order.index(task.address)
-    self._num_tasks = len(order)
+    self._task_number, self._num_tasks = _training_task_number(task)
     self._ps = list(task.cluster.get(cluster.PS, ()))
 
   def _scope(self) -> ContextManager:
@@ -306,6 +300,14 @@ class ParameterServerPlacement(SingleDevicePlacement):
     config.device_filters.extend(
         ['/job:ps', f'/job:{task.task_type}/task:{task.task_index}'])
     return config
+
+
+def _training_task_number(task) -> tuple:
+  """(this task's number, how many train) among the chief and the workers,
+  the chief first: which shard of the input it reads."""
+  order = list(task.cluster.get(cluster.CHIEF, ())) + list(
+      task.cluster.get(cluster.WORKER, ()))
+  return order.index(task.address), len(order)
 
 
 def task_rpc(task) -> str:
