@@ -38,7 +38,9 @@ import sys
 import tempfile
 import time
 
-RESULT_PREFIX = 'BENCH_RESULT '  # As _bench_worker.RESULT_PREFIX.
+# Both workers' result line starts with it (write_result); benchmark.py
+# looks for it.
+RESULT_PREFIX = 'BENCH_RESULT '
 SIDE = 'tf_estimator'
 
 # The loop length of the other sides: boundaries are recorded at step 1 and
@@ -58,6 +60,28 @@ _DEFAULT_SEED = 0
 
 
 # -------------------------------------------------------- shared figures
+def write_result(fields: dict) -> None:
+  """Prints the one `BENCH_RESULT {json}` line: `fields`, with this
+  process's peak RSS and the boundaries (if any) rounded to microseconds."""
+  result = dict(fields)
+  # Linux reports kilobytes (KiB).
+  result['peak_rss_kib'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+  if 'boundaries' in result:
+    result['boundaries'] = [[s, round(w, 6), round(c, 6)]
+                            for s, w, c in result['boundaries']]
+  sys.stdout.write(RESULT_PREFIX + json.dumps(result) + '\n')
+
+
+def exit_at_once(status: int) -> None:
+  """Flushes and leaves without the interpreter's teardown: everything is
+  measured, and on this kind of machine tf.data's autotuning threads have
+  kept processes idle for up to a minute at exit (DESIGN.md), which would
+  only slow the benchmark down."""
+  sys.stdout.flush()
+  sys.stderr.flush()
+  os._exit(status)  # pylint: disable=protected-access
+
+
 
 def steady_state(boundaries, loop_secs=None):
   """Steady-state figures from the end of the first loop to the last one.
@@ -374,6 +398,28 @@ def _with_variable_check(model_fn, variable_shapes):
 
 # -------------------------------------------------------------- training
 
+def _input_fn(x, y, meta):
+  """The workload's input_fn, rebuilt from its arrays and settings."""
+  def input_fn():
+    return make_dataset(x, y, batch_size=meta['batch_size'],
+                        shuffle_buffer=meta['shuffle_buffer'],
+                        seed=meta['seed'])
+  return input_fn
+
+
+def _estimator(workload, meta, model_dir: str, *,
+               save_checkpoints_steps: int):
+  """The workload's tf.estimator.Estimator, with the runtime side's
+  summaries and step-rate/loss log lines every 100 steps."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  config = tf.estimator.RunConfig(
+      model_dir=model_dir, save_checkpoints_steps=save_checkpoints_steps,
+      save_summary_steps=100, log_step_count_steps=100)
+  return tf.estimator.Estimator(
+      _with_variable_check(MODEL_FNS[workload], meta['variable_shapes']),
+      config=config, params=dict(meta['params']))
+
+
 def train(workload, steps, x, y, meta, record) -> int:
   """Trains with tf.estimator; calls `record(global_step)` at boundaries.
 
@@ -413,22 +459,13 @@ def train(workload, steps, x, y, meta, record) -> int:
           self._step == steps):
         record(self._step)
 
-  def input_fn():
-    return make_dataset(x, y, batch_size=meta['batch_size'],
-                        shuffle_buffer=meta['shuffle_buffer'],
-                        seed=meta['seed'])
-
   with tempfile.TemporaryDirectory(prefix='bench_tf_estimator_') as model_dir:
     # The runtime side's settings: a checkpoint only at the end (the
-    # interval is past the run), summaries and the step-rate/loss log lines
-    # every 100 steps.
-    config = tf.estimator.RunConfig(
-        model_dir=model_dir, save_checkpoints_steps=10 * steps,
-        save_summary_steps=100, log_step_count_steps=100)
-    estimator = tf.estimator.Estimator(
-        _with_variable_check(MODEL_FNS[workload], meta['variable_shapes']),
-        config=config, params=dict(meta['params']))
-    estimator.train(input_fn, hooks=[BoundaryHook()], max_steps=steps)
+    # interval is past the run).
+    estimator = _estimator(workload, meta, model_dir,
+                           save_checkpoints_steps=10 * steps)
+    estimator.train(_input_fn(x, y, meta), hooks=[BoundaryHook()],
+                    max_steps=steps)
     return int(estimator.get_variable_value('global_step'))
 
 
@@ -438,19 +475,10 @@ def train_and_evaluate(workload, x, y, meta, *, steps: int,
   checkpoint every `checkpoint_every` steps and evaluating `eval_steps`
   batches after each (throttle_secs=0). Returns the final metrics."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
-  def input_fn():
-    return make_dataset(x, y, batch_size=meta['batch_size'],
-                        shuffle_buffer=meta['shuffle_buffer'],
-                        seed=meta['seed'])
-
+  input_fn = _input_fn(x, y, meta)
   with tempfile.TemporaryDirectory(prefix='bench_tf_estimator_') as model_dir:
-    config = tf.estimator.RunConfig(
-        model_dir=model_dir, save_checkpoints_steps=checkpoint_every,
-        save_summary_steps=100, log_step_count_steps=100)
-    estimator = tf.estimator.Estimator(
-        _with_variable_check(MODEL_FNS[workload], meta['variable_shapes']),
-        config=config, params=dict(meta['params']))
+    estimator = _estimator(workload, meta, model_dir,
+                           save_checkpoints_steps=checkpoint_every)
     metrics, _ = tf.estimator.train_and_evaluate(
         estimator, tf.estimator.TrainSpec(input_fn, max_steps=steps),
         tf.estimator.EvalSpec(input_fn, steps=eval_steps, throttle_secs=0,
@@ -491,13 +519,11 @@ def main(argv=None) -> int:
     metrics = train_and_evaluate(args.workload, x, y, meta, steps=args.steps,
                                  checkpoint_every=every,
                                  eval_steps=eval_steps)
-    sys.stdout.write(RESULT_PREFIX + json.dumps({
+    write_result({
         'side': SIDE, 'workload': args.workload,
         'mode': 'train_and_evaluate', 'steps': int(metrics['global_step']),
         'metrics': metrics, 'done_wall': time.time(),
-        'imports_done_wall': imports_done_wall,
-        'peak_rss_kib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-    }) + '\n')
+        'imports_done_wall': imports_done_wall})
     return 0
   boundaries = []
   first_step_wall = []
@@ -515,26 +541,17 @@ def main(argv=None) -> int:
         f'{boundaries[-1][0] if boundaries else 0}, for --steps='
         f'{args.steps}: the boundaries are not those of the steps.')
 
-  result = {
+  write_result({
       'side': SIDE,
       'workload': args.workload,
       'steps': boundaries[-1][0],
       **steady_state(boundaries),
       'first_step_wall': first_step_wall[0],
       'imports_done_wall': imports_done_wall,
-      # Linux reports kilobytes (KiB).
-      'peak_rss_kib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-      'boundaries': [[s, round(w, 6), round(c, 6)]
-                     for s, w, c in boundaries],
-  }
-  sys.stdout.write(RESULT_PREFIX + json.dumps(result) + '\n')
+      'boundaries': boundaries,
+  })
   return 0
 
 
 if __name__ == '__main__':
-  status = main()
-  sys.stdout.flush()
-  sys.stderr.flush()
-  # As _bench_worker.py: everything is measured; skip the interpreter's
-  # teardown, which tf.data's threads can hold up for a long time.
-  os._exit(status)  # pylint: disable=protected-access
+  exit_at_once(main())

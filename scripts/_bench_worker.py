@@ -36,9 +36,7 @@ checks that the bare models have the variables the model_fns create.
 
 import argparse
 import functools
-import json
 import os
-import resource
 import sys
 import tempfile
 import time
@@ -64,16 +62,18 @@ from model_fns import cnn  # pylint: disable=g-import-not-at-top,wrong-import-po
 from model_fns import linear  # pylint: disable=g-import-not-at-top,wrong-import-position
 from model_fns import mlp  # pylint: disable=g-import-not-at-top,wrong-import-position
 
-# The steady-state figures are computed alike for every side, the
-# tf.estimator peer's (another environment, stdlib imports only) included.
+# The steady-state figures, the result line and the exit are the same for
+# every side, the tf.estimator peer's (another environment; that module
+# imports only the standard library at the top) included.
 _SCRIPTS_DIR = os.path.dirname(os.path.abspath(__file__))
 if _SCRIPTS_DIR not in sys.path:
   sys.path.insert(0, _SCRIPTS_DIR)
+from _bench_tf_estimator import exit_at_once  # pylint: disable=g-import-not-at-top,wrong-import-position
 from _bench_tf_estimator import steady_state  # pylint: disable=g-import-not-at-top,wrong-import-position
+from _bench_tf_estimator import write_result  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 _IMPORTS_DONE_WALL = time.time()
 
-RESULT_PREFIX = 'BENCH_RESULT '
 
 # The steps the runtime's own loop length is (RunConfig.steps_per_loop) and
 # the bare loop's steps per tf.function call.
@@ -389,13 +389,11 @@ def main(argv=None) -> int:
     metrics = run_train_and_evaluate(args.workload, args.steps,
                                      checkpoint_every=every,
                                      eval_steps=eval_steps)
-    sys.stdout.write(RESULT_PREFIX + json.dumps({
+    write_result({
         'side': args.side, 'workload': args.workload,
         'mode': 'train_and_evaluate', 'steps': int(metrics['global_step']),
         'metrics': metrics, 'done_wall': time.time(),
-        'imports_done_wall': _IMPORTS_DONE_WALL,
-        'peak_rss_kib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-    }) + '\n')
+        'imports_done_wall': _IMPORTS_DONE_WALL})
     return 0
 
   boundaries = []
@@ -426,27 +424,17 @@ def main(argv=None) -> int:
   else:
     run(args.workload, args.steps, record)
 
-  result = {
+  write_result({
       'side': args.side,
       'workload': args.workload,
       'steps': boundaries[-1][0] if boundaries else 0,
       **steady_state(boundaries, loop_secs),
       'first_step_wall': first_step_wall[0] if first_step_wall else None,
       'imports_done_wall': _IMPORTS_DONE_WALL,
-      # Linux reports kilobytes (KiB).
-      'peak_rss_kib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-      'boundaries': [[s, round(w, 6), round(c, 6)]
-                     for s, w, c in boundaries],
-  }
-  sys.stdout.write(RESULT_PREFIX + json.dumps(result) + '\n')
+      'boundaries': boundaries,
+  })
   return 0
 
 
 if __name__ == '__main__':
-  status = main()
-  sys.stdout.flush()
-  sys.stderr.flush()
-  # Everything is measured. Skip interpreter teardown: on this kind of
-  # machine tf.data's autotuning threads have kept processes idle for up to
-  # a minute at exit (DESIGN.md), which would only slow the benchmark down.
-  os._exit(status)  # pylint: disable=protected-access
+  exit_at_once(main())

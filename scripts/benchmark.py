@@ -65,7 +65,7 @@ _TF_ESTIMATOR_WORKER = os.path.join(_SCRIPTS_DIR, '_bench_tf_estimator.py')
 # 2.15.0), made by scripts/tf_estimator_215/make_venv.sh (`make
 # bench-peers`): never installed by `make test`.
 PEER_PYTHON = os.path.join(_REPO_ROOT, '.venv-tf215', 'bin', 'python')
-_RESULT_PREFIX = 'BENCH_RESULT '  # As _bench_worker.RESULT_PREFIX.
+_RESULT_PREFIX = 'BENCH_RESULT '  # As _bench_tf_estimator.RESULT_PREFIX.
 
 WORKLOADS = ('W1', 'W2', 'W3')
 
