@@ -422,6 +422,15 @@ def wait_tasks(tasks: Dict[str, Task], names: List[str], *,
   return {name: wait_task(tasks[name], deadline=deadline) for name in names}
 
 
+def wait_then_stop(tasks: Dict[str, Task], names: List[str], *,
+                   timeout: float) -> Dict[str, Optional[int]]:
+  """wait_tasks, then stop_tasks on every task whatever happened."""
+  try:
+    return wait_tasks(tasks, names, timeout=timeout)
+  finally:
+    stop_tasks(tasks)
+
+
 def tails(tasks: Dict[str, Task], names: List[str]) -> str:
   """The end of each named task's log, for an assertion message."""
   return '\n'.join(f'--- {n}\n{tasks[n].log()[-2500:]}' for n in names)

@@ -725,10 +725,7 @@ def test_parameter_server_sigterm_to_the_chief_saves_and_resumes(tmp_path):
 
   again = _start_ps_cluster(tmp_path, 'run2', cluster, max_steps=step + 300,
                             names=PS_TASKS)
-  try:
-    codes = _cluster.wait_tasks(again, PS_TASKS, timeout=180)
-  finally:
-    _cluster.stop_tasks(again)
+  codes = _cluster.wait_then_stop(again, PS_TASKS, timeout=180)
   assert codes == {n: 0 for n in PS_TASKS}, (
       codes, _cluster.tails(again, PS_TASKS))
   assert f'Restored {model_dir}/model.ckpt-{step} (global step {step})' in (
@@ -847,10 +844,7 @@ def test_multi_worker_mirrored_sigterm_to_one_worker_saves_and_resumes(
   again = _cluster.start_tasks(tmp_path / 'run2', cluster=cluster,
                                command=command(step + 100),
                                tasks=[('worker', 1), ('worker', 0)])
-  try:
-    codes = _cluster.wait_tasks(again, names, timeout=180)
-  finally:
-    _cluster.stop_tasks(again)
+  codes = _cluster.wait_then_stop(again, names, timeout=180)
   assert codes == {n: 0 for n in names}, (
       codes, _cluster.tails(again, names))
   assert f'(global step {step})' in again['worker:0'].log()

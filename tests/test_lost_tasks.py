@@ -133,10 +133,7 @@ def test_multi_worker_mirrored_sigterm_to_one_worker_saves_and_resumes(
   again = _cluster.start_tasks(tmp_path / 'run2', cluster=cluster,
                                command=command(step + 100),
                                tasks=[('worker', 1), ('worker', 0)])
-  try:
-    codes = _cluster.wait_tasks(again, names, timeout=180)
-  finally:
-    _cluster.stop_tasks(again)
+  codes = _cluster.wait_then_stop(again, names, timeout=180)
   assert codes == {n: 0 for n in names}, (
       codes, _cluster.tails(again, names))
   assert f'(global step {step})' in again['worker:0'].log()
@@ -170,10 +167,7 @@ def test_parameter_server_sigterm_to_the_chief_stops_the_cluster(tmp_path):
   again = _cluster.start_tasks(
       tmp_path / 'run2', cluster=cluster,
       command=_ps_command(module, model_dir, step + 200), tasks=everyone)
-  try:
-    codes = _cluster.wait_tasks(again, names, timeout=180)
-  finally:
-    _cluster.stop_tasks(again)
+  codes = _cluster.wait_then_stop(again, names, timeout=180)
   assert codes == {n: 0 for n in names}, (
       codes, _cluster.tails(again, names))
   assert f'(global step {step})' in again['chief:0'].log()
