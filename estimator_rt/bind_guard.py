@@ -208,7 +208,9 @@ def forget_preload() -> None:
 def listening_addresses(port: int) -> List[str]:
   """The addresses with a TCP socket listening on `port`, read from the
   kernel (/proc/net/tcp and tcp6); '0.0.0.0' or '::' means every interface.
-  IPv4-mapped IPv6 addresses are given as IPv4 ones.
+  IPv4-mapped IPv6 addresses are given as IPv4 ones. Each address once:
+  gRPC can hold more than one listening socket on one address and port
+  (a CI run saw 127.0.0.1 listed twice).
   """
   found = []
   for table in ('/proc/net/tcp', '/proc/net/tcp6'):
@@ -226,7 +228,9 @@ def listening_addresses(port: int) -> List[str]:
       address = _kernel_address(address_hex)
       # A dual-stack socket narrowed to an IPv4 address shows it mapped.
       mapped = getattr(address, 'ipv4_mapped', None)
-      found.append(str(mapped or address))
+      text = str(mapped or address)
+      if text not in found:
+        found.append(text)
   return found
 
 
