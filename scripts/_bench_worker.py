@@ -198,7 +198,7 @@ def build_bare(workload: str):
   return dataset, model, optimizer, spec['bare_loss']
 
 
-def _loop_sizes(total_steps: int):
+def loop_sizes(total_steps: int):
   """1, 99, then 100 per loop up to `total_steps` (the runtime's cut)."""
   sizes = [1]
   step = 1
@@ -227,7 +227,7 @@ def run_bare(workload: str, total_steps: int, record) -> None:
     return loss
 
   step = 0
-  for size in _loop_sizes(total_steps):
+  for size in loop_sizes(total_steps):
     # A tensor, not a Python int: every size reuses the one trace.
     loss = train(iterator, tf.constant(size, tf.int32))
     loss.numpy()  # Sync: the steps have run when the timestamp is taken.
@@ -265,7 +265,7 @@ def run_keras_fit(workload: str, total_steps: int, record) -> None:
             callbacks=[_FitBoundaries(record)])
 
 
-class _BoundaryHook(ert.Hook):
+class BoundaryHook(ert.Hook):
   """Asks for a 1-step first loop and records the end of every loop."""
 
   def __init__(self, record):
@@ -329,7 +329,7 @@ def run_runtime(workload: str, total_steps: int, record, *,
                              jit_compile=jit_compile),
         params=dict(spec['params']))
     estimator.train(spec['input_fn'], max_steps=total_steps,
-                    hooks=[_BoundaryHook(record)])
+                    hooks=[BoundaryHook(record)])
 
 
 def run_train_and_evaluate(workload: str, total_steps: int, *,
@@ -352,6 +352,33 @@ def run_train_and_evaluate(workload: str, total_steps: int, *,
         ert.EvalSpec(spec['input_fn'], steps=eval_steps, throttle_secs=0,
                      exporters=()))
     return {k: float(v) for k, v in metrics.items()}
+
+
+class LoopRecord:
+  """The end of every training loop, as the sides report them."""
+
+  def __init__(self):
+    self._boundaries = []  # (global_step, perf_counter, process_time)
+    self._loop_secs = []  # The runtime's time inside its compiled call.
+    self._first_step_wall = None
+
+  def record(self, global_step: int, elapsed_secs) -> None:
+    """Called at the end of each loop (`elapsed_secs`: None if unknown)."""
+    self._boundaries.append(
+        (global_step, time.perf_counter(), time.process_time()))
+    self._loop_secs.append(elapsed_secs)
+    if self._first_step_wall is None:
+      self._first_step_wall = time.time()
+
+  def result_fields(self, *, imports_done_wall: float) -> dict:
+    """The result line's fields about the loops (see the module doc)."""
+    return {
+        'steps': self._boundaries[-1][0] if self._boundaries else 0,
+        **steady_state(self._boundaries, self._loop_secs),
+        'first_step_wall': self._first_step_wall,
+        'imports_done_wall': imports_done_wall,
+        'boundaries': self._boundaries,
+    }
 
 
 def main(argv=None) -> int:
@@ -396,15 +423,7 @@ def main(argv=None) -> int:
         'imports_done_wall': _IMPORTS_DONE_WALL})
     return 0
 
-  boundaries = []
-  loop_secs = []
-  first_step_wall = []
-
-  def record(global_step, elapsed_secs):
-    boundaries.append((global_step, time.perf_counter(), time.process_time()))
-    loop_secs.append(elapsed_secs)
-    if not first_step_wall:
-      first_step_wall.append(time.time())
+  loops = LoopRecord()
 
   # As under an absl binary (estimator_rt.main): the runtime's INFO lines
   # (steps/s every 100 steps, checkpoints) are really written, to stderr.
@@ -419,20 +438,13 @@ def main(argv=None) -> int:
   if args.profile:
     import cProfile  # pylint: disable=g-import-not-at-top
     profiler = cProfile.Profile()
-    profiler.runcall(run, args.workload, args.steps, record)
+    profiler.runcall(run, args.workload, args.steps, loops.record)
     profiler.dump_stats(args.profile)
   else:
-    run(args.workload, args.steps, record)
+    run(args.workload, args.steps, loops.record)
 
-  write_result({
-      'side': args.side,
-      'workload': args.workload,
-      'steps': boundaries[-1][0] if boundaries else 0,
-      **steady_state(boundaries, loop_secs),
-      'first_step_wall': first_step_wall[0] if first_step_wall else None,
-      'imports_done_wall': _IMPORTS_DONE_WALL,
-      'boundaries': boundaries,
-  })
+  write_result({'side': args.side, 'workload': args.workload,
+                **loops.result_fields(imports_done_wall=_IMPORTS_DONE_WALL)})
   return 0
 
 

@@ -57,6 +57,8 @@ import tempfile
 import time
 from typing import Dict, List, Optional
 
+import _bench_distributed
+
 _SCRIPTS_DIR = os.path.dirname(os.path.abspath(__file__))
 _REPO_ROOT = os.path.dirname(_SCRIPTS_DIR)
 _WORKER = os.path.join(_SCRIPTS_DIR, '_bench_worker.py')
@@ -448,6 +450,67 @@ def _parse_steps(text: str) -> Dict[str, int]:
         f'--steps={text!r}: expected N or W1=N,W2=N,...') from None
 
 
+def _parse_strategies(text: str) -> List[str]:
+  names = [s.strip() for s in text.split(',') if s.strip()]
+  known = list(_bench_distributed.CLUSTERS)
+  if not names or set(names) - set(known):
+    raise argparse.ArgumentTypeError(
+        f'--distributed={text!r}: expected a comma-separated subset of '
+        f'{",".join(known)}.')
+  return [s for s in known if s in names]
+
+
+def _command_line(argv: Optional[List[str]]) -> str:
+  return ' '.join([os.path.basename(sys.executable), 'scripts/benchmark.py']
+                  + (sys.argv[1:] if argv is None else list(argv)))
+
+
+def _footer(report: dict, steps_text: str) -> str:
+  """The line under the tables: what ran, on what machine, which commit."""
+  return (f"\n{report['rounds']} round(s); {steps_text}; medians over "
+          "rounds; '*' = target missed. Load average before "
+          f"{report['loadavg_before'][0]:.2f}, after "
+          f"{report['loadavg_after'][0]:.2f} ({report['cpu_count']} CPUs); "
+          f"{report['wall_s']:.0f} s in all; commit "
+          f"{str(report['git']['commit'])[:10]}"
+          + (' with uncommitted runtime changes'
+             if report['git']['uncommitted_changes'] else '') + '.')
+
+
+def _main_distributed(args, argv) -> int:
+  """`--distributed`: the runtime on loopback clusters against a bare TF2
+  program and a standalone client (see _bench_distributed.py)."""
+  if args.rounds < 1:
+    raise SystemExit(f'--rounds={args.rounds} must be >= 1.')
+  if args.distributed_steps is not None and args.distributed_steps < 101:
+    raise SystemExit(f'--distributed_steps={args.distributed_steps} must be '
+                     '>= 101 (the first, 1-step loop is discarded).')
+  steps = {s: args.distributed_steps or _bench_distributed.DEFAULT_STEPS[s]
+           for s in args.distributed}
+  load_before = os.getloadavg()
+  started = time.time()
+  summary = _bench_distributed.run(rounds=args.rounds, steps=steps,
+                                   timeout_s=args.timeout, env=_child_env(),
+                                   strategies=args.distributed)
+  report = {
+      'command': _command_line(argv),
+      'rounds': args.rounds,
+      'distributed_steps': steps,
+      'git': _git_state(),
+      'cpu_count': os.cpu_count(),
+      'loadavg_before': load_before,
+      'loadavg_after': os.getloadavg(),
+      'wall_s': time.time() - started,
+      'distributed': summary,
+  }
+  if args.json:
+    print(json.dumps(report, indent=2))
+  else:
+    print(_bench_distributed.format_table(summary))
+    print(_footer(report, f'global steps {steps}'))
+  return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
   parser = argparse.ArgumentParser(
       description=__doc__.split('\n')[0],
@@ -482,10 +545,26 @@ def main(argv: Optional[List[str]] = None) -> int:
                       'bench-peers` makes it) on the same workloads, and '
                       'report runtime/peer ratios; optionally a comma-'
                       'separated subset of ' + ','.join(PEERS))
+  parser.add_argument('--distributed', nargs='?',
+                      type=_parse_strategies,
+                      const=list(_bench_distributed.CLUSTERS), default=[],
+                      help='instead: W2 on loopback clusters (multi_worker_'
+                      'mirrored: 2 workers; parameter_server: chief, 2 '
+                      'workers, 1 ps), a bare TF2 program against the '
+                      'runtime against a standalone client (see '
+                      '_bench_distributed.py); optionally a comma-separated '
+                      'subset of ' + ','.join(_bench_distributed.CLUSTERS))
+  parser.add_argument('--distributed_steps', type=int, default=None,
+                      help='global steps per distributed run (default '
+                      + ', '.join(f'{k} {v}' for k, v in
+                                  _bench_distributed.DEFAULT_STEPS.items())
+                      + ')')
   parser.add_argument('--json', action='store_true',
                       help='print one JSON object on stdout instead of the '
                       'table (progress still goes to stderr)')
   args = parser.parse_args(argv)
+  if args.distributed:
+    return _main_distributed(args, argv)
   if args.engine == 'graph' and set(args.workloads) - {'W1', 'W2'}:
     parser.error('--engine=graph: only W1 and W2 have TF1-style model_fns; '
                  'pass --workloads W1,W2.')
@@ -553,9 +632,7 @@ def main(argv: Optional[List[str]] = None) -> int:
   train_and_evaluate = {w: summarize_train_and_evaluate(r)
                         for w, r in tae_runs.items()}
   report = {
-      'command': ' '.join([os.path.basename(sys.executable),
-                           'scripts/benchmark.py'] +
-                          (sys.argv[1:] if argv is None else list(argv))),
+      'command': _command_line(argv),
       'rounds': args.rounds,
       'steps': steps,
       'jit_compile': args.jit_compile,
@@ -581,13 +658,7 @@ def main(argv: Optional[List[str]] = None) -> int:
       print(format_train_and_evaluate(train_and_evaluate))
     print()
     print(format_diagnostics(results))
-    print(f"\n{args.rounds} round(s); steps {steps}; medians over rounds; "
-          "'*' = target missed. Load average before "
-          f"{load_before[0]:.2f}, after {report['loadavg_after'][0]:.2f} "
-          f"({os.cpu_count()} CPUs); {report['wall_s']:.0f} s in all; "
-          f"commit {str(report['git']['commit'])[:10]}"
-          + (' with uncommitted runtime changes'
-             if report['git']['uncommitted_changes'] else '') + '.')
+    print(_footer(report, f'steps {steps}'))
   return 0
 
 

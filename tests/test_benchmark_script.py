@@ -118,3 +118,36 @@ def test_bare_loop_computes_what_the_model_fn_computes(workload):
   bare_loss = loss_fn(labels, model(features['x'], training=True))
   np.testing.assert_allclose(bare_loss.numpy(), model_fn_spec.loss.numpy(),
                              rtol=1e-6)
+
+
+def test_distributed_benchmark_runs_every_side_on_both_clusters(
+    python_runner):
+  """--distributed: the bare TF2 program, the runtime and a standalone
+  client each train W2 on a multi_worker_mirrored cluster (2 workers) and
+  a parameter_server cluster (chief, 2 workers, 1 ps) of real loopback
+  processes, reach the global step asked for, and the report has their
+  ratios and the target."""
+  proc = python_runner(
+      ['scripts/benchmark.py', '--distributed', '--rounds', '1',
+       '--distributed_steps', '200', '--json', '--timeout', '240'],
+      timeout=1200)
+  assert proc.returncode == 0, proc.stderr[-5000:]
+  report = json.loads(proc.stdout)
+  assert report['distributed_steps'] == {'multi_worker_mirrored': 200,
+                                         'parameter_server': 200}
+  assert list(report['distributed']) == ['multi_worker_mirrored',
+                                         'parameter_server']
+  for strategy, summary in report['distributed'].items():
+    speeds = summary['steps_per_sec']
+    assert set(speeds) == {'bare', 'runtime', 'client'}, strategy
+    assert all(s > 0 for s in speeds.values()), (strategy, speeds)
+    assert summary['runtime_over_bare'] == pytest.approx(
+        speeds['runtime'] / speeds['bare'])
+    assert summary['client_over_runtime'] == pytest.approx(
+        speeds['client'] / speeds['runtime'])
+    assert summary['target'] == 0.95
+    assert summary['meets'] == (summary['runtime_over_bare'] >= 0.95)
+    for side, runs in summary['runs'].items():
+      # The global step of the reporting task's last loop.
+      assert [r['steps'] for r in runs] == [200], (strategy, side)
+      assert f'W2 {strategy} {side}' in proc.stderr
