@@ -57,7 +57,7 @@ class TrainController:
 
   Args:
     train_loop: compiled `(iterator, num_steps) -> (loss, steps,
-      loss_finite, state_finite)` (see loops.make_train_loop).
+      loss_finite, state_finite, global_step)` (see loops.make_train_loop).
     iterator: the distributed iterator it consumes.
     global_step: the global step variable.
     steps_per_loop: most steps in one compiled call.
@@ -208,15 +208,15 @@ class TrainController:
       loop_end = self._loop_end(step, max_steps, cap)
       requested = loop_end - step
       start = time.time()
-      loss, steps_run, loss_finite, state_finite = self._train_loop(
-          self._iterator, tf.constant(requested, tf.int32))
+      loss, steps_run, loss_finite, state_finite, new_step = (
+          self._train_loop(self._iterator, tf.constant(requested, tf.int32)))
       loss = float(loss)
       steps_run = int(steps_run)
       elapsed = time.time() - start
-      # The variable, not step + steps_run: under parameter-server training
-      # a worker lost mid-loop has its steps run again elsewhere, and the
-      # checkpoint's name must be the step it holds.
-      loop_start, step = step, int(self._global_step.numpy())
+      # The variable's value, not step + steps_run: under parameter-server
+      # training a worker lost mid-loop has its steps run again elsewhere,
+      # and the checkpoint's name must be the step it holds.
+      loop_start, step = step, int(new_step)
       if not (bool(loss_finite) and bool(state_finite)):
         # Every synchronous worker computed the same flags from the same
         # reduced loss and identical variables, so all of them stop here.

