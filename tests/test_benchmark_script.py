@@ -18,13 +18,17 @@ from estimator_rt.variable_store import VariableStore
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _load_worker():
-  # scripts/ is not a package; load the worker module from its file.
-  path = os.path.join(REPO_ROOT, 'scripts', '_bench_worker.py')
-  spec = importlib.util.spec_from_file_location('_bench_worker', path)
+def _load_script(name):
+  # scripts/ is not a package; load a module from its file.
+  path = os.path.join(REPO_ROOT, 'scripts', f'{name}.py')
+  spec = importlib.util.spec_from_file_location(name, path)
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
   return module
+
+
+def _load_worker():
+  return _load_script('_bench_worker')
 
 
 def test_benchmark_reports_both_sides_and_ratios(python_runner):
@@ -151,3 +155,26 @@ def test_distributed_benchmark_runs_every_side_on_both_clusters(
       # The global step of the reporting task's last loop.
       assert [r['steps'] for r in runs] == [200], (strategy, side)
       assert f'W2 {strategy} {side}' in proc.stderr
+
+
+def test_train_and_evaluate_summary_splits_off_the_imports(monkeypatch):
+  """The train_and_evaluate comparison reports medians of the wall time
+  and of the time after imports, and their ratios, from the children's
+  timestamps (the tf.estimator side's environment is not built here)."""
+  monkeypatch.syspath_prepend(os.path.join(REPO_ROOT, 'scripts'))
+  benchmark = _load_script('benchmark')
+
+  def run(wall, after):
+    return {'wall_s': wall, 'after_imports_s': after, 'steps': 2000,
+            'metrics': {}}
+
+  summary = benchmark.summarize_train_and_evaluate({
+      'runtime': [run(3.0, 0.9), run(3.4, 1.1), run(3.2, 1.0)],
+      'tf_estimator': [run(2.6, 1.2), run(2.8, 1.4), run(2.7, 1.3)]})
+  assert summary['runtime_wall_s'] == 3.2
+  assert summary['tf_estimator_wall_s'] == 2.7
+  assert summary['ratio'] == pytest.approx(3.2 / 2.7)
+  assert summary['meets'] is False
+  assert summary['after_imports_ratio'] == pytest.approx(1.0 / 1.3)
+  assert 'after imports' in benchmark.format_train_and_evaluate(
+      {'W1': summary})
