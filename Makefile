@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: setup setup-test schedulers run test bench bench-peers clean
+.PHONY: setup setup-test schedulers run test bench bench-peers bench-distributed clean
 
 setup: $(STAMP)
 
@@ -45,6 +45,10 @@ bench: setup
 bench-peers: setup
 	bash scripts/tf_estimator_215/make_venv.sh
 	$(PY) scripts/benchmark.py --peers
+
+# W2 on loopback clusters: bare TF2 program, runtime, standalone client.
+bench-distributed: setup
+	$(PY) scripts/benchmark.py --distributed
 
 clean:
 	rm -rf $(VENV) *.egg-info
