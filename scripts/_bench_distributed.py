@@ -28,6 +28,7 @@ imports no TensorFlow), as benchmark.py does.
 
 import json
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -154,6 +155,7 @@ def run_cluster(side: str, strategy: str, steps: int, *, timeout_s: float,
   stopped_by_parent = (side == 'client' or
                        (side == 'bare' and strategy == 'parameter_server'))
   tasks: Dict[tuple, _Task] = {}
+  reporter = None
   deadline = time.monotonic() + timeout_s
   try:
     for job, index in layout.start_order(cluster):
@@ -225,6 +227,9 @@ def run_cluster(side: str, strategy: str, steps: int, *, timeout_s: float,
     result['first_step_s'] = result['first_step_wall'] - launched
     return result
   finally:
+    if reporter is not None and reporter.process.poll() is None:
+      reporter.signal(signal.SIGKILL)  # It ran past the deadline.
+      reporter.wait(30)
     for task in tasks.values():
       # run_server exits 0 on SIGTERM; a bare server only dies.
       task.signal(signal.SIGTERM if side == 'client' else signal.SIGKILL)
@@ -232,6 +237,8 @@ def run_cluster(side: str, strategy: str, steps: int, *, timeout_s: float,
       if task.wait(30) is None:
         task.signal(signal.SIGKILL)
         task.wait(30)
+    # The model_dir and the logs (errors above carry the logs' tails).
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def summarize(runs: Dict[str, Dict[str, List[dict]]]) -> Dict[str, dict]:
