@@ -145,6 +145,16 @@ def split_host_port(address: str) -> Tuple[str, int]:
   return host.strip('[]'), int(port)
 
 
+def reachable(address: str, *, timeout: float) -> bool:
+  """Whether something accepts a TCP connection at 'host:port' (or
+  '[ipv6]:port') within `timeout` seconds."""
+  try:
+    with socket.create_connection(split_host_port(address), timeout=timeout):
+      return True
+  except OSError:
+    return False
+
+
 def join_host_port(host: str, port: int) -> str:
   """'host:port', with an IPv6 host in brackets."""
   return f'[{host}]:{port}' if ':' in host else f'{host}:{port}'

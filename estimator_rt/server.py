@@ -12,7 +12,6 @@ chief never leaves the cluster hanging.
 """
 
 import os
-import socket
 import threading
 import time
 from typing import Dict, Iterable, List, Optional
@@ -24,6 +23,7 @@ from estimator_rt import bind_guard
 from estimator_rt.cluster import ClusterConfigError
 from estimator_rt.cluster import cpu_device
 from estimator_rt.cluster import join_host_port
+from estimator_rt.cluster import reachable
 from estimator_rt.cluster import server_task
 from estimator_rt.cluster import split_host_port
 from estimator_rt.cluster import TaskInfo
@@ -129,14 +129,6 @@ def _only_task(job: str, index: int) -> tf.compat.v1.ConfigProto:
   return tf.compat.v1.ConfigProto(device_filters=[f'/job:{job}/task:{index}'])
 
 
-def _reachable(address: str, timeout: float = 2.0) -> bool:
-  try:
-    with socket.create_connection(split_host_port(address), timeout=timeout):
-      return True
-  except OSError:
-    return False
-
-
 def wait_until_training_done(server: tf.distribute.Server, task: TaskInfo,
                              *, chief_address: str,
                              startup_timeout_secs: float = 600,
@@ -183,7 +175,7 @@ def wait_until_training_done(server: tf.distribute.Server, task: TaskInfo,
                      task.task_type, task.task_index)
         return 0
       now = time.time()
-      if _reachable(chief_address):
+      if reachable(chief_address, timeout=2.0):
         chief_seen, unreachable_since = True, None
         continue
       if not chief_seen:
@@ -227,7 +219,7 @@ def _send_token(job: str, index: int, address: str, token: int,
   puts `token` in its done queue; sets `calling` just before the call and
   `done` when it is settled (the session's close may block afterwards, on
   a server that exits at once)."""
-  while not _reachable(address, timeout=1.0):
+  while not reachable(address, timeout=1.0):
     if time.time() >= deadline:
       logging.warning('%s:%d at %s is not reachable (lost?); not telling it '
                       'that training is done.', job, index, address)
@@ -280,7 +272,7 @@ def signal_training_done(tasks: Iterable[tuple], *, timeout_secs: float = 30,
   gone = set()
   for thread, done, calling, address, name in senders:
     while not done.wait(_SETTLE_POLL_SECS):
-      if calling.is_set() and not _reachable(address, timeout=0.5):
+      if calling.is_set() and not reachable(address, timeout=0.5):
         # A server exits as soon as it has the token; gone in mid-call, it
         # was told (its reply was lost, and the call would wait it out).
         gone.add(thread)
@@ -368,7 +360,7 @@ def wait_for_tasks(tasks: Iterable[tuple], *, timeout_secs: float,
   deadline = time.time() + timeout_secs
   pending = list(tasks)
   while True:
-    pending = [t for t in pending if not _reachable(t[2], timeout=1.0)]
+    pending = [t for t in pending if not reachable(t[2], timeout=1.0)]
     if not pending:
       return
     if time.time() >= deadline:
@@ -386,7 +378,7 @@ def wait_until_gone(tasks: Iterable[tuple], *, timeout_secs: float,
   deadline = time.time() + timeout_secs
   pending = list(tasks)
   while pending:
-    pending = [t for t in pending if _reachable(t[2], timeout=0.5)]
+    pending = [t for t in pending if reachable(t[2], timeout=0.5)]
     if pending and time.time() >= deadline:
       logging.warning('%s still running %.0f s after being told that '
                       'training is done.', ', '.join(

@@ -22,15 +22,14 @@ Reported: the steady-state global steps/s the reporting task saw (worker
 client/runtime (the same cluster driven from outside against run
 in-process; no target).
 
-Imports only the standard library and the project's launch layout (which
-imports no TensorFlow), as benchmark.py does.
+Imports only the standard library and the project's cluster and launch
+layout modules (which import no TensorFlow), as benchmark.py does.
 """
 
 import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,7 +42,8 @@ _REPO_ROOT = os.path.dirname(_SCRIPTS_DIR)
 _CLUSTER_WORKER = os.path.join(_SCRIPTS_DIR, '_bench_cluster_worker.py')
 if _REPO_ROOT not in sys.path:
   sys.path.insert(0, _REPO_ROOT)
-from _bench_tf_estimator import RESULT_PREFIX  # pylint: disable=g-import-not-at-top,wrong-import-position
+from _bench_tf_estimator import read_result  # pylint: disable=g-import-not-at-top,wrong-import-position
+from estimator_rt import cluster as cluster_lib  # pylint: disable=g-import-not-at-top,wrong-import-position
 from estimator_rt.launch import layout  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 WORKLOAD = 'W2'
@@ -74,15 +74,6 @@ def _reporting_task(strategy: str, side: str):
   if side == 'client':
     return ('client', 0)
   return ('chief', 0) if CLUSTERS[strategy]['chief'] else ('worker', 0)
-
-
-def _accepts(address: str) -> bool:
-  host, port = address.rsplit(':', 1)
-  try:
-    with socket.create_connection((host, int(port)), timeout=1.0):
-      return True
-  except OSError:
-    return False
 
 
 class _Task:
@@ -120,9 +111,7 @@ class _Task:
 
   def result(self):
     with open(self.stdout_path, errors='replace') as f:
-      lines = [l for l in f.read().splitlines()
-               if l.startswith(RESULT_PREFIX)]
-    return json.loads(lines[-1][len(RESULT_PREFIX):]) if lines else None
+      return read_result(f.read())
 
 
 def _worker_command(side, strategy, steps, model_dir, remote_cluster=None):
@@ -178,7 +167,8 @@ def run_cluster(side: str, strategy: str, steps: int, *, timeout_s: float,
       # schedule, which the timing would include).
       addresses = [cluster[job][index] for job, index in tasks]
       servers_deadline = min(deadline, time.monotonic() + _SERVERS_UP_S)
-      while not all(_accepts(a) for a in addresses):
+      while not all(cluster_lib.reachable(a, timeout=1.0)
+                     for a in addresses):
         if time.monotonic() > servers_deadline:
           raise ClusterRunError(f'{strategy} {side}: servers at {addresses} '
                                 'did not listen in time.\n'

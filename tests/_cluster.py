@@ -19,6 +19,8 @@ import textwrap
 import time
 from typing import Dict, List, Optional, Sequence
 
+from estimator_rt import cluster as cluster_lib
+
 # One definition of each checkpoint reader, in _models; cluster tests reach
 # them through this module too.
 from _models import checkpoint_steps  # pylint: disable=unused-import
@@ -101,12 +103,7 @@ def port_is_free(port: int) -> bool:
 
 
 def reachable(address: str) -> bool:
-  host, port = address.rsplit(':', 1)
-  try:
-    with socket.create_connection((host, int(port)), timeout=1):
-      return True
-  except OSError:
-    return False
+  return cluster_lib.reachable(address, timeout=1)
 
 
 def wait_for(predicate, *, timeout: float, what: str, poll: float = 0.2):
