@@ -47,11 +47,11 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top,wrong-import-posi
 import estimator_rt as ert  # pylint: disable=g-import-not-at-top,wrong-import-position
 from _bench_tf_estimator import exit_at_once  # pylint: disable=g-import-not-at-top,wrong-import-position
 from _bench_tf_estimator import write_result  # pylint: disable=g-import-not-at-top,wrong-import-position
-from _bench_worker import STEPS_PER_LOOP  # pylint: disable=g-import-not-at-top,wrong-import-position
 from _bench_worker import WORKLOADS  # pylint: disable=g-import-not-at-top,wrong-import-position
 from _bench_worker import BoundaryHook  # pylint: disable=g-import-not-at-top,wrong-import-position
 from _bench_worker import loop_sizes  # pylint: disable=g-import-not-at-top,wrong-import-position
 from _bench_worker import LoopRecord  # pylint: disable=g-import-not-at-top,wrong-import-position
+from _bench_worker import runtime_config  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 _IMPORTS_DONE_WALL = time.time()
 
@@ -177,21 +177,16 @@ def _estimator(workload: str, strategy: str, model_dir: str, total_steps: int,
   spec = WORKLOADS[workload]
   return ert.Estimator(
       spec['model_fn'], model_dir=model_dir,
-      config=ert.RunConfig(train_distribute=strategy,
-                           remote_cluster=remote_cluster,
-                           steps_per_loop=STEPS_PER_LOOP,
-                           save_checkpoints_steps=10 * total_steps,
-                           log_step_count_steps=100,
-                           save_summary_steps=100),
+      config=runtime_config(total_steps, train_distribute=strategy,
+                            remote_cluster=remote_cluster),
       params=dict(spec['params']))
 
 
 def run_runtime(workload: str, strategy: str, total_steps: int, record, *,
                 model_dir: str) -> None:
-  """This task's part of `train_and_evaluate`, as the binary runs it (the
-  runtime's defaults but checkpoints only at the end, as for the local
-  runtime side; the final evaluation, one batch, comes after the last
-  recorded loop)."""
+  """This task's part of `train_and_evaluate`, as the binary runs it, with
+  the local runtime side's `runtime_config` (the final evaluation, one
+  batch, comes after the last recorded loop)."""
   spec = WORKLOADS[workload]
   estimator = _estimator(workload, strategy, model_dir, total_steps)
   ert.train_and_evaluate(

@@ -38,8 +38,8 @@ import sys
 import tempfile
 import time
 
-# Both workers' result line starts with it (write_result); benchmark.py
-# looks for it.
+# Every worker's result line starts with it (write_result); the parents
+# find it with read_result.
 RESULT_PREFIX = 'BENCH_RESULT '
 SIDE = 'tf_estimator'
 
@@ -70,6 +70,12 @@ def write_result(fields: dict) -> None:
     result['boundaries'] = [[s, round(w, 6), round(c, 6)]
                             for s, w, c in result['boundaries']]
   sys.stdout.write(RESULT_PREFIX + json.dumps(result) + '\n')
+
+
+def read_result(stdout: str):
+  """The dict of the last `write_result` line in `stdout`; None if none."""
+  lines = [l for l in stdout.splitlines() if l.startswith(RESULT_PREFIX)]
+  return json.loads(lines[-1][len(RESULT_PREFIX):]) if lines else None
 
 
 def exit_at_once(status: int) -> None:

@@ -310,23 +310,25 @@ def run_graph_engine(workload: str, total_steps: int, record) -> None:
                     hooks=[_EveryLoopOfSteps(record)])
 
 
+def runtime_config(total_steps: int, **settings) -> ert.RunConfig:
+  """The runtime side's RunConfig: the runtime's defaults but checkpoints
+  only at the end (save_checkpoints_steps past the run), since the bare
+  loop saves nothing; summaries and the log line every 100 steps stay, as
+  every user gets them. `settings`: further RunConfig arguments."""
+  return ert.RunConfig(steps_per_loop=STEPS_PER_LOOP,
+                       save_checkpoints_steps=10 * total_steps,
+                       log_step_count_steps=100, save_summary_steps=100,
+                       **settings)
+
+
 def run_runtime(workload: str, total_steps: int, record, *,
                 jit_compile: bool = False) -> None:
-  """Trains with `ert.Estimator.train`, the runtime's defaults but one.
-
-  The one change: checkpoints only at the end (save_checkpoints_steps past
-  the run), since the bare loop saves nothing; summaries and the log line
-  every 100 steps stay, as every user gets them.
-  """
+  """Trains with `ert.Estimator.train` and `runtime_config`."""
   spec = WORKLOADS[workload]
   with tempfile.TemporaryDirectory(prefix='bench_ert_') as model_dir:
     estimator = ert.Estimator(
         spec['model_fn'], model_dir=model_dir,
-        config=ert.RunConfig(steps_per_loop=STEPS_PER_LOOP,
-                             save_checkpoints_steps=10 * total_steps,
-                             log_step_count_steps=100,
-                             save_summary_steps=100,
-                             jit_compile=jit_compile),
+        config=runtime_config(total_steps, jit_compile=jit_compile),
         params=dict(spec['params']))
     estimator.train(spec['input_fn'], max_steps=total_steps,
                     hooks=[BoundaryHook(record)])

@@ -58,6 +58,8 @@ import time
 from typing import Dict, List, Optional
 
 import _bench_distributed
+from _bench_tf_estimator import read_result
+from _bench_tf_estimator import RESULT_PREFIX
 
 _SCRIPTS_DIR = os.path.dirname(os.path.abspath(__file__))
 _REPO_ROOT = os.path.dirname(_SCRIPTS_DIR)
@@ -67,7 +69,6 @@ _TF_ESTIMATOR_WORKER = os.path.join(_SCRIPTS_DIR, '_bench_tf_estimator.py')
 # 2.15.0), made by scripts/tf_estimator_215/make_venv.sh (`make
 # bench-peers`): never installed by `make test`.
 PEER_PYTHON = os.path.join(_REPO_ROOT, '.venv-tf215', 'bin', 'python')
-_RESULT_PREFIX = 'BENCH_RESULT '  # As _bench_tf_estimator.RESULT_PREFIX.
 
 WORKLOADS = ('W1', 'W2', 'W3')
 
@@ -180,12 +181,12 @@ def _run_process(command: List[str], label: str, *, timeout_s: float,
     raise ChildError(
         f'{label} exited with {process.returncode}; stderr tail:\n'
         f'{stderr[-3000:]}')
-  lines = [l for l in stdout.splitlines() if l.startswith(_RESULT_PREFIX)]
-  if not lines:
+  result = read_result(stdout)
+  if result is None:
     raise ChildError(
-        f'{label} printed no {_RESULT_PREFIX.strip()} line; '
+        f'{label} printed no {RESULT_PREFIX.strip()} line; '
         f'stdout tail:\n{stdout[-2000:]}\nstderr tail:\n{stderr[-2000:]}')
-  return json.loads(lines[-1][len(_RESULT_PREFIX):]), launched
+  return result, launched
 
 
 def run_train_and_evaluate_child(side: str, workload: str, *,
