@@ -27,7 +27,7 @@ _EXPORTS = {
     'EvalSpec': 'estimator_rt.training',
     'Exporter': 'estimator_rt.exporters',
     'FinalExporter': 'estimator_rt.exporters',
-    'get_global_step': 'estimator_rt.model_graph',
+    'get_global_step': 'estimator_rt.eager.model',
     'Hook': 'estimator_rt.hooks',
     'IncompatibleCheckpointError': 'estimator_rt.errors',
     'InputFnError': 'estimator_rt.errors',

@@ -1,5 +1,12 @@
-"""The outer training loop: how many steps each compiled loop runs, and
-what happens between loops (hooks, summaries, checkpoints).
+"""The outer training loop, for both engines: how many steps each inner
+loop runs, and what happens between loops (hooks, logging, summaries,
+checkpoints, divergence, preemption, agreement between workers).
+
+As in Orbit (`orbit/controller.py` drives any trainer's `train(num_steps)`),
+an engine supplies only the inner loop, `train_loop(iterator, num_steps)`:
+the eager engine compiled steps (`eager/loops.py`), the graph engine a
+session loop over an open monitored session (`graph/session_loop.py`).
+Every policy around it is written here, once.
 
 Each loop is cut short so that every event lands exactly on its step: a
 checkpoint every N steps is saved at step N, a summary every M steps is
@@ -8,10 +15,9 @@ written at step M, a hook asking to see step K sees step K.
 
 import dataclasses
 import time
-from typing import Callable, Iterable, List, Optional
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
 
 from absl import logging
-import tensorflow as tf
 
 from estimator_rt.checkpoints import CheckpointSaver
 from estimator_rt.errors import NanLossError
@@ -34,6 +40,18 @@ SavingListener = Callable[[str, int], Optional[bool]]
 DEFAULT_MAX_LOOP_SECS = 5.0
 
 
+# What an inner loop returns: the last step's loss (mean over the global
+# batch), how many steps it ran, whether every loss was finite, whether
+# every model and optimizer variable is finite after it, and the global step
+# it ended at.
+LoopOutput = Tuple[Any, Any, Any, Any, Any]
+# The inner loop: runs up to `num_steps` training steps (a Python int),
+# stopping early when the input ends, when the steps cannot go on (a
+# SessionRunHook asked to stop), or right after the first step whose loss is
+# not finite.
+TrainLoop = Callable[[Any, int], LoopOutput]
+
+
 @dataclasses.dataclass(frozen=True)
 class Decisions:
   """What the controller decided after a loop (agreed across synchronous
@@ -52,23 +70,75 @@ class Decisions:
   loop_cap: int
 
 
+def agreement(sum_over_replicas: Callable[[List[int]], Sequence[int]], *,
+              replicas: int) -> Callable[[Decisions], Decisions]:
+  """The `agree` function of synchronous workers, from a function that sums
+  a vector of 4 ints over every replica of every worker (one small
+  all-reduce, in whichever engine): a flag any worker sets is set for all,
+  and the loop cap becomes the mean of the workers' caps, the same number
+  everywhere."""
+
+  def agree(decisions: Decisions) -> Decisions:
+    total = sum_over_replicas([int(decisions.stop), int(decisions.save),
+                               int(decisions.preempt), decisions.loop_cap])
+    return Decisions(stop=total[0] > 0, save=total[1] > 0,
+                     preempt=total[2] > 0,
+                     loop_cap=max(1, int(total[3]) // replicas))
+
+  return agree
+
+
+def divergence_error(*, loss: float, loss_finite: bool, loop_start: int,
+                     step: int, last_saved_step: Optional[int]
+                     ) -> NanLossError:
+  """The one error of a diverged training, in either engine."""
+  if not loss_finite:
+    what = f'the loss was {loss} at global step {step}'
+  else:
+    what = (f'model variables became NaN or infinite in global steps '
+            f'{loop_start + 1}-{step} while the loss stayed finite (last '
+            f'loss {loss:.6g}): look for NaN or infinite input values, or '
+            'a gradient that bypasses the loss')
+  if last_saved_step is None:
+    kept = 'no checkpoint had been saved yet'
+    again = 'starts again from the initial weights'
+  else:
+    kept = (f'the newest checkpoint, at step {last_saved_step}, is the last '
+            'finite one')
+    again = 'resumes from that checkpoint'
+  return NanLossError(
+      f'Training diverged: {what}. Nothing was saved from the diverged '
+      f'weights; {kept}. Lower the learning rate, check the input, or clip '
+      f'gradients; the same command then {again}.')
+
+
+def preempted_error(*, signal_name: Optional[str], step: int
+                    ) -> PreemptedError:
+  """The one error (and log line) of a training stopped by a signal, after
+  its checkpoint at `step` was saved."""
+  message = (f'Preempted ({signal_name or "a stop signal on another worker"}'
+             f') at global step {step}: checkpoint saved; exiting with code '
+             f'{PREEMPTED_EXIT_CODE}. Run the same command again to resume '
+             'from it.')
+  logging.warning(message)
+  return PreemptedError(message, global_step=step)
+
+
 class TrainController:
-  """Runs compiled training loops up to a step, with everything around them.
+  """Runs inner training loops up to a step, with everything around them.
 
   Args:
-    train_loop: compiled `(iterator, num_steps) -> (loss, steps,
-      loss_finite, state_finite, global_step)` (see loops.make_train_loop).
-    iterator: the distributed iterator it consumes.
-    global_step: the global step variable.
-    steps_per_loop: most steps in one compiled call.
+    train_loop: the engine's inner loop (see `TrainLoop`).
+    iterator: what it consumes (None when it reads its input itself).
+    global_step: returns the global step now (once, at the start).
+    steps_per_loop: most steps in one inner loop.
     hooks: Hook objects, called in order.
     saver: saves checkpoints, or None (a worker that must not write).
     summary_writer: writes training scalars, or None.
     save_summary_steps: write scalars every this many steps (0: never).
     saving_listeners: called after each checkpoint save.
     agree: for synchronous multi-worker training, maps this worker's
-      `Decisions` to the cluster's (a flag is set if any worker sets it;
-      the loop cap is the same number everywhere). Every worker must run
+      `Decisions` to the cluster's (see `agreement`). Every worker must run
       the same loops and save at the same steps: their steps are collective
       operations. Loop lengths depend on steps and on agreed values only;
       decisions that depend on time, signals or hooks go through this
@@ -78,18 +148,18 @@ class TrainController:
       saves at the end of the loop in flight and raises PreemptedError.
     max_loop_secs: cut loops so that one takes about this long at most
       (from the previous loop's time per step; the first two loops run
-      `steps_per_loop`, as the first one's time is mostly tracing), which
+      `steps_per_loop`, as the first one's time may include tracing), which
       bounds the time from a stop signal to the save. None:
       `steps_per_loop` alone decides.
   """
 
-  def __init__(self, *, train_loop: Callable, iterator, global_step,
-               steps_per_loop: int, hooks: Iterable[Hook],
-               saver: Optional[CheckpointSaver],
+  def __init__(self, *, train_loop: TrainLoop, iterator,
+               global_step: Callable[[], int], steps_per_loop: int,
+               hooks: Iterable[Hook], saver: Optional[CheckpointSaver],
                summary_writer: Optional[ScalarWriter],
                save_summary_steps: int,
                saving_listeners: Iterable[SavingListener] = (),
-               agree: Optional[Callable[['Decisions'], 'Decisions']] = None,
+               agree: Optional[Callable[[Decisions], Decisions]] = None,
                stop_signal: Optional[Callable[[], Optional[str]]] = None,
                max_loop_secs: Optional[float] = DEFAULT_MAX_LOOP_SECS):
     self._train_loop = train_loop
@@ -146,37 +216,65 @@ class TrainController:
   def _preempt(self, step: int) -> PreemptedError:
     """Saves at `step` (every synchronous worker does, at the same step)
     and returns the error that ends training."""
-    self._save(step, notify=False)
+    if self._saver is not None:
+      self._save(step, notify=False)
     if self._writer is not None:
       self._writer.flush()
-    name = (self._stop_signal() if self._stop_signal else None) or (
-        'a stop signal on another worker')
-    message = (f'Preempted ({name}) at global step {step}: checkpoint saved; '
-               f'exiting with code {PREEMPTED_EXIT_CODE}. Run the same '
-               'command again to resume from it.')
-    logging.warning(message)
-    return PreemptedError(message, global_step=step)
+    return preempted_error(
+        signal_name=self._stop_signal() if self._stop_signal else None,
+        step=step)
 
-  def _divergence(self, *, loss: float, loss_finite: bool, loop_start: int,
-                  step: int) -> NanLossError:
-    last = self._saver.last_saved_step if self._saver is not None else None
-    if not loss_finite:
-      what = f'the loss was {loss} at global step {step}'
-    else:
-      what = (f'model variables became NaN or infinite in global steps '
-              f'{loop_start + 1}-{step} while the loss stayed finite (last '
-              f'loss {loss:.6g}): look for NaN or infinite input values, or '
-              'a gradient that bypasses the loss')
-    if last is None:
-      kept = 'no checkpoint had been saved yet'
-      again = 'starts again from the initial weights'
-    else:
-      kept = f'the newest checkpoint, at step {last}, is the last finite one'
-      again = 'resumes from that checkpoint'
-    return NanLossError(
-        f'Training diverged: {what}. Nothing was saved from the diverged '
-        f'weights; {kept}. Lower the learning rate, check the input, or clip '
-        f'gradients; the same command then {again}.')
+  def _run_loop(self, step: int, requested: int):
+    """Runs one inner loop; returns (LoopResult, ended early).
+
+    Raises:
+      NanLossError: the loop diverged (checked before any hook or save).
+    """
+    start = time.time()
+    loss, steps_run, loss_finite, state_finite, new_step = (
+        self._train_loop(self._iterator, requested))
+    elapsed = time.time() - start
+    loss, steps_run, new_step = float(loss), int(steps_run), int(new_step)
+    if not (bool(loss_finite) and bool(state_finite)):
+      # Every synchronous worker computed the same flags from the same
+      # reduced loss and identical variables, so all of them stop here.
+      raise divergence_error(
+          loss=loss, loss_finite=bool(loss_finite), loop_start=step,
+          step=new_step,
+          last_saved_step=(self._saver.last_saved_step
+                           if self._saver is not None else None))
+    # The global step's value, not step + steps_run: in parameter-server
+    # training other tasks (or a lost worker's steps run again elsewhere)
+    # move it too, and the checkpoint's name must be the step it holds. A
+    # loop that ends before its target step ran out of input (or a
+    # SessionRunHook stopped its session).
+    ended = new_step < step + requested
+    if ended:
+      logging.info('Training input ended (or a hook stopped the session) '
+                   'after global step %d.', new_step)
+    return LoopResult(global_step=new_step, steps=steps_run, loss=loss,
+                      all_finite=True, elapsed_secs=elapsed,
+                      max_steps=None), ended
+
+  def _after_loop(self, result: LoopResult, loop_start: int, stop: bool,
+                  first: bool) -> Decisions:
+    """Hooks and summaries after a loop; returns this worker's decisions."""
+    for hook in self._hooks:
+      stop = bool(hook.after_loop(result)) or stop
+    step = result.global_step
+    if (self._writer is not None and self._summary_every and
+        (step % self._summary_every == 0 or stop or
+         step == result.max_steps)):
+      self._writer.write(
+          {'loss': result.loss,
+           'global_step/sec': (step - loop_start) /
+                              max(result.elapsed_secs, 1e-9)}, step)
+    return Decisions(
+        stop=stop, save=self._saver is not None and self._saver.is_due(step),
+        preempt=bool(self._stop_signal and self._stop_signal()),
+        # The first loop's time may be mostly tracing, not steps.
+        loop_cap=(self._steps_per_loop if first else
+                  self._loop_cap(result.steps, result.elapsed_secs)))
 
   def run(self, *, max_steps: Optional[int]) -> int:
     """Trains up to global step `max_steps` (None: until the input ends).
@@ -188,62 +286,30 @@ class TrainController:
       PreemptedError: a stop signal arrived (see `stop_signal`); a
         checkpoint was saved at the returned error's global_step.
       NanLossError: a loss, or a model or optimizer variable, became NaN or
-        infinite. Nothing is saved from that state: the compiled loop stops
+        infinite. Nothing is saved from that state: the inner loop stops
         at the first diverged loss, and its result is checked before hooks
         and saves, so model_dir's newest checkpoint is the last finite one.
       Whatever a hook raises; no checkpoint is saved for the loop that
         raised.
     """
-    step = int(self._global_step.numpy())
+    step = self._global_step()
     logging.info('Training from global step %d up to %s, %d steps per '
-                 'compiled loop at most.', step,
+                 'loop at most.', step,
                  'the end of input' if max_steps is None else max_steps,
                  self._steps_per_loop)
     for hook in self._hooks:
       hook.begin(global_step=step, max_steps=max_steps)
     stop = False
     cap = self._steps_per_loop
-    loops_run = 0
+    first = True
     while not stop and (max_steps is None or step < max_steps):
-      loop_end = self._loop_end(step, max_steps, cap)
-      requested = loop_end - step
-      start = time.time()
-      loss, steps_run, loss_finite, state_finite, new_step = (
-          self._train_loop(self._iterator, tf.constant(requested, tf.int32)))
-      loss = float(loss)
-      steps_run = int(steps_run)
-      elapsed = time.time() - start
-      # The variable's value, not step + steps_run: under parameter-server
-      # training a worker lost mid-loop has its steps run again elsewhere,
-      # and the checkpoint's name must be the step it holds.
-      loop_start, step = step, int(new_step)
-      if not (bool(loss_finite) and bool(state_finite)):
-        # Every synchronous worker computed the same flags from the same
-        # reduced loss and identical variables, so all of them stop here.
-        raise self._divergence(loss=loss, loss_finite=bool(loss_finite),
-                               loop_start=loop_start, step=step)
-      if steps_run < requested:
-        logging.info('Input ended after global step %d.', step)
-        stop = True
-      if steps_run == 0:
+      requested = self._loop_end(step, max_steps, cap) - step
+      result, stop = self._run_loop(step, requested)
+      if result.steps == 0:
         break
-      result = LoopResult(global_step=step, steps=steps_run, loss=loss,
-                          all_finite=True, elapsed_secs=elapsed,
-                          max_steps=max_steps)
-      for hook in self._hooks:
-        stop = bool(hook.after_loop(result)) or stop
-      if (self._writer is not None and self._summary_every and
-          (step % self._summary_every == 0 or stop or step == max_steps)):
-        self._writer.write({'loss': loss,
-                            'global_step/sec': steps_run / max(elapsed, 1e-9)},
-                           step)
-      decisions = Decisions(
-          stop=stop, save=self._saver is not None and self._saver.is_due(step),
-          preempt=bool(self._stop_signal and self._stop_signal()),
-          # The first loop's time is mostly tracing, not steps.
-          loop_cap=(self._loop_cap(steps_run, elapsed) if loops_run else
-                    self._steps_per_loop))
-      loops_run += 1
+      result = dataclasses.replace(result, max_steps=max_steps)
+      decisions = self._after_loop(result, step, stop, first)
+      step, first = result.global_step, False
       if self._agree is not None:
         decisions = self._agree(decisions)
       stop, cap = decisions.stop, decisions.loop_cap

@@ -98,7 +98,7 @@ class ModelFnError(UserInputError):
 
 class GraphModelFnError(ModelFnError):
   """The eager engine met a TF1-style model_fn (one that only works in a
-  graph); `Estimator` then runs it in the graph engine (see engines.py).
+  graph); `Estimator` then runs it in the graph engine (see engine_choice.py).
 
   Attributes:
     reason: what gave it away, for the log line.

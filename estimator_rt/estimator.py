@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from estimator_rt import checkpoints
-from estimator_rt import engines
+from estimator_rt import engine_choice
 from estimator_rt import user_fns
 from estimator_rt.errors import check_count
 from estimator_rt.errors import GraphModelFnError
@@ -25,9 +25,9 @@ class Estimator:
   the latest checkpoint (or one you name); everything is written under
   model_dir.
 
-  Two engines run model_fns (see engines.py for the rule that picks one,
-  without any setting): TF2 model_fns run eagerly-built and compiled
-  (eager_engine.py); TF1-style model_fns (`tf.compat.v1` optimizers'
+  Two engines run model_fns (see engine_choice.py for the rule that picks
+  one, without any setting): TF2 model_fns run eagerly-built and compiled
+  (eager/engine.py); TF1-style model_fns (`tf.compat.v1` optimizers'
   `minimize`, `tf.compat.v1.metrics`, placeholders, `Scaffold`,
   `SessionRunHook`s) run in a `tf.Graph` with a monitored session, as
   tf.estimator ran them (graph/engine.py). Differences: the training loop runs `config.steps_per_loop`
@@ -81,13 +81,13 @@ class Estimator:
     # A training task of a multi-worker strategy configures its collective
     # ops when the eager engine is made (before TensorFlow runs any op);
     # choosing the engine runs ops, so that engine exists first.
-    if engines.needs_early_eager_engine(self._config):
-      self._engine_of(engines.EAGER)
+    if self._config.role.creates_strategy_first:
+      self._engine_of(engine_choice.EAGER)
 
   def _engine_of(self, kind: str):
     engine = self._engines.get(kind)
     if engine is None:
-      engine = engines.make_engine(
+      engine = engine_choice.make_engine(
           kind, model_fn=self._model_fn, config=self._config,
           params=self._params, warm_start_from=self._warm_start_from,
           temporary_model_dir=self._temporary_model_dir)
@@ -96,20 +96,20 @@ class Estimator:
 
   def _run(self, work: Callable, *, checkpoint_path: Optional[str] = None,
            input_fn: Optional[Callable] = None):
-    """`work(engine)` in the engine engines.choose_engine names; with none
+    """`work(engine)` in the engine engine_choice.choose_engine names; with none
     named yet (nothing written), in the eager engine, handing over to the
-    graph engine if the model_fn turns out TF1-style (see engines.py)."""
-    kind = self._kind or engines.choose_engine(
+    graph engine if the model_fn turns out TF1-style (see engine_choice.py)."""
+    kind = self._kind or engine_choice.choose_engine(
         config=self._config, model_dir=self.model_dir,
         checkpoint_path=checkpoint_path)
-    if kind is None and input_fn is not None and engines.must_probe_first(
-        self._config):
+    if (kind is None and input_fn is not None and
+        self._config.role.asks_model_fn_first):
       kind = self._probe(input_fn)
-    self._last_kind = kind or engines.EAGER
+    self._last_kind = kind or engine_choice.EAGER
     try:
-      return work(self._engine_of(kind or engines.EAGER))
+      return work(self._engine_of(kind or engine_choice.EAGER))
     except GraphModelFnError as e:
-      if kind == engines.EAGER and self._config.engine == 'auto':
+      if kind == engine_choice.EAGER and self._config.engine == 'auto':
         raise UserInputError(
             f'model_dir {self.model_dir!r} holds checkpoints of a TF2 '
             'model_fn (written by the eager engine), but this model_fn is '
@@ -120,16 +120,16 @@ class Estimator:
         raise
       logging.info('model_fn %s is TF1-style (%s): running it in the graph '
                    'engine.', user_fns.fn_name(self._model_fn), e.reason)
-      self._kind = self._last_kind = engines.GRAPH
-      return work(self._engine_of(engines.GRAPH))
+      self._kind = self._last_kind = engine_choice.GRAPH
+      return work(self._engine_of(engine_choice.GRAPH))
 
   def _probe(self, input_fn: Callable) -> str:
-    """Rule 3 of engines.py asked outside any strategy (see
-    engines.must_probe_first): the engine, remembered."""
-    reason = engines.graph_reason(
+    """Rule 3 of engine_choice.py asked outside any strategy (see
+    role.asks_model_fn_first): the engine, remembered."""
+    reason = engine_choice.graph_reason(
         model_fn=self._model_fn, input_fn=input_fn, params=self._params,
         config=self._config)
-    self._kind = engines.GRAPH if reason else engines.EAGER
+    self._kind = engine_choice.GRAPH if reason else engine_choice.EAGER
     if reason:
       logging.info('model_fn %s is TF1-style (%s): running it in the graph '
                    'engine.', user_fns.fn_name(self._model_fn), reason)
@@ -137,16 +137,16 @@ class Estimator:
 
   @property
   def chosen_engine(self) -> Optional[str]:
-    """The engine (engines.EAGER or engines.GRAPH) the last call ran in,
+    """The engine (engine_choice.EAGER or engine_choice.GRAPH) the last call ran in,
     None before the first."""
     return self._last_kind
 
   def training_engine(self, input_fn: Callable) -> str:
-    """Which engine trains this model_fn on `input_fn`: engines.EAGER or
-    engines.GRAPH, by engines.py's rule; when nothing written tells, the
+    """Which engine trains this model_fn on `input_fn`: engine_choice.EAGER or
+    engine_choice.GRAPH, by engine_choice.py's rule; when nothing written tells, the
     model_fn is called once on the input's first element to find out
     (nothing is written). A cluster task's role depends on it."""
-    kind = self._kind or engines.choose_engine(config=self._config,
+    kind = self._kind or engine_choice.choose_engine(config=self._config,
                                                model_dir=self.model_dir)
     return kind or self._probe(input_fn)
 
@@ -183,12 +183,12 @@ class Estimator:
   def train_strategy(self) -> tf.distribute.Strategy:
     """The strategy TF2 model_fns train under (a standalone client connects
     to its servers first)."""
-    return self._engine_of(engines.EAGER).train_strategy
+    return self._engine_of(engine_choice.EAGER).train_strategy
 
   @property
   def eval_strategy(self) -> tf.distribute.Strategy:
     """The strategy TF2 model_fns evaluate and predict under."""
-    return self._engine_of(engines.EAGER).eval_strategy
+    return self._engine_of(engine_choice.EAGER).eval_strategy
 
   # -------------------------------------------------------------- train
   def train(self, input_fn: Callable, hooks: Sequence[Any] = (),
@@ -313,7 +313,7 @@ class Estimator:
     (`dense/kernel`), as tf.estimator returned them; for an eager-engine
     one, the model variables' names as the model_fn created them.
     """
-    return sorted(engines.checkpoint_variables(self._latest_or_fail()))
+    return sorted(engine_choice.checkpoint_variables(self._latest_or_fail()))
 
   def get_variable_value(self, name: str) -> np.ndarray:
     """The value of variable `name` in model_dir's latest checkpoint.
@@ -322,7 +322,7 @@ class Estimator:
       UserInputError: no checkpoint yet, or no variable of that name (the
         message lists the names there are).
     """
-    values = engines.checkpoint_variables(self._latest_or_fail())
+    values = engine_choice.checkpoint_variables(self._latest_or_fail())
     if name not in values:
       raise UserInputError(
           f'get_variable_value: name={name!r} is not a variable of the '

@@ -16,14 +16,12 @@ which is treated as `after_loop`. The outer loop calls them in order:
 
 import dataclasses
 import datetime
-import math
 import time
 from typing import Optional
 
 from absl import logging
 
 from estimator_rt import summaries
-from estimator_rt.errors import NanLossError
 from estimator_rt.errors import UserInputError
 
 
@@ -162,21 +160,15 @@ class LoggingHook(Hook):
 
 
 class NanLossHook(Hook):
-  """Stops training with `NanLossError` when a loss is NaN or infinite.
+  """Accepted for code written against tf.estimator's NanTensorHook; does
+  nothing more.
 
-  Kept for code written against tf.estimator's NanTensorHook: the training
-  loop itself already stops at the first non-finite loss or variable and
-  never saves that state, with or without this hook.
+  Both engines' training loop already stops at the first non-finite loss,
+  checks every model and optimizer variable after each loop, and raises
+  `NanLossError` before anything is saved from that state (see
+  `controller.divergence_error`), with or without this hook: a hook only
+  ever sees finite loops.
   """
-
-  def after_loop(self, result):
-    if not result.all_finite or not math.isfinite(result.loss):
-      raise NanLossError(
-          f'Training diverged: loss became NaN or infinite in the steps up '
-          f'to global step {result.global_step} (last loss {result.loss}). '
-          'The last good checkpoint in model_dir is kept. Lower the learning '
-          'rate, check the input for NaNs, or clip gradients.')
-    return None
 
 
 class StopAtStepHook(Hook):

@@ -115,7 +115,7 @@ flags.DEFINE_enum('engine', 'auto', ['auto', 'eager', 'graph'],
                   'TF1-style model_fns (tf.compat.v1 optimizers, metrics, '
                   'placeholders, Scaffold, SessionRunHooks) run in a '
                   'tf.Graph as tf.estimator ran them, TF2 ones compiled; '
-                  'see estimator_rt/engines.py.')
+                  'see estimator_rt/engine_choice.py.')
 flags.DEFINE_list('exporters', ['final'],
                   f'Exporters for train_and_evaluate, any of {EXPORTERS}.')
 flags.DEFINE_string('export_dir', None,
@@ -267,17 +267,15 @@ def _keep_server_to_its_address(task) -> None:
                     FLAGS.bind_host, task.task_type, task.task_index)
 
 
-def run(argv) -> int:
-  """Runs the job the flags describe; returns the process exit code."""
-  del argv
-  # First, before TensorFlow starts any thread: SIGTERM/SIGINT go to one
-  # watcher thread, which turns them into a save-and-exit-143 (preemption).
-  from estimator_rt import preemption  # pylint: disable=g-import-not-at-top
-  preemption.block_stop_signals()
-  import estimator_rt as ert  # pylint: disable=g-import-not-at-top
-  from estimator_rt import cluster  # pylint: disable=g-import-not-at-top
+def _resolve_task():
+  """(task, remote_cluster) from TF_CONFIG or --remote_cluster, checked
+  against the strategy flag and --mode; task is None when local.
 
-  _check_flags()
+  Raises:
+    UserInputError: naming the flag or field that is wrong.
+  """
+  from estimator_rt import cluster  # pylint: disable=g-import-not-at-top
+  from estimator_rt.errors import UserInputError  # pylint: disable=g-import-not-at-top
   task = cluster.parse_tf_config(os.environ.get('TF_CONFIG'))
   strategy_name = FLAGS.distribution_strategy
   remote_cluster = None
@@ -285,11 +283,11 @@ def run(argv) -> int:
     remote_cluster = cli.load_json_flag(FLAGS.remote_cluster,
                                         flag='remote_cluster')
     if task is not None:
-      raise ert.UserInputError(
+      raise UserInputError(
           '--remote_cluster is set and TF_CONFIG describes a cluster too; a '
           'standalone client is not part of a cluster. Unset TF_CONFIG.')
     if strategy_name not in (cluster.PARAMETER_SERVER, 'mirrored'):
-      raise ert.UserInputError(
+      raise UserInputError(
           f'--remote_cluster with --distribution_strategy={strategy_name!r}: '
           "use 'parameter_server' (asynchronous) or 'mirrored' (synchronous, "
           'replicated in-graph over the remote workers).')
@@ -297,50 +295,65 @@ def run(argv) -> int:
   if task is not None:
     cluster.check_strategy(task, strategy_name)
     if FLAGS.mode != 'train_and_evaluate' and not task.standalone_client:
-      raise ert.UserInputError(
+      raise UserInputError(
           f'--mode={FLAGS.mode}: with a TF_CONFIG cluster every task runs '
           '--mode=train_and_evaluate (unset TF_CONFIG to run this mode '
           'locally).')
   elif strategy_name == cluster.PARAMETER_SERVER:
-    raise ert.UserInputError(
+    raise UserInputError(
         '--distribution_strategy=parameter_server needs a TF_CONFIG cluster '
         'with chief, worker and ps tasks; TF_CONFIG is not set.')
   if task is not None and not task.standalone_client and not FLAGS.model_dir:
-    raise ert.UserInputError(
+    raise UserInputError(
         '--model_dir is required with a TF_CONFIG cluster: every task must '
         'name the same (shared) model_dir.')
-  if FLAGS.check_config:
-    listens = _listen_description(task)
-    from estimator_rt import training  # pylint: disable=g-import-not-at-top
-    print(f'TF_CONFIG: {task.describe() if task else "not set (local)"}')
-    print(f'strategy: {strategy_name}')
-    print(f'role: {training.describe_role(task, strategy_name)}')
-    if listens:
-      print(f'listens on: {listens}')
-    return 0
-  # Before TensorFlow is imported: this may relaunch the process under the
-  # bind guard.
-  _keep_server_to_its_address(task)
+  return task, remote_cluster
+
+
+def _print_check_config(role) -> None:
+  """What --check_config prints: the task, the strategy and the role."""
+  task = role.task
+  print(f'TF_CONFIG: {task.describe() if task else "not set (local)"}')
+  print(f'strategy: {role.strategy_name}')
+  print(f'role: {role.describe()}')
+  listens = _listen_description(task)
+  if listens:
+    print(f'listens on: {listens}')
+
+
+def _prepare_process(role):
+  """Sets this process up before user code is imported; returns the
+  strategy for RunConfig (an object, or a name the Estimator resolves).
+
+  It may relaunch the process under the bind guard (before TensorFlow is
+  imported), splits the CPU into logical devices, turns on op determinism,
+  and creates a multi_worker_mirrored strategy before any op runs.
+  """
+  _keep_server_to_its_address(role.task)
+  from estimator_rt import strategies  # pylint: disable=g-import-not-at-top
   if FLAGS.num_cpu_devices:
-    from estimator_rt import strategies  # pylint: disable=g-import-not-at-top
     strategies.configure_cpu_devices(FLAGS.num_cpu_devices)
   if FLAGS.deterministic_ops:
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     tf.config.experimental.enable_op_determinism()
-  from estimator_rt import strategies  # pylint: disable=g-import-not-at-top
-  from estimator_rt import training  # pylint: disable=g-import-not-at-top
-  from estimator_rt import user_fns  # pylint: disable=g-import-not-at-top
-  if (strategy_name == cluster.MULTI_WORKER_MIRRORED and
-      (task is None or task.task_type in (cluster.CHIEF, cluster.WORKER))):
+  name = role.strategy_name
+  if role.creates_strategy_first:
     # Collective ops must be configured before any TensorFlow op runs, and
     # importing user modules may run some.
-    strategy = strategies.make_strategy(strategy_name, task=task)
-  elif strategy_name in strategies.MULTI_WORKER_STRATEGY_NAMES:
+    return strategies.make_strategy(name, task=role.task)
+  if name in strategies.MULTI_WORKER_STRATEGY_NAMES or (
+      role.task is not None and role.task.standalone_client):
     # By name: only the tasks that train create it (an evaluator or a ps
-    # must not join training), and the Estimator knows when.
-    strategy = strategy_name
-  else:
-    strategy = None
+    # must not join training), and a standalone client's Estimator sets up
+    # the remote devices; the Estimator knows when.
+    return name
+  return strategies.make_strategy(name, num_gpus=FLAGS.num_gpus)
+
+
+def _build_estimator(role, strategy, remote_cluster):
+  """(estimator, input_fn, eval_input_fn) from the flags."""
+  import estimator_rt as ert  # pylint: disable=g-import-not-at-top
+  from estimator_rt import user_fns  # pylint: disable=g-import-not-at-top
   model_fn = user_fns.load_callable(FLAGS.model_fn, flag='model_fn')
   input_fn = user_fns.load_callable(FLAGS.input_fn, flag='input_fn')
   eval_spec = FLAGS.eval_input_fn
@@ -356,11 +369,6 @@ def run(argv) -> int:
     from estimator_rt.run_config import temporary_model_dir  # pylint: disable=g-import-not-at-top
     model_dir = temporary_model_dir()
     logging.info('Using fresh model_dir %s', model_dir)
-  if strategy is None and remote_cluster is not None:
-    strategy = strategy_name  # The Estimator sets up the remote devices.
-  if strategy is None:
-    strategy = strategies.make_strategy(strategy_name,
-                                        num_gpus=FLAGS.num_gpus)
   config = ert.RunConfig(
       model_dir=model_dir, tf_random_seed=FLAGS.tf_random_seed,
       save_summary_steps=FLAGS.save_summary_steps,
@@ -369,41 +377,86 @@ def run(argv) -> int:
       keep_checkpoint_max=FLAGS.keep_checkpoint_max,
       log_step_count_steps=FLAGS.log_step_count_steps,
       steps_per_loop=FLAGS.steps_per_loop, train_distribute=strategy,
-      auto_shard_policy=FLAGS.auto_shard_policy, task_info=task,
+      auto_shard_policy=FLAGS.auto_shard_policy, task_info=role.task,
       remote_cluster=remote_cluster,
       remote_connect_timeout_secs=FLAGS.remote_connect_timeout_secs,
       checkpoint_input=FLAGS.checkpoint_input,
       jit_compile=FLAGS.jit_compile, engine=FLAGS.engine)
   estimator = ert.Estimator(model_fn, config=config, params=params)
-  mode = FLAGS.mode
-  if mode == 'train':
-    estimator.train(input_fn, max_steps=FLAGS.max_steps)
-    print(f'Trained to {estimator.latest_checkpoint()}')
-  elif mode == 'evaluate':
-    metrics = estimator.evaluate(eval_input_fn, steps=FLAGS.eval_steps,
-                                 checkpoint_path=FLAGS.checkpoint_path)
-    print('Metrics: ' + json.dumps(_jsonable(metrics)))
-  elif mode == 'train_and_evaluate':
-    metrics, exports = ert.train_and_evaluate(
-        estimator, ert.TrainSpec(input_fn, max_steps=FLAGS.max_steps),
-        ert.EvalSpec(eval_input_fn, steps=FLAGS.eval_steps,
-                     throttle_secs=FLAGS.throttle_secs,
-                     exporters=_exporters(FLAGS.exporters, ert)))
-    if metrics is not None:
-      print('Final metrics: ' + json.dumps(_jsonable(metrics)))
-    print(f'model_dir: {model_dir}')
-    for path in exports:
-      print(f'Exported: {path}')
-  elif mode == 'predict':
-    for prediction in estimator.predict(
-        input_fn, checkpoint_path=FLAGS.checkpoint_path):
-      print(json.dumps(_jsonable(prediction)))
-  elif mode == 'export':
-    base = FLAGS.export_dir or os.path.join(model_dir, 'export',
-                                            'saved_model')
-    path = estimator.export_saved_model(
-        base, checkpoint_path=FLAGS.checkpoint_path, input_fn=input_fn)
+  return estimator, input_fn, eval_input_fn
+
+
+def _train(estimator, input_fn, eval_input_fn) -> None:
+  del eval_input_fn
+  estimator.train(input_fn, max_steps=FLAGS.max_steps)
+  print(f'Trained to {estimator.latest_checkpoint()}')
+
+
+def _evaluate(estimator, input_fn, eval_input_fn) -> None:
+  del input_fn
+  metrics = estimator.evaluate(eval_input_fn, steps=FLAGS.eval_steps,
+                               checkpoint_path=FLAGS.checkpoint_path)
+  print('Metrics: ' + json.dumps(_jsonable(metrics)))
+
+
+def _train_and_evaluate(estimator, input_fn, eval_input_fn) -> None:
+  import estimator_rt as ert  # pylint: disable=g-import-not-at-top
+  metrics, exports = ert.train_and_evaluate(
+      estimator, ert.TrainSpec(input_fn, max_steps=FLAGS.max_steps),
+      ert.EvalSpec(eval_input_fn, steps=FLAGS.eval_steps,
+                   throttle_secs=FLAGS.throttle_secs,
+                   exporters=_exporters(FLAGS.exporters, ert)))
+  if metrics is not None:
+    print('Final metrics: ' + json.dumps(_jsonable(metrics)))
+  print(f'model_dir: {estimator.model_dir}')
+  for path in exports:
     print(f'Exported: {path}')
+
+
+def _predict(estimator, input_fn, eval_input_fn) -> None:
+  del eval_input_fn
+  for prediction in estimator.predict(
+      input_fn, checkpoint_path=FLAGS.checkpoint_path):
+    print(json.dumps(_jsonable(prediction)))
+
+
+def _export(estimator, input_fn, eval_input_fn) -> None:
+  del eval_input_fn
+  base = FLAGS.export_dir or os.path.join(estimator.model_dir, 'export',
+                                          'saved_model')
+  path = estimator.export_saved_model(
+      base, checkpoint_path=FLAGS.checkpoint_path, input_fn=input_fn)
+  print(f'Exported: {path}')
+
+
+# --mode -> what runs it, given (estimator, input_fn, eval_input_fn).
+_MODES = {
+    'train': _train,
+    'evaluate': _evaluate,
+    'train_and_evaluate': _train_and_evaluate,
+    'predict': _predict,
+    'export': _export,
+}
+
+
+def run(argv) -> int:
+  """Runs the job the flags describe; returns the process exit code."""
+  del argv
+  # First, before TensorFlow starts any thread: SIGTERM/SIGINT go to one
+  # watcher thread, which turns them into a save-and-exit-143 (preemption).
+  from estimator_rt import preemption  # pylint: disable=g-import-not-at-top
+  preemption.block_stop_signals()
+  from estimator_rt import roles  # pylint: disable=g-import-not-at-top
+  _check_flags()
+  task, remote_cluster = _resolve_task()
+  role = roles.decide(task, FLAGS.distribution_strategy)
+  if FLAGS.check_config:
+    _print_check_config(role)
+    return 0
+  strategy = _prepare_process(role)
+  estimator, input_fn, eval_input_fn = _build_estimator(role, strategy,
+                                                        remote_cluster)
+  _MODES[FLAGS.mode](estimator, input_fn, eval_input_fn)
   return 0
 
 

@@ -11,6 +11,8 @@ from typing import Optional, Union
 import tensorflow as tf
 
 from estimator_rt import cluster
+from estimator_rt import roles
+from estimator_rt import strategies
 from estimator_rt.errors import check_count
 from estimator_rt.errors import MAX_INT32
 from estimator_rt.errors import shorten
@@ -157,7 +159,7 @@ class RunConfig:
       reads the input, stays a plain compiled function. A model_fn using an
       op XLA cannot compile fails on the first step, naming the op.
     engine: which engine runs the model_fn: 'auto' (the default: chosen
-      by the rule in engines.py, no setting needed), 'eager' (TF2
+      by the rule in engine_choice.py, no setting needed), 'eager' (TF2
       model_fns, compiled loops) or 'graph' (TF1-style model_fns in a
       tf.Graph with a monitored session, as tf.estimator ran them).
   """
@@ -268,6 +270,12 @@ class RunConfig:
   def is_chief(self) -> bool:
     """Whether this process writes model_dir (always, when local)."""
     return self.task_info is None or self.task_info.is_chief
+
+  @property
+  def role(self) -> roles.Role:
+    """This process's role (see roles.py), from its task and strategy."""
+    return roles.decide(self.task_info,
+                        strategies.name_of(self.train_distribute))
 
   @property
   def task_type(self) -> Optional[str]:

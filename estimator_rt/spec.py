@@ -70,7 +70,7 @@ class EstimatorSpec:
   field unconditionally.
 
   The fields below are tf.estimator's, for TF1-style model_fns, which the
-  graph engine runs in a monitored session (see engines.py):
+  graph engine runs in a monitored session (see engine_choice.py):
 
   * `scaffold`: a `tf.compat.v1.train.Scaffold` (init_fn, init ops, a Saver
     whose `max_to_keep` then decides how many checkpoints are kept).

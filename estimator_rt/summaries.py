@@ -72,6 +72,17 @@ class ScalarWriter:
                                summary=tf.compat.v1.Summary(value=values))
     self._writer.write(event.SerializeToString())
 
+  def write_summary(self, serialized: bytes, step: int) -> None:
+    """Appends a serialized `Summary` (what a graph's `tf.compat.v1.summary`
+    ops return) at `step`, in the same file as the scalars: one training
+    event file per run, as TensorBoard reads best."""
+    if self._writer is None:
+      self._open()
+    event = tf.compat.v1.Event(
+        wall_time=time.time(), step=int(step),
+        summary=tf.compat.v1.Summary.FromString(serialized))
+    self._writer.write(event.SerializeToString())
+
   def flush(self) -> None:
     if self._writer is not None:
       self._writer.flush()

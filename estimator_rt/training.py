@@ -1,17 +1,9 @@
 """`train_and_evaluate`: train, evaluate each new checkpoint, export; and
 the role each task of a TF_CONFIG cluster plays in it.
 
-| role      | what it does                                   | when it ends            |
-|-----------|------------------------------------------------|-------------------------|
-| local     | trains; evaluates after checkpoints; exports   | max_steps reached       |
-| chief     | trains (MWMS) or coordinates (PS); writes      | max_steps reached       |
-|           | model_dir; final evaluation + exports when      |                         |
-|           | there is no evaluator task                      |                         |
-| worker    | MWMS: trains, saving to a scratch directory;   | training ends           |
-|           | PS: a standard server; PS with a TF1-style      | the chief says so       |
-|           | model_fn: trains asynchronously, then serves    |                         |
-| ps        | a standard server holding variables             | the chief says so       |
-| evaluator | evaluates each newest checkpoint once, exports  | checkpoint at max_steps |
+What each role does (local, standalone client, chief, worker, ps,
+evaluator) is decided once, in roles.py; `train_and_evaluate` runs the part
+of the role this process has.
 """
 
 import dataclasses
@@ -24,10 +16,10 @@ import tensorflow as tf
 
 from estimator_rt import checkpoints
 from estimator_rt import cluster
-from estimator_rt import engines
+from estimator_rt import engine_choice
 from estimator_rt import evaluator as evaluator_lib
+from estimator_rt import roles
 from estimator_rt import server as server_lib
-from estimator_rt import strategies
 from estimator_rt.preemption import PREEMPTED_EXIT_CODE
 from estimator_rt.errors import check_count
 from estimator_rt.errors import MAX_INT32
@@ -169,88 +161,30 @@ def train_and_evaluate(estimator, train_spec: TrainSpec,
     raise UserInputError(f'train_spec={train_spec!r} must be a TrainSpec.')
   if not isinstance(eval_spec, EvalSpec):
     raise UserInputError(f'eval_spec={eval_spec!r} must be an EvalSpec.')
-  task = estimator.config.task_info
-  evaluates_here = task is None or task.standalone_client or (
-      task.is_chief and not task.has_evaluator)
-  if evaluates_here:
+  role = estimator.config.role
+  if role.evaluates_in_process:
     # A bad eval input_fn or EVAL-mode model_fn fails now, before training
     # writes anything to model_dir.
     estimator.check_evaluation(eval_spec.input_fn, steps=eval_spec.steps,
                                name=eval_spec.name)
-  if task is None:
+  task = role.task
+  if task is not None:
+    cluster.check_strategy(task, role.strategy_name)
+    logging.info('Running as %s. Role: %s', task.describe(), role.describe())
+  if role.kind in (roles.LOCAL, roles.STANDALONE_CLIENT):
     return _run_local(estimator, train_spec, eval_spec)
-  strategy_name = strategies.name_of(estimator.config.train_distribute)
-  cluster.check_strategy(task, strategy_name)
-  logging.info('Running as %s. Role: %s', task.describe(),
-               describe_role(task, strategy_name))
-  if task.standalone_client:
-    return _run_local(estimator, train_spec, eval_spec)
-  if task.task_type == cluster.EVALUATOR:
+  if role.kind == roles.EVALUATOR:
     return _run_evaluator(estimator, train_spec, eval_spec)
-  if (task.task_type == cluster.WORKER and
-      strategy_name == cluster.PARAMETER_SERVER and
-      estimator.training_engine(train_spec.input_fn) == engines.GRAPH):
-    return _run_between_graph_worker(estimator, train_spec, task)
-  if task.task_type == cluster.PS or (
-      task.task_type == cluster.WORKER and
-      strategy_name == cluster.PARAMETER_SERVER):
-    return _run_server(task)
-  return _run_training_task(estimator, train_spec, eval_spec, task,
-                            strategy_name)
-
-
-def describe_role(task, strategy_name: str) -> str:
-  """What this task will do, in words (for --check_config and the log)."""
-  if task is None:
-    return ('local: trains in this process, evaluates after each new '
-            'checkpoint, then evaluates the final one and exports.')
-  where = task.address or '(no address: not listed in the cluster)'
-  if task.task_type == cluster.EVALUATOR:
-    return ('evaluator: waits for checkpoints in model_dir, evaluates the '
-            'newest unseen one each time, writes eval summaries, runs the '
-            'exporters, and exits 0 after the checkpoint at max_steps.')
-  if task.task_type == cluster.PS:
-    return (f'ps: runs a standard TensorFlow server at {where} (it holds the '
-            'variables) until the chief signals the end of training, then '
-            'exits 0; exits non-zero if the chief disappears first.')
-  if (task.task_type == cluster.WORKER and
-      strategy_name == cluster.PARAMETER_SERVER):
-    return (f'worker: runs a standard TensorFlow server at {where}, on which '
-            'the chief schedules computation (TF2 model_fn); or, for a '
-            'TF1-style model_fn, trains there asynchronously on its own '
-            'shard of the input with the variables on the ps tasks, up to '
-            'max_steps. Then serves until the chief signals the end of '
-            'training and exits 0; exits non-zero if the chief disappears '
-            'first.')
-  final = ('' if task.has_evaluator else
-           '; with no evaluator task it then evaluates the final checkpoint '
-           'and exports')
-  if task.standalone_client:
-    where_eval = ('on the evaluator server at '
-                  f'{task.cluster[cluster.EVALUATOR][0]}'
-                  if task.has_evaluator else 'in this process')
-    how = ('coordinates asynchronous parameter-server training'
-           if strategy_name == cluster.PARAMETER_SERVER else
-           'runs synchronous training replicated in-graph over')
-    return (f'standalone client: {how} the remote servers '
-            f'({len(task.cluster[cluster.WORKER])} worker(s), {task.num_ps} '
-            f'ps), writes model_dir locally, evaluates each new checkpoint '
-            f'(at most once per throttle_secs) and the final one {where_eval}'
-            ', exports, and leaves the servers running for the next client.')
-  if task.is_chief and strategy_name == cluster.PARAMETER_SERVER:
-    return (f'chief: coordinates parameter-server training (schedules '
-            f'compiled loops on {len(task.cluster[cluster.WORKER])} '
-            f'worker(s), variables on {task.num_ps} ps; a TF1-style model_fn '
-            'instead trains here and on each worker asynchronously), writes '
-            f'checkpoints and summaries to model_dir{final}; then tells the '
-            'servers that training is done.')
-  if task.is_chief:
-    return (f'chief: trains with {strategy_name} as one of '
-            f'{task.num_workers} workers at {where} and is the only writer '
-            f'of model_dir{final}.')
-  return (f'worker: trains with {strategy_name} as one of {task.num_workers} '
-          f'workers at {where}; its checkpoints go to a scratch directory '
-          'removed at exit; exits 0 when training ends.')
+  if role.kind in (roles.PS, roles.WORKER):
+    # A parameter-server worker's part depends on the model_fn's engine.
+    engine = (estimator.training_engine(train_spec.input_fn)
+              if role.kind == roles.WORKER and
+              role.strategy_name == cluster.PARAMETER_SERVER else None)
+    if role.trains_between_graph(engine):
+      return _run_between_graph_worker(estimator, train_spec, task)
+    if role.serves(engine):
+      return _run_server(task)
+  return _run_training_task(estimator, train_spec, eval_spec, role)
 
 
 def _run_server(task) -> Tuple[None, List[str]]:
@@ -351,8 +285,9 @@ def _run_evaluator(estimator, train_spec, eval_spec):
   return result, evaluator.export_results
 
 
-def _run_training_task(estimator, train_spec, eval_spec, task, strategy_name):
+def _run_training_task(estimator, train_spec, eval_spec, role):
   """The chief, or a worker of synchronous (MWMS) training."""
+  task = role.task
   preempted = False
   try:
     estimator.train(train_spec.input_fn, hooks=train_spec.hooks,
@@ -361,14 +296,13 @@ def _run_training_task(estimator, train_spec, eval_spec, task, strategy_name):
     preempted = True
     raise
   finally:
-    if (strategy_name == cluster.PARAMETER_SERVER and
-        task.task_type == cluster.CHIEF):
+    if role.signals_servers:
       # Success or not, the servers must not wait for a chief that is done;
       # after a preemption they exit as preempted too, so that a launcher
       # restarts the whole cluster.
       _signal_servers(task, preempted=preempted,
-                      between_graph=estimator.chosen_engine == engines.GRAPH)
-  if not task.is_chief or task.has_evaluator:
+                      between_graph=estimator.chosen_engine == engine_choice.GRAPH)
+  if not role.evaluates_in_process:
     return None, []
   # No evaluator task: the chief evaluates the final checkpoint itself, so
   # the job still ends with metrics and exports.

@@ -22,8 +22,8 @@ from estimator_rt import cluster
 from estimator_rt import errors
 from estimator_rt import inputs
 from estimator_rt import user_fns
-from estimator_rt.model_graph import ModelGraph
-from estimator_rt.variable_store import VariableStore
+from estimator_rt.eager.model import EagerModel
+from estimator_rt.eager.variable_store import VariableStore
 from input_fns import digits
 from input_fns import files
 from input_fns import synthetic
@@ -331,7 +331,7 @@ def test_a_dataset_whose_first_batch_fails_on_its_data_is_an_input_fn_error(
 def _graph(model_fn):
   x = tf.constant(np.ones((4, 3), np.float32))
   y = tf.constant(np.zeros((4,), np.int64))
-  return ModelGraph(model_fn=model_fn, mode=ert.ModeKeys.TRAIN, params={},
+  return EagerModel(model_fn=model_fn, mode=ert.ModeKeys.TRAIN, params={},
                     config=ert.RunConfig(task_info=None),
                     strategy=tf.distribute.get_strategy(),
                     sample=({'x': x}, y))

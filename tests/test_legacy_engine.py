@@ -25,7 +25,7 @@ import pytest
 import tensorflow as tf
 
 import estimator_rt
-from estimator_rt import engines
+from estimator_rt import engine_choice
 from estimator_rt import summaries
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -230,7 +230,7 @@ def _input_fn():
 
 
 def _is_name_based(model_dir):
-  return not engines.is_object_based(tf.train.latest_checkpoint(model_dir))
+  return not engine_choice.is_object_based(tf.train.latest_checkpoint(model_dir))
 
 
 def test_each_kind_of_model_fn_gets_its_engine_without_a_setting(tmp_path):
@@ -401,7 +401,7 @@ def test_binary_sigterm_saves_exits_143_and_the_same_command_resumes(
   step = int(match.group(1))
   assert checkpoint_steps(model_dir) == [step]
   assert 'Traceback' not in run.output
-  assert engines.is_object_based(
+  assert engine_choice.is_object_based(
       os.path.join(model_dir, f'model.ckpt-{step}')) is False
   again = Running(_binary_args(model_dir, step + 100,
                                '--save_checkpoints_steps=1000000'))
@@ -553,7 +553,7 @@ def test_mirrored_chief_and_evaluator_cluster_trains_evaluates_exports(
   assert run.codes == {'chief:0': 0, 'evaluator:0': 0}, run.tail()
   assert 'graph engine' in run.log('chief:0')
   assert checkpoint_steps(model_dir) == [100, 200, 300]
-  assert not engines.is_object_based(os.path.join(model_dir,
+  assert not engine_choice.is_object_based(os.path.join(model_dir,
                                                   'model.ckpt-300'))
   maes = summaries.read_scalars(os.path.join(model_dir, 'eval'))['mae']
   assert maes[-1][0] == 300 and maes[-1][1] < 0.5, maes
@@ -627,7 +627,7 @@ def test_parameter_server_chief_two_workers_ps_and_evaluator(tmp_path):
   steps = checkpoint_steps(model_dir)
   assert sorted({s // 1000 for s in steps}) == [1, 2, 3], steps
   assert 3000 <= steps[-1] <= 3000 + OVERSHOOT, steps
-  assert not engines.is_object_based(
+  assert not engine_choice.is_object_based(
       os.path.join(model_dir, f'model.ckpt-{steps[-1]}'))
   # Every task trained: each ran steps of its own, and each step counts
   # once in the global step (which the chief read last).

@@ -5,8 +5,10 @@
   - `model`: one mode of the model_fn built into a graph, replicated by a
     `placement` where the strategy asks for it.
   - `placement`: where the graph's ops and variables go for each strategy.
-  - `session_hooks`: the runtime's SessionRunHooks (checkpoints that are
-    never non-finite, preemption, NaN loss).
+  - `session_loop`: the inner training loop over an open monitored session,
+    driven by the same `controller.TrainController` as the eager engine's.
+  - `between_graph`: sessions of parameter-server training (every task its
+    own session on its own server).
   - `saved_model`: SavedModel export of the PREDICT graph.
-  - `engine`: `GraphEngine`, the engine interface of engines.py.
+  - `engine`: `GraphEngine`, an `engine.Engine`.
 """

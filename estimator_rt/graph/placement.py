@@ -72,9 +72,11 @@ class SingleDevicePlacement:
   def shard(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
     return dataset
 
-  def stop_agreement(self):
-    """(raise_flag op, agreed flag tensor) for workers that must stop at the
-    same step; None when this process decides alone."""
+  def agreement_sum(self):
+    """(an int64 placeholder of 4 values, their sum over every replica of
+    every worker) for the controller's per-loop agreement of synchronous
+    workers (`controller.agreement`); None when this process decides
+    alone."""
     return None
 
   def merge_metrics(self, metrics: List[Dict[str, Any]]) -> Dict[str, Any]:
@@ -193,7 +195,7 @@ class MirroredPlacement:
   def shard(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
     return dataset
 
-  def stop_agreement(self):
+  def agreement_sum(self):
     return None
 
 
@@ -228,20 +230,22 @@ class MultiWorkerPlacement(MirroredPlacement):
   def shard(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
     return dataset.shard(self._num_workers, self._worker_index)
 
-  def stop_agreement(self):
-    """A local flag and its sum over every replica of every worker, run with
-    every step: a worker that must stop raises its flag, and all of them
-    see the sum and stop after the same step (one would otherwise wait in
-    the next all-reduce for peers that left)."""
-    flag = tf.compat.v1.Variable(
-        0, dtype=tf.int32, trainable=False, name='stop_flag',
-        collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES])
+  def agreement_sum(self):
+    """The controller's agreement as one small all-reduce in the graph, run
+    once per loop with the strategy's collective ops (see
+    SingleDevicePlacement.agreement_sum)."""
+    values = tf.compat.v1.placeholder(tf.int64, [4], name='agreement')
     with self._strategy.scope():
       per_replica = self._strategy.experimental_distribute_values_from_function(
-          lambda context: tf.identity(flag))
+          lambda context: tf.identity(values))
       agreed = self._strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica,
                                      axis=None)
-    return flag.assign(1).op, agreed
+    return values, agreed
+
+  @property
+  def replicas_in_sync(self) -> int:
+    """Every worker's replicas: what `agreement_sum` adds up over."""
+    return self._strategy.num_replicas_in_sync
 
 
 class ParameterServerPlacement(SingleDevicePlacement):

@@ -25,12 +25,13 @@ from typing import Any, Callable, ContextManager, Optional, Tuple
 import tensorflow as tf
 
 from estimator_rt import cluster
-from estimator_rt import in_graph
+from estimator_rt.eager import in_graph
 from estimator_rt import inputs
-from estimator_rt import loops
+from estimator_rt.eager import loops
 from estimator_rt import server as server_lib
 from estimator_rt import strategies
-from estimator_rt.controller import Decisions
+from estimator_rt import controller
+from estimator_rt import engine as engine_lib
 from estimator_rt.errors import UserInputError
 from estimator_rt.run_config import RunConfig
 
@@ -78,7 +79,8 @@ class StrategyPath:
                 input_fn: Callable, params: dict, *,
                 iterator: Optional[Any] = None,
                 replicate: bool = False) -> Tuple[Callable, Any]:
-    """The compiled `train_loop(iterator, num_steps)` and its iterator.
+    """The compiled `train_loop(iterator, num_steps)`, traced (see
+    loops.CompiledTrainLoop.trace), and its iterator.
 
     Args:
       iterator: an iterator over `data` made earlier (checkpoint_input
@@ -96,10 +98,13 @@ class StrategyPath:
     train_loop = loops.make_train_loop(
         graph, infinite_input=data.infinite, split_global_batch=replicate,
         jit_compile=self._config.jit_compile)
-    return train_loop, (iterator if iterator is not None
-                        else iter(data.dataset))
+    if iterator is None:
+      iterator = iter(data.dataset)
+    train_loop.trace(iterator)
+    return train_loop, iterator
 
-  def agreement(self) -> Optional[Callable[[Decisions], Decisions]]:
+  def agreement(self) -> Optional[Callable[[controller.Decisions],
+                                           controller.Decisions]]:
     """For synchronous multi-worker training: a function that makes the
     decisions any worker takes every worker's (see TrainController); None
     when this process decides alone."""
@@ -116,20 +121,9 @@ class StrategyPath:
       return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica,
                              axis=None)
 
-    replicas = strategy.num_replicas_in_sync
-
-    def agree(decisions: Decisions) -> Decisions:
-      # One small all-reduce per loop: a flag any worker sets is set for
-      # all; the loop cap becomes the mean of the workers' caps, the same
-      # number everywhere.
-      total = sum_over_workers(tf.constant(
-          [int(decisions.stop), int(decisions.save), int(decisions.preempt),
-           decisions.loop_cap], tf.int64)).numpy()
-      return Decisions(stop=total[0] > 0, save=total[1] > 0,
-                       preempt=total[2] > 0,
-                       loop_cap=max(1, int(total[3]) // replicas))
-
-    return agree
+    return controller.agreement(
+        lambda values: sum_over_workers(tf.constant(values, tf.int64)).numpy(),
+        replicas=strategy.num_replicas_in_sync)
 
   def check_same_input_everywhere(self, sample) -> None:
     """checkpoint_input with several workers: each reads the whole global
@@ -231,13 +225,12 @@ class InGraphClientPath(StrategyPath):
           'RunConfig: jit_compile=True with a synchronous standalone client: '
           'not supported (each step spans the remote workers\' devices). '
           'Turn jit_compile off.')
-    if not data.infinite:
-      raise UserInputError(
-          'train input_fn returns a finite dataset; synchronous '
-          'standalone-client training needs one that repeats (add '
-          '.repeat()); its length comes from max_steps.')
-    return (self._replication.make_train_loop(graph),
-            self._replication.make_iterators(input_fn, params))
+    engine_lib.require_repeating(
+        data.infinite, what='synchronous standalone-client training')
+    train_loop = self._replication.make_train_loop(graph)
+    iterators = self._replication.make_iterators(input_fn, params)
+    train_loop.trace(iterators)
+    return train_loop, iterators
 
 
 def checkpoint_input_problem(config: RunConfig) -> Optional[str]:

@@ -3,17 +3,14 @@
 This is how the runtime runs a model_fn that works eagerly (Keras 3 layers,
 a Keras optimizer, or a `train_op` built from TF2 ops): the model_fn is
 called once eagerly under the strategy's scope to create the variables
-(`model_graph.ModelGraph`), and the steps run in compiled loops that a
-`TrainController` drives, `steps_per_loop` steps per call. Checkpoints are
-object-based (`tf.train.Checkpoint`). How the steps are distributed is the
-business of the `train_paths` object it picks.
-
-`estimator.Estimator` chooses between this engine and the graph engine
-(`estimator_rt.graph.engine`) and delegates to it; see `engines.py`.
+(`eager.model.EagerModel`), and the steps run in compiled loops,
+`steps_per_loop` steps per call, that the shared training loop
+(`engine.Engine.train`, a `controller.TrainController`) drives.
+Checkpoints are object-based (`tf.train.Checkpoint`, see `eager.restore`).
+How the steps are distributed is the business of the `train_paths` object
+it picks.
 """
 
-import os
-import tempfile
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 
 from absl import logging
@@ -23,69 +20,47 @@ import tensorflow as tf
 
 from estimator_rt import checkpoints
 from estimator_rt import cluster
+from estimator_rt import engine as engine_lib
 from estimator_rt import export as export_lib
 from estimator_rt import hooks as hooks_lib
 from estimator_rt import inputs
-from estimator_rt import loops
-from estimator_rt import preemption
 from estimator_rt import strategies
 from estimator_rt import summaries
-from estimator_rt import train_paths
-from estimator_rt import controller as controller_lib
-from estimator_rt.controller import TrainController
+from estimator_rt.eager import loops
+from estimator_rt.eager import restore as restore_lib
+from estimator_rt.eager import train_paths
+from estimator_rt.eager.model import EagerModel
 from estimator_rt.errors import check_count
 from estimator_rt.errors import MAX_INT32
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
-from estimator_rt.model_graph import ModelGraph
-from estimator_rt.run_config import RunConfig
-
 
 
 class _EvalState:
   """A cached EVAL graph and its compiled loop (rebuilt per input_fn)."""
 
-  def __init__(self, graph: ModelGraph):
+  def __init__(self, graph: EagerModel):
     self.graph = graph
     self.loop = loops.make_eval_loop(graph)
 
 
-class EagerEngine:
+class EagerEngine(engine_lib.Engine):
   """Trains, evaluates, predicts with and exports a TF2 model_fn.
 
   The semantics are `Estimator`'s (see there); this class is how they are
-  carried out for a model_fn that runs eagerly.
-
-  Args:
-    model_fn: the user's model_fn (already checked).
-    config: the Estimator's RunConfig, `model_dir` set.
-    params: the params dict.
-    warm_start_from: as for Estimator.
-    temporary_model_dir: model_dir was made up (create it 0700).
+  carried out for a model_fn that runs eagerly. Arguments as for
+  `engine.Engine`.
   """
 
-  def __init__(self, *, model_fn: Callable, config: RunConfig,
-               params: Dict[str, Any], warm_start_from: Optional[str],
-               temporary_model_dir: bool):
-    self._model_fn = model_fn
-    self._config = config
-    self._params = params
-    self._warm_start_from = warm_start_from
-    self._temporary_model_dir = temporary_model_dir
+  def __init__(self, **kwargs):
+    super().__init__(**kwargs)
     self._train_path = None
     self._eval_strategy = None
     self._eval_states = {}
-    self._features_spec = None
-    task = self._config.task_info
-    if (self._config.train_distribute == cluster.MULTI_WORKER_MIRRORED and
-        (task is None or task.task_type in (cluster.CHIEF, cluster.WORKER))):
+    if self._config.role.creates_strategy_first:
       # Collective ops must be configured before TensorFlow runs any op, so
       # a training task creates this strategy now rather than at train().
       _ = self.train_strategy
-
-  @property
-  def model_dir(self) -> str:
-    return self._config.model_dir
 
   # The path (and its strategy) is created once per Estimator: creating a
   # strategy is not free, and compiled functions stay bound to the strategy
@@ -142,10 +117,6 @@ class EagerEngine:
     if self._config.tf_random_seed is not None:
       keras.utils.set_random_seed(self._config.tf_random_seed)
 
-  def _remember_features(self, element_spec):
-    features, _ = inputs.split_element(element_spec)
-    self._features_spec = features
-
   def _check_input_checkpointing(self) -> None:
     """Refuses checkpoint_input where TensorFlow cannot save the iterator
     or where its state would not reach model_dir."""
@@ -156,22 +127,16 @@ class EagerEngine:
           f'{problem}. Turn checkpoint_input off.')
 
   # -------------------------------------------------------------- train
-  def train(self, input_fn: Callable, hooks: Sequence[Any] = (),
-            steps: Optional[int] = None, max_steps: Optional[int] = None,
-            saving_listeners: Sequence[Callable] = ()) -> None:
-    """See `Estimator.train`."""
-    # The newest checkpoint that restores; newer damaged or non-finite ones
-    # are skipped (never trained over from step 0), and if there are only
-    # such, this refuses before anything is written.
-    choice = checkpoints.choose_checkpoint(self.model_dir)
-    latest = choice.path
-    if max_steps is not None and latest is not None:
-      done = checkpoints.checkpoint_step(latest)
-      if done >= max_steps:
-        logging.info('Skipping training: checkpoint %s is already at step '
-                     '%d >= max_steps=%d.', latest, done, max_steps)
-        return
-    user_hooks = [hooks_lib.as_hook(h) for h in hooks]
+  def _build_training(self, input_fn, *, latest, session_hooks,
+                      summary_writer) -> engine_lib.TrainingSetup:
+    """See `engine.Engine._build_training`."""
+    del summary_writer  # The controller writes every training scalar.
+    if session_hooks:
+      raise UserInputError(
+          f'train: hooks {[type(h).__name__ for h in session_hooks]} are '
+          'SessionRunHooks, which run in the graph engine only (TF1-style '
+          'model_fns); this model_fn runs in the eager engine, between '
+          'compiled loops: pass estimator_rt.Hook objects or callables.')
     if self._config.checkpoint_input:
       self._check_input_checkpointing()
     path = self._path
@@ -185,7 +150,7 @@ class EagerEngine:
     if replicate:
       path.check_same_input_everywhere(data.sample)
     with path.placement():
-      graph = ModelGraph(model_fn=self._model_fn, mode=ModeKeys.TRAIN,
+      model = EagerModel(model_fn=self._model_fn, mode=ModeKeys.TRAIN,
                          params=self._params, config=self._config,
                          strategy=path.strategy, sample=data.sample)
     input_iterator = None
@@ -195,75 +160,35 @@ class EagerEngine:
       # pipeline before model_dir is written.
       input_iterator = iter(data.dataset)
       inputs.check_checkpointable(input_iterator, role='train input_fn')
-    source = f'model_dir {self.model_dir!r}'
+    self._restore_for_training(model, latest, input_iterator)
+    train_loop, iterator = path.make_loop(
+        model, data, input_fn, self._params, iterator=input_iterator,
+        replicate=replicate)
+    if input_iterator is not None:
+      # Saved (and restored, above) under this name with the model.
+      setattr(model.checkpoint, inputs.ITERATOR_KEY, input_iterator)
+    return engine_lib.TrainingSetup(
+        train_loop=train_loop, iterator=iterator,
+        checkpoint=model.checkpoint,
+        global_step=lambda: int(model.global_step.numpy()),
+        max_to_keep=self._config.keep_checkpoint_max,
+        agree=path.agreement(), io_device=self._checkpoint_io_device)
+
+  def _restore_for_training(self, model: EagerModel, latest: Optional[str],
+                            input_iterator) -> None:
+    """Restores `latest` (and the input's position), or warm-starts."""
     if latest is not None:
-      checkpoints.restore(graph, latest, source=source,
+      restore_lib.restore(model, latest,
+                          source=f'model_dir {self.model_dir!r}',
                           io_device=self._checkpoint_io_device)
       logging.info('Restored %s (global step %d).', latest,
-                   int(graph.global_step.numpy()))
+                   int(model.global_step.numpy()))
       if input_iterator is not None:
         inputs.restore_iterator(input_iterator, latest)
     elif self._warm_start_from:
-      used = checkpoints.warm_start(graph, self._warm_start_from,
+      used = restore_lib.warm_start(model, self._warm_start_from,
                                     io_device=self._checkpoint_io_device)
       logging.info('Warm-started model variables from %s.', used)
-    start_step = int(graph.global_step.numpy())
-    if steps is not None:
-      max_steps = start_step + steps
-    train_loop, iterator = path.make_loop(
-        graph, data, input_fn, self._params, iterator=input_iterator,
-        replicate=replicate)
-    # Everything is validated; from here on model_dir is written (by the
-    # chief only: other synchronous workers must save too, because saving
-    # is part of the collective protocol, but into a scratch directory).
-    is_chief = self._config.is_chief
-    if is_chief:
-      if self._temporary_model_dir:
-        os.makedirs(self.model_dir, mode=0o700, exist_ok=True)  # As mkdtemp.
-      tf.io.gfile.makedirs(self.model_dir)
-      checkpoints.remove_leftovers(self.model_dir)
-      checkpoints.set_aside(choice.skipped, self.model_dir)
-      checkpoint_dir = self.model_dir
-    else:
-      checkpoint_dir = tempfile.mkdtemp(prefix='estimator_rt_worker_')
-    if input_iterator is not None:
-      # Saved (and restored, above) under this name with the model.
-      setattr(graph.checkpoint, inputs.ITERATOR_KEY, input_iterator)
-    saver = checkpoints.CheckpointSaver(
-        checkpoint=graph.checkpoint, directory=checkpoint_dir,
-        max_to_keep=self._config.keep_checkpoint_max,
-        every_steps=self._config.save_checkpoints_steps,
-        every_secs=self._config.checkpoint_every_secs,
-        last_saved_step=(checkpoints.checkpoint_step(latest)
-                         if latest is not None else None),
-        io_device=self._checkpoint_io_device)
-    # Divergence is not a hook's business: the controller checks every
-    # loop's finite flags before anything is saved.
-    builtin = []
-    if self._config.log_step_count_steps:
-      builtin.append(hooks_lib.LoggingHook(
-          every_steps=self._config.log_step_count_steps))
-    writer = summaries.ScalarWriter(self.model_dir) if is_chief else None
-    controller = TrainController(
-        train_loop=train_loop, iterator=iterator,
-        global_step=graph.global_step,
-        steps_per_loop=self._config.steps_per_loop,
-        hooks=builtin + user_hooks, saver=saver, summary_writer=writer,
-        save_summary_steps=self._config.save_summary_steps,
-        saving_listeners=saving_listeners if is_chief else (),
-        agree=path.agreement(),
-        stop_signal=preemption.stop_requested,
-        max_loop_secs=controller_lib.DEFAULT_MAX_LOOP_SECS)
-    try:
-      with preemption.training():
-        final_step = controller.run(max_steps=max_steps)
-    finally:
-      if writer is not None:
-        writer.close()
-      if not is_chief:
-        tf.io.gfile.rmtree(checkpoint_dir)
-    logging.info('Training ended at global step %d (started at %d).',
-                 final_step, start_step)
 
   # ----------------------------------------------------------- evaluate
   def _evaluation(self, input_fn: Callable, *, steps: Optional[int],
@@ -274,15 +199,12 @@ class EagerEngine:
     data = inputs.make_input(strategy, input_fn, self._params,
                              auto_shard_policy=self._config.auto_shard_policy,
                              role='eval input_fn')
-    if data.infinite and steps is None:
-      raise UserInputError(
-          'evaluate: the eval input_fn repeats forever and steps=None, so '
-          'evaluation would never end; pass steps or stop repeating.')
+    engine_lib.refuse_endless(data.infinite, what='evaluate', steps=steps)
     self._remember_features(data.element_spec)
     key = (input_fn, name)
     state = self._eval_states.get(key)
     if state is None:
-      state = _EvalState(ModelGraph(
+      state = _EvalState(EagerModel(
           model_fn=self._model_fn, mode=ModeKeys.EVAL, params=self._params,
           config=self._config, strategy=strategy, sample=data.sample))
       self._eval_states = {key: state}  # Keep one: graphs hold memory.
@@ -300,7 +222,7 @@ class EagerEngine:
       _ = self.train_strategy
     self._evaluation(input_fn, steps=steps, name=name)
 
-  def evaluate(self, input_fn: Callable, steps: Optional[int] = None,
+  def evaluate(self, input_fn: Callable, *, steps: Optional[int] = None,
                hooks: Sequence[Any] = (),
                checkpoint_path: Optional[str] = None,
                name: Optional[str] = None) -> Dict[str, Any]:
@@ -308,7 +230,7 @@ class EagerEngine:
     path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
     data, state = self._evaluation(input_fn, steps=steps, name=name)
     graph = state.graph
-    checkpoints.restore(graph, path, source=f'checkpoint {path!r}',
+    restore_lib.restore(graph, path, source=f'checkpoint {path!r}',
                         io_device=self._checkpoint_io_device)
     graph.reset_metrics()
     loss_sum, count, steps_run, pair_values = state.loop(
@@ -331,7 +253,7 @@ class EagerEngine:
     return results
 
   # ------------------------------------------------------------ predict
-  def predict(self, input_fn: Callable,
+  def predict(self, input_fn: Callable, *,
               predict_keys: Optional[Sequence[str]] = None,
               hooks: Sequence[Any] = (),
               checkpoint_path: Optional[str] = None,
@@ -343,41 +265,23 @@ class EagerEngine:
     data = inputs.make_input(strategy, input_fn, self._params,
                              auto_shard_policy='OFF',
                              role='predict input_fn')
-    if data.infinite:
-      raise UserInputError(
-          'predict: the input_fn repeats forever; prediction would never '
-          'end. Return a finite dataset.')
-    graph = ModelGraph(model_fn=self._model_fn, mode=ModeKeys.PREDICT,
+    engine_lib.refuse_endless(data.infinite, what='predict')
+    graph = EagerModel(model_fn=self._model_fn, mode=ModeKeys.PREDICT,
                        params=self._params, config=self._config,
                        strategy=strategy, sample=data.sample)
-    checkpoints.restore(graph, path, source=f'checkpoint {path!r}',
+    restore_lib.restore(graph, path, source=f'checkpoint {path!r}',
                         io_device=self._checkpoint_io_device)
-    single = not isinstance(graph.build_spec.predictions, dict)
-    keys = list(predict_keys) if predict_keys else None
-    if keys:
-      unknown = set(keys) - set(graph.build_spec.predictions_dict)
-      if unknown:
-        raise UserInputError(
-            f'predict_keys={keys} names {sorted(unknown)}, which the model_fn '
-            f'does not predict (it predicts '
-            f'{sorted(graph.build_spec.predictions_dict)}).')
+    keys = engine_lib.check_predict_keys(
+        predict_keys, graph.build_spec.predictions_dict)
     step = loops.make_predict_step(graph)
-    for element in data.dataset:
-      batch = loops.concat_replica_predictions(step(element))
-      if keys:
-        batch = {k: batch[k] for k in keys}
-      if not yield_single_examples:
-        yield batch['predictions'] if single else batch
-        continue
-      size = len(next(iter(batch.values())))
-      for i in range(size):
-        if single:
-          yield batch['predictions'][i]
-        else:
-          yield {k: v[i] for k, v in batch.items()}
+    yield from engine_lib.yield_predictions(
+        (loops.concat_replica_predictions(step(element))
+         for element in data.dataset),
+        single=not isinstance(graph.build_spec.predictions, dict), keys=keys,
+        yield_single_examples=yield_single_examples)
 
   # ------------------------------------------------------------- export
-  def export_saved_model(self, export_dir_base: str,
+  def export_saved_model(self, export_dir_base: str, *,
                          serving_input_receiver_fn: Optional[Callable] = None,
                          checkpoint_path: Optional[str] = None,
                          input_fn: Optional[Callable] = None) -> str:
@@ -391,20 +295,12 @@ class EagerEngine:
             'serving_input_receiver_fn must return a ServingInputReceiver, '
             f'got {type(receiver).__name__}.')
     else:
-      if input_fn is not None:
-        data = inputs.make_input(strategy, input_fn, self._params,
-                                 role='export input_fn', sample_only=True)
-        self._remember_features(data.element_spec)
-      if self._features_spec is None:
-        raise UserInputError(
-            'export_saved_model: no serving_input_receiver_fn and no input_fn '
-            'to infer the serving inputs from; pass one of them.')
-      receiver = export_lib.receiver_from_element_spec(self._features_spec)
+      receiver = self._inferred_receiver(input_fn)
     sample = _zeros_batch(receiver)
-    graph = ModelGraph(model_fn=self._model_fn, mode=ModeKeys.PREDICT,
+    graph = EagerModel(model_fn=self._model_fn, mode=ModeKeys.PREDICT,
                        params=self._params, config=self._config,
                        strategy=strategy, sample=(sample, None))
-    checkpoints.restore(graph, path, source=f'checkpoint {path!r}',
+    restore_lib.restore(graph, path, source=f'checkpoint {path!r}',
                         io_device=self._checkpoint_io_device)
     export_dir = export_lib.save(graph, receiver, export_dir_base)
     logging.info('Exported SavedModel of %s to %s', path, export_dir)

@@ -1,5 +1,5 @@
-"""Compiled inner loops: many training steps, a whole evaluation, a batch
-of predictions, each inside one `tf.function`.
+"""The eager engine's compiled inner loops: many training steps, a whole
+evaluation, a batch of predictions, each inside one `tf.function`.
 
 The outer loop (controller.py) decides how many steps to run; these
 functions only run them. Training runs `num_steps` steps per call in a
@@ -16,7 +16,7 @@ from estimator_rt.errors import surface_user_errors
 from estimator_rt.inputs import batch_size_of
 from estimator_rt.inputs import split_across_replicas
 from estimator_rt.inputs import split_element
-from estimator_rt.model_graph import ModelGraph
+from estimator_rt.eager.model import EagerModel
 
 # Loop bound for "until the input ends": large, but an int32 for tf.range.
 UNTIL_END_OF_INPUT = 2**31 - 1
@@ -55,7 +55,7 @@ def _weighted(loss, weight, has_examples):
   return loss * tf.cast(weight, loss.dtype)
 
 
-def _replica_train_step(graph: ModelGraph) -> Callable:
+def _replica_train_step(graph: EagerModel) -> Callable:
   """The per-replica step: forward, backward, apply.
 
   It returns this replica's weighted loss; the sum over replicas is the
@@ -98,7 +98,7 @@ def _replica_train_step(graph: ModelGraph) -> Callable:
   return step
 
 
-def saved_float_variables(graph: ModelGraph) -> List[tf.Variable]:
+def saved_float_variables(graph: EagerModel) -> List[tf.Variable]:
   """The floating-point variables a TRAIN checkpoint of `graph` holds:
   the model's and the optimizer's state."""
   optimizer = list(graph.checkpoint.optimizer) if graph.uses_optimizer else []
@@ -117,9 +117,37 @@ def all_finite(variables: Sequence[tf.Variable]) -> tf.Tensor:
   return tf.reduce_all(tf.stack(checks)) if checks else tf.constant(True)
 
 
-def make_train_loop(graph: ModelGraph, *, infinite_input: bool,
+class CompiledTrainLoop:
+  """A compiled training loop as the controller calls it (see
+  `controller.TrainLoop`): `loop(iterator, num_steps)` with a Python int,
+  which becomes an int32 tensor so that every length runs the same trace.
+
+  Args:
+    function: the `tf.function` `(iterator, num_steps) -> (loss, steps,
+      loss_finite, state_finite, global_step)`.
+  """
+
+  NUM_STEPS_SPEC = tf.TensorSpec([], tf.int32)
+
+  def __init__(self, function):
+    self.function = function
+    self._call = surface_user_errors(function)
+
+  def __call__(self, iterator, num_steps: int):
+    return self._call(iterator, tf.constant(num_steps, tf.int32))
+
+  def trace(self, iterator) -> None:
+    """Traces the loop for `iterator` now, so that what only tracing finds
+    in a model_fn (a loss that depends on no variable, new variables on
+    each call, a Python `if` on a tensor) is refused before model_dir is
+    written; the first call then reuses this trace."""
+    surface_user_errors(self.function.get_concrete_function)(
+        iterator, self.NUM_STEPS_SPEC)
+
+
+def make_train_loop(graph: EagerModel, *, infinite_input: bool,
                     split_global_batch: bool = False,
-                    jit_compile: bool = False) -> Callable:
+                    jit_compile: bool = False) -> CompiledTrainLoop:
   """A compiled `(iterator, num_steps) -> (loss, steps, loss_finite,
   state_finite, global_step)`.
 
@@ -137,7 +165,7 @@ def make_train_loop(graph: ModelGraph, *, infinite_input: bool,
   per loop: 1% of a 100-step loop of the W2 benchmark.)
 
   Args:
-    graph: the TRAIN ModelGraph.
+    graph: the TRAIN EagerModel.
     infinite_input: the dataset repeats forever, so no step needs to check
       for the end of input.
     split_global_batch: the iterator yields whole global batches on every
@@ -185,10 +213,10 @@ def make_train_loop(graph: ModelGraph, *, infinite_input: bool,
     return (loss, tf.cast(steps, tf.int64), loss_finite, all_finite(state),
             global_step.read_value())
 
-  return surface_user_errors(train_loop)
+  return CompiledTrainLoop(train_loop)
 
 
-def make_coordinated_train_loop(train_loop: Callable, coordinator,
+def make_coordinated_train_loop(train_loop: CompiledTrainLoop, coordinator,
                                 num_workers: int, global_step) -> Callable:
   """Runs `train_loop` on parameter-server workers through a coordinator.
 
@@ -205,7 +233,7 @@ def make_coordinated_train_loop(train_loop: Callable, coordinator,
 
   # The coordinator schedules tf.functions only, not the Python wrapper
   # that surfaces user errors.
-  compiled = getattr(train_loop, '__wrapped__', train_loop)
+  compiled = train_loop.function
 
   @surface_user_errors
   def coordinated_loop(iterator, num_steps):
@@ -227,7 +255,7 @@ def make_coordinated_train_loop(train_loop: Callable, coordinator,
   return coordinated_loop
 
 
-def _pair_metrics(graph: ModelGraph) -> Dict[str, Any]:
+def _pair_metrics(graph: EagerModel) -> Dict[str, Any]:
   return {name: pair for name, pair in graph.build_spec.eval_metric_ops.items()
           if name not in graph.metrics}
 
@@ -242,7 +270,7 @@ def _pair_result(pair):
   return update_op
 
 
-def make_eval_loop(graph: ModelGraph) -> Callable:
+def make_eval_loop(graph: EagerModel) -> Callable:
   """A compiled function `(iterator, num_steps) -> results`.
 
   Runs up to `num_steps` evaluation steps (fewer if the input ends).
@@ -302,7 +330,7 @@ def make_eval_loop(graph: ModelGraph) -> Callable:
   return wrapped
 
 
-def make_predict_step(graph: ModelGraph) -> Callable:
+def make_predict_step(graph: EagerModel) -> Callable:
   """A compiled function `element -> predictions` for one distributed batch.
 
   `predictions` is a tuple with one dict per local replica, in replica

@@ -1,21 +1,15 @@
-"""Which engine runs a model_fn, and the interface both engines offer.
+"""Which engine runs a model_fn, decided without a setting.
 
-Two engines carry out `Estimator`'s train, evaluate, predict and export:
+Two engines (`engine.Engine`) carry out `Estimator`'s train, evaluate,
+predict and export:
 
-  - the eager engine (`eager_engine.EagerEngine`) for TF2 model_fns: the
+  - the eager engine (`eager.engine.EagerEngine`) for TF2 model_fns: the
     model_fn is called eagerly once to create its variables, then traced
     into compiled loops; object-based checkpoints (`tf.train.Checkpoint`).
   - the graph engine (`graph.engine.GraphEngine`) for TF1-style model_fns:
     the model_fn builds a `tf.Graph` that a monitored session runs one step
     per `session.run`, as tf.estimator did; name-based checkpoints
     (`tf.compat.v1.train.Saver`), the format tf.estimator wrote.
-
-Both have the same methods, with `Estimator`'s semantics: `train(input_fn,
-*, hooks, steps, max_steps, saving_listeners)`, `check_evaluation(input_fn,
-*, steps, name)`, `evaluate(input_fn, *, steps, hooks, checkpoint_path,
-name)`, `predict(input_fn, *, predict_keys, hooks, checkpoint_path,
-yield_single_examples)` and `export_saved_model(export_dir_base, *,
-serving_input_receiver_fn, checkpoint_path, input_fn)`.
 
 The rule (`choose_engine`), so that no setting is needed:
 
@@ -44,10 +38,9 @@ from typing import Any, Callable, Dict, Optional
 import tensorflow as tf
 
 from estimator_rt import checkpoints
-from estimator_rt import cluster
 from estimator_rt import inputs
-from estimator_rt import model_graph
-from estimator_rt import strategies
+from estimator_rt import roles
+from estimator_rt.eager import model as eager_model
 from estimator_rt import user_fns
 from estimator_rt.graph import compat as graph_compat
 from estimator_rt.mode_keys import ModeKeys
@@ -58,42 +51,18 @@ from estimator_rt.run_config import RunConfig
 graph_compat.route_v1_layers_to_tf_keras()
 
 EAGER = 'eager'
-GRAPH = 'graph'
+GRAPH = roles.GRAPH_ENGINE
 
 _ENGINE_CLASSES = {
-    EAGER: ('estimator_rt.eager_engine', 'EagerEngine'),
+    EAGER: ('estimator_rt.eager.engine', 'EagerEngine'),
     GRAPH: ('estimator_rt.graph.engine', 'GraphEngine'),
 }
+
 
 def make_engine(kind: str, **kwargs):
   """An engine of `kind` (EAGER or GRAPH) for these Estimator arguments."""
   module, name = _ENGINE_CLASSES[kind]
   return getattr(importlib.import_module(module), name)(**kwargs)
-
-
-def needs_early_eager_engine(config: RunConfig) -> bool:
-  """Whether the eager engine (and so its strategy) must exist before any
-  op runs: a training task of multi_worker_mirrored configures its
-  collective ops then. The graph engine uses the same strategy object."""
-  task = config.task_info
-  return (strategies.name_of(config.train_distribute) ==
-          cluster.MULTI_WORKER_MIRRORED and
-          (task is None or task.task_type in (cluster.CHIEF, cluster.WORKER)))
-
-
-def must_probe_first(config: RunConfig) -> bool:
-  """Whether rule 3 must ask the model_fn before the eager engine starts:
-  multi_worker_mirrored workers, whose eager build call runs collective
-  ops (variable broadcasts) that would leave the graph engine's session
-  out of step with its peers'; and parameter_server chiefs and workers,
-  whose eager engine would connect this process to the cluster (the graph
-  engine's tasks run servers of their own instead)."""
-  task = config.task_info
-  if task is None or task.standalone_client:
-    return False
-  return needs_early_eager_engine(config) or (
-      strategies.name_of(config.train_distribute) == cluster.PARAMETER_SERVER
-      and task.task_type in (cluster.CHIEF, cluster.WORKER))
 
 
 def graph_reason(*, model_fn: Callable, input_fn: Callable, params: dict,
@@ -110,8 +79,8 @@ def graph_reason(*, model_fn: Callable, input_fn: Callable, params: dict,
       spec = user_fns.call_model_fn(model_fn, features, labels,
                                     ModeKeys.TRAIN, params, config)
   except Exception as e:  # pylint: disable=broad-except
-    return model_graph.graph_only_reason(e)
-  session_only = model_graph.session_only_fields(spec)
+    return eager_model.graph_only_reason(e)
+  session_only = eager_model.session_only_fields(spec)
   return f'it returns {session_only}' if session_only else None
 
 

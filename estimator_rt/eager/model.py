@@ -1,6 +1,6 @@
 """The variables and per-replica computation of one mode of a `model_fn`.
 
-`ModelGraph` plays the part of the graph tf.estimator built for each mode:
+`EagerModel` plays the part of the graph tf.estimator built for each mode:
 it calls the model_fn once eagerly under the strategy's scope (the *build
 call*) to create the variables, sorts them into model, optimizer and metric
 variables, and then lets compiled code call the model_fn again on the same
@@ -23,7 +23,7 @@ from estimator_rt.errors import ModelFnError
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.spec import EstimatorSpec
-from estimator_rt.variable_store import VariableStore
+from estimator_rt.eager.variable_store import VariableStore
 
 _current = threading.local()
 
@@ -132,7 +132,7 @@ def _snapshot_rule(mode):
   return None
 
 
-class ModelGraph:
+class EagerModel:
   """One mode's variables, built once, and calls of the model_fn on them.
 
   Attributes:

@@ -15,7 +15,7 @@ from typing import Callable, List
 
 import tensorflow as tf
 
-from estimator_rt import loops
+from estimator_rt.eager import loops
 from estimator_rt import user_fns
 from estimator_rt.cluster import cpu_device
 from estimator_rt.cluster import PS
@@ -23,7 +23,6 @@ from estimator_rt.cluster import TaskInfo
 from estimator_rt.cluster import WORKER
 from estimator_rt.errors import InputFnError
 from estimator_rt.errors import ModelFnError
-from estimator_rt.errors import surface_user_errors
 from estimator_rt.inputs import batch_size_of
 from estimator_rt.inputs import share_of_batch
 from estimator_rt.inputs import split_element
@@ -91,7 +90,7 @@ class InGraphReplication:
         iterators.append(iter(dataset))
     return iterators
 
-  def make_train_loop(self, graph) -> Callable:
+  def make_train_loop(self, graph) -> loops.CompiledTrainLoop:
     """A compiled `(iterators, num_steps) -> (loss, steps, loss_finite,
     state_finite, global_step)`, like loops.make_train_loop, over the
     remote workers."""
@@ -145,7 +144,7 @@ class InGraphReplication:
       return (loss, tf.cast(steps, tf.int64), loss_finite,
               loops.all_finite(state), global_step.read_value())
 
-    return surface_user_errors(train_loop)
+    return loops.CompiledTrainLoop(train_loop)
 
 
 def _worker_share(dataset: tf.data.Dataset, k: int,

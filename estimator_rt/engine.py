@@ -1,0 +1,331 @@
+"""`Engine`: the interface both engines implement, and the policy they share.
+
+An engine carries out `Estimator`'s train, evaluate, predict and export for
+one way of running a model_fn: the eager engine (`eager/engine.py`) calls
+a TF2 model_fn eagerly once and runs it in compiled loops; the graph engine
+(`graph/engine.py`) builds a TF1-style model_fn into a `tf.Graph` that a
+monitored session runs, as tf.estimator did. `engine_choice.py` says which
+one runs a model_fn.
+
+Training is written once, here (`Engine.train`): choose the checkpoint to
+resume from, skip a finished model_dir, let the engine build everything
+that can refuse (`_build_training`), only then write model_dir, and hand the
+engine's inner loop to a `controller.TrainController`, which owns every
+policy between loops (saves, summaries, logging, hooks, divergence,
+preemption, agreement between synchronous workers). The engines differ in
+their inner loop, their variables, placement and checkpoint format, never
+in a policy.
+"""
+
+import abc
+import dataclasses
+import contextlib
+import os
+import tempfile
+from typing import (Any, Callable, ContextManager, Dict, Iterable, Iterator,
+                    List, Optional, Sequence, Tuple)
+
+from absl import logging
+import tensorflow as tf
+
+from estimator_rt import checkpoints
+from estimator_rt import controller as controller_lib
+from estimator_rt import export as export_lib
+from estimator_rt import hooks as hooks_lib
+from estimator_rt import inputs
+from estimator_rt import preemption
+from estimator_rt import summaries
+from estimator_rt import user_fns
+from estimator_rt.errors import UserInputError
+from estimator_rt.run_config import RunConfig
+
+SessionRunHook = tf.compat.v1.train.SessionRunHook
+
+
+@dataclasses.dataclass
+class TrainingSetup:
+  """What an engine built for training, before anything was written.
+
+  Attributes:
+    train_loop: the inner loop (see `controller.TrainLoop`).
+    iterator: what `train_loop` consumes (None when it reads its input
+      itself).
+    checkpoint: what a save writes: an object with `write(prefix, options)`
+      (a `tf.train.Checkpoint`, or the graph engine's Saver on its session).
+    global_step: returns the global step, once `session` is open.
+    max_to_keep: how many checkpoints to keep (0: all).
+    agree: for synchronous workers, the per-loop agreement
+      (`controller.agreement`); None when this process decides alone.
+    io_device: the device checkpoint files are written from (None: the
+      variables' own).
+    session: opened around the whole of training (the graph engine's
+      monitored session); closed after, also on errors.
+  """
+
+  train_loop: controller_lib.TrainLoop
+  iterator: Any
+  checkpoint: Any
+  global_step: Callable[[], int]
+  max_to_keep: int
+  agree: Optional[Callable[[controller_lib.Decisions],
+                           controller_lib.Decisions]] = None
+  io_device: Optional[str] = None
+  session: Callable[[], ContextManager] = contextlib.nullcontext
+
+
+def split_hooks(hooks: Iterable[Any]
+                ) -> Tuple[List[hooks_lib.Hook], List[SessionRunHook]]:
+  """(runtime hooks, SessionRunHooks) of a `hooks=` argument: the first run
+  between loops (the controller), the second in a session."""
+  runtime, session = [], []
+  for hook in hooks:
+    if isinstance(hook, SessionRunHook):
+      session.append(hook)
+    else:
+      runtime.append(hooks_lib.as_hook(hook))
+  return runtime, session
+
+
+def refuse_endless(infinite: bool, *, what: str,
+                   steps: Optional[int] = None) -> None:
+  """Refuses an input that repeats forever where it would never end
+  (`what`: 'evaluate' or 'predict'; evaluate with `steps` is bounded)."""
+  if infinite and steps is None:
+    raise UserInputError(
+        f'{what}: the input_fn repeats forever'
+        f'{" and steps=None" if what == "evaluate" else ""}, so it would '
+        'never end; ' + ('pass steps or stop repeating.'
+                         if what == 'evaluate' else
+                         'return a finite dataset.'))
+
+
+def require_repeating(infinite: bool, *, what: str) -> None:
+  """Refuses a finite training input where every worker must run every
+  step (`what` names the training, e.g. 'synchronous standalone-client
+  training')."""
+  if not infinite:
+    raise UserInputError(
+        f'train input_fn returns a finite dataset; {what} needs one that '
+        'repeats forever (add .repeat()): workers must all run every step, '
+        'and training length comes from max_steps.')
+
+
+def check_predict_keys(predict_keys: Optional[Sequence[str]],
+                       predicted: Iterable[str]) -> Optional[List[str]]:
+  """The keys to keep, or None for all; refuses keys never predicted."""
+  if not predict_keys:
+    return None
+  keys = list(predict_keys)
+  unknown = set(keys) - set(predicted)
+  if unknown:
+    raise UserInputError(
+        f'predict_keys={keys} names {sorted(unknown)}, which the model_fn '
+        f'does not predict (it predicts {sorted(predicted)}).')
+  return keys
+
+
+def yield_predictions(batches: Iterable[Dict[str, Any]], *, single: bool,
+                      keys: Optional[List[str]],
+                      yield_single_examples: bool) -> Iterator[Any]:
+  """Prediction batches (dicts of arrays) as `Estimator.predict` yields
+  them: per example or per batch, a dict, or the array alone when the
+  model_fn predicted a single tensor."""
+  for batch in batches:
+    if keys:
+      batch = {k: batch[k] for k in keys}
+    if not yield_single_examples:
+      yield batch['predictions'] if single else batch
+      continue
+    size = len(next(iter(batch.values())))
+    for i in range(size):
+      if single:
+        yield batch['predictions'][i]
+      else:
+        yield {k: v[i] for k, v in batch.items()}
+
+
+class Engine(abc.ABC):
+  """Trains, evaluates, predicts with and exports one model_fn.
+
+  The semantics are `Estimator`'s (see there). Subclasses implement
+  `_build_training` (everything training needs, built and checked before
+  anything is written) and the other modes.
+
+  Args:
+    model_fn: the user's model_fn (already checked).
+    config: the Estimator's RunConfig, `model_dir` set.
+    params: the params dict.
+    warm_start_from: as for Estimator.
+    temporary_model_dir: model_dir was made up (create it 0700).
+  """
+
+  def __init__(self, *, model_fn: Callable, config: RunConfig,
+               params: Dict[str, Any], warm_start_from: Optional[str],
+               temporary_model_dir: bool):
+    self._model_fn = model_fn
+    self._config = config
+    self._params = params
+    self._warm_start_from = warm_start_from
+    self._temporary_model_dir = temporary_model_dir
+    # The features of the last input trained or evaluated on: what an
+    # export infers its serving inputs from.
+    self._features_spec = None
+
+  @property
+  def model_dir(self) -> str:
+    return self._config.model_dir
+
+  def _remember_features(self, element_spec) -> None:
+    self._features_spec, _ = inputs.split_element(element_spec)
+
+  # -------------------------------------------------------------- train
+  @abc.abstractmethod
+  def _build_training(self, input_fn: Callable, *, latest: Optional[str],
+                      session_hooks: Sequence[SessionRunHook],
+                      summary_writer: Optional[summaries.ScalarWriter]
+                      ) -> TrainingSetup:
+    """Builds training of `input_fn`, restored from checkpoint `latest` (or
+    warm-started), and checks everything that can be refused (the inner
+    loop is traced, if it is compiled) without writing anything.
+
+    Args:
+      latest: the checkpoint to resume from, or None.
+      session_hooks: SessionRunHooks given to `train`.
+      summary_writer: the writer of training scalars (None on a task that
+        does not write), for what the engine writes itself.
+    """
+
+  def train(self, input_fn: Callable, *, hooks: Sequence[Any] = (),
+            steps: Optional[int] = None, max_steps: Optional[int] = None,
+            saving_listeners: Sequence[Callable] = ()) -> None:
+    """See `Estimator.train`."""
+    # The newest checkpoint that restores; newer damaged or non-finite ones
+    # are skipped (never trained over from step 0), and if there are only
+    # such, this refuses before anything is written.
+    choice = checkpoints.choose_checkpoint(self.model_dir)
+    start_step = (checkpoints.checkpoint_step(choice.path)
+                  if choice.path else 0)
+    if max_steps is not None and start_step >= max_steps:
+      logging.info('Skipping training: checkpoint %s is already at step %d '
+                   '>= max_steps=%d.', choice.path, start_step, max_steps)
+      return
+    if steps is not None:
+      max_steps = start_step + steps
+    runtime_hooks, session_hooks = split_hooks(hooks)
+    is_chief = self._config.is_chief
+    writer = summaries.ScalarWriter(self.model_dir) if is_chief else None
+    setup = self._build_training(input_fn, latest=choice.path,
+                                 session_hooks=session_hooks,
+                                 summary_writer=writer)
+    # Everything is built and checked: from here on model_dir is written.
+    directory = self._prepare_checkpoint_dir(choice, setup)
+    try:
+      final_step = self._run_controller(
+          setup, directory=directory, hooks=runtime_hooks,
+          resumed_step=start_step if choice.path else None,
+          writer=writer, max_steps=max_steps,
+          saving_listeners=saving_listeners if is_chief else ())
+    finally:
+      if writer is not None:
+        writer.close()
+      if directory is not None and directory != self.model_dir:
+        tf.io.gfile.rmtree(directory)
+    logging.info('Training ended at global step %d (started at %d).',
+                 final_step, start_step)
+
+  def _prepare_checkpoint_dir(self, choice: checkpoints.Choice,
+                              setup: TrainingSetup) -> Optional[str]:
+    """Where this task saves: model_dir for the chief (created, cleared of
+    what interrupted saves left, damaged checkpoints set aside); a scratch
+    directory for another synchronous worker (saving is part of their
+    collective protocol, and every worker must cut its loops at the same
+    steps); None for a task that does not save (between-graph workers)."""
+    if not self._config.is_chief:
+      if setup.agree is None:
+        return None
+      return tempfile.mkdtemp(prefix='estimator_rt_worker_')
+    if self._temporary_model_dir:
+      os.makedirs(self.model_dir, mode=0o700, exist_ok=True)  # As mkdtemp.
+    tf.io.gfile.makedirs(self.model_dir)
+    checkpoints.remove_leftovers(self.model_dir)
+    checkpoints.set_aside(choice.skipped, self.model_dir)
+    return self.model_dir
+
+  def _run_controller(self, setup: TrainingSetup, *, directory: Optional[str],
+                      hooks: List[hooks_lib.Hook],
+                      resumed_step: Optional[int],
+                      writer: Optional[summaries.ScalarWriter],
+                      max_steps: Optional[int],
+                      saving_listeners: Sequence[Callable]) -> int:
+    """Runs the controller over the engine's inner loop; the final step.
+
+    `resumed_step` is the step of the checkpoint training resumed from
+    (None: none), where no second save is made."""
+    with preemption.training(), setup.session():
+      saver = None
+      if directory is not None:
+        saver = checkpoints.CheckpointSaver(
+            checkpoint=setup.checkpoint, directory=directory,
+            max_to_keep=setup.max_to_keep,
+            every_steps=self._config.save_checkpoints_steps,
+            every_secs=self._config.checkpoint_every_secs,
+            last_saved_step=resumed_step,
+            io_device=setup.io_device)
+      builtin = []
+      if self._config.log_step_count_steps:
+        builtin.append(hooks_lib.LoggingHook(
+            every_steps=self._config.log_step_count_steps))
+      controller = controller_lib.TrainController(
+          train_loop=setup.train_loop, iterator=setup.iterator,
+          global_step=setup.global_step,
+          steps_per_loop=self._config.steps_per_loop,
+          hooks=builtin + hooks, saver=saver, summary_writer=writer,
+          save_summary_steps=self._config.save_summary_steps,
+          saving_listeners=saving_listeners, agree=setup.agree,
+          stop_signal=preemption.stop_requested,
+          max_loop_secs=controller_lib.DEFAULT_MAX_LOOP_SECS)
+      return controller.run(max_steps=max_steps)
+
+  # ----------------------------------------------------- the other modes
+  @abc.abstractmethod
+  def check_evaluation(self, input_fn: Callable, *,
+                       steps: Optional[int] = None,
+                       name: Optional[str] = None) -> None:
+    """See `Estimator.check_evaluation`."""
+
+  @abc.abstractmethod
+  def evaluate(self, input_fn: Callable, *, steps: Optional[int] = None,
+               hooks: Sequence[Any] = (),
+               checkpoint_path: Optional[str] = None,
+               name: Optional[str] = None) -> Dict[str, Any]:
+    """See `Estimator.evaluate`."""
+
+  @abc.abstractmethod
+  def predict(self, input_fn: Callable, *,
+              predict_keys: Optional[Sequence[str]] = None,
+              hooks: Sequence[Any] = (),
+              checkpoint_path: Optional[str] = None,
+              yield_single_examples: bool = True) -> Iterator[Any]:
+    """See `Estimator.predict`."""
+
+  @abc.abstractmethod
+  def export_saved_model(self, export_dir_base: str, *,
+                         serving_input_receiver_fn: Optional[Callable] = None,
+                         checkpoint_path: Optional[str] = None,
+                         input_fn: Optional[Callable] = None) -> str:
+    """See `Estimator.export_saved_model`."""
+
+  def _inferred_receiver(self, input_fn: Optional[Callable]
+                         ) -> export_lib.ServingInputReceiver:
+    """The serving inputs an export without a serving_input_receiver_fn
+    gets: the features of `input_fn`'s dataset, else of the last input
+    trained or evaluated on, with the batch dimension left open."""
+    if input_fn is not None:
+      dataset = user_fns.call_input_fn(input_fn, self._params, None,
+                                       role='export input_fn')
+      self._remember_features(dataset.element_spec)
+    if self._features_spec is None:
+      raise UserInputError(
+          'export_saved_model: no serving_input_receiver_fn and no input_fn '
+          'to infer the serving inputs from; pass one of them.')
+    return export_lib.receiver_from_element_spec(self._features_spec)

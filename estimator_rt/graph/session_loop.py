@@ -1,0 +1,230 @@
+"""The graph engine's inner loop: training steps in an open monitored session.
+
+`SessionLoop` is to the graph engine what a compiled loop is to the eager
+one (see `controller.TrainLoop`): `loop(iterator, num_steps)` runs up to
+`num_steps` training steps, one `session.run` each, and returns the same
+five values the compiled loops return, so that one `TrainController`
+drives both engines. The monitored session stays open across calls, so
+the model_fn's `Scaffold` and `SessionRunHook`s (`training_hooks`,
+`training_chief_hooks`, `hooks=`) keep tf.estimator's meaning: created
+once, `before_run`/`after_run` around every training step, `end` when
+training ends normally. What the loop runs outside the steps (the weights
+check, checkpoint saves, the workers' agreement) goes to the raw session,
+unseen by the hooks.
+
+A session whose peer task vanished must not be closed normally (closing
+waits for the peer forever): a step that fails because a task is gone
+raises `TaskLostError` and abandons the session, and any other close is
+bounded in time.
+"""
+
+import contextlib
+import sys
+import threading
+from typing import Any, Iterator, List, Optional
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.training import monitored_session  # pylint: disable=g-direct-tensorflow-import
+
+from estimator_rt import server as server_lib
+from estimator_rt import summaries
+from estimator_rt.errors import TaskLostError
+
+SessionRunHook = tf.compat.v1.train.SessionRunHook
+
+# How long closing a session (the hooks' end included) may take before the
+# session is abandoned.
+CLOSE_BOUND_SECS = {True: 600, False: 30}  # By is_chief.
+
+# The errors of a step whose peer (a ps task, another worker) is gone.
+_PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.AbortedError,
+                tf.errors.CancelledError)
+
+
+class RunOnceHook(SessionRunHook):
+  """Runs `op` once the session exists (after the Scaffold's init_fn and
+  the restore): the input iterator's initializer, or making mirrored
+  copies equal."""
+
+  def __init__(self, op: tf.Operation):
+    self._op = op
+
+  def after_create_session(self, session, coord):
+    del coord
+    session.run(self._op)
+
+
+class SaverWriter:
+  """Gives a name-based `Saver` the `write(prefix, options)` method
+  `checkpoints.CheckpointSaver` calls, on the training session."""
+
+  def __init__(self, saver: tf.compat.v1.train.Saver, loop: 'SessionLoop'):
+    self._saver = saver
+    self._loop = loop
+
+  def write(self, prefix: str, options=None) -> str:
+    del options  # Written by this process's session, where it runs.
+    return self._saver.save(self._loop.raw_session, prefix,
+                            write_meta_graph=False, write_state=False)
+
+
+def _all_finite(variables: List[tf.Variable]) -> tf.Tensor:
+  checks = [tf.reduce_all(tf.math.is_finite(v)) for v in variables]
+  return tf.reduce_all(tf.stack(checks)) if checks else tf.constant(True)
+
+
+class SessionLoop:
+  """Runs training steps of a built graph in one monitored session.
+
+  Built in the training graph (it adds a few ops); `open()` creates the
+  session, and each call runs a loop of steps (see the module docstring).
+
+  Args:
+    creator: the SessionCreator (restores or initializes the variables).
+    hooks: SessionRunHooks, in the order they run.
+    train_op: one training step.
+    loss: the step's loss.
+    global_step: the global step variable.
+    summary_op: the model_fn's merged `tf.compat.v1.summary` ops, or None.
+    save_summary_steps: run `summary_op` with the step that ends at a
+      multiple of this (0: never); every synchronous worker runs it alike.
+    summary_writer: where the summaries go (None: this task does not
+      write).
+    is_chief: bounds the close (a chief's end includes its hooks' work).
+  """
+
+  def __init__(self, *, creator, hooks: List[SessionRunHook], train_op,
+               loss: tf.Tensor, global_step, summary_op: Optional[tf.Tensor],
+               save_summary_steps: int,
+               summary_writer: Optional[summaries.ScalarWriter],
+               is_chief: bool):
+    self._creator = creator
+    self._hooks = list(hooks)
+    self._global_step = global_step
+    # Read after the step: a plain fetch of the variable in the same run
+    # may be taken before or after the step's increment.
+    with tf.control_dependencies([train_op]):
+      step_after = tf.identity(global_step.read_value())
+    self._fetches = {'step': step_after, 'loss': loss}
+    self._summary_op = summary_op
+    self._summary_every = save_summary_steps
+    self._writer = summary_writer
+    self._is_chief = is_chief
+    self._state_finite = _all_finite(
+        [v for v in tf.compat.v1.global_variables()
+         if v.dtype.base_dtype.is_floating])
+    self._session = None
+    self.raw_session = None
+    self._step = None
+    self._steps_run = 0
+
+  def global_step(self) -> int:
+    """The global step when the session opened (restored or initialized)."""
+    return self._step
+
+  def run(self, fetches, feed_dict=None) -> Any:
+    """Runs `fetches` on the raw session: no hook sees it."""
+    return self.raw_session.run(fetches, feed_dict=feed_dict)
+
+  @contextlib.contextmanager
+  def open(self) -> Iterator['SessionLoop']:
+    """Creates the session for the duration of training, and closes it:
+    normally (hooks' `end`) within CLOSE_BOUND_SECS; abandoned when a peer
+    task vanished.
+
+    Raises:
+      TaskLostError: a step failed because a task it reads or writes is
+        gone.
+    """
+    self._session = monitored_session._MonitoredSession(  # pylint: disable=protected-access
+        session_creator=self._creator, hooks=self._hooks,
+        should_recover=False)
+
+    def raw(step_context):
+      return step_context.session
+
+    self.raw_session = self._session.run_step_fn(raw)
+    self._step = int(self.run(self._global_step))
+    try:
+      yield self
+    except _PEER_ERRORS as e:
+      server_lib.abandon(self._session)
+      raise TaskLostError(
+          f'A step failed because a task of the cluster is gone ('
+          f'{type(e).__name__}: {e.message.splitlines()[0]}); the last '
+          'checkpoint in model_dir is kept: restart the cluster to resume '
+          'from it.') from e
+    except BaseException:
+      self._close_within(sys.exc_info())
+      raise
+    logging.info('This task ran %d steps of its own.', self._steps_run)
+    self._close_within((None, None, None))
+
+  def _summary_due(self, target: int) -> bool:
+    """Whether the next step should run the summary op: it is expected to
+    end the loop, and the loop ends at a summary step."""
+    return (self._summary_op is not None and bool(self._summary_every) and
+            target % self._summary_every == 0 and self._step + 1 >= target)
+
+  def __call__(self, iterator, num_steps: int):
+    """Runs steps until the global step reaches its value now plus
+    `num_steps` (other tasks' steps count too, between-graph), the input
+    ends, a hook stops the session, or a loss is not finite.
+
+    Returns:
+      (loss, steps run here, loss finite, every float variable finite,
+      global step), as the compiled loops do.
+    """
+    del iterator  # The input is read by the graph itself.
+    target = self._step + num_steps
+    loss, ran, loss_finite = float('nan'), 0, True
+    while self._step < target and not self._session.should_stop():
+      fetches = self._fetches
+      if self._summary_due(target):
+        fetches = dict(fetches, summary=self._summary_op)
+      try:
+        results = self._session.run(fetches)
+      except tf.errors.OutOfRangeError:
+        break  # The input ended.
+      self._step, loss = int(results['step']), float(results['loss'])
+      ran += 1
+      if 'summary' in results and self._writer is not None:
+        self._writer.write_summary(results['summary'], self._step)
+      if not np.isfinite(loss):
+        loss_finite = False
+        break
+    self._steps_run += ran
+    return (loss, ran, loss_finite, bool(self.run(self._state_finite)),
+            self._step)
+
+  def _close_within(self, exc_info) -> None:
+    """Closes the session (the hooks' `end` only without an exception) in
+    a thread, waiting CLOSE_BOUND_SECS at most; re-raises what that raised.
+    """
+    raised = []
+    session = self._session
+    # The default graph is per thread: the hooks' end builds nothing, but
+    # running a Saver needs to see its graph (a thread starts in eager mode).
+    graph = tf.compat.v1.get_default_graph()
+
+    def close():
+      try:
+        with graph.as_default():
+          session.__exit__(*exc_info)
+      except BaseException as e:  # pylint: disable=broad-except
+        raised.append(e)
+
+    bound = CLOSE_BOUND_SECS[self._is_chief]
+    thread = threading.Thread(target=close, name='close-session', daemon=True)
+    thread.start()
+    thread.join(bound)
+    if thread.is_alive():
+      logging.warning('Closing the training session took more than %d s (a '
+                      'task of the cluster is gone?); leaving it open.', bound)
+      server_lib.linger(thread)
+      server_lib.abandon(session)
+      return
+    if raised and exc_info[0] is None:
+      raise raised[0]
