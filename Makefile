@@ -37,18 +37,18 @@ test: setup setup-test
 	$(PY) -m pytest -q tests
 
 bench: setup
-	$(PY) scripts/benchmark.py
+	$(PY) -m scripts.bench
 
 # The peers: Keras fit, and tf.estimator 2.15 in its own environment
 # (TensorFlow 2.15.1 + tensorflow-estimator 2.15.0), made here on demand,
 # never by `make test`; make_venv.sh leaves a complete one as it is.
 bench-peers: setup
 	bash scripts/tf_estimator_215/make_venv.sh
-	$(PY) scripts/benchmark.py --peers
+	$(PY) -m scripts.bench --peers
 
 # W2 on loopback clusters: bare TF2 program, runtime, standalone client.
 bench-distributed: setup
-	$(PY) scripts/benchmark.py --distributed
+	$(PY) -m scripts.bench --distributed
 
 clean:
 	rm -rf $(VENV) *.egg-info

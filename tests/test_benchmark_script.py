@@ -1,11 +1,12 @@
-"""scripts/benchmark.py: it runs end to end, and compares like with like.
+"""The benchmark (`python -m scripts.bench`): it runs end to end, and
+compares like with like.
 
 No timing is asserted: the numbers depend on the machine. The tests check
 that the script produces its figures for both sides, and that the bare loop
 it compares against computes the same model and loss as the model_fns.
 """
 
-import importlib.util
+import importlib
 import json
 import os
 
@@ -13,27 +14,20 @@ import numpy as np
 import pytest
 
 from estimator_rt.mode_keys import ModeKeys
-from estimator_rt.variable_store import VariableStore
+from estimator_rt.eager.variable_store import VariableStore
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _load_script(name):
-  # scripts/ is not a package; load a module from its file.
-  path = os.path.join(REPO_ROOT, 'scripts', f'{name}.py')
-  spec = importlib.util.spec_from_file_location(name, path)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
-
-
-def _load_worker():
-  return _load_script('_bench_worker')
+def _bench_module(name, monkeypatch):
+  """scripts.bench.<name>, imported from this checkout."""
+  monkeypatch.syspath_prepend(REPO_ROOT)
+  return importlib.import_module(f'scripts.bench.{name}')
 
 
 def test_benchmark_reports_both_sides_and_ratios(python_runner):
   proc = python_runner(
-      ['scripts/benchmark.py', '--rounds', '1', '--workloads', 'W1',
+      ['-m', 'scripts.bench', '--rounds', '1', '--workloads', 'W1',
        '--steps', '300', '--json', '--timeout', '150'], timeout=360)
   assert proc.returncode == 0, proc.stderr[-3000:]
   report = json.loads(proc.stdout)
@@ -58,7 +52,7 @@ def test_benchmark_reports_a_peer_and_the_ratios_against_it(python_runner):
   the runtime/peer ratios and their target. (The tf.estimator peer needs
   `make bench-peers`' environment, which `make test` does not build.)"""
   proc = python_runner(
-      ['scripts/benchmark.py', '--rounds', '1', '--workloads', 'W2',
+      ['-m', 'scripts.bench', '--rounds', '1', '--workloads', 'W2',
        '--steps', '300', '--peers', 'keras_fit', '--json', '--timeout',
        '150'], timeout=480)
   assert proc.returncode == 0, proc.stderr[-3000:]
@@ -81,7 +75,7 @@ def test_worker_times_a_local_train_and_evaluate(python_runner):
   """The runtime side of the train_and_evaluate comparison: it trains,
   evaluates after its checkpoints and reports when it ended."""
   proc = python_runner(
-      ['scripts/_bench_worker.py', '--side', 'runtime', '--workload', 'W1',
+      ['-m', 'scripts.bench.worker', '--side', 'runtime', '--workload', 'W1',
        '--steps', '200', '--train_and_evaluate', '100,3'], timeout=240)
   assert proc.returncode == 0, proc.stderr[-3000:]
   line = [l for l in proc.stdout.splitlines()
@@ -95,10 +89,11 @@ def test_worker_times_a_local_train_and_evaluate(python_runner):
 
 
 @pytest.mark.parametrize('workload', ['W1', 'W2', 'W3'])
-def test_bare_loop_computes_what_the_model_fn_computes(workload):
-  worker = _load_worker()
-  spec = worker.WORKLOADS[workload]
-  dataset, model, _, loss_fn = worker.build_bare(workload)
+def test_bare_loop_computes_what_the_model_fn_computes(workload,
+                                                      monkeypatch):
+  workloads = _bench_module('workloads', monkeypatch)
+  spec = workloads.WORKLOADS[workload]
+  dataset, model, _, loss_fn = workloads.build_bare(workload)
   features, labels = next(iter(dataset))
 
   # The model_fn's model variables, in creation order, from one eager call.
@@ -132,7 +127,7 @@ def test_distributed_benchmark_runs_every_side_on_both_clusters(
   processes, reach the global step asked for, and the report has their
   ratios and the target."""
   proc = python_runner(
-      ['scripts/benchmark.py', '--distributed', '--rounds', '1',
+      ['-m', 'scripts.bench', '--distributed', '--rounds', '1',
        '--distributed_steps', '200', '--json', '--timeout', '240'],
       timeout=1200)
   assert proc.returncode == 0, proc.stderr[-5000:]
@@ -161,14 +156,13 @@ def test_train_and_evaluate_summary_splits_off_the_imports(monkeypatch):
   """The train_and_evaluate comparison reports medians of the wall time
   and of the time after imports, and their ratios, from the children's
   timestamps (the tf.estimator side's environment is not built here)."""
-  monkeypatch.syspath_prepend(os.path.join(REPO_ROOT, 'scripts'))
-  benchmark = _load_script('benchmark')
+  report = _bench_module('report', monkeypatch)
 
   def run(wall, after):
     return {'wall_s': wall, 'after_imports_s': after, 'steps': 2000,
             'metrics': {}}
 
-  summary = benchmark.summarize_train_and_evaluate({
+  summary = report.summarize_train_and_evaluate({
       'runtime': [run(3.0, 0.9), run(3.4, 1.1), run(3.2, 1.0)],
       'tf_estimator': [run(2.6, 1.2), run(2.8, 1.4), run(2.7, 1.3)]})
   assert summary['runtime_wall_s'] == 3.2
@@ -176,5 +170,5 @@ def test_train_and_evaluate_summary_splits_off_the_imports(monkeypatch):
   assert summary['ratio'] == pytest.approx(3.2 / 2.7)
   assert summary['meets'] is False
   assert summary['after_imports_ratio'] == pytest.approx(1.0 / 1.3)
-  assert 'after imports' in benchmark.format_train_and_evaluate(
+  assert 'after imports' in report.format_train_and_evaluate(
       {'W1': summary})

@@ -1,8 +1,8 @@
-"""One task of one distributed benchmark run (see _bench_distributed.py).
+"""One task of one distributed benchmark run (see scripts.bench.distributed).
 
-    TF_CONFIG=... python scripts/_bench_cluster_worker.py --side bare \
+    TF_CONFIG=... python -m scripts.bench.cluster_worker --side bare \
         --strategy multi_worker_mirrored --workload W2 --steps 3000
-    python scripts/_bench_cluster_worker.py --side client \
+    python -m scripts.bench.cluster_worker --side client \
         --strategy parameter_server --remote_cluster '{...}' ...
 
 Sides:
@@ -25,33 +25,29 @@ Sides:
 All sides read the workload's input_fn with an input context (per-replica
 batches, one pipeline per worker) and run loops of 1, 99, then 100 global
 steps. The task that reports (the chief, worker 0 of multi_worker_mirrored,
-the client) prints one `BENCH_RESULT {json}` line as _bench_worker.py does;
-the others print nothing.
+the client) prints one `BENCH_RESULT {json}` line as scripts.bench.worker
+does; the others print nothing.
 """
 
 import argparse
 import json
 import os
-import sys
 import tempfile
 import time
 
-# Run as a script, Python puts scripts/ on sys.path, not the repo root.
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _REPO_ROOT not in sys.path:
-  sys.path.insert(0, _REPO_ROOT)
+from absl import logging as absl_logging
+import tensorflow as tf
 
-from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top,wrong-import-position
-import tensorflow as tf  # pylint: disable=g-import-not-at-top,wrong-import-position
-
-import estimator_rt as ert  # pylint: disable=g-import-not-at-top,wrong-import-position
-from _bench_tf_estimator import exit_at_once  # pylint: disable=g-import-not-at-top,wrong-import-position
-from _bench_tf_estimator import write_result  # pylint: disable=g-import-not-at-top,wrong-import-position
-from _bench_worker import WORKLOADS  # pylint: disable=g-import-not-at-top,wrong-import-position
-from _bench_worker import BoundaryHook  # pylint: disable=g-import-not-at-top,wrong-import-position
-from _bench_worker import loop_sizes  # pylint: disable=g-import-not-at-top,wrong-import-position
-from _bench_worker import LoopRecord  # pylint: disable=g-import-not-at-top,wrong-import-position
-from _bench_worker import runtime_config  # pylint: disable=g-import-not-at-top,wrong-import-position
+import estimator_rt as ert
+from scripts.bench.loops import BoundaryHook
+from scripts.bench.loops import loop_sizes
+from scripts.bench.loops import LoopRecord
+from scripts.bench.loops import runtime_config
+from scripts.bench.protocol import add_run_flags
+from scripts.bench.protocol import check_steps
+from scripts.bench.protocol import exit_at_once
+from scripts.bench.protocol import write_result
+from scripts.bench.workloads import WORKLOADS
 
 _IMPORTS_DONE_WALL = time.time()
 
@@ -136,7 +132,8 @@ def run_bare_multi_worker(workload: str, total_steps: int, record) -> None:
 def run_bare_parameter_server(workload: str, total_steps: int,
                               record) -> None:
   """The chief: schedules each loop's steps on the workers, split as the
-  runtime splits them (see loops.make_coordinated_train_loop), and joins."""
+  runtime splits them (see `make_coordinated_train_loop` in
+  estimator_rt/eager/loops.py), and joins."""
   resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
   strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
   coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(
@@ -207,24 +204,22 @@ def run_client(workload: str, strategy: str, total_steps: int, record, *,
 
 
 def main(argv=None) -> int:
-  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser = argparse.ArgumentParser(
+      prog='python -m scripts.bench.cluster_worker',
+      description=__doc__.split('\n')[0])
   parser.add_argument('--side', choices=('bare', 'runtime', 'client'),
                       required=True)
   parser.add_argument('--strategy',
                       choices=(MULTI_WORKER_MIRRORED, PARAMETER_SERVER),
                       required=True)
-  parser.add_argument('--workload', choices=sorted(WORKLOADS), required=True)
-  parser.add_argument('--steps', type=int, required=True,
-                      help='total global steps (>= 101)')
+  add_run_flags(parser, sorted(WORKLOADS), steps_help='total global steps')
   parser.add_argument('--model_dir', default=None,
                       help='runtime and client sides: the model_dir, the '
                       'same for every task (default: a new temporary one)')
   parser.add_argument('--remote_cluster', default=None,
                       help='client side: the servers, as JSON')
   args = parser.parse_args(argv)
-  if args.steps < 101:
-    parser.error(f'--steps={args.steps} must be >= 101: the first loop '
-                 '(1 step) is discarded and at least one more is needed.')
+  check_steps(parser, args)
   if (args.side == 'client') != (args.remote_cluster is not None):
     parser.error('--remote_cluster goes with --side=client, and only there.')
   absl_logging.set_verbosity(absl_logging.INFO)

@@ -1,7 +1,8 @@
-"""The distributed part of benchmark.py (`--distributed`).
+"""The distributed part of the benchmark (`python -m scripts.bench
+--distributed`).
 
 W2 on two loopback clusters, each task a fresh process of
-_bench_cluster_worker.py:
+`scripts.bench.cluster_worker`:
 
   multi_worker_mirrored: 2 workers;
   parameter_server: a chief, 2 workers and 1 ps.
@@ -22,8 +23,9 @@ Reported: the steady-state global steps/s the reporting task saw (worker
 client/runtime (the same cluster driven from outside against run
 in-process; no target).
 
-Imports only the standard library and the project's cluster and launch
-layout modules (which import no TensorFlow), as benchmark.py does.
+Imports only the standard library, the benchmark's stdlib modules and the
+project's cluster and launch layout modules (which import no TensorFlow),
+as the parent (`scripts.bench.__main__`) does.
 """
 
 import json
@@ -37,14 +39,11 @@ import tempfile
 import time
 from typing import Dict, List
 
-_SCRIPTS_DIR = os.path.dirname(os.path.abspath(__file__))
-_REPO_ROOT = os.path.dirname(_SCRIPTS_DIR)
-_CLUSTER_WORKER = os.path.join(_SCRIPTS_DIR, '_bench_cluster_worker.py')
-if _REPO_ROOT not in sys.path:
-  sys.path.insert(0, _REPO_ROOT)
-from _bench_tf_estimator import read_result  # pylint: disable=g-import-not-at-top,wrong-import-position
-from estimator_rt import cluster as cluster_lib  # pylint: disable=g-import-not-at-top,wrong-import-position
-from estimator_rt.launch import layout  # pylint: disable=g-import-not-at-top,wrong-import-position
+from estimator_rt import cluster as cluster_lib
+from estimator_rt.launch import layout
+from scripts.bench.processes import module_command
+from scripts.bench.processes import REPO_ROOT
+from scripts.bench.protocol import read_result
 
 WORKLOAD = 'W2'
 SIDES = ('bare', 'runtime', 'client')
@@ -90,7 +89,7 @@ class _Task:
       # Its own process group: killing it kills whatever it started (the
       # run_server relaunch).
       self.process = subprocess.Popen(command, stdout=out, stderr=err,
-                                      env=env, cwd=_REPO_ROOT,
+                                      env=env, cwd=REPO_ROOT,
                                       start_new_session=True)
 
   def wait(self, timeout_s: float):
@@ -115,9 +114,9 @@ class _Task:
 
 
 def _worker_command(side, strategy, steps, model_dir, remote_cluster=None):
-  command = [sys.executable, _CLUSTER_WORKER, '--side', side, '--strategy',
-             strategy, '--workload', WORKLOAD, '--steps', str(steps),
-             '--model_dir', model_dir]
+  command = module_command('cluster_worker', '--side', side, '--strategy',
+                           strategy, '--workload', WORKLOAD, '--steps',
+                           str(steps), '--model_dir', model_dir)
   if remote_cluster is not None:
     command += ['--remote_cluster', json.dumps(remote_cluster)]
   return command

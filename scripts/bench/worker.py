@@ -1,6 +1,6 @@
-"""One side of one benchmark run, in its own process (see benchmark.py).
+"""One side of one benchmark run, in its own process (see scripts.bench).
 
-    python scripts/_bench_worker.py --side {bare,runtime} --workload W1 \
+    python -m scripts.bench.worker --side {bare,runtime} --workload W1 \
         --steps 60000 [--profile out.prof]
 
 Trains one workload for `--steps` steps, either with `estimator_rt` or with
@@ -30,183 +30,38 @@ so that they trace at the same point and amortize per-call costs alike: the
 runtime gets them from its own `steps_per_loop=100` plus a hook asking for
 step 1; the bare loop calls its `tf.function` with n=1, n=99, then n=100.
 
-This file is not a test of correctness; `tests/test_benchmark_script.py`
-checks that the bare models have the variables the model_fns create.
+The workloads and their bare equivalents are `scripts.bench.workloads`;
+the loop sizes and the record of their ends, `scripts.bench.loops`.
 """
 
 import argparse
 import functools
-import os
-import sys
 import tempfile
 import time
-
-# Run as a script, Python puts scripts/ (not the repo root) on sys.path; the
-# project's packages live in the root.
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _REPO_ROOT not in sys.path:
-  sys.path.insert(0, _REPO_ROOT)
 
 # Imported here, before anything is timed against imports_done_wall, and on
 # both sides alike: the input_fns import estimator_rt (for its errors), so
 # the bare side pays for importing the runtime's modules too. The parent
 # reports how long the imports took on each side.
-from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top,wrong-import-position
-import keras  # pylint: disable=g-import-not-at-top,wrong-import-position
-import tensorflow as tf  # pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import logging as absl_logging
+import keras
+import tensorflow as tf
 
-import estimator_rt as ert  # pylint: disable=g-import-not-at-top,wrong-import-position
-from input_fns import digits  # pylint: disable=g-import-not-at-top,wrong-import-position
-from input_fns import synthetic  # pylint: disable=g-import-not-at-top,wrong-import-position
-from model_fns import cnn  # pylint: disable=g-import-not-at-top,wrong-import-position
-from model_fns import linear  # pylint: disable=g-import-not-at-top,wrong-import-position
-from model_fns import mlp  # pylint: disable=g-import-not-at-top,wrong-import-position
-
-# The steady-state figures, the result line and the exit are the same for
-# every side, the tf.estimator peer's (another environment; that module
-# imports only the standard library at the top) included.
-_SCRIPTS_DIR = os.path.dirname(os.path.abspath(__file__))
-if _SCRIPTS_DIR not in sys.path:
-  sys.path.insert(0, _SCRIPTS_DIR)
-from _bench_tf_estimator import exit_at_once  # pylint: disable=g-import-not-at-top,wrong-import-position
-from _bench_tf_estimator import steady_state  # pylint: disable=g-import-not-at-top,wrong-import-position
-from _bench_tf_estimator import write_result  # pylint: disable=g-import-not-at-top,wrong-import-position
+import estimator_rt as ert
+from scripts.bench.loops import BoundaryHook
+from scripts.bench.loops import loop_sizes
+from scripts.bench.loops import LoopRecord
+from scripts.bench.loops import runtime_config
+from scripts.bench.protocol import add_run_flags
+from scripts.bench.protocol import check_steps
+from scripts.bench.protocol import exit_at_once
+from scripts.bench.protocol import STEPS_PER_LOOP
+from scripts.bench.protocol import write_result
+from scripts.bench.workloads import build_bare
+from scripts.bench.workloads import TF1_MODEL_FNS
+from scripts.bench.workloads import WORKLOADS
 
 _IMPORTS_DONE_WALL = time.time()
-
-
-# The steps the runtime's own loop length is (RunConfig.steps_per_loop) and
-# the bare loop's steps per tf.function call.
-STEPS_PER_LOOP = 100
-
-
-# ------------------------------------------------------------ workloads
-# Each workload: the project's model_fn and input_fn, the params both get,
-# and the bare side's equivalents: a Keras model built once with the same
-# layers, the same loss on (labels, model output) and the same optimizer.
-
-def _linear_model():
-  # model_fns.linear: Sequential([Dense(1)]), predictions squeezed to [b].
-  return keras.Sequential([keras.layers.Dense(1, name='dense')],
-                          name='linear')
-
-
-def _linear_loss(labels, outputs):
-  # model_fns.linear: mean squared error of the squeezed predictions.
-  predictions = tf.squeeze(outputs, axis=-1)
-  return tf.reduce_mean(tf.square(tf.cast(labels, tf.float32) - predictions))
-
-
-def _mlp_model():
-  # model_fns.mlp with its DEFAULT_PARAMS: hidden [64, 32], no dropout.
-  return mlp.build_model(hidden_units=mlp.DEFAULT_PARAMS['hidden_units'],
-                         n_classes=mlp.DEFAULT_PARAMS['n_classes'])
-
-
-def _cnn_model():
-  return cnn.build_model(n_classes=cnn.DEFAULT_PARAMS['n_classes'])
-
-
-def _classifier_loss(labels, logits):
-  # model_fns._common.classifier_spec: sparse softmax cross-entropy, mean
-  # over the batch, on int64 class ids of shape [batch].
-  class_ids = tf.reshape(tf.cast(labels, tf.int64), [-1])
-  return keras.losses.SparseCategoricalCrossentropy(from_logits=True)(
-      class_ids, logits)
-
-
-# The same models written as tf.estimator users wrote them (tf.compat.v1
-# layers, losses and optimizers), which the graph engine runs: the same
-# layers, loss, optimizer and learning rate as the workloads' model_fns.
-def _tf1_linear_model_fn(features, labels, mode, params):
-  del mode, params
-  x = features['x'] if isinstance(features, dict) else features
-  predictions = tf.squeeze(tf.compat.v1.layers.dense(x, 1), axis=-1)
-  loss = tf.compat.v1.losses.mean_squared_error(
-      tf.cast(labels, tf.float32), predictions)
-  train_op = tf.compat.v1.train.GradientDescentOptimizer(
-      linear.DEFAULT_PARAMS['learning_rate']).minimize(
-          loss, global_step=tf.compat.v1.train.get_global_step())
-  return ert.EstimatorSpec(ert.ModeKeys.TRAIN, loss=loss, train_op=train_op)
-
-
-def _tf1_mlp_model_fn(features, labels, mode, params):
-  del mode, params
-  net = features['x'] if isinstance(features, dict) else features
-  net = tf.reshape(net, [tf.shape(net)[0], -1])
-  for units in mlp.DEFAULT_PARAMS['hidden_units']:
-    net = tf.compat.v1.layers.dense(net, units, activation=tf.nn.relu)
-  logits = tf.compat.v1.layers.dense(net, mlp.DEFAULT_PARAMS['n_classes'])
-  loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(
-      tf.reshape(tf.cast(labels, tf.int64), [-1]), logits)
-  train_op = tf.compat.v1.train.AdamOptimizer(
-      mlp.DEFAULT_PARAMS['learning_rate']).minimize(
-          loss, global_step=tf.compat.v1.train.get_global_step())
-  return ert.EstimatorSpec(ert.ModeKeys.TRAIN, loss=loss, train_op=train_op)
-
-
-TF1_MODEL_FNS = {'W1': _tf1_linear_model_fn, 'W2': _tf1_mlp_model_fn}
-
-
-WORKLOADS = {
-    'W1': dict(
-        description='linear model, synthetic regression, batch 64, SGD 0.2',
-        model_fn=linear.model_fn,
-        input_fn=synthetic.linear_input_fn,
-        params={'batch_size': 64},
-        bare_model=_linear_model,
-        bare_loss=_linear_loss,
-        bare_optimizer=lambda: keras.optimizers.SGD(
-            linear.DEFAULT_PARAMS['learning_rate'])),
-    'W2': dict(
-        description='MLP [64, 32], sklearn digits, batch 128, Adam 0.01',
-        model_fn=mlp.model_fn,
-        input_fn=digits.train_input_fn,
-        params={'batch_size': 128},
-        bare_model=_mlp_model,
-        bare_loss=_classifier_loss,
-        bare_optimizer=lambda: keras.optimizers.Adam(
-            mlp.DEFAULT_PARAMS['learning_rate'])),
-    'W3': dict(
-        description='CNN, synthetic 32x32x3 images, batch 128, Adam 0.001',
-        model_fn=cnn.model_fn,
-        input_fn=synthetic.images_input_fn,
-        params={'batch_size': 128},
-        bare_model=_cnn_model,
-        bare_loss=_classifier_loss,
-        bare_optimizer=lambda: keras.optimizers.Adam(
-            cnn.DEFAULT_PARAMS['learning_rate'])),
-}
-
-
-def build_bare(workload: str):
-  """The bare side's (dataset, model, optimizer, loss_fn), built once.
-
-  The dataset is the workload's input_fn called without an input context,
-  which is what the runtime's default strategy gets too (one pipeline, one
-  replica: no sharding, the full batch). The model and optimizer are built
-  eagerly here because variables cannot be created inside the traced
-  `tf.range` loop.
-  """
-  spec = WORKLOADS[workload]
-  dataset = spec['input_fn'](dict(spec['params']))
-  model = spec['bare_model']()
-  features_spec = dataset.element_spec[0]['x']
-  model.build(features_spec.shape)
-  optimizer = spec['bare_optimizer']()
-  optimizer.build(model.trainable_variables)
-  return dataset, model, optimizer, spec['bare_loss']
-
-
-def loop_sizes(total_steps: int):
-  """1, 99, then 100 per loop up to `total_steps` (the runtime's cut)."""
-  sizes = [1]
-  step = 1
-  while step < total_steps:
-    size = min(STEPS_PER_LOOP - step % STEPS_PER_LOOP, total_steps - step)
-    sizes.append(size)
-    step += size
-  return sizes
 
 
 def run_bare(workload: str, total_steps: int, record) -> None:
@@ -265,22 +120,6 @@ def run_keras_fit(workload: str, total_steps: int, record) -> None:
             callbacks=[_FitBoundaries(record)])
 
 
-class BoundaryHook(ert.Hook):
-  """Asks for a 1-step first loop and records the end of every loop."""
-
-  def __init__(self, record):
-    self._record = record
-
-  def next_step_limit(self, global_step):
-    # The first loop ends at step 1, so its end is "first step finished";
-    # afterwards the runtime's own loop lengths apply.
-    return 1 if global_step == 0 else None
-
-  def after_loop(self, result):
-    self._record(result.global_step, result.elapsed_secs)
-    return None
-
-
 class _EveryLoopOfSteps(ert.Hook):
   """The graph engine runs one step per session run, and so calls hooks
   after every step: record the first step and then every STEPS_PER_LOOP
@@ -308,17 +147,6 @@ def run_graph_engine(workload: str, total_steps: int, record) -> None:
         params=dict(spec['params']))
     estimator.train(spec['input_fn'], max_steps=total_steps,
                     hooks=[_EveryLoopOfSteps(record)])
-
-
-def runtime_config(total_steps: int, **settings) -> ert.RunConfig:
-  """The runtime side's RunConfig: the runtime's defaults but checkpoints
-  only at the end (save_checkpoints_steps past the run), since the bare
-  loop saves nothing; summaries and the log line every 100 steps stay, as
-  every user gets them. `settings`: further RunConfig arguments."""
-  return ert.RunConfig(steps_per_loop=STEPS_PER_LOOP,
-                       save_checkpoints_steps=10 * total_steps,
-                       log_step_count_steps=100, save_summary_steps=100,
-                       **settings)
 
 
 def run_runtime(workload: str, total_steps: int, record, *,
@@ -356,44 +184,17 @@ def run_train_and_evaluate(workload: str, total_steps: int, *,
     return {k: float(v) for k, v in metrics.items()}
 
 
-class LoopRecord:
-  """The end of every training loop, as the sides report them."""
-
-  def __init__(self):
-    self._boundaries = []  # (global_step, perf_counter, process_time)
-    self._loop_secs = []  # The runtime's time inside its compiled call.
-    self._first_step_wall = None
-
-  def record(self, global_step: int, elapsed_secs) -> None:
-    """Called at the end of each loop (`elapsed_secs`: None if unknown)."""
-    self._boundaries.append(
-        (global_step, time.perf_counter(), time.process_time()))
-    self._loop_secs.append(elapsed_secs)
-    if self._first_step_wall is None:
-      self._first_step_wall = time.time()
-
-  def result_fields(self, *, imports_done_wall: float) -> dict:
-    """The result line's fields about the loops (see the module doc)."""
-    return {
-        'steps': self._boundaries[-1][0] if self._boundaries else 0,
-        **steady_state(self._boundaries, self._loop_secs),
-        'first_step_wall': self._first_step_wall,
-        'imports_done_wall': imports_done_wall,
-        'boundaries': self._boundaries,
-    }
-
-
 def main(argv=None) -> int:
-  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser = argparse.ArgumentParser(
+      prog='python -m scripts.bench.worker',
+      description=__doc__.split('\n')[0])
   parser.add_argument('--side',
                       choices=('bare', 'runtime', 'graph', 'keras_fit'),
                       required=True,
                       help='graph: the runtime running the TF1-style '
                       'model_fn of W1 or W2 (graph engine); keras_fit: '
                       'Keras 3 fit with steps_per_execution=100')
-  parser.add_argument('--workload', choices=sorted(WORKLOADS), required=True)
-  parser.add_argument('--steps', type=int, required=True,
-                      help='total training steps (>= 101)')
+  add_run_flags(parser, sorted(WORKLOADS))
   parser.add_argument('--train_and_evaluate', default=None,
                       metavar='CHECKPOINT_EVERY,EVAL_STEPS',
                       help='runtime side: run train_and_evaluate instead (a '
@@ -406,9 +207,7 @@ def main(argv=None) -> int:
                       help='write cProfile stats of the whole training run '
                       'to this file (distorts the timings; for diagnosis)')
   args = parser.parse_args(argv)
-  if args.steps < 101:
-    parser.error(f'--steps={args.steps} must be >= 101: the first loop '
-                 '(1 step) is discarded and at least one more is needed.')
+  check_steps(parser, args)
 
   if args.train_and_evaluate:
     if args.side != 'runtime':

@@ -1,0 +1,136 @@
+"""The local comparison's children: one fresh process per side and run.
+
+Each child is a `scripts.bench.worker` (bare, runtime, graph, keras_fit)
+or, for the tf.estimator peer, a `scripts.bench.tf_estimator_worker` under
+`settings.PEER_PYTHON`; each prints one result line (`protocol`), read here
+with the wall time the child was started at. Standard library only.
+"""
+
+import os
+import subprocess
+import time
+from typing import Dict, List, Optional
+
+from scripts.bench.processes import module_command
+from scripts.bench.processes import REPO_ROOT
+from scripts.bench.protocol import read_result
+from scripts.bench.protocol import RESULT_PREFIX
+from scripts.bench.settings import PEER_PYTHON
+from scripts.bench.settings import TAE_CHECKPOINT_EVERY
+from scripts.bench.settings import TAE_EVAL_STEPS
+from scripts.bench.settings import TAE_STEPS
+
+
+class ChildError(RuntimeError):
+  """A benchmark child failed, timed out, or printed no result."""
+
+
+def peer_data_path(workload: str, directory: str) -> str:
+  return os.path.join(directory, f'{workload}.npz')
+
+
+def write_peer_data(workloads: List[str], directory: str, *,
+                    env: Dict[str, str], timeout_s: float) -> None:
+  """Saves the arrays each workload's input_fn draws from, for the
+  tf.estimator side (whose environment cannot import the project), from a
+  child of this Python (`scripts.bench.peer_data`; the parent imports
+  nothing heavy itself)."""
+  args = [a for w in workloads for a in (w, peer_data_path(w, directory))]
+  result = subprocess.run(module_command('peer_data', *args),
+                          env=env, cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=timeout_s, check=False)
+  if result.returncode != 0:
+    raise ChildError('writing the tf.estimator side\'s data failed:\n'
+                     + result.stderr[-3000:])
+
+
+def _command(side: str, workload: str, steps: int, *, jit_compile: bool,
+             graph_engine: bool, peer_data_dir: Optional[str]) -> List[str]:
+  if side == 'tf_estimator':
+    return module_command('tf_estimator_worker', '--workload', workload,
+                          '--steps', str(steps), '--data',
+                          peer_data_path(workload, peer_data_dir),
+                          python=PEER_PYTHON)
+  worker_side = 'graph' if (side == 'runtime' and graph_engine) else side
+  command = module_command('worker', '--side', worker_side, '--workload',
+                           workload, '--steps', str(steps))
+  if jit_compile and side == 'runtime':
+    command.append('--jit_compile')
+  return command
+
+
+def _run_process(command: List[str], label: str, *, timeout_s: float,
+                 env: Dict[str, str]) -> tuple:
+  """Runs a child; returns (its result dict, the wall time it was started).
+
+  Raises:
+    ChildError: see run_child.
+  """
+  # Wall clock, not perf_counter: the child reports time.time() and the two
+  # clocks must be the same one across processes.
+  launched = time.time()
+  process = subprocess.Popen(command, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env,
+                             cwd=REPO_ROOT)
+  try:
+    stdout, stderr = process.communicate(timeout=timeout_s)
+  except subprocess.TimeoutExpired:
+    process.kill()
+    stdout, stderr = process.communicate()
+    raise ChildError(
+        f'{label} ran past {timeout_s} s and was killed; stderr '
+        f'tail:\n{stderr[-3000:]}') from None
+  if process.returncode != 0:
+    raise ChildError(
+        f'{label} exited with {process.returncode}; stderr tail:\n'
+        f'{stderr[-3000:]}')
+  result = read_result(stdout)
+  if result is None:
+    raise ChildError(
+        f'{label} printed no {RESULT_PREFIX.strip()} line; '
+        f'stdout tail:\n{stdout[-2000:]}\nstderr tail:\n{stderr[-2000:]}')
+  return result, launched
+
+
+def run_train_and_evaluate_child(side: str, workload: str, *,
+                                 timeout_s: float, env: Dict[str, str],
+                                 peer_data_dir: Optional[str]) -> dict:
+  """One local train_and_evaluate (TAE_STEPS steps, a checkpoint every
+  TAE_CHECKPOINT_EVERY, TAE_EVAL_STEPS batches evaluated after each) by the
+  runtime or tf.estimator in a fresh process; adds `wall_s`, from just
+  before the process started until train_and_evaluate returned."""
+  command = _command(side, workload, TAE_STEPS, jit_compile=False,
+                     graph_engine=False, peer_data_dir=peer_data_dir)
+  command += ['--train_and_evaluate',
+              f'{TAE_CHECKPOINT_EVERY},{TAE_EVAL_STEPS}']
+  result, launched = _run_process(
+      command, f'{side} {workload} train_and_evaluate', timeout_s=timeout_s,
+      env=env)
+  result['wall_s'] = result['done_wall'] - launched
+  result['after_imports_s'] = result['done_wall'] - result['imports_done_wall']
+  return result
+
+
+def run_child(side: str, workload: str, steps: int, *,
+              timeout_s: float, env: Dict[str, str],
+              jit_compile: bool = False, graph_engine: bool = False,
+              peer_data_dir: Optional[str] = None) -> dict:
+  """Runs one side of one workload in a fresh process; returns its result.
+
+  Adds `first_step_s` (from just before the process was started to the end
+  of its first step), `import_s` (process start to imports done) and
+  `peak_rss_mib` to what the child reports.
+
+  Raises:
+    ChildError: the child exited non-zero, ran past `timeout_s` (it is
+      killed) or printed no result line.
+  """
+  command = _command(side, workload, steps, jit_compile=jit_compile,
+                     graph_engine=graph_engine, peer_data_dir=peer_data_dir)
+  result, launched = _run_process(command, f'{side} {workload}',
+                                  timeout_s=timeout_s, env=env)
+  result['first_step_s'] = result['first_step_wall'] - launched
+  result['import_s'] = result['imports_done_wall'] - launched
+  result['after_imports_s'] = result['first_step_s'] - result['import_s']
+  result['peak_rss_mib'] = result['peak_rss_kib'] / 1024.0
+  return result
