@@ -8,7 +8,6 @@ handles by stopping every task) and killed if it does not; tasks started by
 """
 
 import dataclasses
-import importlib.util
 import json
 import os
 import signal
@@ -20,6 +19,7 @@ import time
 from typing import Dict, List, Optional, Sequence
 
 from estimator_rt import cluster as cluster_lib
+from estimator_rt.launch import layout as launch_layout
 
 # One definition of each checkpoint reader, in _models; cluster tests reach
 # them through this module too.
@@ -28,22 +28,14 @@ from _models import read_model_variables  # pylint: disable=unused-import
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = sys.executable
-LAUNCHER = os.path.join(REPO_ROOT, 'scripts', 'launch_local_cluster.py')
+LAUNCHER = [PYTHON, '-m', 'estimator_rt.launch.local']
 BINARY = [PYTHON, '-m', 'estimator_rt.main']
-
-_launcher_module = None
 
 
 def launcher():
-  """scripts/launch_local_cluster.py as a module (scripts/ is no package)."""
-  global _launcher_module
-  if _launcher_module is None:
-    spec = importlib.util.spec_from_file_location('launch_local_cluster',
-                                                  LAUNCHER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    _launcher_module = module
-  return _launcher_module
+  """The launchers' cluster layout (`make_cluster`, `free_ports`), for
+  tests that lay a cluster out by hand as the local launcher does."""
+  return launch_layout
 
 
 def task_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
@@ -320,14 +312,14 @@ def run_launcher(tmp_path, *, args: List[str], workers: int, ps: int = 0,
                  chief: bool = False, evaluator: bool = False,
                  grace_secs: float = 40, timeout_secs: float = 240,
                  env: Optional[Dict[str, str]] = None) -> ClusterRun:
-  """Runs scripts/launch_local_cluster.py with the binary and `args`.
+  """Runs `python -m estimator_rt.launch.local` with the binary and `args`.
 
   Bounded: the launcher stops the chief after `timeout_secs` and every
   other task `grace_secs` after the chief; if the launcher itself overruns,
   it gets SIGTERM (it then stops all tasks) and then SIGKILL.
   """
   status_file = os.path.join(str(tmp_path), 'launcher_status.json')
-  command = [PYTHON, LAUNCHER, f'--workers={workers}', f'--ps={ps}',
+  command = [*LAUNCHER, f'--workers={workers}', f'--ps={ps}',
              f'--grace_secs={grace_secs}', f'--timeout_secs={timeout_secs}',
              f'--status_file={status_file}']
   command += ['--chief'] if chief else []
@@ -492,14 +484,14 @@ def start_launcher(tmp_path, *, args: List[str], workers: int, ps: int = 0,
                    launcher_args: Sequence[str] = (),
                    env: Optional[Dict[str, str]] = None
                    ) -> BackgroundLauncher:
-  """Starts scripts/launch_local_cluster.py with the binary and `args`, in
-  the background, with --status_file and --pid_file under `tmp_path`.
+  """Starts `python -m estimator_rt.launch.local` with the binary and
+  `args`, in the background, with --status_file and --pid_file under `tmp_path`.
   `launcher_args` go to the launcher (--max_restarts, --grace_secs, ...)."""
   tmp = str(tmp_path)
   status_file = os.path.join(tmp, 'launcher_status.json')
   pid_file = os.path.join(tmp, 'launcher_pids.json')
   output_path = os.path.join(tmp, 'launcher_output.txt')
-  command = [PYTHON, LAUNCHER, f'--workers={workers}', f'--ps={ps}',
+  command = [*LAUNCHER, f'--workers={workers}', f'--ps={ps}',
              f'--status_file={status_file}', f'--pid_file={pid_file}']
   command += ['--chief'] if chief else []
   command += ['--evaluator'] if evaluator else []

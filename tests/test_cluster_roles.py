@@ -1,6 +1,6 @@
 """The cluster roles, as real processes: TensorFlow servers on 127.0.0.1
-ports, started by scripts/launch_local_cluster.py or by hand, every one of
-them bounded by a timeout and killed at the end.
+ports, started by `python -m estimator_rt.launch.local` or by hand, every
+one of them bounded by a timeout and killed at the end.
 
 Each test is one cluster run (15-60 s) checked for several things at once:
 exit codes, what lands in model_dir, the logs of each role.

@@ -1,4 +1,4 @@
-"""scripts/launch_local_cluster.py restarts what it loses.
+"""`python -m estimator_rt.launch.local` restarts what it loses.
 
 Two kinds of tests. The policy and the exit codes run with a fake task (a
 few lines of Python that exit as a plan says; no TensorFlow, seconds
@@ -22,6 +22,7 @@ import pytest
 
 import _cluster
 from estimator_rt import preemption
+from estimator_rt.launch import exit_policy
 
 GRACE_SECS = 15
 
@@ -62,7 +63,7 @@ def _run_fake(tmp_path, plan, *, launcher_args, timeout=60):
   env = _cluster.task_env({'FAKE_PLAN': json.dumps(plan),
                            'FAKE_STATE': str(state)})
   result = subprocess.run(
-      [sys.executable, _cluster.LAUNCHER, f'--status_file={status_file}',
+      [*_cluster.LAUNCHER, f'--status_file={status_file}',
        '--grace_secs=1', *launcher_args, '--', sys.executable, str(script)],
       env=env, capture_output=True, text=True, timeout=timeout, check=False)
   output = result.stdout + result.stderr
@@ -208,7 +209,7 @@ def test_sigterm_to_the_launcher_is_forwarded(tmp_path):
   env = _cluster.task_env({'FAKE_PLAN': '{}',
                            'FAKE_STATE': str(tmp_path / 'state')})
   process = subprocess.Popen(
-      [sys.executable, _cluster.LAUNCHER, '--workers=2', '--evaluator',
+      [*_cluster.LAUNCHER, '--workers=2', '--evaluator',
        f'--status_file={status_file}', f'--pid_file={pid_file}', '--',
        sys.executable, str(script)],
       env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -236,15 +237,14 @@ def test_the_launcher_refuses_bad_counts():
   for flag in ('--max_restarts=-1', '--max_preemptions=-2',
                '--grace_secs=inf'):
     result = subprocess.run(
-        [sys.executable, _cluster.LAUNCHER, flag, '--', 'true'],
+        [*_cluster.LAUNCHER, flag, '--', 'true'],
         capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 2, result.stderr
     assert f'error: {flag}: must be' in result.stderr, result.stderr
 
 
 def test_the_preempted_code_is_the_runtimes():
-  assert (_cluster.launcher().PREEMPTED_EXIT_CODE ==
-          preemption.PREEMPTED_EXIT_CODE)
+  assert exit_policy.PREEMPTED_EXIT_CODE == preemption.PREEMPTED_EXIT_CODE
 
 
 # ------------------------------------------------------------ real clusters

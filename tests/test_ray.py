@@ -2,12 +2,12 @@
 
 A module fixture starts one Ray head (`ray start --head --block`, its own
 HOME and temp directory, 4 logical CPUs) and SIGTERMs it at the end (SIGKILL
-to its process group if it lingers); `scripts/launch_ray.py` and
-`scripts/ray_train_mwms.py` run against it as subprocesses, each bounded
-and stopped in a finally. One test runs `launch_ray.py --address=local`
-instead, which starts and stops a Ray instance of its own, in a HOME with
-no ~/.ray: Ray 2.60 then turns token authentication on and writes a new
-token there, as on a fresh machine.
+to its process group if it lingers); `python -m
+estimator_rt.launch.ray_job` and `python -m estimator_rt.launch.ray_train`
+run against it as subprocesses, each bounded and stopped in a finally. One
+test runs `ray_job --address=local` instead, which starts and stops a Ray
+instance of its own, in a HOME with no ~/.ray: Ray 2.60 then turns token
+authentication on and writes a new token there, as on a fresh machine.
 
 Skipped when ray is not installed (`pip install 'estimator_rt[ray]'`).
 """
@@ -32,9 +32,9 @@ except ImportError as e:
 import _cluster  # pylint: disable=g-import-not-at-top,wrong-import-position
 from estimator_rt import summaries  # pylint: disable=g-import-not-at-top,wrong-import-position
 
-LAUNCH_RAY = os.path.join(_cluster.REPO_ROOT, 'scripts', 'launch_ray.py')
-RAY_TRAIN_MWMS = os.path.join(_cluster.REPO_ROOT, 'scripts',
-                              'ray_train_mwms.py')
+# The launchers' arguments to the Python that runs them (_cluster.PYTHON).
+LAUNCH_RAY = ['-m', 'estimator_rt.launch.ray_job']
+RAY_TRAIN_MWMS = ['-m', 'estimator_rt.launch.ray_train']
 RAY = os.path.join(os.path.dirname(_cluster.PYTHON), 'ray')
 MAX_STEPS = 60
 SAVE_EVERY = 30
@@ -92,8 +92,9 @@ def ray_head(tmp_path_factory):
 
 
 def _start(tmp_path, script_and_args, *, home, env=None):
-  """Starts a launcher script in the background (its own process group,
-  output to a file); pair with `.stop()` in a finally."""
+  """Starts a launcher (`script_and_args` after the Python) in the
+  background (its own process group, output to a file); pair with
+  `.stop()` in a finally."""
   tmp = str(tmp_path)
   output_path = os.path.join(tmp, 'launcher_output.txt')
   with open(output_path, 'w') as output:
@@ -110,7 +111,7 @@ def _start(tmp_path, script_and_args, *, home, env=None):
 
 def _launch_ray_args(tmp_path, *, address, roles, binary_args,
                      launcher_args=()):
-  return [LAUNCH_RAY, f'--address={address}', *roles,
+  return [*LAUNCH_RAY, f'--address={address}', *roles,
           f'--cpus_per_task={CPUS_PER_TASK}',
           # The tasks run in Ray's worker processes, whose environment is
           # the Ray head's: pass what the binary needs to import the repo.
@@ -370,7 +371,7 @@ def test_lost_actor_takes_its_task_and_the_job_carries_on(tmp_path,
 
 
 def test_launcher_sigterm_stops_the_tasks_which_save(tmp_path, ray_head):
-  """SIGTERM to launch_ray.py mid-run: it forwards SIGTERM to every task
+  """SIGTERM to the Ray launcher mid-run: it forwards SIGTERM to every task
   through its actor; the MWMS workers save and exit 143, and so does the
   launcher (run it again to resume)."""
   model_dir = f'{tmp_path}/model'
@@ -458,14 +459,15 @@ def test_bad_flag_exits_2_without_restart_on_a_fresh_local_ray(tmp_path):
 ])
 def test_launcher_flags_refused_with_exit_2(argv, expected):
   """The launcher's own bad flags: exit 2 with one line, before Ray."""
-  result = subprocess.run([_cluster.PYTHON, LAUNCH_RAY] + argv,
+  result = subprocess.run([_cluster.PYTHON, *LAUNCH_RAY] + argv,
                           capture_output=True, text=True, timeout=60,
                           env=_cluster.task_env(), check=False)
   assert result.returncode == 2, result.stderr
   assert result.stdout == ''
   # argparse's usage line, then the one error line.
   assert result.stderr.splitlines()[-1].startswith(
-      'launch_ray.py: error: ' + expected), result.stderr
+      'python -m estimator_rt.launch.ray_job: error: ' + expected), (
+          result.stderr)
 
 
 def test_no_ray_cluster_at_address_exits_2(tmp_path):
@@ -473,7 +475,7 @@ def test_no_ray_cluster_at_address_exits_2(tmp_path):
   once (Ray's own connect would retry for minutes)."""
   port = _cluster.launcher().free_ports(1)[0]
   result = subprocess.run(
-      [_cluster.PYTHON, LAUNCH_RAY, f'--address=127.0.0.1:{port}',
+      [_cluster.PYTHON, *LAUNCH_RAY, f'--address=127.0.0.1:{port}',
        '--workers=1', '--', 'true'], capture_output=True, text=True,
       timeout=120, env=_cluster.task_env({'HOME': str(tmp_path)}),
       check=False)
@@ -491,7 +493,7 @@ def test_ray_train_tensorflow_trainer_trains_mwms(tmp_path, ray_head):
   module = _cluster.write_tiny_model(tmp_path)
   model_dir = f'{tmp_path}/model'
   result = _start(tmp_path, [
-      RAY_TRAIN_MWMS, f'--address={ray_head["address"]}',
+      *RAY_TRAIN_MWMS, f'--address={ray_head["address"]}',
       '--num_workers=2', f'--cpus_per_worker={CPUS_PER_TASK}',
       f'--storage_path={tmp_path}/ray_results',
       f'--model_fn={module}:model_fn',

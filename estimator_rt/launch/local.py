@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Launches a TF_CONFIG cluster as local processes on loopback ports.
 
-    python scripts/launch_local_cluster.py --workers 2 --ps 1 --chief \
+    python -m estimator_rt.launch.local --workers 2 --ps 1 --chief \
         --evaluator --max_restarts 3 -- python -m estimator_rt.main \
         --distribution_strategy=parameter_server --model_dir=/tmp/m ...
 
@@ -63,33 +62,27 @@ JSON; `--pid_file` the process id of each task's current process.
 
 import argparse
 import json
-import os
 import signal
 import sys
 import threading
+from typing import Optional, Sequence
 
-# Runnable from a checkout without installing: the package is next door.
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
-# (Re-exported: tests and scripts/start_local_servers.py use these names.)
 from estimator_rt.launch.arguments import add_command
 from estimator_rt.launch.arguments import add_supervision_flags
 from estimator_rt.launch.arguments import check_roles
 from estimator_rt.launch.arguments import check_supervision_flags
 from estimator_rt.launch.arguments import take_command
-from estimator_rt.launch.exit_policy import PREEMPTED_EXIT_CODE
 from estimator_rt.launch.layout import add_role_flags
-from estimator_rt.launch.layout import free_ports
 from estimator_rt.launch.layout import make_cluster
 from estimator_rt.launch.local_processes import LocalCluster
 from estimator_rt.launch.supervisor import Supervisor
 from estimator_rt.launch.supervisor import TERMINATE_SECS
-# pylint: enable=g-import-not-at-top,wrong-import-position,unused-import
 
 
 # ------------------------------------------------------------- the binary
 def _parse_args(argv) -> argparse.Namespace:
   parser = argparse.ArgumentParser(
+      prog='python -m estimator_rt.launch.local',
       description=__doc__.split('\n\n')[0],
       usage='%(prog)s [options] -- command ...')
   add_role_flags(parser)
@@ -107,7 +100,7 @@ def _write_status(path: str, status: dict) -> None:
     json.dump(status, f)
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
   args = _parse_args(argv)
   lock = threading.Lock()
   cluster = LocalCluster(

@@ -414,7 +414,7 @@ def run_on_ray(*, command: Sequence[str], workers: int, ps: int = 0,
   """Runs `command` as every task of a TF_CONFIG cluster on Ray, to the end
   of the job; returns every task's exit code.
 
-  The roles are those of `scripts/launch_local_cluster.py` (`workers`,
+  The roles are those of `estimator_rt.launch.local` (`workers`,
   `ps`, `chief`, `evaluator`), and so is what happens when a task ends
   early (see `supervisor.Supervisor`: 2 is never restarted, 143 restarts
   apart from the `max_restarts` budget, a restart keeps every address).

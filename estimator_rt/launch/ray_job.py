@@ -1,9 +1,9 @@
-#!/usr/bin/env python3
 """Launches a TF_CONFIG cluster on Ray, one Ray actor per task.
 
-    python scripts/launch_ray.py --address=auto --workers 2 --ps 1 --chief \
-        --evaluator --cpus_per_task 2 -- python -m estimator_rt.main \
-        --distribution_strategy=parameter_server --model_dir=/shared/m ...
+    python -m estimator_rt.launch.ray_job --address=auto --workers 2 \
+        --ps 1 --chief --evaluator --cpus_per_task 2 -- \
+        python -m estimator_rt.main --distribution_strategy=parameter_server \
+        --model_dir=/shared/m ...
 
 Every task (chief, worker, ps, evaluator) is a Ray actor holding
 `--cpus_per_task` CPUs and `--gpus_per_task` GPUs; it picks a free port on
@@ -12,7 +12,7 @@ a subprocess with its TF_CONFIG (Ray's CUDA_VISIBLE_DEVICES tells it its
 GPUs). Each output line comes back to this process prefixed with the
 task's role. parameter_server with ps and evaluator tasks runs this way,
 which Ray Train's TensorflowTrainer cannot do (it makes workers only; see
-scripts/ray_train_mwms.py for that route).
+`python -m estimator_rt.launch.ray_train` for that route).
 
 The command must run on every node as given: the same paths, the package
 installed, a `--model_dir` every node sees. Each task's environment is the
@@ -26,10 +26,10 @@ instance on this machine, stopped at the end; `--ray_num_cpus` sets its
 CPU count, and the tasks listen on 127.0.0.1). Each task's address is its
 node's address in the Ray cluster unless `--task_host` says otherwise.
 
-What happens when a task ends is what scripts/launch_local_cluster.py
-does (see its docstring and the README): 2 is bad input, never restarted;
-143 (preempted) restarts apart from `--max_restarts`; a restarted task
-runs again in the same actor, on the same node and port. Exit codes: the
+What happens when a task ends is what `estimator_rt.launch.local` does
+(see its docstring and the README): 2 is bad input, never restarted; 143
+(preempted) restarts apart from `--max_restarts`; a restarted task runs
+again in the same actor, on the same node and port. Exit codes: the
 chief's when the job is done (0); 2 bad input (from a task, or these
 arguments; also when nothing answers at `--address` (checked with one
 TCP connection first: Ray's own connect retries for minutes), when Ray
@@ -53,25 +53,23 @@ import os
 import signal
 import socket
 import sys
+from typing import Optional, Sequence
 
-# Runnable from a checkout without installing: the package is next door.
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# pylint: disable=g-import-not-at-top,wrong-import-position
-from estimator_rt.launch.exit_policy import BAD_INPUT_EXIT_CODE
-from estimator_rt.launch.layout import add_role_flags
 from estimator_rt.launch.arguments import add_command
 from estimator_rt.launch.arguments import add_supervision_flags
 from estimator_rt.launch.arguments import check_roles
 from estimator_rt.launch.arguments import check_seconds
 from estimator_rt.launch.arguments import check_supervision_flags
 from estimator_rt.launch.arguments import take_command
-# pylint: enable=g-import-not-at-top,wrong-import-position
+from estimator_rt.launch.exit_policy import BAD_INPUT_EXIT_CODE
+from estimator_rt.launch.layout import add_role_flags
 
 _GCS_CONNECT_SECS = 10
 
 
 def _parse_args(argv) -> argparse.Namespace:
   parser = argparse.ArgumentParser(
+      prog='python -m estimator_rt.launch.ray_job',
       description=__doc__.split('\n\n')[0],
       usage='%(prog)s [options] -- command ...')
   parser.add_argument('--address', default='auto',
@@ -128,7 +126,7 @@ def _parse_env(parser, items):
   return env
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
   args = _parse_args(argv)
   try:
     # pylint: disable=g-import-not-at-top

@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """multi_worker_mirrored on Ray Train: TensorflowTrainer calling estimator_rt.
 
-    python scripts/ray_train_mwms.py --address=auto --num_workers 2 \
+    python -m estimator_rt.launch.ray_train --address=auto --num_workers 2 \
         --model_fn=model_fns.mlp:model_fn \
         --input_fn=input_fns.digits:train_input_fn \
         --eval_input_fn=input_fns.digits:eval_input_fn \
@@ -25,8 +24,8 @@ prints the final metrics. Ray forwards each worker's output to the driver
 prefixed with Ray's own `(RayTrainWorker pid=...)`, not the role; each
 worker logs its role once (`Running as worker:0 (chief) at ...`).
 
-What this route cannot do, and `scripts/launch_ray.py` can: ps tasks, a
-separate evaluator task, parameter_server at all (Ray Train makes workers
+What this route cannot do, and `estimator_rt.launch.ray_job` can: ps tasks,
+a separate evaluator task, parameter_server at all (Ray Train makes workers
 only); restarting on estimator_rt's exit codes (Ray Train retries a failed
 run as a whole, `FailureConfig(max_failures=...)`); the bind guard (the
 training function runs inside Ray's worker process, which was not started
@@ -52,9 +51,9 @@ import argparse
 import json
 import os
 import sys
+from typing import Optional, Sequence
 
-# Runnable from a checkout without installing: the package is next door.
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from estimator_rt.launch.exit_policy import BAD_INPUT_EXIT_CODE
 
 
 def train_loop_per_worker(config: dict) -> None:
@@ -122,7 +121,9 @@ def run(*, address, num_workers, cpus_per_worker, storage_path,
 
 
 def _parse_args(argv) -> argparse.Namespace:
-  parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+  parser = argparse.ArgumentParser(
+      prog='python -m estimator_rt.launch.ray_train',
+      description=__doc__.split('\n\n')[0])
   parser.add_argument('--address', default='auto',
                       help="the Ray cluster: 'auto', 'host:port' or 'local'")
   parser.add_argument('--num_workers', type=int, default=2)
@@ -154,14 +155,14 @@ def _parse_args(argv) -> argparse.Namespace:
   return args
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
   args = _parse_args(argv)
   try:
     import ray.train.tensorflow  # pylint: disable=g-import-not-at-top,unused-import
   except ImportError as e:
     print(f'error: cannot import ray.train.tensorflow ({e}); install it '
           "with pip install 'estimator_rt[ray]'", file=sys.stderr)
-    return 2
+    return BAD_INPUT_EXIT_CODE
   train_config = {
       'model_fn': args.model_fn, 'input_fn': args.input_fn,
       'eval_input_fn': args.eval_input_fn, 'params': args.params,
