@@ -195,7 +195,12 @@ def read_model_variables(path):
 
 
 def read_global_step(path):
-  return int(tf.train.load_checkpoint(path).get_tensor('global_step' + _VALUE))
+  """The global step a checkpoint holds, of either engine's format."""
+  reader = tf.train.load_checkpoint(path)
+  names = reader.get_variable_to_shape_map()
+  key = 'global_step' + _VALUE if 'global_step' + _VALUE in names else (
+      'global_step')
+  return int(reader.get_tensor(key))
 
 
 def saved_model_global_step(export_dir):

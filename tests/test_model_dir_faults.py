@@ -93,8 +93,52 @@ def nan_model_fn(nan_at_step=None, *, where='loss', replica=None):
   return model_fn
 
 
-def estimator(model_dir, model_fn=None, **config):
-  return ert.Estimator(model_fn or nan_model_fn(), model_dir=str(model_dir),
+def graph_nan_model_fn(nan_at_step=None, *, where='loss'):
+  """nan_model_fn's regressor written TF1-style, for the graph engine: the
+  same layers and starting weights in `tf.compat.v1` variables, SGD 0.05
+  through `minimize(global_step=...)`, poisoned the same way."""
+  weights = initial_weights(0)
+
+  def dense(name, x, index, activation=None):
+    kernel = tf.compat.v1.get_variable(
+        f'{name}/kernel', initializer=tf.constant(weights[index]))
+    bias = tf.compat.v1.get_variable(
+        f'{name}/bias', initializer=tf.constant(weights[index + 1]))
+    y = tf.matmul(x, kernel) + bias
+    return activation(y) if activation else y
+
+  def model_fn(features, labels, mode):
+    out = dense('out', dense('hidden', features['x'], 0, tf.tanh), 2)
+    if mode == ert.ModeKeys.PREDICT:
+      return ert.EstimatorSpec(mode, predictions={'y': out})
+    global_step = tf.compat.v1.train.get_global_step()
+    factor = tf.constant(1.0)
+    if mode == ert.ModeKeys.TRAIN and nan_at_step is not None:
+      # Read before this step's increment: this step is global_step + 1.
+      hit = tf.equal(global_step + 1, nan_at_step)
+      factor = tf.where(hit, float('nan'), 1.0)
+      if where == 'gradient':
+        out = _scale_gradient(out, factor)
+    loss = tf.reduce_mean(tf.square(out - labels))
+    if where == 'loss':
+      loss = loss * factor
+    if mode == ert.ModeKeys.EVAL:
+      return ert.EstimatorSpec(mode, loss=loss)
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(0.05).minimize(
+        loss, global_step=global_step)
+    return ert.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+  return model_fn
+
+
+# The same poisoned regressor for each engine (see engine_choice.py).
+NAN_MODEL_FNS = {'eager': nan_model_fn, 'graph': graph_nan_model_fn}
+ENGINES = sorted(NAN_MODEL_FNS)
+
+
+def estimator(model_dir, model_fn=None, *, engine='eager', **config):
+  return ert.Estimator(model_fn or NAN_MODEL_FNS[engine](),
+                       model_dir=str(model_dir),
                        config=quiet_config(**config))
 
 
@@ -140,9 +184,9 @@ def file_digests(model_dir, steps):
   return result
 
 
-def train_five_checkpoints(model_dir):
+def train_five_checkpoints(model_dir, engine='eager'):
   """Checkpoints at 10, 20, 30, 40, 50."""
-  estimator(model_dir).train(input_fn, max_steps=50)
+  estimator(model_dir, engine=engine).train(input_fn, max_steps=50)
   assert checkpoint_steps(model_dir) == [10, 20, 30, 40, 50]
 
 
@@ -151,6 +195,7 @@ def first_loop_step(recorder):
 
 
 # ----------------------------------------------------------------- NaN
+@pytest.mark.parametrize('engine', ENGINES)
 @pytest.mark.parametrize('nan_at_step, where, reported, newest', [
     (21, 'loss', 'global step 21', 20),       # first step of a loop
     (25, 'loss', 'global step 25', 20),       # middle of a loop
@@ -160,10 +205,11 @@ def first_loop_step(recorder):
     (40, 'gradient', 'global steps 31-40', 20),  # loss finite, weights NaN
 ])
 def test_nan_stops_at_its_step_and_never_reaches_a_checkpoint(
-    tmp_path, nan_at_step, where, reported, newest):
+    tmp_path, nan_at_step, where, reported, newest, engine):
   model_dir = tmp_path / 'm'
+  poisoned = NAN_MODEL_FNS[engine](nan_at_step, where=where)
   with pytest.raises(ert.NanLossError) as raised:
-    estimator(model_dir, nan_model_fn(nan_at_step, where=where),
+    estimator(model_dir, poisoned,
               save_checkpoints_steps=20).train(input_fn, max_steps=60)
   message = str(raised.value)
   assert reported in message, message
@@ -172,7 +218,7 @@ def test_nan_stops_at_its_step_and_never_reaches_a_checkpoint(
   assert_every_checkpoint_usable(model_dir)
   # The same command, input fixed, carries on from the last finite one.
   recorder = LoopRecorder()
-  estimator(model_dir, save_checkpoints_steps=20).train(
+  estimator(model_dir, engine=engine, save_checkpoints_steps=20).train(
       input_fn, hooks=[recorder], max_steps=60)
   assert first_loop_step(recorder) == 20
   assert checkpoint_steps(model_dir) == [20, 40, 60]
@@ -270,15 +316,17 @@ DAMAGE = {
 }
 
 
+@pytest.mark.parametrize('engine', ENGINES)
 @pytest.mark.parametrize('damage', sorted(DAMAGE))
 def test_damaged_newest_checkpoint_falls_back_to_the_one_before(tmp_path,
-                                                                damage):
+                                                                damage,
+                                                                engine):
   model_dir = str(tmp_path / 'm')
-  train_five_checkpoints(model_dir)
+  train_five_checkpoints(model_dir, engine)
   intact = file_digests(model_dir, {10, 20, 30, 40})
   DAMAGE[damage](model_dir, 50)
 
-  est = estimator(model_dir)
+  est = estimator(model_dir, engine=engine)
   assert est.latest_checkpoint() == ckpt_path(model_dir, 40)
   assert est.evaluate(input_fn, steps=1)['global_step'] == 40
   predictions = list(est.predict(
@@ -460,7 +508,7 @@ def test_leftovers_of_interrupted_saves_are_removed_at_start(tmp_path):
   assert_every_checkpoint_usable(model_dir)
 
 
-_BIG_MODEL = '''
+_BIG_MODELS = {'eager': '''
 import tensorflow as tf
 import estimator_rt as ert
 
@@ -479,7 +527,29 @@ def input_fn():
   x = tf.random.stateless_normal([16, 4], seed=[1, 2])
   y = tf.reduce_sum(x, axis=1, keepdims=True)
   return tf.data.Dataset.from_tensors(({'x': x}, y)).repeat()
-'''
+''', 'graph': '''
+import tensorflow as tf
+import estimator_rt as ert
+
+def model_fn(features, labels, mode):
+  # A large variable makes each save take long enough to be killed in.
+  big = tf.compat.v1.get_variable(
+      'big', [30_000_000], initializer=tf.compat.v1.zeros_initializer())
+  w = tf.compat.v1.get_variable(
+      'w', [4, 1], initializer=tf.compat.v1.zeros_initializer())
+  out = tf.matmul(features['x'], w) + 0.0 * big[0]
+  loss = tf.reduce_mean(tf.square(out - labels))
+  if mode == ert.ModeKeys.EVAL:
+    return ert.EstimatorSpec(mode, loss=loss)
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.01).minimize(
+      loss, var_list=[w], global_step=tf.compat.v1.train.get_global_step())
+  return ert.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+def input_fn():
+  x = tf.random.stateless_normal([16, 4], seed=[1, 2])
+  y = tf.reduce_sum(x, axis=1, keepdims=True)
+  return tf.data.Dataset.from_tensors(({'x': x}, y)).repeat()
+'''}
 
 
 def _run_big_model_training(module, model_dir, max_steps):
@@ -493,9 +563,11 @@ def _run_big_model_training(module, model_dir, max_steps):
       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_process_killed_in_the_middle_of_a_save_resumes_cleanly(tmp_path):
+@pytest.mark.parametrize('engine', ENGINES)
+def test_process_killed_in_the_middle_of_a_save_resumes_cleanly(tmp_path,
+                                                               engine):
   module = tmp_path / 'big_model.py'
-  module.write_text(_BIG_MODEL)
+  module.write_text(_BIG_MODELS[engine])
   model_dir = str(tmp_path / 'm')
   process = _run_big_model_training(module, model_dir, max_steps=1000)
   killed_during_save = False

@@ -67,31 +67,59 @@ def test_sigterm_in_process_saves_at_the_loop_end_and_resumes(tmp_path):
   assert checkpoint_steps(model_dir) == [20, 50]
 
 
-def test_controller_cuts_loops_to_bound_the_time_to_a_save(tmp_path,
-                                                          monkeypatch):
-  """Loops are cut so that one takes about max_loop_secs: here steps take
-  ~20 ms and max_loop_secs is 0.1 s, so loops after the second run a few
-  steps, not steps_per_loop=100 (the first loop's time is mostly tracing,
-  so it does not decide the second's length)."""
-  model_dir = str(tmp_path / 'm')
+def _slow(loss):
+  """`loss`, after a 20 ms sleep in the step."""
+  slow = tf.py_function(lambda: time.sleep(0.02) or 0.0, [], tf.float32)
+  slow.set_shape([])
+  return loss + 0.0 * slow
+
+
+def _slow_eager_model_fn():
   base = make_model_fn()
 
-  def slow_model_fn(features, labels, mode):
+  def model_fn(features, labels, mode):
     spec = base(features, labels, mode)
     if mode != ert.ModeKeys.TRAIN:
       return spec
-    slow = tf.py_function(lambda: time.sleep(0.02) or 0.0, [], tf.float32)
-    slow.set_shape([])
-    return ert.EstimatorSpec(mode, loss=spec.loss + 0.0 * slow,
+    return ert.EstimatorSpec(mode, loss=_slow(spec.loss),
                              optimizer=spec.optimizer)
 
+  return model_fn
+
+
+def _slow_graph_model_fn():
+  def model_fn(features, labels, mode):
+    w = tf.compat.v1.get_variable('w', [X.shape[1], 1],
+                                  initializer=tf.compat.v1.zeros_initializer())
+    out = tf.matmul(features['x'], w)
+    loss = tf.reduce_mean(tf.square(out - labels))
+    if mode != ert.ModeKeys.TRAIN:
+      return ert.EstimatorSpec(mode, loss=loss)
+    loss = _slow(loss)
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(0.01).minimize(
+        loss, global_step=tf.compat.v1.train.get_global_step())
+    return ert.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+  return model_fn
+
+
+@pytest.mark.parametrize('engine', ['eager', 'graph'])
+def test_loops_are_cut_to_bound_the_time_to_a_save(tmp_path, monkeypatch,
+                                                   engine):
+  """Loops are cut so that one takes about max_loop_secs, in either engine:
+  here steps take ~20 ms and max_loop_secs is 0.1 s, so loops after the
+  second run a few steps, not steps_per_loop=100 (the first loop's time may
+  be mostly tracing, so it does not decide the second's length)."""
+  model_dir = str(tmp_path / 'm')
+  model_fn = (_slow_eager_model_fn() if engine == 'eager' else
+              _slow_graph_model_fn())
   monkeypatch.setattr(controller_lib, 'DEFAULT_MAX_LOOP_SECS', 0.1)
   recorder = LoopRecorder()
-  ert.Estimator(slow_model_fn, model_dir=model_dir,
-                config=quiet_config(steps_per_loop=100,
-                                    save_checkpoints_steps=1000)).train(
-                                        full_batch_input_fn(X, Y),
-                                        hooks=[recorder], max_steps=260)
+  estimator = ert.Estimator(model_fn, model_dir=model_dir,
+                            config=quiet_config(steps_per_loop=100,
+                                                save_checkpoints_steps=1000))
+  estimator.train(full_batch_input_fn(X, Y), hooks=[recorder], max_steps=260)
+  assert estimator.chosen_engine == engine
   steps = [r.steps for r in recorder.results]
   assert steps[:2] == [100, 100], steps
   assert max(steps[2:]) <= 10, steps
@@ -149,19 +177,31 @@ class Running:
     return self.process.returncode
 
 
-def _digits_args(model_dir, max_steps, *extra):
+# The model each engine trains in the binary tests: the ready-made MLP on
+# the digits (eager), a TF1-style regressor (graph, tests/_legacy_fns.py).
+LEGACY_FNS = os.path.join(REPO_ROOT, 'tests', '_legacy_fns.py')
+ENGINE_ARGS = {
+    'eager': [],
+    'graph': [f'--model_fn={LEGACY_FNS}:model_fn',
+              f'--input_fn={LEGACY_FNS}:input_fn'],
+}
+
+
+def _binary_args(engine, model_dir, max_steps, *extra):
   return ['--mode=train', f'--model_dir={model_dir}',
           f'--max_steps={max_steps}', '--save_checkpoints_steps=100000',
-          '--log_step_count_steps=100', '--tf_random_seed=1', *extra]
+          '--log_step_count_steps=100', '--tf_random_seed=1',
+          *ENGINE_ARGS[engine], *extra]
 
 
+@pytest.mark.parametrize('engine', sorted(ENGINE_ARGS))
 @pytest.mark.parametrize('strategy_flags', [
     [], ['--distribution_strategy=mirrored', '--num_cpu_devices=2']],
                          ids=['local', 'mirrored'])
 def test_sigterm_saves_at_the_signal_step_exits_143_and_resumes(
-    tmp_path, strategy_flags):
+    tmp_path, strategy_flags, engine):
   model_dir = str(tmp_path / 'm')
-  run = Running(_digits_args(model_dir, 10**6, *strategy_flags))
+  run = Running(_binary_args(engine, model_dir, 10**6, *strategy_flags))
   try:
     run.wait_for_line(r'step \d+/1000000', timeout=120)
     time.sleep(random.uniform(0.0, 2.0))
@@ -178,7 +218,10 @@ def test_sigterm_saves_at_the_signal_step_exits_143_and_resumes(
   assert read_global_step(ckpt_path(model_dir, step)) == step
   assert 'Traceback' not in run.output
   # The same command, asked to go a little further, resumes there.
-  again = Running(_digits_args(model_dir, step + 150, *strategy_flags))
+  if engine == 'graph':
+    assert 'running it in the graph engine' in run.output
+  again = Running(_binary_args(engine, model_dir, step + 150,
+                               *strategy_flags))
   assert again.wait(timeout=180) == 0, again.output[-4000:]
   assert f'(global step {step})' in again.output
   assert checkpoint_steps(model_dir) == [step, step + 150]

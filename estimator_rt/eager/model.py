@@ -88,12 +88,24 @@ def get_global_step() -> Optional[tf.Variable]:
 
 @contextlib.contextmanager
 def _global_step_scope(variable):
+  """`variable` is the global step while a model_fn runs: for
+  `get_global_step()`, and for `tf.compat.v1.train.get_global_step()`,
+  which TF1-style code calls (and which reads the default graph's
+  GLOBAL_STEP collection: the process's graph when eager, the function's
+  while tracing)."""
   previous = getattr(_current, 'global_step', None)
   _current.global_step = variable
+  collection = tf.compat.v1.get_default_graph().get_collection_ref(
+      tf.compat.v1.GraphKeys.GLOBAL_STEP)
+  added = not collection
+  if added:
+    collection.append(variable)
   try:
     yield
   finally:
     _current.global_step = previous
+    if added:
+      collection[:] = [v for v in collection if v is not variable]
 
 
 def variable_signature(variable) -> str:

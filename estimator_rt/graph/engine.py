@@ -166,8 +166,10 @@ class GraphEngine(engine_lib.Engine):
         with loop.open():
           if latest is not None and not (placement.between_graph and
                                          not self._config.is_chief):
+            # The checkpoint's step: between-graph workers may have moved
+            # the shared global step on already.
             logging.info('Restored %s (global step %d).', latest,
-                         loop.global_step())
+                         checkpoints.checkpoint_step(latest))
           yield
       finally:
         tf.compat.v1.summary.FileWriterCache.clear()
