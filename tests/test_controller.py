@@ -1,0 +1,253 @@
+"""The outer loop at its seam: `TrainController` driving small fake inner
+loops (no TensorFlow model), as Orbit's controller tests do.
+
+Every policy between loops is checked here once, for both engines, in
+milliseconds: saves on the exact step, summaries, listeners, the end of
+input, divergence, preemption, the agreement of synchronous workers and
+the loop-time cap. Checkpoints are real files written by the real
+`CheckpointSaver` (rotation, state file) from a fake checkpoint object.
+"""
+
+import os
+
+import pytest
+
+from estimator_rt import checkpoints
+from estimator_rt import controller as controller_lib
+from estimator_rt import errors
+from estimator_rt import hooks as hooks_lib
+from estimator_rt import summaries
+
+
+class FakeLoop:
+  """An inner loop: each step adds 1 to the global step and takes
+  `secs_per_step` on `clock`; the loss is 1/step, or NaN at `nan_at`.
+
+  Attributes:
+    calls: the num_steps of every call.
+  """
+
+  def __init__(self, *, clock=None, secs_per_step=0.0, start=0,
+               input_steps=None, nan_at=None, weights_nan_at=None):
+    self.step = start
+    self.calls = []
+    self._clock = clock
+    self._secs = secs_per_step
+    self._input_steps = input_steps
+    self._nan_at = nan_at
+    self._weights_nan_at = weights_nan_at
+
+  def __call__(self, iterator, num_steps):
+    assert iterator == 'the iterator'
+    assert isinstance(num_steps, int) and num_steps > 0
+    self.calls.append(num_steps)
+    loss, ran, finite = float('nan'), 0, True
+    while ran < num_steps:
+      if self._input_steps is not None and self.step >= self._input_steps:
+        break
+      self.step += 1
+      ran += 1
+      if self._clock is not None:
+        self._clock.now += self._secs
+      loss = float('nan') if self.step == self._nan_at else 1.0 / self.step
+      if loss != loss:
+        finite = False
+        break
+    weights_finite = not (self._weights_nan_at is not None and
+                          self.step >= self._weights_nan_at)
+    return loss, ran, finite, weights_finite, self.step
+
+
+class FakeCheckpoint:
+  """What a save writes: the two files of a checkpoint, holding its step."""
+
+  def __init__(self, loop):
+    self._loop = loop
+
+  def write(self, prefix, options=None):
+    del options
+    for suffix in ('.index', '.data-00000-of-00001'):
+      with open(prefix + suffix, 'w') as f:
+        f.write(str(self._loop.step))
+    return prefix
+
+
+class Clock:
+  now = 1000.0
+
+  def time(self):
+    return self.now
+
+
+def make_controller(tmp_path, loop, *, every_steps=10, steps_per_loop=7,
+                    summary_steps=0, hooks=(), listeners=(), agree=None,
+                    stop_signal=None, max_loop_secs=None, writer=True):
+  saver = checkpoints.CheckpointSaver(
+      checkpoint=FakeCheckpoint(loop), directory=str(tmp_path),
+      max_to_keep=0, every_steps=every_steps, every_secs=None)
+  return controller_lib.TrainController(
+      train_loop=loop, iterator='the iterator',
+      global_step=lambda: loop.step, steps_per_loop=steps_per_loop,
+      hooks=[hooks_lib.as_hook(h) for h in hooks], saver=saver,
+      summary_writer=(summaries.ScalarWriter(str(tmp_path)) if writer
+                      else None),
+      save_summary_steps=summary_steps, saving_listeners=listeners,
+      agree=agree, stop_signal=stop_signal, max_loop_secs=max_loop_secs)
+
+
+def saved_steps(directory):
+  return sorted(int(n.split('-')[1].split('.')[0])
+                for n in os.listdir(directory) if n.endswith('.index'))
+
+
+def test_loops_are_cut_so_saves_summaries_and_hooks_land_on_their_step(
+    tmp_path):
+  loop = FakeLoop()
+  seen = []
+  stop_at = hooks_lib.StopAtStepHook(last_step=33)
+  controller = make_controller(
+      tmp_path, loop, every_steps=10, steps_per_loop=3, summary_steps=4,
+      hooks=[stop_at, lambda result: seen.append(result.global_step)])
+  assert controller.run(max_steps=50) == 33
+  # Every loop ends at the first of: 3 steps, the next save (10, 20, ...),
+  # the next summary (4, 8, ...), the hook's step (33).
+  assert seen == [3, 4, 7, 8, 10, 12, 15, 16, 19, 20, 23, 24, 27, 28, 30,
+                  32, 33]
+  assert loop.calls == [b - a for a, b in zip([0] + seen, seen)]
+  # Saves on the exact multiples, plus the final one where the hook stopped.
+  assert saved_steps(tmp_path) == [10, 20, 30, 33]
+  scalars = summaries.read_scalars(str(tmp_path))
+  assert [s for s, _ in scalars['loss']] == [4, 8, 12, 16, 20, 24, 28, 32, 33]
+  assert scalars['loss'][0][1] == pytest.approx(1 / 4)
+  assert all(v > 0 for _, v in scalars['global_step/sec'])
+
+
+def test_listeners_see_every_save_the_last_one_included(tmp_path):
+  loop = FakeLoop()
+  heard = []
+  make_controller(tmp_path, loop, every_steps=10, steps_per_loop=100,
+                  listeners=[lambda path, step: heard.append(step)]).run(
+                      max_steps=25)
+  assert heard == [10, 20, 25]
+
+
+def test_a_listener_asking_to_stop_ends_training_after_its_save(tmp_path):
+  loop = FakeLoop()
+  controller = make_controller(
+      tmp_path, loop, every_steps=10, steps_per_loop=100,
+      listeners=[lambda path, step: step == 20])
+  assert controller.run(max_steps=100) == 20
+  assert saved_steps(tmp_path) == [10, 20]
+
+
+def test_the_end_of_input_stops_training_and_saves_there(tmp_path):
+  loop = FakeLoop(input_steps=13)
+  assert make_controller(tmp_path, loop).run(max_steps=None) == 13
+  assert saved_steps(tmp_path) == [10, 13]
+
+
+@pytest.mark.parametrize('nan_at, weights_nan_at, reported', [
+    (15, None, 'the loss was nan at global step 15'),
+    (20, None, 'the loss was nan at global step 20'),  # A save step.
+    (None, 17, 'NaN or infinite in global steps 16-20'),
+])
+def test_a_diverged_loop_raises_before_any_hook_or_save(
+    tmp_path, nan_at, weights_nan_at, reported):
+  loop = FakeLoop(nan_at=nan_at, weights_nan_at=weights_nan_at)
+  seen = []
+  controller = make_controller(
+      tmp_path, loop, every_steps=10, steps_per_loop=5,
+      hooks=[lambda result: seen.append(result.global_step)])
+  with pytest.raises(errors.NanLossError) as raised:
+    controller.run(max_steps=50)
+  assert reported in str(raised.value)
+  assert 'the newest checkpoint, at step 10, is the last finite one' in str(
+      raised.value)
+  assert saved_steps(tmp_path) == [10]
+  assert max(seen) < (nan_at or weights_nan_at)
+
+
+def test_a_stop_signal_saves_at_the_loop_end_without_listeners(tmp_path):
+  loop = FakeLoop()
+  heard = []
+  controller = make_controller(
+      tmp_path, loop, every_steps=1000, steps_per_loop=6,
+      listeners=[lambda path, step: heard.append(step)],
+      stop_signal=lambda: 'SIGTERM' if loop.step >= 14 else None)
+  with pytest.raises(errors.PreemptedError) as raised:
+    controller.run(max_steps=100)
+  assert raised.value.global_step == 18
+  assert 'Preempted (SIGTERM) at global step 18' in str(raised.value)
+  assert saved_steps(tmp_path) == [18]
+  assert heard == []  # An evaluation would eat the grace period.
+
+
+class TwoWorkers:
+  """The agreement of two synchronous workers, this one and a peer whose
+  decisions after each loop are given: flags are or-ed, caps averaged."""
+
+  def __init__(self, peer):
+    self._peer = list(peer)
+    self.agreed = []
+
+  def sum_over_replicas(self, values):
+    peer = self._peer.pop(0)
+    total = [a + b for a, b in zip(values, peer)]
+    self.agreed.append(total)
+    return total
+
+
+def test_synchronous_workers_act_on_what_any_of_them_decided(tmp_path):
+  # The peer asks for a save after loop 2 and is preempted after loop 3.
+  workers = TwoWorkers([[0, 0, 0, 5], [0, 1, 0, 5], [0, 0, 1, 5]])
+  loop = FakeLoop()
+  controller = make_controller(
+      tmp_path, loop, every_steps=1000, steps_per_loop=5,
+      agree=controller_lib.agreement(workers.sum_over_replicas, replicas=2))
+  with pytest.raises(errors.PreemptedError, match='another worker'):
+    controller.run(max_steps=100)
+  assert loop.calls == [5, 5, 5]
+  assert saved_steps(tmp_path) == [10, 15]  # The peer's save, the stop.
+  assert len(workers.agreed) == 3
+
+
+def test_the_agreed_loop_cap_is_the_mean_of_the_workers_caps(tmp_path,
+                                                            monkeypatch):
+  # This worker's steps take 1 s (cap 2 with a 2 s budget once it has timed
+  # a loop); the peer always says 6: every worker then runs loops of
+  # (2 + 6) / 2 = 4 steps.
+  clock = Clock()
+  monkeypatch.setattr(controller_lib.time, 'time', clock.time)
+  workers = TwoWorkers([[0, 0, 0, 6]] * 10)
+  loop = FakeLoop(clock=clock, secs_per_step=1.0)
+  controller = make_controller(
+      tmp_path, loop, every_steps=1000, steps_per_loop=20,
+      agree=controller_lib.agreement(workers.sum_over_replicas, replicas=2),
+      max_loop_secs=2.0)
+  controller.run(max_steps=48)
+  # Loop 1: this worker's first cap is steps_per_loop, 20, so they agree
+  # on (20 + 6) / 2 = 13 for loop 2.
+  assert loop.calls == [20, 13, 4, 4, 4, 3], loop.calls
+
+
+def test_slow_loops_are_cut_to_bound_the_time_to_a_save(tmp_path,
+                                                       monkeypatch):
+  clock = Clock()
+  monkeypatch.setattr(controller_lib.time, 'time', clock.time)
+  loop = FakeLoop(clock=clock, secs_per_step=0.5)
+  controller = make_controller(tmp_path, loop, every_steps=1000,
+                               steps_per_loop=100, max_loop_secs=5.0)
+  controller.run(max_steps=260)
+  # The first two loops run steps_per_loop (the first may be tracing);
+  # then 5 s / 0.5 s = 10 steps per loop.
+  assert loop.calls[:4] == [100, 100, 10, 10], loop.calls
+  assert loop.step == 260
+
+
+def test_fast_loops_keep_their_length(tmp_path, monkeypatch):
+  clock = Clock()
+  monkeypatch.setattr(controller_lib.time, 'time', clock.time)
+  loop = FakeLoop(clock=clock, secs_per_step=0.001)
+  make_controller(tmp_path, loop, every_steps=1000, steps_per_loop=100,
+                  max_loop_secs=5.0).run(max_steps=300)
+  assert loop.calls == [100, 100, 100]
