@@ -76,6 +76,32 @@ USER_FNS = textwrap.dedent('''
       if mode == ert.ModeKeys.EVAL:
         raise RuntimeError('eval boom')
       return model_fn(features, labels, mode, params)
+
+    # Mistakes only tracing the training loop finds (the eager build call
+    # runs them happily).
+    def variable_free_loss_model_fn(features, labels, mode, params):
+      keras.layers.Dense(2)(features['x'])
+      loss = tf.reduce_mean(tf.cast(labels, tf.float32))
+      return ert.EstimatorSpec(mode, loss=loss,
+                               optimizer=keras.optimizers.SGD(0.1))
+
+    _calls = []
+
+    def new_variables_model_fn(features, labels, mode, params):
+      _calls.append(1)
+      extra = tf.Variable(tf.zeros([len(_calls)]), name='extra')
+      spec = model_fn(features, labels, mode, params)
+      return ert.EstimatorSpec(mode, loss=spec.loss + tf.reduce_sum(extra),
+                               optimizer=spec.optimizer)
+
+    def python_if_model_fn(features, labels, mode, params):
+      logits = keras.layers.Dense(2)(features['x'])
+      if tf.reduce_mean(logits) > 0:
+        logits = -logits
+      loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
+          labels, logits, from_logits=True))
+      return ert.EstimatorSpec(mode, loss=loss,
+                               optimizer=keras.optimizers.SGD(0.1))
 ''')
 
 
@@ -535,6 +561,15 @@ BINARY_CASES = [
      ['--mode=train_and_evaluate', '--model_fn={fns}:eval_raising_model_fn',
       '--eval_input_fn={fns}:input_fn', '--eval_steps=2'],
      None, ['eval_raising_model_fn failed in mode', 'eval boom']),
+    ('loss_depends_on_no_variable',
+     ['--model_fn={fns}:variable_free_loss_model_fn'], None,
+     ['model_fn', 'the loss does not depend on any trainable variable']),
+    ('new_variables_on_each_call',
+     ['--model_fn={fns}:new_variables_model_fn'], None,
+     ['new_variables_model_fn', 'extra']),
+    ('python_if_on_a_tensor', ['--model_fn={fns}:python_if_model_fn'], None,
+     ['python_if_model_fn failed in mode', 'used as a Python bool',
+      'tf.cond', 'user_fns.py:']),
     ('float_labels_for_the_mlp', ['--model_fn=model_fns.mlp:model_fn',
                                   '--input_fn={fns}:float_label_input_fn'],
      None, ['model_fns.mlp.model_fn', 'labels must be integer class ids',
