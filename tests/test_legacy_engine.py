@@ -28,6 +28,8 @@ import estimator_rt
 from estimator_rt import engine_choice
 from estimator_rt import summaries
 
+from _models import checkpoint_steps
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS_DIR = os.path.join(HERE, 'legacy_programs')
 FIXTURES = os.path.join(HERE, 'data', 'tf_estimator_215')
@@ -229,6 +231,32 @@ def _input_fn():
   return tf.data.Dataset.from_tensor_slices((x, 2 * x)).repeat().batch(4)
 
 
+def test_the_graph_engine_saves_summarizes_and_notifies_on_the_exact_step(
+    tmp_path):
+  """The shared training loop gives the graph engine what the eager one
+  had: loops cut so that saves and summaries land on their exact step
+  whatever steps_per_loop is, a listener called after every save (the last
+  one included), the controller's log line and scalars."""
+  model_dir = str(tmp_path / 'm')
+  heard = []
+  estimator = estimator_rt.Estimator(
+      _tf1_model_fn, model_dir=model_dir, config=estimator_rt.RunConfig(
+          save_checkpoints_steps=30, save_summary_steps=20, steps_per_loop=7,
+          keep_checkpoint_max=0, log_step_count_steps=50))
+  estimator.train(_input_fn, max_steps=100,
+                  saving_listeners=[lambda path, step: heard.append(step)])
+  assert estimator.chosen_engine == engine_choice.GRAPH
+  assert checkpoint_steps(model_dir) == [30, 60, 90, 100]
+  assert heard == [30, 60, 90, 100]
+  scalars = summaries.read_scalars(model_dir)
+  for tag in ('loss', 'global_step/sec'):
+    assert [step for step, _ in scalars[tag]] == [20, 40, 60, 80, 100], tag
+  losses = [value for _, value in scalars['loss']]
+  assert losses[-1] < losses[0]
+  # One training event file: the scalars and any tf.compat.v1.summary ops.
+  assert len(glob.glob(os.path.join(model_dir, 'events.out.tfevents.*'))) == 1
+
+
 def _is_name_based(model_dir):
   return not engine_choice.is_object_based(tf.train.latest_checkpoint(model_dir))
 
@@ -348,7 +376,6 @@ def test_two_mirrored_replicas_on_b_train_as_one_device_on_2b(tmp_path):
 
 
 # ---------------------------------------------------------- the binary
-from test_preemption import checkpoint_steps  # pylint: disable=g-import-not-at-top
 
 FNS = os.path.join(HERE, '_legacy_fns.py')
 
