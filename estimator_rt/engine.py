@@ -26,6 +26,7 @@ from typing import (Any, Callable, ContextManager, Dict, Iterable, Iterator,
                     List, Optional, Sequence, Tuple)
 
 from absl import logging
+import numpy as np
 import tensorflow as tf
 
 from estimator_rt import checkpoints
@@ -97,17 +98,6 @@ def refuse_endless(infinite: bool, *, what: str,
         'never end; ' + ('pass steps or stop repeating.'
                          if what == 'evaluate' else
                          'return a finite dataset.'))
-
-
-def require_repeating(infinite: bool, *, what: str) -> None:
-  """Refuses a finite training input where every worker must run every
-  step (`what` names the training, e.g. 'synchronous standalone-client
-  training')."""
-  if not infinite:
-    raise UserInputError(
-        f'train input_fn returns a finite dataset; {what} needs one that '
-        'repeats forever (add .repeat()): workers must all run every step, '
-        'and training length comes from max_steps.')
 
 
 def check_predict_keys(predict_keys: Optional[Sequence[str]],
@@ -314,6 +304,23 @@ class Engine(abc.ABC):
                          checkpoint_path: Optional[str] = None,
                          input_fn: Optional[Callable] = None) -> str:
     """See `Estimator.export_saved_model`."""
+
+  def _finish_evaluation(self, results: Dict[str, Any], *,
+                         name: Optional[str], checkpoint_path: str,
+                         steps_run: int, hooks: Sequence[Any]
+                         ) -> Dict[str, Any]:
+    """What every evaluation ends with: its scalars written to
+    model_dir/eval (or eval_<name>) at its global step, the runtime hooks'
+    `end`, one log line. Returns `results`."""
+    summaries.write_eval_results(self.model_dir, name, results)
+    runtime_hooks, _ = split_hooks(hooks)
+    for hook in runtime_hooks:
+      hook.end(global_step=results['global_step'])
+    logging.info('Evaluation of %s after %d steps: %s', checkpoint_path,
+                 steps_run, ', '.join(
+                     f'{k} = {v:.6g}' if np.ndim(v) == 0 else f'{k} = {v}'
+                     for k, v in results.items()))
+    return results
 
   def _inferred_receiver(self, input_fn: Optional[Callable]
                          ) -> export_lib.ServingInputReceiver:

@@ -11,6 +11,7 @@ Two kinds of input_fn, as in DESIGN.md:
 """
 
 import dataclasses
+import functools
 import os
 import re
 import shutil
@@ -118,8 +119,8 @@ def make_input(strategy: tf.distribute.Strategy,
   Raises:
     InputFnError: the input_fn returned no dataset or an empty one.
   """
-  if (replicate and user_fns.input_fn_takes_context(input_fn) and
-      strategy.num_replicas_in_sync > 1):
+  takes_context = user_fns.input_fn_takes_context(input_fn)
+  if replicate and takes_context and strategy.num_replicas_in_sync > 1:
     raise InputFnError(
         f'{role} {user_fns.fn_name(input_fn)!r} takes an input_context, '
         'which checkpoint_input does not support with a strategy: with '
@@ -127,58 +128,64 @@ def make_input(strategy: tf.distribute.Strategy,
         'replica takes its rows, so that one saved iterator resumes them '
         'all. Return globally batched data from input_fn(params), or turn '
         'checkpoint_input off.')
-  if user_fns.input_fn_takes_context(input_fn):
-    local_context = tf.distribute.InputContext(
-        num_input_pipelines=1, input_pipeline_id=0,
-        num_replicas_in_sync=strategy.num_replicas_in_sync)
-    local = user_fns.call_input_fn(input_fn, params, local_context, role=role)
-    sample = _first_batch(local, role, input_fn)
-    distributed = None
-    if replicate and not sample_only:
-      distributed = local  # One replica: its batch is the global batch.
-    elif not sample_only and coordinator is None:
-      distributed = strategy.distribute_datasets_from_function(
-          lambda context: user_fns.call_input_fn(
-              input_fn, params, context, role=role))
-  else:
-    local = user_fns.call_input_fn(input_fn, params, role=role)
-    sample = _first_batch(local, role, input_fn)
-    distributed = None
-    if replicate and not sample_only:
-      _check_splittable(local.element_spec, role, input_fn)
-      distributed = local
-    elif (not sample_only and coordinator is None and
-          strategy.num_replicas_in_sync > 1 and
-          _has_unbatched_part(local.element_spec)):
-      # Elements without a batch dimension cannot be split across replicas:
-      # each replica takes its own element instead, as tf.estimator's
-      # replicas did.
-      distributed = strategy.distribute_datasets_from_function(
-          lambda context: user_fns.call_input_fn(input_fn, params, role=role))
-    elif not sample_only and coordinator is None:
-      options = tf.data.Options()
-      options.experimental_distribute.auto_shard_policy = _POLICIES[
-          auto_shard_policy]
-      distributed = strategy.experimental_distribute_dataset(
-          local.with_options(options))
+  call = functools.partial(user_fns.call_input_fn, input_fn, params,
+                           role=role)
+  local = call(tf.distribute.InputContext(
+      num_input_pipelines=1, input_pipeline_id=0,
+      num_replicas_in_sync=strategy.num_replicas_in_sync)
+               if takes_context else None)
+  sample = _first_batch(local, role, input_fn)
   infinite = int(local.cardinality()) == int(tf.data.INFINITE_CARDINALITY)
-  if coordinator is not None and not sample_only:
-    if not infinite:
-      raise InputFnError(
-          f'{role} {user_fns.fn_name(input_fn)!r} returns a '
-          'finite dataset; parameter-server workers need one that repeats '
-          'forever (add .repeat()). Training length comes from max_steps.')
-    takes_context = user_fns.input_fn_takes_context(input_fn)
-
-    def per_worker_dataset_fn():
-      return strategy.distribute_datasets_from_function(
-          lambda context: user_fns.call_input_fn(
-              input_fn, params, context if takes_context else None,
-              role=role))
-
-    distributed = coordinator.create_per_worker_dataset(per_worker_dataset_fn)
+  distributed = None
+  if sample_only:
+    pass
+  elif coordinator is not None:
+    require_repeating(infinite, what='parameter-server training')
+    distributed = coordinator.create_per_worker_dataset(
+        lambda: strategy.distribute_datasets_from_function(
+            lambda context: call(context if takes_context else None)))
+  elif replicate:
+    if not takes_context:
+      _check_splittable(local.element_spec, role, input_fn)
+    distributed = local  # Its batch is the global batch.
+  else:
+    distributed = _distribute(strategy, local, call,
+                              takes_context=takes_context,
+                              auto_shard_policy=auto_shard_policy)
   return DistributedInput(dataset=distributed, sample=sample,
                           element_spec=local.element_spec, infinite=infinite)
+
+
+def _distribute(strategy: tf.distribute.Strategy, local: tf.data.Dataset,
+                call: Callable, *, takes_context: bool,
+                auto_shard_policy: str):
+  """The input_fn's data distributed over the strategy's replicas."""
+  if takes_context:
+    # The input_fn shards and batches itself, once per input pipeline.
+    return strategy.distribute_datasets_from_function(call)
+  if (strategy.num_replicas_in_sync > 1 and
+      _has_unbatched_part(local.element_spec)):
+    # Elements without a batch dimension cannot be split across replicas:
+    # each replica takes its own element instead, as tf.estimator's
+    # replicas did.
+    return strategy.distribute_datasets_from_function(
+        lambda context: call(None))
+  options = tf.data.Options()
+  options.experimental_distribute.auto_shard_policy = _POLICIES[
+      auto_shard_policy]
+  return strategy.experimental_distribute_dataset(local.with_options(options))
+
+
+def require_repeating(infinite: bool, *, what: str) -> None:
+  """Refuses a finite training input where the training length must come
+  from max_steps (`what` names the training, e.g. 'parameter-server
+  training'): workers that run out of input would leave the others
+  waiting, or idle."""
+  if not infinite:
+    raise InputFnError(
+        f'train input_fn returns a finite dataset; {what} needs one that '
+        'repeats forever (add .repeat()); training length comes from '
+        'max_steps.')
 
 
 def _has_unbatched_part(element_spec) -> bool:

@@ -15,14 +15,12 @@ from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 
 from absl import logging
 import keras
-import numpy as np
 import tensorflow as tf
 
 from estimator_rt import checkpoints
 from estimator_rt import cluster
 from estimator_rt import engine as engine_lib
 from estimator_rt import export as export_lib
-from estimator_rt import hooks as hooks_lib
 from estimator_rt import inputs
 from estimator_rt import strategies
 from estimator_rt import summaries
@@ -242,15 +240,9 @@ class EagerEngine(engine_lib.Engine):
       results[metric_name] = summaries.python_value(metric.result())
     for metric_name, value in zip(state.loop.pair_names, pair_values):
       results[metric_name] = summaries.python_value(value)
-    global_step = int(graph.global_step.numpy())
-    results['global_step'] = global_step
-    summaries.write_eval_results(self.model_dir, name, results)
-    for hook in hooks:
-      hooks_lib.as_hook(hook).end(global_step=global_step)
-    logging.info('Evaluation of %s after %d steps: %s', path, int(steps_run),
-                 ', '.join(f'{k} = {v:.6g}' if np.ndim(v) == 0 else f'{k} = {v}'
-                           for k, v in results.items()))
-    return results
+    results['global_step'] = int(graph.global_step.numpy())
+    return self._finish_evaluation(results, name=name, checkpoint_path=path,
+                                   steps_run=int(steps_run), hooks=hooks)
 
   # ------------------------------------------------------------ predict
   def predict(self, input_fn: Callable, *,

@@ -129,22 +129,10 @@ class InGraphReplication:
         global_step.assign_add(1)
         return _weighted_sum(losses, weights)
 
-    state = loops.saved_float_variables(graph)
-
-    @tf.function
-    def train_loop(iterators, num_steps):
-      loss = tf.constant(float('nan'))
-      steps = tf.constant(0, tf.int32)
-      loss_finite = tf.constant(True)
-      # As in loops.make_train_loop: the first diverged step ends the loop.
-      while tf.logical_and(steps < num_steps, loss_finite):
-        loss = run_step(iterators)
-        loss_finite = tf.math.is_finite(loss)
-        steps += 1
-      return (loss, tf.cast(steps, tf.int64), loss_finite,
-              loops.all_finite(state), global_step.read_value())
-
-    return loops.CompiledTrainLoop(train_loop)
+    # Each step takes from every worker's iterator itself.
+    return loops.compile_train_loop(run_step, graph=graph,
+                                    infinite_input=True,
+                                    take=lambda iterators: iterators)
 
 
 def _worker_share(dataset: tf.data.Dataset, k: int,

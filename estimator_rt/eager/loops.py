@@ -181,7 +181,6 @@ def make_train_loop(graph: EagerModel, *, infinite_input: bool,
     replica_step = tf.function(replica_step, jit_compile=True,
                                autograph=False)
   global_step = graph.global_step
-  state = saved_float_variables(graph)
 
   def run_step(element):
     if split_global_batch:
@@ -190,6 +189,24 @@ def make_train_loop(graph: EagerModel, *, infinite_input: bool,
     global_step.assign_add(1)
     return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_loss,
                            axis=None)
+
+  return compile_train_loop(run_step, graph=graph,
+                            infinite_input=infinite_input)
+
+
+def compile_train_loop(run_step: Callable, *, graph: EagerModel,
+                       infinite_input: bool,
+                       take: Callable = next) -> CompiledTrainLoop:
+  """The compiled loop of `make_train_loop` around `run_step(take(iterator))`,
+  one training step that counts the global step and returns the loss
+  reduced over every replica (and worker).
+
+  Args:
+    take: what a step takes from the iterator (the next element; the
+      in-graph client's steps take from each worker's iterator themselves).
+  """
+  global_step = graph.global_step
+  state = saved_float_variables(graph)
 
   @tf.function
   def train_loop(iterator, num_steps):
@@ -202,7 +219,7 @@ def make_train_loop(graph: EagerModel, *, infinite_input: bool,
     # so every synchronous worker stops at the same step.
     while tf.logical_and(steps < num_steps, loss_finite):
       if infinite_input:
-        loss = run_step(next(iterator))
+        loss = run_step(take(iterator))
       else:
         optional = iterator.get_next_as_optional()
         if not optional.has_value():

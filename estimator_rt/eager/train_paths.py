@@ -31,7 +31,6 @@ from estimator_rt.eager import loops
 from estimator_rt import server as server_lib
 from estimator_rt import strategies
 from estimator_rt import controller
-from estimator_rt import engine as engine_lib
 from estimator_rt.errors import UserInputError
 from estimator_rt.run_config import RunConfig
 
@@ -225,7 +224,7 @@ class InGraphClientPath(StrategyPath):
           'RunConfig: jit_compile=True with a synchronous standalone client: '
           'not supported (each step spans the remote workers\' devices). '
           'Turn jit_compile off.')
-    engine_lib.require_repeating(
+    inputs.require_repeating(
         data.infinite, what='synchronous standalone-client training')
     train_loop = self._replication.make_train_loop(graph)
     iterators = self._replication.make_iterators(input_fn, params)

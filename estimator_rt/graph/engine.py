@@ -25,6 +25,7 @@ import tensorflow as tf
 from estimator_rt import checkpoints
 from estimator_rt import controller
 from estimator_rt import engine as engine_lib
+from estimator_rt import inputs
 from estimator_rt import summaries
 from estimator_rt import user_fns
 from estimator_rt.errors import check_count
@@ -82,7 +83,7 @@ class GraphEngine(engine_lib.Engine):
         self._config.train_distribute, for_training=True,
         task=self._config.task_info)
     if placement.multi_worker:
-      engine_lib.require_repeating(
+      inputs.require_repeating(
           self._repeats_forever(input_fn, 'train input_fn') is not False,
           what='multi_worker_mirrored training of a TF1-style model_fn')
     graph = tf.Graph()
@@ -266,7 +267,7 @@ class GraphEngine(engine_lib.Engine):
     check_count('evaluate: steps', steps, maximum=MAX_INT32)
     path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
     self._refuse_endless_evaluation(input_fn, steps)
-    runtime_hooks, session_hooks = engine_lib.split_hooks(hooks)
+    _, session_hooks = engine_lib.split_hooks(hooks)
     with tf.Graph().as_default(), compat.keras_names_per_graph():
       self._seed()
       data, built = self._build_eval(input_fn)
@@ -293,12 +294,8 @@ class GraphEngine(engine_lib.Engine):
     results = {key: summaries.python_value(value)
                for key, value in final_hook.final_ops_values.items()}
     results['global_step'] = int(results['global_step'])
-    summaries.write_eval_results(self.model_dir, name, results)
-    for hook in runtime_hooks:
-      hook.end(global_step=results['global_step'])
-    logging.info('Evaluation of %s after %d steps: %s', path, ran,
-                 ', '.join(f'{k} = {v}' for k, v in results.items()))
-    return results
+    return self._finish_evaluation(results, name=name, checkpoint_path=path,
+                                   steps_run=ran, hooks=hooks)
 
   # ------------------------------------------------------------ predict
   def predict(self, input_fn: Callable, *,
