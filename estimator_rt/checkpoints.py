@@ -364,7 +364,8 @@ class CheckpointSaver:
     directory: where to save (model_dir).
     max_to_keep: how many recent checkpoints to keep; 0 keeps all.
     every_steps: save when the global step reaches a multiple of this.
-    every_secs: save when this many seconds passed since the last save.
+    every_secs: save when this many seconds passed since the last save
+      (with neither, `save` is only called at the end).
     last_saved_step: the step of the checkpoint training resumed from
       (None if it started fresh): no second save at that step.
     io_device: the device that writes the files (see `restore`).
@@ -394,12 +395,14 @@ class CheckpointSaver:
     """Whether a save is due at `step`: a multiple of every_steps was
     reached or passed since the last save (passed: parameter-server steps
     can overshoot when a lost worker's steps run again), or every_secs
-    went by."""
+    went by (neither: only the final save)."""
     if step == self._last_saved_step:
       return False
     if self._every_steps:
       return (step // self._every_steps >
               (self._last_saved_step or 0) // self._every_steps)
+    if self._every_secs is None:
+      return False
     return time.time() - self._last_save_time >= self._every_secs
 
   def save(self, step: int) -> Optional[str]:

@@ -24,13 +24,10 @@ from estimator_rt.errors import NanLossError
 from estimator_rt.errors import PreemptedError
 from estimator_rt.hooks import Hook
 from estimator_rt.hooks import LoopResult
+from estimator_rt.hooks import SavingListener
 from estimator_rt.preemption import PREEMPTED_EXIT_CODE
 from estimator_rt.summaries import ScalarWriter
 
-# A listener is called after each checkpoint save with (path, global_step);
-# returning True asks training to stop (train_and_evaluate's evaluation uses
-# this for early stopping decisions made at save time).
-SavingListener = Callable[[str, int], Optional[bool]]
 
 
 # A stop signal waits for the loop in flight; loops that would take over
@@ -136,7 +133,11 @@ class TrainController:
     saver: saves checkpoints, or None (a worker that must not write).
     summary_writer: writes training scalars, or None.
     save_summary_steps: write scalars every this many steps (0: never).
-    saving_listeners: called after each checkpoint save.
+    saving_listeners: `fn(path, global_step)` called after each checkpoint
+      save, or `tf.compat.v1.train.CheckpointSaverListener`s (see
+      hooks.SavingListener); one returning True asks training to stop
+      (train_and_evaluate's evaluation uses this for early stopping
+      decisions made at save time).
     agree: for synchronous multi-worker training, maps this worker's
       `Decisions` to the cluster's (see `agreement`). Every worker must run
       the same loops and save at the same steps: their steps are collective
@@ -158,7 +159,7 @@ class TrainController:
                hooks: Iterable[Hook], saver: Optional[CheckpointSaver],
                summary_writer: Optional[ScalarWriter],
                save_summary_steps: int,
-               saving_listeners: Iterable[SavingListener] = (),
+               saving_listeners: Iterable[Any] = (),
                agree: Optional[Callable[[Decisions], Decisions]] = None,
                stop_signal: Optional[Callable[[], Optional[str]]] = None,
                max_loop_secs: Optional[float] = DEFAULT_MAX_LOOP_SECS):
@@ -170,7 +171,7 @@ class TrainController:
     self._saver = saver
     self._writer = summary_writer
     self._summary_every = save_summary_steps
-    self._listeners = list(saving_listeners)
+    self._listeners = [SavingListener(l) for l in saving_listeners]
     self._agree = agree
     self._stop_signal = stop_signal
     self._max_loop_secs = max_loop_secs
@@ -204,13 +205,17 @@ class TrainController:
 
     `notify=False` skips the listeners (an evaluation after a preemption
     save would eat the grace period)."""
+    listeners = self._listeners if notify else ()
+    if step != self._saver.last_saved_step:
+      for listener in listeners:
+        listener.before_save(step)
     path = self._saver.save(step)
     if path is None:
       return False
     logging.info('Saved checkpoint %s', path)
     stop = False
-    for listener in (self._listeners if notify else ()):
-      stop = bool(listener(path, step)) or stop
+    for listener in listeners:
+      stop = listener.after_save(path, step) or stop
     return stop
 
   def _preempt(self, step: int) -> PreemptedError:
@@ -299,6 +304,8 @@ class TrainController:
                  self._steps_per_loop)
     for hook in self._hooks:
       hook.begin(global_step=step, max_steps=max_steps)
+    for listener in self._listeners:
+      listener.begin()
     stop = False
     cap = self._steps_per_loop
     first = True
@@ -323,4 +330,6 @@ class TrainController:
       self._writer.flush()
     for hook in self._hooks:
       hook.end(global_step=step)
+    for listener in self._listeners:
+      listener.end(step)
     return step

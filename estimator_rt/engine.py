@@ -328,9 +328,12 @@ class Engine(abc.ABC):
     gets: the features of `input_fn`'s dataset, else of the last input
     trained or evaluated on, with the batch dimension left open."""
     if input_fn is not None:
-      dataset = user_fns.call_input_fn(input_fn, self._params, None,
-                                       role='export input_fn')
-      self._remember_features(dataset.element_spec)
+      result = user_fns.call_input_fn(input_fn, self._params, None,
+                                      role='export input_fn',
+                                      config=self._config, allow_tensors=True)
+      self._remember_features(
+          result.element_spec if isinstance(result, tf.data.Dataset) else
+          tf.nest.map_structure(tf.type_spec_from_value, result))
     if self._features_spec is None:
       raise UserInputError(
           'export_saved_model: no serving_input_receiver_fn and no input_fn '

@@ -42,6 +42,7 @@ from estimator_rt import inputs
 from estimator_rt import roles
 from estimator_rt.eager import model as eager_model
 from estimator_rt import user_fns
+from estimator_rt.errors import GraphModelFnError
 from estimator_rt.graph import compat as graph_compat
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.run_config import RunConfig
@@ -71,8 +72,11 @@ def graph_reason(*, model_fn: Callable, input_fn: Callable, params: dict,
   on the input's first element; why it is TF1-style, or None."""
   context = (tf.distribute.InputContext()
              if user_fns.input_fn_takes_context(input_fn) else None)
-  dataset = user_fns.call_input_fn(input_fn, params, context,
-                                   role='train input_fn')
+  try:
+    dataset = user_fns.call_input_fn(input_fn, params, context,
+                                     role='train input_fn', config=config)
+  except GraphModelFnError as e:
+    return e.reason  # It returns tensors: only a graph reads them.
   features, labels = inputs.split_element(next(iter(dataset.take(1))))
   try:
     with tf.distribute.get_strategy().scope():

@@ -9,10 +9,13 @@ import tensorflow as tf
 
 from estimator_rt import checkpoints
 from estimator_rt import engine_choice
+from estimator_rt import export as export_lib
+from estimator_rt import summaries
 from estimator_rt import user_fns
 from estimator_rt.errors import check_count
 from estimator_rt.errors import GraphModelFnError
 from estimator_rt.errors import UserInputError
+from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.run_config import RunConfig
 from estimator_rt.run_config import temporary_model_dir
 
@@ -47,7 +50,7 @@ class Estimator:
       initialize a model_dir that has no checkpoint yet.
   """
 
-  def __init__(self, model_fn: Callable, *, model_dir: Optional[str] = None,
+  def __init__(self, model_fn: Callable, model_dir: Optional[str] = None,
                config: Optional[RunConfig] = None,
                params: Optional[Dict[str, Any]] = None,
                warm_start_from: Optional[str] = None):
@@ -102,6 +105,10 @@ class Estimator:
     kind = self._kind or engine_choice.choose_engine(
         config=self._config, model_dir=self.model_dir,
         checkpoint_path=checkpoint_path)
+    if kind is None and not tf.executing_eagerly():
+      # The program called tf.compat.v1.disable_eager_execution(): only a
+      # graph can run its model_fn, as with tf.estimator.
+      kind = self._kind = engine_choice.GRAPH
     if (kind is None and input_fn is not None and
         self._config.role.asks_model_fn_first):
       kind = self._probe(input_fn)
@@ -191,9 +198,11 @@ class Estimator:
     return self._engine_of(engine_choice.EAGER).eval_strategy
 
   # -------------------------------------------------------------- train
-  def train(self, input_fn: Callable, hooks: Sequence[Any] = (),
+  def train(self, input_fn: Callable,
+            hooks: Optional[Sequence[Any]] = None,
             steps: Optional[int] = None, max_steps: Optional[int] = None,
-            saving_listeners: Sequence[Callable] = ()) -> 'Estimator':
+            saving_listeners: Optional[Sequence[Callable]] = None
+            ) -> 'Estimator':
     """Trains up to `max_steps`, or `steps` more steps, or until input ends.
 
     A model_dir whose latest checkpoint is already at or past `max_steps`
@@ -228,8 +237,8 @@ class Estimator:
       raise UserInputError(
           f'train: give steps={steps} or max_steps={max_steps}, not both.')
     self._run(lambda engine: engine.train(
-        input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
-        saving_listeners=saving_listeners), input_fn=input_fn)
+        input_fn, hooks=list(hooks or ()), steps=steps, max_steps=max_steps,
+        saving_listeners=list(saving_listeners or ())), input_fn=input_fn)
     return self
 
   # ----------------------------------------------------------- evaluate
@@ -249,7 +258,7 @@ class Estimator:
         input_fn, steps=steps, name=name), input_fn=input_fn)
 
   def evaluate(self, input_fn: Callable, steps: Optional[int] = None,
-               hooks: Sequence[Any] = (),
+               hooks: Optional[Sequence[Any]] = None,
                checkpoint_path: Optional[str] = None,
                name: Optional[str] = None) -> Dict[str, Any]:
     """Evaluates a checkpoint on `steps` batches (or until input ends).
@@ -263,13 +272,14 @@ class Estimator:
       'global_step'.
     """
     return self._run(lambda engine: engine.evaluate(
-        input_fn, steps=steps, hooks=hooks, checkpoint_path=checkpoint_path,
+        input_fn, steps=steps, hooks=list(hooks or ()),
+        checkpoint_path=checkpoint_path,
         name=name), checkpoint_path=checkpoint_path)
 
   # ------------------------------------------------------------ predict
   def predict(self, input_fn: Callable,
               predict_keys: Optional[Sequence[str]] = None,
-              hooks: Sequence[Any] = (),
+              hooks: Optional[Sequence[Any]] = None,
               checkpoint_path: Optional[str] = None,
               yield_single_examples: bool = True) -> Iterator[Any]:
     """Yields predictions for every example (or batch) of `input_fn`.
@@ -280,7 +290,7 @@ class Estimator:
     """
     # Prediction needs a checkpoint, whose format names the engine.
     return self._run(lambda engine: engine.predict(
-        input_fn, predict_keys=predict_keys, hooks=hooks,
+        input_fn, predict_keys=predict_keys, hooks=list(hooks or ()),
         checkpoint_path=checkpoint_path,
         yield_single_examples=yield_single_examples),
                      checkpoint_path=checkpoint_path)
@@ -288,7 +298,10 @@ class Estimator:
   # ------------------------------------------------------------- export
   def export_saved_model(self, export_dir_base: str,
                          serving_input_receiver_fn: Optional[Callable] = None,
+                         assets_extra: Optional[Dict[str, str]] = None,
+                         as_text: bool = False,
                          checkpoint_path: Optional[str] = None,
+                         experimental_mode: str = ModeKeys.PREDICT, *,
                          input_fn: Optional[Callable] = None) -> str:
     """Exports the PREDICT graph as a SavedModel with a serving signature.
 
@@ -297,13 +310,71 @@ class Estimator:
     dataset, or of the last dataset this Estimator trained or evaluated on,
     with the batch dimension left open.
 
+    Args:
+      export_dir_base: the export goes to `<export_dir_base>/<unix time>`.
+      serving_input_receiver_fn: see above.
+      assets_extra: {destination path under `assets.extra/`: source file},
+        copied into the export, as tf.estimator did.
+      as_text: also write `saved_model.pbtxt` beside `saved_model.pb`.
+      checkpoint_path: the checkpoint to export (default: the newest).
+      experimental_mode: only `ModeKeys.PREDICT` is exported; TRAIN and
+        EVAL SavedModels are refused in one line.
+      input_fn: this project's: the features to infer the inputs from.
+
     Returns:
       The export directory, `<export_dir_base>/<unix time>`.
     """
-    return self._run(lambda engine: engine.export_saved_model(
+    if experimental_mode != ModeKeys.PREDICT:
+      raise UserInputError(
+          f'export_saved_model: experimental_mode={experimental_mode!r} is '
+          'not supported; estimator_rt exports the PREDICT graph only '
+          f'(experimental_mode={ModeKeys.PREDICT!r}).')
+    export_dir = self._run(lambda engine: engine.export_saved_model(
         export_dir_base, serving_input_receiver_fn=serving_input_receiver_fn,
         checkpoint_path=checkpoint_path, input_fn=input_fn),
-                     checkpoint_path=checkpoint_path)
+                           checkpoint_path=checkpoint_path)
+    export_lib.add_extras(export_dir, assets_extra=assets_extra,
+                          as_text=as_text)
+    return export_dir
+
+  def export_savedmodel(self, export_dir_base: str,
+                        serving_input_receiver_fn: Callable,
+                        assets_extra: Optional[Dict[str, str]] = None,
+                        as_text: bool = False,
+                        checkpoint_path: Optional[str] = None,
+                        strip_default_attrs: bool = False) -> str:
+    """tf.estimator's deprecated name of `export_saved_model`."""
+    del strip_default_attrs  # TF2 SavedModels never hold default attrs.
+    return self.export_saved_model(
+        export_dir_base, serving_input_receiver_fn, assets_extra=assets_extra,
+        as_text=as_text, checkpoint_path=checkpoint_path)
+
+  def experimental_export_all_saved_models(
+      self, export_dir_base: str, input_receiver_fn_map: Dict[str, Callable],
+      assets_extra: Optional[Dict[str, str]] = None, as_text: bool = False,
+      checkpoint_path: Optional[str] = None) -> str:
+    """Exports the modes of `input_receiver_fn_map`: PREDICT only here.
+
+    Raises:
+      UserInputError: the map names TRAIN or EVAL (not exported here) or
+        has no PREDICT receiver.
+    """
+    other = sorted(set(input_receiver_fn_map) - {ModeKeys.PREDICT})
+    if other or ModeKeys.PREDICT not in input_receiver_fn_map:
+      raise UserInputError(
+          'experimental_export_all_saved_models: input_receiver_fn_map='
+          f'{sorted(input_receiver_fn_map)}; estimator_rt exports the '
+          f'{ModeKeys.PREDICT!r} mode only (TRAIN and EVAL SavedModels are '
+          'not supported): give a map with just that mode.')
+    return self.export_saved_model(
+        export_dir_base, input_receiver_fn_map[ModeKeys.PREDICT],
+        assets_extra=assets_extra, as_text=as_text,
+        checkpoint_path=checkpoint_path)
+
+  def eval_dir(self, name: Optional[str] = None) -> str:
+    """Where evaluation `name` writes its summaries (model_dir/eval or
+    eval_<name>)."""
+    return summaries.eval_dir(self.model_dir, name)
 
   # ---------------------------------------------------------- variables
   def get_variable_names(self) -> List[str]:

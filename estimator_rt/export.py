@@ -325,3 +325,24 @@ def save(graph, receiver: ServingInputReceiver, export_dir_base: str) -> str:
                       signatures={'serving_default': signature})
   tf.io.gfile.rename(temporary, final)
   return final
+
+
+def add_extras(export_dir: str, *, assets_extra: Optional[Mapping[str, str]],
+               as_text: bool) -> None:
+  """What tf.estimator's exports could add: `assets_extra` files copied to
+  `<export_dir>/assets.extra/<destination>` (destination -> source path),
+  and with `as_text` a `saved_model.pbtxt` beside `saved_model.pb`."""
+  for destination, source in (assets_extra or {}).items():
+    target = os.path.join(export_dir, 'assets.extra', destination)
+    tf.io.gfile.makedirs(os.path.dirname(target))
+    tf.io.gfile.copy(source, target, overwrite=True)
+  if as_text:
+    from google.protobuf import text_format  # pylint: disable=g-import-not-at-top
+    from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
+    proto = saved_model_pb2.SavedModel()
+    with tf.io.gfile.GFile(os.path.join(export_dir, 'saved_model.pb'),
+                           'rb') as f:
+      proto.ParseFromString(f.read())
+    with tf.io.gfile.GFile(os.path.join(export_dir, 'saved_model.pbtxt'),
+                           'w') as f:
+      f.write(text_format.MessageToString(proto))

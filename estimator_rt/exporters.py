@@ -5,6 +5,7 @@ with the evaluation result of the checkpoint it exports.
 """
 
 import os
+import re
 from typing import Any, Callable, Dict, Optional
 
 from absl import logging
@@ -26,47 +27,70 @@ def _loss_smaller(best: Dict[str, Any], current: Dict[str, Any]) -> bool:
 
 
 class Exporter:
-  """Base class: decides whether to export, and exports.
+  """Base class, as tf.estimator's: a `name` and an `export` method.
+
+  A subclass of this (or of tf.estimator.Exporter, through the
+  compatibility layer) only needs those two; train_and_evaluate calls
+  `export` after each evaluation with the directory under model_dir/export
+  that belongs to this exporter.
+  """
+
+  @property
+  def name(self) -> str:
+    raise NotImplementedError
+
+  def export(self, estimator, export_path: str, checkpoint_path: str,
+             eval_result: Dict[str, Any],
+             is_the_final_export: bool) -> Optional[str]:
+    """Exports `checkpoint_path` under `export_path` if this exporter's rule
+    says so; returns the export directory, or None."""
+    raise NotImplementedError
+
+
+class _SavedModelExporter(Exporter):
+  """Exports SavedModels when `should_export` says so, keeping the newest.
 
   Args:
     name: subdirectory of model_dir/export.
     serving_input_receiver_fn: as for `Estimator.export_saved_model`; None
       infers the inputs from the training data's features.
+    assets_extra, as_text: as for `Estimator.export_saved_model`.
     exports_to_keep: keep only this many newest exports (None keeps all).
   """
 
-  def __init__(self, *, name: str,
-               serving_input_receiver_fn: Optional[Callable] = None,
-               exports_to_keep: Optional[int] = 5):
+  def __init__(self, name: str, serving_input_receiver_fn: Optional[Callable],
+               assets_extra: Optional[Dict[str, str]], as_text: bool,
+               exports_to_keep: Optional[int]):
     _check_name(name)
     if exports_to_keep is not None and exports_to_keep < 1:
       raise UserInputError(
           f'{type(self).__name__}: exports_to_keep={exports_to_keep!r} must '
           'be >= 1 or None.')
-    self.name = name
+    self._name = name
     self._serving_input_receiver_fn = serving_input_receiver_fn
+    self._assets_extra = assets_extra
+    self._as_text = as_text
     self._exports_to_keep = exports_to_keep
+
+  @property
+  def name(self) -> str:
+    return self._name
 
   def should_export(self, *, eval_result: Dict[str, Any],
                     is_the_final_export: bool) -> bool:
     raise NotImplementedError
 
-  def export(self, estimator, *, checkpoint_path: str,
-             eval_result: Dict[str, Any],
-             is_the_final_export: bool) -> Optional[str]:
-    """Exports `checkpoint_path` if this exporter's rule says so.
-
-    Returns:
-      The export directory, or None if nothing was exported.
-    """
+  def export(self, estimator, export_path, checkpoint_path, eval_result,
+             is_the_final_export):
+    """See `Exporter.export`."""
     if not self.should_export(eval_result=eval_result,
                               is_the_final_export=is_the_final_export):
       return None
-    base = os.path.join(estimator.model_dir, 'export', self.name)
     path = estimator.export_saved_model(
-        base, self._serving_input_receiver_fn,
+        export_path, self._serving_input_receiver_fn,
+        assets_extra=self._assets_extra, as_text=self._as_text,
         checkpoint_path=checkpoint_path)
-    self._garbage_collect(base)
+    self._garbage_collect(export_path)
     return path
 
   def _garbage_collect(self, base: str) -> None:
@@ -79,32 +103,39 @@ class Exporter:
       tf.io.gfile.rmtree(os.path.join(base, old.strip('/')))
 
 
-class LatestExporter(Exporter):
+class LatestExporter(_SavedModelExporter):
   """Exports after every evaluation, keeping the newest `exports_to_keep`."""
 
-  def __init__(self, name: str = 'latest', serving_input_receiver_fn=None,
-               *, exports_to_keep: Optional[int] = 5):
-    super().__init__(name=name,
-                     serving_input_receiver_fn=serving_input_receiver_fn,
-                     exports_to_keep=exports_to_keep)
+  def __init__(self, name: str = 'latest',
+               serving_input_receiver_fn: Optional[Callable] = None,
+               assets_extra: Optional[Dict[str, str]] = None,
+               as_text: bool = False,
+               exports_to_keep: Optional[int] = 5):
+    super().__init__(name, serving_input_receiver_fn, assets_extra, as_text,
+                     exports_to_keep)
 
   def should_export(self, *, eval_result, is_the_final_export):
     return True
 
 
-class FinalExporter(Exporter):
+class FinalExporter(_SavedModelExporter):
   """Exports once, after the final evaluation."""
 
-  def __init__(self, name: str = 'final', serving_input_receiver_fn=None):
-    super().__init__(name=name,
-                     serving_input_receiver_fn=serving_input_receiver_fn,
+  def __init__(self, name: str = 'final',
+               serving_input_receiver_fn: Optional[Callable] = None,
+               assets_extra: Optional[Dict[str, str]] = None,
+               as_text: bool = False):
+    super().__init__(name, serving_input_receiver_fn, assets_extra, as_text,
                      exports_to_keep=None)
 
   def should_export(self, *, eval_result, is_the_final_export):
     return is_the_final_export
 
 
-class BestExporter(Exporter):
+_EVENT_FILE_PATTERN = re.compile(r'(eval(?:_[^/]+)?)/\*\.tfevents\.\*$')
+
+
+class BestExporter(_SavedModelExporter):
   """Exports when an evaluation beats every earlier one.
 
   "Earlier" includes evaluations from previous runs in the same model_dir:
@@ -112,36 +143,50 @@ class BestExporter(Exporter):
   job does not export a model worse than one it already had.
 
   Args:
-    name: subdirectory of model_dir/export.
-    serving_input_receiver_fn: see Exporter.
+    name: subdirectory of model_dir/export (tf.estimator's default was
+      'best_exporter').
+    serving_input_receiver_fn, assets_extra, as_text: see LatestExporter.
+    event_file_pattern: tf.estimator's: where earlier results are, relative
+      to model_dir: 'eval/*.tfevents.*' or 'eval_<name>/*.tfevents.*'.
     compare_fn: `compare_fn(best_eval_result, current_eval_result)` returns
       True when current is better. Default: smaller 'loss'.
+    exports_to_keep: see LatestExporter.
     metric_name: the metric `compare_fn` looks at, used to recover the best
       earlier value from event files (default 'loss').
-    eval_name: the EvalSpec name whose event files hold earlier results.
-    exports_to_keep: see Exporter.
+    eval_name: the EvalSpec name whose event files hold earlier results
+      (instead of `event_file_pattern`).
   """
 
-  def __init__(self, name: str = 'best', serving_input_receiver_fn=None, *,
+  def __init__(self, name: str = 'best',
+               serving_input_receiver_fn: Optional[Callable] = None,
+               event_file_pattern: str = 'eval/*.tfevents.*',
                compare_fn: Callable = _loss_smaller,
-               metric_name: str = 'loss', eval_name: Optional[str] = None,
-               exports_to_keep: Optional[int] = 5):
-    super().__init__(name=name,
-                     serving_input_receiver_fn=serving_input_receiver_fn,
-                     exports_to_keep=exports_to_keep)
+               assets_extra: Optional[Dict[str, str]] = None,
+               as_text: bool = False,
+               exports_to_keep: Optional[int] = 5, *,
+               metric_name: str = 'loss', eval_name: Optional[str] = None):
+    super().__init__(name, serving_input_receiver_fn, assets_extra, as_text,
+                     exports_to_keep)
+    if eval_name is None:
+      match = _EVENT_FILE_PATTERN.match(event_file_pattern or '')
+      if match is None:
+        raise UserInputError(
+            f'BestExporter: event_file_pattern={event_file_pattern!r} must be '
+            "'eval/*.tfevents.*' or 'eval_<name>/*.tfevents.*' (the "
+            'evaluation directories under model_dir).')
+      eval_name = match.group(1)[len('eval_'):] or None
     self._compare_fn = compare_fn
     self._metric_name = metric_name
     self._eval_name = eval_name
     self._best: Optional[Dict[str, Any]] = None
     self._history_loaded = False
 
-  def export(self, estimator, *, checkpoint_path, eval_result,
+  def export(self, estimator, export_path, checkpoint_path, eval_result,
              is_the_final_export):
     if not self._history_loaded:
       self._load_history(estimator.model_dir, eval_result['global_step'])
-    return super().export(estimator, checkpoint_path=checkpoint_path,
-                          eval_result=eval_result,
-                          is_the_final_export=is_the_final_export)
+    return super().export(estimator, export_path, checkpoint_path,
+                          eval_result, is_the_final_export)
 
   def _load_history(self, model_dir: str, current_step: int) -> None:
     self._history_loaded = True

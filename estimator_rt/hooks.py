@@ -20,6 +20,7 @@ import time
 from typing import Optional
 
 from absl import logging
+import tensorflow as tf
 
 from estimator_rt import summaries
 from estimator_rt.errors import UserInputError
@@ -256,3 +257,41 @@ class EarlyStoppingHook(Hook):
       self.stopped_at_step = result.global_step
       return True
     return None
+
+
+class SavingListener:
+  """Called around every checkpoint save of training (the controller's).
+
+  Wraps a plain callable `fn(checkpoint_path, global_step)` (its
+  `after_save`) or a `tf.compat.v1.train.CheckpointSaverListener`, whose
+  `begin()`, `before_save(session, step)`, `after_save(session, step)` and
+  `end(session, step)` keep tf.estimator's order; `session` is None (the
+  eager engine has none, and the graph engine's saves run outside the
+  hooks). `after_save` returning True asks training to stop.
+  """
+
+  def __init__(self, listener):
+    self._listener = listener
+    self._tf_listener = isinstance(
+        listener, tf.compat.v1.train.CheckpointSaverListener)
+    if not (self._tf_listener or callable(listener)):
+      raise UserInputError(
+          f'saving_listeners: {listener!r} is neither a callable nor a '
+          'tf.compat.v1.train.CheckpointSaverListener.')
+
+  def begin(self) -> None:
+    if self._tf_listener:
+      self._listener.begin()
+
+  def before_save(self, step: int) -> None:
+    if self._tf_listener:
+      self._listener.before_save(None, step)
+
+  def after_save(self, path: str, step: int) -> bool:
+    if self._tf_listener:
+      return bool(self._listener.after_save(None, step))
+    return bool(self._listener(path, step))
+
+  def end(self, step: int) -> None:
+    if self._tf_listener:
+      self._listener.end(None, step)

@@ -92,7 +92,8 @@ def make_input(strategy: tf.distribute.Strategy,
                role: str = 'input_fn',
                sample_only: bool = False,
                coordinator=None,
-               replicate: bool = False) -> DistributedInput:
+               replicate: bool = False,
+               config: Any = None) -> DistributedInput:
   """Calls `input_fn` and distributes its dataset with `strategy`.
 
   Args:
@@ -101,7 +102,9 @@ def make_input(strategy: tf.distribute.Strategy,
     params: the Estimator's params (`params['batch_size']`, if present, is
       the global batch size).
     auto_shard_policy: 'AUTO', 'FILE', 'DATA' or 'OFF' for global datasets.
-    role: names the function in errors.
+    role: names the function in errors (and its mode, see
+      user_fns.call_input_fn).
+    config: the Estimator's RunConfig, for input_fns that take `config`.
     sample_only: only produce `sample` and `element_spec` (for export);
       `dataset` is then None.
     coordinator: a `ClusterCoordinator` (parameter-server training): the
@@ -129,7 +132,7 @@ def make_input(strategy: tf.distribute.Strategy,
         'all. Return globally batched data from input_fn(params), or turn '
         'checkpoint_input off.')
   call = functools.partial(user_fns.call_input_fn, input_fn, params,
-                           role=role)
+                           role=role, config=config)
   local = call(tf.distribute.InputContext(
       num_input_pipelines=1, input_pipeline_id=0,
       num_replicas_in_sync=strategy.num_replicas_in_sync)

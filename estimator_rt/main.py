@@ -372,8 +372,8 @@ def _build_estimator(role, strategy, remote_cluster):
   config = ert.RunConfig(
       model_dir=model_dir, tf_random_seed=FLAGS.tf_random_seed,
       save_summary_steps=FLAGS.save_summary_steps,
-      save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-      save_checkpoints_secs=FLAGS.save_checkpoints_secs,
+      save_checkpoints_steps=_or_default(FLAGS.save_checkpoints_steps),
+      save_checkpoints_secs=_or_default(FLAGS.save_checkpoints_secs),
       keep_checkpoint_max=FLAGS.keep_checkpoint_max,
       log_step_count_steps=FLAGS.log_step_count_steps,
       steps_per_loop=FLAGS.steps_per_loop, train_distribute=strategy,
@@ -384,6 +384,12 @@ def _build_estimator(role, strategy, remote_cluster):
       jit_compile=FLAGS.jit_compile, engine=FLAGS.engine)
   estimator = ert.Estimator(model_fn, config=config, params=params)
   return estimator, input_fn, eval_input_fn
+
+
+def _or_default(value):
+  """An unset checkpoint flag leaves RunConfig's default (every 600 s)."""
+  from estimator_rt import run_config  # pylint: disable=g-import-not-at-top
+  return run_config.USE_DEFAULT if value is None else value
 
 
 def _train(estimator, input_fn, eval_input_fn) -> None:

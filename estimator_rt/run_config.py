@@ -6,8 +6,9 @@ import os
 import secrets
 import tempfile
 import time
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
+from absl import logging
 import tensorflow as tf
 
 from estimator_rt import cluster
@@ -91,6 +92,49 @@ def temporary_model_dir() -> str:
   return os.path.join(tempfile.gettempdir(), name)
 
 
+# The default of save_checkpoints_steps and save_checkpoints_secs, as
+# tf.estimator's: both left at it save every 600 s; both None save only at
+# the end of training.
+USE_DEFAULT = object()
+
+
+def _checkpoint_schedule(steps, secs):
+  """(steps, secs) from tf.estimator's defaults (see USE_DEFAULT)."""
+  if steps is USE_DEFAULT and secs is USE_DEFAULT:
+    return None, DEFAULT_SAVE_CHECKPOINTS_SECS
+  return (None if steps is USE_DEFAULT else steps,
+          None if secs is USE_DEFAULT else secs)
+
+
+# tf.estimator 2.15 parameters with no effect here, with their defaults:
+# a different value gets one warning, naming it.
+_NO_EFFECT = {
+    'device_fn': (None, 'ops are placed by the strategy (or the graph '
+                  'engine\'s placement)'),
+    'protocol': (None, 'servers speak gRPC'),
+    'experimental_distribute': (None, 'deprecated in tf.estimator; use '
+                                'train_distribute and eval_distribute'),
+    'experimental_max_worker_delay_secs': (None, 'workers start as soon as '
+                                           'their servers are up'),
+    'session_creation_timeout_secs': (7200, 'cluster waits have bounds of '
+                                      'their own'),
+    'keep_checkpoint_every_n_hours': (10000, 'keep_checkpoint_max decides '
+                                      'which checkpoints stay'),
+    'checkpoint_save_graph_def': (True, 'no graph.pbtxt is written'),
+}
+_warned = set()
+
+
+def _warn_about_unused(config) -> None:
+  for name, (default, why) in _NO_EFFECT.items():
+    value = getattr(config, name)
+    if value != default and name not in _warned and not (
+        name == 'protocol' and value == 'grpc'):
+      _warned.add(name)
+      logging.warning('RunConfig: %s=%s has no effect in estimator_rt (%s).',
+                      name, shorten(value), why)
+
+
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
   """Where an Estimator writes and how it runs. Immutable; see `replace`.
@@ -106,9 +150,13 @@ class RunConfig:
       (`errors.MAX_COUNT`).
     save_checkpoints_steps: save a checkpoint every this many steps.
     save_checkpoints_secs: save a checkpoint every this many seconds. Setting
-      both this and `save_checkpoints_steps` is an error; setting neither
-      saves every 600 seconds, as tf.estimator did. A checkpoint is always
-      saved when training ends.
+      both this and `save_checkpoints_steps` is an error; leaving both out
+      saves every 600 seconds, and setting both to None saves only when
+      training ends, as in tf.estimator. A checkpoint is always saved when
+      training ends.
+    session_config: a `tf.compat.v1.ConfigProto` for the graph engine's
+      sessions (merged over its own: soft placement, every logical CPU);
+      the eager engine has no session and ignores it.
     keep_checkpoint_max: how many recent checkpoints to keep (0 keeps all).
     log_step_count_steps: log step, loss, steps/s and ETA every this many
       steps (0 disables the log line).
@@ -117,9 +165,11 @@ class RunConfig:
       short so those happen exactly at their step. Larger values amortize the
       per-call cost; tf.estimator in effect used 1. At most 2**31 - 1: the
       compiled loop counts its steps in a tf.int32.
-    train_distribute: a `tf.distribute.Strategy`, or a strategy name
-      ('default', 'one_device', 'mirrored', 'central_storage'), or None for
-      the default strategy.
+    train_distribute: a `tf.distribute.Strategy` (or a
+      `tf.compat.v1.distribute` one, taken as its TF2 equivalent), or a
+      strategy name ('default', 'one_device', 'mirrored', 'central_storage',
+      'multi_worker_mirrored', 'parameter_server'), or None for the
+      default strategy.
     eval_distribute: like `train_distribute`, for evaluation and prediction.
       None reuses the training strategy where that is correct (one process,
       not central_storage), else evaluates without distribution.
@@ -158,6 +208,11 @@ class RunConfig:
       (`tf.function(jit_compile=True)`); the loop around the steps, which
       reads the input, stays a plain compiled function. A model_fn using an
       op XLA cannot compile fails on the first step, naming the op.
+    keep_checkpoint_every_n_hours, device_fn, protocol,
+      experimental_distribute, experimental_max_worker_delay_secs,
+      session_creation_timeout_secs, checkpoint_save_graph_def:
+      tf.estimator 2.15's, accepted; they have no effect here, and a value
+      other than the default is named in one warning.
     engine: which engine runs the model_fn: 'auto' (the default: chosen
       by the rule in engine_choice.py, no setting needed), 'eager' (TF2
       model_fns, compiled loops) or 'graph' (TF1-style model_fns in a
@@ -169,11 +224,19 @@ class RunConfig:
   save_summary_steps: int = 100
   save_checkpoints_steps: Optional[int] = None
   save_checkpoints_secs: Optional[float] = None
+  session_config: Any = None
   keep_checkpoint_max: int = 5
+  keep_checkpoint_every_n_hours: float = 10000
   log_step_count_steps: int = 100
-  steps_per_loop: int = 100
   train_distribute: Union[None, str, tf.distribute.Strategy] = None
+  device_fn: Any = None
+  protocol: Optional[str] = None
   eval_distribute: Union[None, str, tf.distribute.Strategy] = None
+  experimental_distribute: Any = None
+  experimental_max_worker_delay_secs: Optional[float] = None
+  session_creation_timeout_secs: float = 7200
+  checkpoint_save_graph_def: bool = True
+  steps_per_loop: int = 100
   auto_shard_policy: str = 'AUTO'
   task_info: Optional[cluster.TaskInfo] = None
   remote_cluster: Optional[dict] = None
@@ -182,13 +245,18 @@ class RunConfig:
   jit_compile: bool = False
   engine: str = 'auto'
 
-  # Keyword-only construction: positional arguments would silently shift
-  # meaning as fields are added.
-  def __init__(self, *, model_dir=None, tf_random_seed=None,
-               save_summary_steps=100, save_checkpoints_steps=None,
-               save_checkpoints_secs=None, keep_checkpoint_max=5,
-               log_step_count_steps=100, steps_per_loop=100,
-               train_distribute=None, eval_distribute=None,
+  # tf.estimator 2.15's parameters in its positional order; this project's
+  # own are keyword-only, so that positional arguments never shift meaning.
+  def __init__(self, model_dir=None, tf_random_seed=None,
+               save_summary_steps=100, save_checkpoints_steps=USE_DEFAULT,
+               save_checkpoints_secs=USE_DEFAULT, session_config=None,
+               keep_checkpoint_max=5, keep_checkpoint_every_n_hours=10000,
+               log_step_count_steps=100, train_distribute=None,
+               device_fn=None, protocol=None, eval_distribute=None,
+               experimental_distribute=None,
+               experimental_max_worker_delay_secs=None,
+               session_creation_timeout_secs=7200,
+               checkpoint_save_graph_def=True, *, steps_per_loop=100,
                auto_shard_policy='AUTO', task_info=_FROM_ENVIRONMENT,
                remote_cluster=None, remote_connect_timeout_secs=60,
                checkpoint_input=False, jit_compile=False, engine='auto'):
@@ -202,11 +270,16 @@ class RunConfig:
             'cluster. Unset TF_CONFIG or drop remote_cluster.')
       if task_info is None:
         task_info = cluster.client_task(remote_cluster)
+    save_checkpoints_steps, save_checkpoints_secs = _checkpoint_schedule(
+        save_checkpoints_steps, save_checkpoints_secs)
+    train_distribute = strategies.from_v1(train_distribute)
+    eval_distribute = strategies.from_v1(eval_distribute)
     values = dict(locals())
     values.pop('self')
     for name, value in values.items():
       object.__setattr__(self, name, value)
     self._validate()
+    _warn_about_unused(self)
 
   def _validate(self):
     _check_model_dir(self.model_dir)
@@ -283,11 +356,7 @@ class RunConfig:
 
   @property
   def checkpoint_every_secs(self) -> Optional[float]:
-    """Seconds between checkpoints, after applying the default."""
-    if self.save_checkpoints_steps is not None:
-      return None
-    if self.save_checkpoints_secs is None:
-      return DEFAULT_SAVE_CHECKPOINTS_SECS
+    """Seconds between checkpoints (None: by steps, or only at the end)."""
     return self.save_checkpoints_secs
 
   def replace(self, **changes) -> 'RunConfig':
@@ -305,3 +374,50 @@ class RunConfig:
       values['save_checkpoints_steps'] = None
     values.update(changes)
     return RunConfig(**values)
+
+  # tf.estimator 2.15's RunConfig properties, from the task description.
+  @property
+  def cluster_spec(self) -> tf.train.ClusterSpec:
+    return tf.train.ClusterSpec(
+        {} if self.task_info is None else self.task_info.training_cluster)
+
+  @property
+  def task_id(self) -> int:
+    return 0 if self.task_info is None else self.task_info.task_index
+
+  @property
+  def num_ps_replicas(self) -> int:
+    return 0 if self.task_info is None else self.task_info.num_ps
+
+  @property
+  def num_worker_replicas(self) -> int:
+    return 1 if self.task_info is None else self.task_info.num_workers
+
+  @property
+  def master(self) -> str:
+    task = self.task_info
+    if task is None or not task.address:
+      return ''
+    return f'{task.rpc_layer}://{task.address}'
+
+  @property
+  def evaluation_master(self) -> str:
+    return ''
+
+  @property
+  def global_id_in_cluster(self) -> int:
+    """The task's number over the chief, workers and ps, in that order (the
+    evaluator gets none), as tf.estimator numbered them."""
+    task = self.task_info
+    if task is None:
+      return 0
+    order = [cluster.CHIEF, cluster.WORKER, cluster.PS]
+    if task.task_type not in order:
+      return -1
+    before = sum(len(task.cluster.get(job, ()))
+                 for job in order[:order.index(task.task_type)])
+    return before + task.task_index
+
+  @property
+  def service(self) -> Optional[dict]:
+    return None

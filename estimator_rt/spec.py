@@ -65,7 +65,9 @@ class EstimatorSpec:
     batch as first dimension. They also define the exported serving
     signature.
 
-  `loss` must be a scalar: the mean over this replica's batch. Fields a mode
+  `loss` must be a scalar: the mean over this replica's batch (a tensor
+  that can hold one element only, of shape (1,) or (None,), is taken as
+  that scalar, as tf.estimator did). Fields a mode
   does not use are accepted and ignored, so one model_fn can build every
   field unconditionally.
 
@@ -89,12 +91,12 @@ class EstimatorSpec:
       message names the field and the value received.
   """
 
+  # tf.estimator 2.15's positional order; `optimizer`, this project's own,
+  # is keyword-only.
   def __init__(self,
                mode: str,
-               *,
                predictions: Any = None,
                loss: Any = None,
-               optimizer: Optional[keras.optimizers.Optimizer] = None,
                train_op: Any = None,
                eval_metric_ops: Optional[Mapping[str, Any]] = None,
                export_outputs: Optional[Mapping[str, Any]] = None,
@@ -102,7 +104,9 @@ class EstimatorSpec:
                training_hooks: Optional[Sequence[Any]] = None,
                scaffold: Optional[Any] = None,
                evaluation_hooks: Optional[Sequence[Any]] = None,
-               prediction_hooks: Optional[Sequence[Any]] = None):
+               prediction_hooks: Optional[Sequence[Any]] = None,
+               *,
+               optimizer: Optional[keras.optimizers.Optimizer] = None):
     if mode not in ModeKeys.ALL:
       raise ModelFnError(
           f'EstimatorSpec: mode={mode!r} is not one of {ModeKeys.ALL}; pass '
@@ -145,6 +149,12 @@ class EstimatorSpec:
           raise ModelFnError(
               f'EstimatorSpec(mode={mode!r}): `loss` must be a scalar tensor, '
               f'got {type(self.loss).__name__}: {self.loss!r}') from e
+      if self.loss.shape.rank not in (None, 0):
+        if self.loss.shape.num_elements() in (None, 1):
+          # tf.estimator's rule: a loss that may hold one element (shape
+          # (1,), or (None,) as a mean over a batch of unknown size) is
+          # taken as that scalar; more elements are an error.
+          self.loss = tf.reshape(self.loss, [])
       if self.loss.shape.rank not in (None, 0):
         raise ModelFnError(
             f'EstimatorSpec(mode={mode!r}): `loss` must be a scalar (the mean '

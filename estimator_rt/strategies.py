@@ -148,6 +148,32 @@ def resolve_strategy(value: Union[None, str, tf.distribute.Strategy], *,
   return value
 
 
+# tf.compat.v1.distribute classes -> the name of their TF2 equivalent.
+_V1_NAMES = {
+    'MirroredStrategyV1': 'mirrored',
+    'OneDeviceStrategyV1': 'one_device',
+    'CentralStorageStrategyV1': 'central_storage',
+    'CollectiveAllReduceStrategyV1': cluster.MULTI_WORKER_MIRRORED,
+    'ParameterServerStrategyV1': cluster.PARAMETER_SERVER,
+}
+
+
+def from_v1(value):
+  """A `tf.compat.v1.distribute` strategy as what this runtime runs: the
+  TF2 strategy of the same kind on the same devices, or the name of a
+  multi-worker one (created by the tasks that train); anything else as it
+  is. tf.estimator took the V1 classes; TF2 code takes the V2 ones."""
+  name = _V1_NAMES.get(type(value).__name__)
+  if name is None or not isinstance(value, tf.compat.v1.distribute.Strategy):
+    return value
+  devices = list(value.extended.worker_devices)
+  if name == 'mirrored':
+    return tf.distribute.MirroredStrategy(devices=devices)
+  if name == 'one_device':
+    return tf.distribute.OneDeviceStrategy(devices[0])
+  return name
+
+
 def name_of(value: Union[None, str, tf.distribute.Strategy]) -> str:
   """The strategy name for a RunConfig field (for cluster checks)."""
   if value is None:

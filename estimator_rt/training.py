@@ -7,6 +7,7 @@ of the role this process has.
 """
 
 import dataclasses
+import os
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -40,13 +41,19 @@ class TrainSpec:
     input_fn: the training input_fn.
     max_steps: train up to this global step (None: until input ends).
     hooks: hooks for the training loop.
+    saving_listeners: called after each checkpoint save with (path, step)
+      (also CheckpointSaverListener objects, as in tf.estimator).
   """
 
   input_fn: Callable
   max_steps: Optional[int] = None
   hooks: Sequence[Any] = ()
+  saving_listeners: Sequence[Any] = ()
 
   def __post_init__(self):
+    object.__setattr__(self, 'hooks', tuple(self.hooks or ()))
+    object.__setattr__(self, 'saving_listeners',
+                       tuple(self.saving_listeners or ()))
     if not callable(self.input_fn):
       raise UserInputError(
           f'TrainSpec: input_fn={self.input_fn!r} is not callable.')
@@ -81,6 +88,9 @@ class EvalSpec:
   throttle_secs: float = 600
 
   def __post_init__(self):
+    object.__setattr__(self, 'hooks', tuple(self.hooks or ()))
+    if self.exporters is None:
+      object.__setattr__(self, 'exporters', ())
     if not callable(self.input_fn):
       raise UserInputError(
           f'EvalSpec: input_fn={self.input_fn!r} is not callable.')
@@ -133,9 +143,11 @@ class CheckpointEvaluator:
     for exporter in self._spec.exporters:
       if self._exported.get(exporter.name) == checkpoint_path:
         continue
-      path = exporter.export(self._estimator, checkpoint_path=checkpoint_path,
-                             eval_result=self.last_result,
-                             is_the_final_export=is_final)
+      # tf.estimator's call, positional: user Exporters implement it.
+      export_path = os.path.join(self._estimator.model_dir, 'export',
+                                 exporter.name)
+      path = exporter.export(self._estimator, export_path, checkpoint_path,
+                             self.last_result, is_final)
       if path:
         logging.info('Exporter %r wrote %s', exporter.name, path)
         self._exported[exporter.name] = checkpoint_path
@@ -291,7 +303,8 @@ def _run_training_task(estimator, train_spec, eval_spec, role):
   preempted = False
   try:
     estimator.train(train_spec.input_fn, hooks=train_spec.hooks,
-                    max_steps=train_spec.max_steps)
+                    max_steps=train_spec.max_steps,
+                    saving_listeners=train_spec.saving_listeners)
   except PreemptedError:
     preempted = True
     raise
@@ -355,7 +368,8 @@ def _run_local(estimator, train_spec, eval_spec):
 
   estimator.train(train_spec.input_fn, hooks=train_spec.hooks,
                   max_steps=train_spec.max_steps,
-                  saving_listeners=[after_save])
+                  saving_listeners=list(train_spec.saving_listeners) +
+                  [after_save])
   final = estimator.latest_checkpoint()
   if final is None:
     raise UserInputError('train_and_evaluate: training wrote no checkpoint.')

@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 
 import tensorflow as tf
 
+from estimator_rt.errors import GraphModelFnError
 from estimator_rt.errors import InputFnError
 from estimator_rt.errors import shorten
 from estimator_rt.errors import UserInputError
@@ -130,31 +131,54 @@ def input_fn_takes_context(input_fn: Callable) -> bool:
   return 'input_context' in args
 
 
+# What an input_fn is called for, from the first word of the role that
+# names it in errors ('train input_fn', 'eval input_fn', ...): its `mode`.
+_MODE_OF_ROLE = {'train': 'train', 'eval': 'eval', 'evaluate': 'eval',
+                 'predict': 'infer', 'export': 'infer'}
+
+def _is_tensors(value) -> bool:
+  """Features, or (features, labels), as tensors (tf.estimator's other
+  input_fn result, e.g. an iterator's get_next())."""
+  parts = tf.nest.flatten(value)
+  return bool(parts) and all(tf.is_tensor(p) or isinstance(
+      p, tf.compat.v1.SparseTensorValue) for p in parts)
+
+
 def call_input_fn(input_fn: Callable, params: dict,
                   input_context: Optional[tf.distribute.InputContext] = None,
-                  *, role: str = 'input_fn') -> tf.data.Dataset:
+                  *, role: str = 'input_fn', config: Any = None,
+                  allow_tensors: bool = False) -> Any:
   """Calls `input_fn` and checks that it returned a `tf.data.Dataset`.
+
+  The input_fn gets, by name, whichever of tf.estimator's arguments it
+  declares: `params`, `mode` (from `role`), `config`, `input_context`.
 
   Args:
     input_fn: the user's function.
     params: passed as `params` if the function declares it.
     input_context: passed if the function declares `input_context`.
-    role: how errors name the function (e.g. 'TrainSpec.input_fn').
+    role: how errors name the function (e.g. 'train input_fn'); its first
+      word gives `mode`.
+    config: the Estimator's RunConfig, passed as `config`.
+    allow_tensors: accept features or (features, labels) as tensors instead
+      of a dataset (only a graph can read them again for every step).
 
   Raises:
     InputFnError: `input_fn` is not callable, raised an exception (any:
       an input_fn is user code, and whatever it raises, a missing file or a
       bad param, is for its author to fix; the original is the `__cause__`)
       or did not return a Dataset.
+    GraphModelFnError: it returned tensors and `allow_tensors` is False:
+      the graph engine runs it.
   """
   if not callable(input_fn):
     raise InputFnError(f'{role}={shorten(input_fn)} is not callable.')
   args = _declared_args(input_fn)
-  kwargs = {}
-  if '*' in args or 'params' in args:
-    kwargs['params'] = params
-  if '*' in args or 'input_context' in args:
-    kwargs['input_context'] = input_context
+  values = {'params': params, 'input_context': input_context,
+            'mode': _MODE_OF_ROLE.get(role.split()[0]),
+            'config': config}
+  kwargs = {name: value for name, value in values.items()
+            if '*' in args or name in args}
   try:
     dataset = input_fn(**kwargs)
   except UserInputError:
@@ -163,6 +187,13 @@ def call_input_fn(input_fn: Callable, params: dict,
     raise InputFnError(
         f'{role} {fn_name(input_fn)} raised {describe_exception(e)}'
         f'{where_in(input_fn, e)}') from e
+  if not isinstance(dataset, tf.data.Dataset) and _is_tensors(dataset):
+    if allow_tensors:
+      return dataset
+    raise GraphModelFnError(
+        f'{role} {fn_name(input_fn)} returns tensors, not a tf.data.Dataset: '
+        'only a graph reads them again at every step.',
+        reason='its input_fn returns tensors, not a tf.data.Dataset')
   if not isinstance(dataset, tf.data.Dataset):
     raise InputFnError(
         f'{role} {fn_name(input_fn)} returned {type(dataset).__name__}, not '

@@ -140,7 +140,8 @@ def test_latest_exporter_keeps_the_newest_exports_when_exports_are_fast(
   est.train(train_fn, max_steps=40)
   exporter = ert.LatestExporter('latest', exports_to_keep=2)
   for step in (10, 20, 30, 40):
-    exporter.export(est, checkpoint_path=M.ckpt_path(tmp_path, step),
+    exporter.export(est, str(tmp_path / 'export' / 'latest'),
+                    checkpoint_path=M.ckpt_path(tmp_path, step),
                     eval_result={'loss': 1.0, 'global_step': step},
                     is_the_final_export=step == 40)
   kept = _export_dirs(tmp_path / 'export' / 'latest')

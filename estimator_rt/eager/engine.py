@@ -196,7 +196,7 @@ class EagerEngine(engine_lib.Engine):
     strategy = self.eval_strategy
     data = inputs.make_input(strategy, input_fn, self._params,
                              auto_shard_policy=self._config.auto_shard_policy,
-                             role='eval input_fn')
+                             role='eval input_fn', config=self._config)
     engine_lib.refuse_endless(data.infinite, what='evaluate', steps=steps)
     self._remember_features(data.element_spec)
     key = (input_fn, name)
@@ -256,7 +256,7 @@ class EagerEngine(engine_lib.Engine):
     strategy = self.eval_strategy
     data = inputs.make_input(strategy, input_fn, self._params,
                              auto_shard_policy='OFF',
-                             role='predict input_fn')
+                             role='predict input_fn', config=self._config)
     engine_lib.refuse_endless(data.infinite, what='predict')
     graph = EagerModel(model_fn=self._model_fn, mode=ModeKeys.PREDICT,
                        params=self._params, config=self._config,

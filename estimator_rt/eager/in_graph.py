@@ -61,7 +61,8 @@ class InGraphReplication:
     with tf.variable_creator_scope(creator):
       yield
 
-  def make_iterators(self, input_fn: Callable, params: dict) -> List:
+  def make_iterators(self, input_fn: Callable, params: dict,
+                     config) -> List:
     """One iterator per worker, created on that worker's device.
 
     An input_fn that takes `input_context` gets (num_workers, k) and
@@ -82,10 +83,11 @@ class InGraphReplication:
           dataset = user_fns.call_input_fn(
               input_fn, params, tf.distribute.InputContext(
                   self.num_workers, k, self.num_workers),
-              role='train input_fn')
+              role='train input_fn', config=config)
         else:
           dataset = _worker_share(
-              user_fns.call_input_fn(input_fn, params, role='train input_fn'),
+              user_fns.call_input_fn(input_fn, params, role='train input_fn',
+                                     config=config),
               k, self.num_workers)
         iterators.append(iter(dataset))
     return iterators

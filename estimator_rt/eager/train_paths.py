@@ -72,7 +72,7 @@ class StrategyPath:
     return inputs.make_input(
         self.strategy, input_fn, params,
         auto_shard_policy=self._config.auto_shard_policy,
-        role='train input_fn', replicate=replicate)
+        role='train input_fn', replicate=replicate, config=self._config)
 
   def make_loop(self, graph, data: inputs.DistributedInput,
                 input_fn: Callable, params: dict, *,
@@ -172,7 +172,8 @@ class ParameterServerPath(StrategyPath):
     return inputs.make_input(
         self.strategy, input_fn, params,
         auto_shard_policy=self._config.auto_shard_policy,
-        role='train input_fn', coordinator=self._coordinator)
+        role='train input_fn', coordinator=self._coordinator,
+        config=self._config)
 
   def make_loop(self, graph, data, input_fn, params, *, iterator=None,
                 replicate=False):
@@ -214,7 +215,7 @@ class InGraphClientPath(StrategyPath):
     return inputs.make_input(
         self.strategy, input_fn, params,
         auto_shard_policy=self._config.auto_shard_policy,
-        role='train input_fn', sample_only=True)
+        role='train input_fn', sample_only=True, config=self._config)
 
   def make_loop(self, graph, data, input_fn, params, *, iterator=None,
                 replicate=False):
@@ -227,7 +228,8 @@ class InGraphClientPath(StrategyPath):
     inputs.require_repeating(
         data.infinite, what='synchronous standalone-client training')
     train_loop = self._replication.make_train_loop(graph)
-    iterators = self._replication.make_iterators(input_fn, params)
+    iterators = self._replication.make_iterators(input_fn, params,
+                                                 self._config)
     train_loop.trace(iterators)
     return train_loop, iterators
 

@@ -90,7 +90,7 @@ class GraphEngine(engine_lib.Engine):
     with graph.as_default(), compat.keras_names_per_graph():
       self._seed()
       data = model_lib.read_input(input_fn, self._params,
-                                  role='train input_fn',
+                                  role='train input_fn', config=self._config,
                                   shard=placement.shard)
       self._features_spec = data.features_spec
       built = model_lib.build(
@@ -183,7 +183,7 @@ class GraphEngine(engine_lib.Engine):
     reports a broken one in its words)."""
     try:
       dataset = user_fns.call_input_fn(input_fn, self._params, None,
-                                       role=role)
+                                       role=role, config=self._config)
       return (int(dataset.cardinality()) ==
               int(tf.data.INFINITE_CARDINALITY))
     except Exception:  # pylint: disable=broad-except
@@ -233,7 +233,8 @@ class GraphEngine(engine_lib.Engine):
 
   # ----------------------------------------------------------- evaluate
   def _build_eval(self, input_fn: Callable):
-    data = model_lib.read_input(input_fn, self._params, role='eval input_fn')
+    data = model_lib.read_input(input_fn, self._params, role='eval input_fn',
+                                config=self._config)
     self._features_spec = data.features_spec
     built = model_lib.build(
         model_fn=self._model_fn, mode=ModeKeys.EVAL,
@@ -311,7 +312,7 @@ class GraphEngine(engine_lib.Engine):
     with tf.Graph().as_default(), compat.keras_names_per_graph():
       self._seed()
       data = model_lib.read_input(input_fn, self._params,
-                                  role='predict input_fn')
+                                  role='predict input_fn', config=self._config)
       built = model_lib.build(
           model_fn=self._model_fn, mode=ModeKeys.PREDICT,
           batches=lambda: (data.next_batch()[0], None), params=self._params,

@@ -32,38 +32,54 @@ _WRITES = frozenset({
 
 @dataclasses.dataclass
 class GraphInput:
-  """An input_fn's dataset read in the graph.
+  """An input_fn's data read in the graph.
 
   Attributes:
-    iterator: an initializable iterator over it (as tf.estimator used: a
-      one-shot one cannot capture lookup tables or variables the dataset
-      uses); each replica takes its own elements with `next_batch`.
-    initializer: the iterator's initializer, run when the session starts.
+    elements: returns the next (features, labels) tensors (labels may be
+      None); each replica calls it for its own element.
+    initializer: run when the session starts (an initializable iterator's,
+      as tf.estimator used: a one-shot one cannot capture lookup tables or
+      variables the dataset uses).
     features_spec: the TensorSpec(s) of an element's features.
   """
 
-  iterator: Any
+  elements: Callable[[], Tuple[Any, Any]]
   initializer: tf.Operation
   features_spec: Any
 
   def next_batch(self) -> Tuple[Any, Any]:
     """(features, labels) tensors of the next element (labels may be None)."""
-    return inputs.split_element(self.iterator.get_next())
+    return self.elements()
 
 
-def read_input(input_fn: Callable, params: dict, *, role: str,
+def _spec_of(tensor):
+  return tf.TensorSpec(tensor.shape, tensor.dtype, name=None) if isinstance(
+      tensor, tf.Tensor) else tf.type_spec_from_value(tensor)
+
+
+def read_input(input_fn: Callable, params: dict, *, role: str, config,
                shard: Callable = lambda dataset: dataset) -> GraphInput:
   """Calls `input_fn` in the current graph, ready to read it element by
-  element (of this worker's `shard` of it).
+  element (of this worker's `shard` of it). An input_fn that returns
+  tensors instead of a dataset (an iterator's `get_next()`, as tf.estimator
+  allowed) is read as it is: the graph evaluates them again at every step.
 
   Raises:
     InputFnError: the input_fn failed or returned no dataset.
   """
-  dataset = shard(user_fns.call_input_fn(input_fn, params, None, role=role))
+  result = user_fns.call_input_fn(input_fn, params, None, role=role,
+                                  config=config, allow_tensors=True)
+  if not isinstance(result, tf.data.Dataset):
+    features, labels = inputs.split_element(result)
+    return GraphInput(elements=lambda: (features, labels),
+                      initializer=tf.no_op(),
+                      features_spec=tf.nest.map_structure(_spec_of, features))
+  dataset = shard(result)
   iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
   features_spec, _ = inputs.split_element(dataset.element_spec)
-  return GraphInput(iterator=iterator, initializer=iterator.initializer,
-                    features_spec=features_spec)
+  return GraphInput(
+      elements=lambda: inputs.split_element(iterator.get_next()),
+      initializer=iterator.initializer, features_spec=features_spec)
 
 
 @dataclasses.dataclass

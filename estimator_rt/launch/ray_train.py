@@ -66,11 +66,13 @@ def train_loop_per_worker(config: dict) -> None:
   # pylint: enable=g-import-not-at-top
   print(f'TF_CONFIG from Ray Train: {os.environ.get("TF_CONFIG")}',
         flush=True)
+  # An unset --save_checkpoints_steps keeps RunConfig's default schedule.
+  schedule = ({} if config['save_checkpoints_steps'] is None else
+              {'save_checkpoints_steps': config['save_checkpoints_steps']})
   run_config = ert.RunConfig(
       model_dir=config['model_dir'],
       train_distribute='multi_worker_mirrored',
-      save_checkpoints_steps=config['save_checkpoints_steps'],
-      log_step_count_steps=config['log_step_count_steps'])
+      log_step_count_steps=config['log_step_count_steps'], **schedule)
   estimator = ert.Estimator(
       user_fns.load_callable(config['model_fn'], flag='model_fn'),
       config=run_config, params=config['params'])

@@ -57,7 +57,7 @@ def _parameters(fn):
 def _class_entry(cls):
   methods, properties = {}, []
   for name in sorted(dir(cls)):
-    if name.startswith('_') and name != '__init__':
+    if name.startswith('_') and name not in ('__init__', '__new__'):
       continue
     try:
       attribute = inspect.getattr_static(cls, name)
@@ -66,12 +66,19 @@ def _class_entry(cls):
     if isinstance(attribute, property):
       properties.append(name)
     elif isinstance(attribute, (staticmethod, classmethod)):
-      methods[name] = _parameters(getattr(cls, name))
+      parameters = _parameters(getattr(cls, name))
+      if name == '__new__' and parameters and parameters[0]['name'] == 'cls':
+        parameters = parameters[1:]
+      if name != '__new__' or attribute is cls.__dict__.get('__new__'):
+        methods[name] = parameters
     elif inspect.isfunction(attribute):
       parameters = _parameters(attribute)
-      if parameters and parameters[0]['name'] == 'self':
+      if parameters and parameters[0]['name'] in ('self', 'cls', '_cls'):
         parameters = parameters[1:]
       methods[name] = parameters
+  if methods.get('__init__') and [p['name'] for p in methods['__init__']] == [
+      'args', 'kwargs']:
+    del methods['__init__']  # object's: the signature is __new__'s.
   return {'kind': 'class', 'methods': methods, 'properties': properties,
           'bases': [b.__name__ for b in cls.__mro__[1:-1]]}
 
