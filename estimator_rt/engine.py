@@ -61,6 +61,8 @@ class TrainingSetup:
       variables' own).
     session: opened around the whole of training (the graph engine's
       monitored session); closed after, also on errors.
+    hooks: runtime hooks the engine adds (what stands in for SessionRunHooks
+      it cannot run in a session).
   """
 
   train_loop: controller_lib.TrainLoop
@@ -72,6 +74,7 @@ class TrainingSetup:
                            controller_lib.Decisions]] = None
   io_device: Optional[str] = None
   session: Callable[[], ContextManager] = contextlib.nullcontext
+  hooks: List[hooks_lib.Hook] = dataclasses.field(default_factory=list)
 
 
 def split_hooks(hooks: Iterable[Any]
@@ -145,12 +148,12 @@ class Engine(abc.ABC):
     model_fn: the user's model_fn (already checked).
     config: the Estimator's RunConfig, `model_dir` set.
     params: the params dict.
-    warm_start_from: as for Estimator.
+    warm_start_from: a warm_starting.WarmStartSettings, or None.
     temporary_model_dir: model_dir was made up (create it 0700).
   """
 
   def __init__(self, *, model_fn: Callable, config: RunConfig,
-               params: Dict[str, Any], warm_start_from: Optional[str],
+               params: Dict[str, Any], warm_start_from: Optional[Any],
                temporary_model_dir: bool):
     self._model_fn = model_fn
     self._config = config
@@ -211,7 +214,7 @@ class Engine(abc.ABC):
     directory = self._prepare_checkpoint_dir(choice, setup)
     try:
       final_step = self._run_controller(
-          setup, directory=directory, hooks=runtime_hooks,
+          setup, directory=directory, hooks=runtime_hooks + setup.hooks,
           resumed_step=start_step if choice.path else None,
           writer=writer, max_steps=max_steps,
           saving_listeners=saving_listeners if is_chief else ())

@@ -12,6 +12,7 @@ from estimator_rt import engine_choice
 from estimator_rt import export as export_lib
 from estimator_rt import summaries
 from estimator_rt import user_fns
+from estimator_rt import warm_starting
 from estimator_rt.errors import check_count
 from estimator_rt.errors import GraphModelFnError
 from estimator_rt.errors import UserInputError
@@ -47,7 +48,8 @@ class Estimator:
     params: a dict passed to model_fn and input_fn (`batch_size` is the
       global batch size).
     warm_start_from: a model_dir or checkpoint path whose model variables
-      initialize a model_dir that has no checkpoint yet.
+      initialize a model_dir that has no checkpoint yet, or a
+      `WarmStartSettings` (see warm_starting.py).
   """
 
   def __init__(self, model_fn: Callable, model_dir: Optional[str] = None,
@@ -75,7 +77,7 @@ class Estimator:
     if params is not None and not isinstance(params, dict):
       raise UserInputError(f'params={params!r} must be a dict or None.')
     self._params = dict(params or {})
-    self._warm_start_from = warm_start_from
+    self._warm_start_from = warm_starting.settings_of(warm_start_from)
     self._engines = {}
     # Which engine the model_fn turned out to need, once known.
     self._kind = None
@@ -164,6 +166,13 @@ class Estimator:
   @property
   def config(self) -> RunConfig:
     return self._config
+
+  def with_model_fn(self, model_fn: Callable) -> 'Estimator':
+    """A new Estimator of `model_fn` with this one's model_dir, config,
+    params and warm start (what tf.estimator's add_metrics made)."""
+    return Estimator(model_fn, model_dir=self.model_dir, config=self._config,
+                     params=self._params,
+                     warm_start_from=self._warm_start_from)
 
   @property
   def params(self) -> Dict[str, Any]:

@@ -159,6 +159,20 @@ class ExportOutput:
     cannot be served from them (then it is left out, with a warning)."""
     raise NotImplementedError
 
+  def as_signature_def(self, receiver_tensors: Mapping[str, tf.Tensor]):
+    """tf.estimator's name: the SignatureDef for `receiver_tensors`.
+
+    Raises:
+      UserInputError: this output cannot be served from them.
+    """
+    signature = self.signature_def(receiver_tensors)
+    if signature is None:
+      raise UserInputError(
+          f'{type(self).__name__} cannot be served from inputs '
+          f'{sorted(receiver_tensors)}: classify and regress signatures '
+          'take one string input (serialized tf.train.Examples).')
+    return signature
+
 
 def _named_tensors(what: str, value: Any) -> Dict[str, Any]:
   if isinstance(value, Mapping):
@@ -171,7 +185,11 @@ class PredictOutput(ExportOutput):
   a dict of tensors)."""
 
   def __init__(self, outputs):
-    self.outputs = _named_tensors('output', outputs)
+    self._outputs = _named_tensors('output', outputs)
+
+  @property
+  def outputs(self) -> Dict[str, Any]:
+    return self._outputs
 
   def signature_def(self, receiver_tensors):
     return tf.compat.v1.saved_model.predict_signature_def(
@@ -195,8 +213,16 @@ class ClassificationOutput(ExportOutput):
       raise UserInputError(
           'ClassificationOutput: give scores, classes or both; both were '
           'None.')
-    self.scores = scores
-    self.classes = classes
+    self._scores = scores
+    self._classes = classes
+
+  @property
+  def scores(self):
+    return self._scores
+
+  @property
+  def classes(self):
+    return self._classes
 
   def signature_def(self, receiver_tensors):
     examples = _single_string_input(receiver_tensors)
@@ -211,7 +237,11 @@ class RegressionOutput(ExportOutput):
   (serialized Examples), as TensorFlow Serving's Regress API does."""
 
   def __init__(self, value):
-    self.value = value
+    self._value = value
+
+  @property
+  def value(self):
+    return self._value
 
   def signature_def(self, receiver_tensors):
     examples = _single_string_input(receiver_tensors)
@@ -219,6 +249,67 @@ class RegressionOutput(ExportOutput):
       return None
     return tf.compat.v1.saved_model.regression_signature_def(examples,
                                                              self.value)
+
+
+class EvalOutput(ExportOutput):
+  """tf.estimator's output of an EVAL-mode export (loss, predictions,
+  metrics). estimator_rt exports the PREDICT graph only, where this output
+  is left out, with a warning."""
+
+  def __init__(self, loss=None, predictions=None, metrics=None):
+    self._loss = loss
+    self._predictions = predictions
+    self._metrics = metrics
+
+  @property
+  def loss(self):
+    return self._loss
+
+  @property
+  def predictions(self):
+    return self._predictions
+
+  @property
+  def metrics(self):
+    return self._metrics
+
+  def signature_def(self, receiver_tensors):
+    del receiver_tensors
+    return None
+
+
+class SupervisedInputReceiver(ServingInputReceiver):
+  """tf.estimator's receiver of features and labels, for TRAIN and EVAL
+  exports (which estimator_rt refuses in one line)."""
+
+  def __init__(self, features, labels, receiver_tensors):
+    super().__init__(features, receiver_tensors)
+    self.labels = labels
+
+
+def build_raw_supervised_input_receiver_fn(
+    features, labels, default_batch_size: Optional[int] = None
+) -> Callable[[], SupervisedInputReceiver]:
+  """tf.estimator's: a receiver fn of placeholders shaped like `features`
+  and `labels` (tensors, or dicts of them)."""
+  def placeholders(value, prefix):
+    named = value if isinstance(value, Mapping) else {prefix: value}
+    made = {}
+    for name, tensor in named.items():
+      shape = tensor.shape
+      if shape.rank:
+        shape = tf.TensorShape([default_batch_size]).concatenate(shape[1:])
+      made[name] = tf.compat.v1.placeholder(tensor.dtype, shape, name=name)
+    return made if isinstance(value, Mapping) else made[prefix]
+
+  def receiver_fn():
+    made_features = placeholders(features, 'features')
+    made_labels = placeholders(labels, 'labels')
+    receivers = dict(_named_tensors('features', made_features))
+    receivers.update(_named_tensors('labels', made_labels))
+    return SupervisedInputReceiver(made_features, made_labels, receivers)
+
+  return receiver_fn
 
 
 def _open_batch(spec: tf.TensorSpec, name: str) -> tf.TensorSpec:

@@ -212,6 +212,22 @@ class EstimatorSpec:
               "EstimatorSpec(mode='infer'): predictions[" + repr(name) +
               f'] must be a tensor, got {type(value).__name__}: {value!r}')
 
+  _FIELDS = ('mode', 'predictions', 'loss', 'train_op', 'eval_metric_ops',
+             'export_outputs', 'training_chief_hooks', 'training_hooks',
+             'scaffold', 'evaluation_hooks', 'prediction_hooks', 'optimizer')
+
+  def _replace(self, **changes) -> 'EstimatorSpec':
+    """A copy with `changes` (tf.estimator's EstimatorSpec was a namedtuple,
+    and code called its `_replace`)."""
+    unknown = set(changes) - set(self._FIELDS)
+    if unknown:
+      raise ModelFnError(
+          f'EstimatorSpec._replace: unknown field(s) {sorted(unknown)}.')
+    values = {name: getattr(self, name) for name in self._FIELDS}
+    values.update(changes)
+    mode = values.pop('mode')
+    return EstimatorSpec(mode, **values)
+
   @property
   def predictions_dict(self) -> Mapping[str, Any]:
     """`predictions` as a dict (a single tensor is named 'predictions')."""

@@ -73,7 +73,8 @@ def where_in(fn: Callable, error: BaseException) -> str:
   return found
 
 
-def _declared_args(fn: Callable) -> set:
+def declared_args(fn: Callable) -> set:
+  """The argument names `fn` declares ({'*'} when it takes **kwargs)."""
   try:
     params = inspect.signature(fn).parameters
   except (TypeError, ValueError):
@@ -89,7 +90,7 @@ def check_model_fn(model_fn: Any) -> Callable:
     raise UserInputError(
         f'model_fn={model_fn!r} is not callable; pass a function '
         'model_fn(features, labels, mode, params).')
-  args = _declared_args(model_fn)
+  args = declared_args(model_fn)
   if '*' not in args and 'features' not in args:
     raise UserInputError(
         f'model_fn {fn_name(model_fn)} must take an argument named '
@@ -110,7 +111,7 @@ def check_model_fn(model_fn: Any) -> Callable:
 
 def call_model_fn(model_fn, features, labels, mode, params, config):
   """Calls `model_fn` with the subset of arguments it declares."""
-  args = _declared_args(model_fn)
+  args = declared_args(model_fn)
   kwargs = {'features': features}
   values = {'labels': labels, 'mode': mode, 'params': params,
             'config': config}
@@ -127,7 +128,7 @@ def call_model_fn(model_fn, features, labels, mode, params, config):
 
 def input_fn_takes_context(input_fn: Callable) -> bool:
   """Whether `input_fn` declares `input_context` (and so shards itself)."""
-  args = _declared_args(input_fn)
+  args = declared_args(input_fn)
   return 'input_context' in args
 
 
@@ -173,7 +174,7 @@ def call_input_fn(input_fn: Callable, params: dict,
   """
   if not callable(input_fn):
     raise InputFnError(f'{role}={shorten(input_fn)} is not callable.')
-  args = _declared_args(input_fn)
+  args = declared_args(input_fn)
   values = {'params': params, 'input_context': input_context,
             'mode': _MODE_OF_ROLE.get(role.split()[0]),
             'config': config}

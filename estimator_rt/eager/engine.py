@@ -26,6 +26,7 @@ from estimator_rt import strategies
 from estimator_rt import summaries
 from estimator_rt.eager import loops
 from estimator_rt.eager import restore as restore_lib
+from estimator_rt.eager import session_hooks as session_hooks_lib
 from estimator_rt.eager import train_paths
 from estimator_rt.eager.model import EagerModel
 from estimator_rt.errors import check_count
@@ -129,12 +130,6 @@ class EagerEngine(engine_lib.Engine):
                       summary_writer) -> engine_lib.TrainingSetup:
     """See `engine.Engine._build_training`."""
     del summary_writer  # The controller writes every training scalar.
-    if session_hooks:
-      raise UserInputError(
-          f'train: hooks {[type(h).__name__ for h in session_hooks]} are '
-          'SessionRunHooks, which run in the graph engine only (TF1-style '
-          'model_fns); this model_fn runs in the eager engine, between '
-          'compiled loops: pass estimator_rt.Hook objects or callables.')
     if self._config.checkpoint_input:
       self._check_input_checkpointing()
     path = self._path
@@ -170,7 +165,9 @@ class EagerEngine(engine_lib.Engine):
         checkpoint=model.checkpoint,
         global_step=lambda: int(model.global_step.numpy()),
         max_to_keep=self._config.keep_checkpoint_max,
-        agree=path.agreement(), io_device=self._checkpoint_io_device)
+        agree=path.agreement(), io_device=self._checkpoint_io_device,
+        # No session here: see eager/session_hooks.py.
+        hooks=session_hooks_lib.as_runtime_hooks(session_hooks))
 
   def _restore_for_training(self, model: EagerModel, latest: Optional[str],
                             input_iterator) -> None:
@@ -184,7 +181,15 @@ class EagerEngine(engine_lib.Engine):
       if input_iterator is not None:
         inputs.restore_iterator(input_iterator, latest)
     elif self._warm_start_from:
-      used = restore_lib.warm_start(model, self._warm_start_from,
+      settings = self._warm_start_from
+      if not settings.is_default:
+        raise UserInputError(
+            f'warm_start_from={settings!r}: a TF2 model_fn (eager engine) is '
+            'warm-started with all its variables from a checkpoint of the '
+            'same model_fn; vars_to_warm_start, vocabularies and renames '
+            'need a TF1-style model_fn (graph engine). Pass the checkpoint '
+            'path alone.')
+      used = restore_lib.warm_start(model, settings.ckpt_to_initialize_from,
                                     io_device=self._checkpoint_io_device)
       logging.info('Warm-started model variables from %s.', used)
 

@@ -70,6 +70,16 @@ class GraphEngine(engine_lib.Engine):
             f'RunConfig: {what} is not supported for TF1-style model_fns '
             '(graph engine). Turn it off.')
 
+  def _session_config(self, placement=None) -> tf.compat.v1.ConfigProto:
+    """The placement's session config, with RunConfig.session_config's
+    fields over it (the user's thread counts, GPU options, ...)."""
+    config = tf.compat.v1.ConfigProto()
+    config.CopyFrom((placement or placement_lib.SingleDevicePlacement())
+                    .session_config())
+    if self._config.session_config is not None:
+      config.MergeFrom(self._config.session_config)
+    return config
+
   def _seed(self) -> None:
     if self._config.tf_random_seed is not None:
       tf.compat.v1.set_random_seed(self._config.tf_random_seed)
@@ -142,11 +152,11 @@ class GraphEngine(engine_lib.Engine):
     if placement.between_graph and not is_chief:
       creator = between_graph.WorkerSessionCreator(
           scaffold=scaffold, master=placement.master,
-          config=placement.session_config())
+          config=self._session_config(placement))
     else:
       creator = tf.compat.v1.train.ChiefSessionCreator(
           scaffold=scaffold, master=placement.master,
-          config=placement.session_config(),
+          config=self._session_config(placement),
           checkpoint_filename_with_path=latest)
     return session_loop.SessionLoop(
         creator=creator, hooks=hooks, train_op=built.train_op,
@@ -218,15 +228,26 @@ class GraphEngine(engine_lib.Engine):
           'another model: use a new model_dir. Nothing was written.')
 
   def _warm_start(self) -> None:
-    source = checkpoints.resolve_checkpoint(self._warm_start_from,
-                                            what='warm_start_from')
+    """Initializes variables from `warm_start_from` (WarmStartSettings):
+    by default the trainable variables the checkpoint has by name; with a
+    selection, vocabularies or renames, as tf.estimator did
+    (`tf.compat.v1.train.warm_start`)."""
+    settings = self._warm_start_from
+    source = checkpoints.resolve_checkpoint(
+        settings.ckpt_to_initialize_from, what='warm_start_from')
+    if not settings.is_default:
+      tf.compat.v1.train.warm_start(
+          source, vars_to_warm_start=settings.vars_to_warm_start,
+          var_name_to_vocab_info=settings.var_name_to_vocab_info,
+          var_name_to_prev_var_name=settings.var_name_to_prev_var_name)
+      return
     present = tf.train.load_checkpoint(source).get_variable_to_shape_map()
     names = {v.op.name: v.op.name
              for v in tf.compat.v1.trainable_variables()
              if v.op.name in present}
     if not names:
       raise UserInputError(
-          f'warm_start_from={self._warm_start_from!r} has none of the '
+          f'warm_start_from={source!r} has none of the '
           'model\'s trainable variables by name.')
     tf.compat.v1.train.init_from_checkpoint(source, names)
     logging.info('Warm-starting %d variables from %s.', len(names), source)
@@ -284,7 +305,7 @@ class GraphEngine(engine_lib.Engine):
       scaffold = tf.compat.v1.train.Scaffold(
           saver=saver, copy_from_scaffold=built.spec.scaffold)
       creator = tf.compat.v1.train.ChiefSessionCreator(
-          scaffold=scaffold, config=placement_lib.session_config(),
+          scaffold=scaffold, config=self._session_config(),
           checkpoint_filename_with_path=path)
       ran = 0
       with tf.compat.v1.train.MonitoredSession(
@@ -327,7 +348,7 @@ class GraphEngine(engine_lib.Engine):
       all_hooks = ([session_loop.RunOnceHook(data.initializer)] +
                    session_hooks + built.spec.prediction_hooks)
       creator = tf.compat.v1.train.ChiefSessionCreator(
-          scaffold=scaffold, config=placement_lib.session_config(),
+          scaffold=scaffold, config=self._session_config(),
           checkpoint_filename_with_path=path)
       with tf.compat.v1.train.MonitoredSession(
           session_creator=creator, hooks=all_hooks) as session:

@@ -1,0 +1,154 @@
+"""tf.estimator for TensorFlow 2.16+: its names and module paths, resolved
+to estimator_rt.
+
+    import estimator_rt.compat
+    estimator_rt.compat.install()
+    import tensorflow as tf
+    tf.estimator.Estimator(...)          # estimator_rt.Estimator
+
+or, for a program left as it is:
+
+    python -m estimator_rt.compat PROGRAM.py [ARGS...]
+
+`install()` (explicit, idempotent) makes these resolve to estimator_rt's
+objects:
+
+  - `tf.estimator`, `tf.compat.v2.estimator` and `tf.compat.v1.estimator`,
+    with every one of tf.estimator 2.15's public names (see
+    namespaces.py; the canned estimators and heads resolve to placeholders
+    that refuse in one line until they are built);
+  - `import tensorflow_estimator` and the module paths under
+    `tensorflow_estimator.python.estimator` that hold public objects in
+    tf.estimator 2.15 (`estimator`, `run_config`, `model_fn`, `training`,
+    `mode_keys`, `exporter`, `export.export`, `export.export_output`,
+    `hooks.*`, `canned.*`, `head.*`, `tpu.*`, ...; module_paths.json,
+    made from tf.estimator 2.15 by
+    scripts/tf_estimator_215/list_module_paths.py). Such a module holds the
+    public names it held in 2.15; asking it for anything else (a private
+    helper) raises AttributeError naming the module and the name, and a
+    module path that held no public object raises ModuleNotFoundError.
+
+Where it stops: private names of tensorflow_estimator, and the parts of the
+API that estimator_rt refuses in one line (see the README's "Moving from
+tf.estimator").
+"""
+
+import importlib.abc
+import importlib.machinery
+import json
+import os
+import sys
+import types
+from typing import Dict, Optional
+
+_ROOT = 'tensorflow_estimator'
+_PACKAGE = 'tensorflow_estimator.python.estimator'
+_installed = False
+
+
+def _load_paths() -> Dict[str, Dict[str, str]]:
+  with open(os.path.join(os.path.dirname(__file__),
+                         'module_paths.json')) as f:
+    return json.load(f)
+
+
+def resolve(public_name: str):
+  """The object of tf.estimator 2.15's public name `public_name` (e.g.
+  'tf.estimator.export.PredictOutput', 'tf.compat.v1.estimator.tpu.
+  TPUEstimator'), as installed."""
+  from estimator_rt.compat import namespaces  # pylint: disable=g-import-not-at-top
+  for prefix, namespace in (('tf.compat.v1.estimator.', namespaces.v1),
+                            ('tf.compat.v2.estimator.', namespaces.v2),
+                            ('tf.estimator.', namespaces.v2)):
+    if public_name.startswith(prefix):
+      value = namespace()
+      for part in public_name[len(prefix):].split('.'):
+        value = getattr(value, part)
+      return value
+  raise KeyError(public_name)
+
+
+class _ServedModule(types.ModuleType):
+  """A tensorflow_estimator module path served by estimator_rt: its public
+  names, and a one-line AttributeError for anything else."""
+
+  def __getattr__(self, name: str):
+    if name.startswith('__'):
+      raise AttributeError(name)
+    raise AttributeError(
+        f'{self.__name__}.{name} is not provided by estimator_rt: only the '
+        'names that tf.estimator 2.15 made public are (see estimator_rt/'
+        'compat/__init__.py); use the public tf.estimator name.')
+
+
+class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+  """Imports `tensorflow_estimator` and its module paths from the table."""
+
+  def __init__(self, paths: Dict[str, Dict[str, str]]):
+    self._paths = paths
+    self._packages = {_ROOT}
+    for path in paths:
+      parts = path.split('.')
+      self._packages.update('.'.join(parts[:i]) for i in range(1, len(parts)))
+
+  def find_spec(self, fullname, path=None, target=None):
+    del path, target
+    if fullname != _ROOT and not fullname.startswith(_ROOT + '.'):
+      return None
+    if fullname not in self._paths and fullname not in self._packages:
+      raise ModuleNotFoundError(
+          f'{fullname} is not provided by estimator_rt: it held none of '
+          'tf.estimator 2.15\'s public objects. Import the public '
+          'tf.estimator names instead.', name=fullname)
+    return importlib.machinery.ModuleSpec(
+        fullname, self, is_package=fullname in self._packages)
+
+  def create_module(self, spec):
+    module = _ServedModule(spec.name)
+    if spec.name in self._packages:
+      module.__path__ = []
+    return module
+
+  def exec_module(self, module):
+    from estimator_rt.compat import namespaces  # pylint: disable=g-import-not-at-top
+    if module.__name__ == _ROOT:
+      module.estimator = namespaces.v2()
+    for name, public in self._paths.get(module.__name__, {}).items():
+      setattr(module, name, resolve(public))
+
+
+def _finder() -> Optional[_Finder]:
+  for finder in sys.meta_path:
+    if isinstance(finder, _Finder):
+      return finder
+  return None
+
+
+def install() -> None:
+  """Makes tf.estimator's names and module paths resolve to estimator_rt
+  (see the module docstring). Idempotent; imports TensorFlow."""
+  global _installed
+  if _installed:
+    return
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from estimator_rt.compat import namespaces  # pylint: disable=g-import-not-at-top
+  if 'tensorflow_estimator' in sys.modules and _finder() is None:
+    raise ImportError(
+        'estimator_rt.compat.install(): the real tensorflow_estimator is '
+        'already imported; install() must come first (or run the program '
+        'with python -m estimator_rt.compat).')
+  v1, v2 = namespaces.v1(), namespaces.v2()
+  tf.estimator = v2
+  tf.compat.v2.estimator = v2
+  tf.compat.v1.estimator = v1
+  sys.modules['tensorflow.estimator'] = v2
+  sys.modules['tensorflow.compat.v2.estimator'] = v2
+  sys.modules['tensorflow.compat.v1.estimator'] = v1
+  # Ahead of the path finders: an installed tensorflow_estimator package
+  # (made for TensorFlow 2.15) must not be imported.
+  sys.meta_path.insert(0, _Finder(_load_paths()))
+  _installed = True
+
+
+def is_installed() -> bool:
+  return _installed

@@ -1,0 +1,45 @@
+"""Runs a tf.estimator program, unchanged, on estimator_rt.
+
+    python -m estimator_rt.compat PROGRAM.py [ARGS...]
+    python -m estimator_rt.compat -m PACKAGE.MODULE [ARGS...]
+
+As `python PROGRAM.py ARGS...` (or `python -m PACKAGE.MODULE ARGS...`) would
+run it: the same `sys.argv`, `__name__ == '__main__'`, the program's
+directory first on `sys.path`, and its exit code (an exception that ends it
+prints its traceback and exits 1), with `estimator_rt.compat.install()` done
+first, so that `tf.estimator` and `tensorflow_estimator` are estimator_rt.
+"""
+
+import os
+import runpy
+import sys
+
+USAGE = ('usage: python -m estimator_rt.compat PROGRAM.py [ARGS...]\n'
+         '       python -m estimator_rt.compat -m PACKAGE.MODULE [ARGS...]')
+
+
+def main(argv) -> None:
+  if len(argv) < 2 or argv[1] in ('-h', '--help') or (
+      argv[1] == '-m' and len(argv) < 3):
+    print(USAGE, file=sys.stderr)
+    sys.exit(2)
+  # TensorFlow's C++ INFO lines drown the program's own output, as in the
+  # binary; a program that wants them sets the variable itself.
+  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
+  import estimator_rt.compat  # pylint: disable=g-import-not-at-top
+  estimator_rt.compat.install()
+  if argv[1] == '-m':
+    sys.argv = [argv[2]] + argv[3:]
+    runpy.run_module(argv[2], run_name='__main__', alter_sys=True)
+    return
+  program = argv[1]
+  if not os.path.isfile(program):
+    print(f'error: {program}: no such file', file=sys.stderr)
+    sys.exit(2)
+  sys.argv = argv[1:]
+  sys.path[0] = os.path.dirname(os.path.abspath(program))
+  runpy.run_path(program, run_name='__main__')
+
+
+if __name__ == '__main__':
+  main(sys.argv)

@@ -1,0 +1,175 @@
+"""tf.estimator 2.15's public namespaces, filled with estimator_rt's objects.
+
+`v1()` is `tf.compat.v1.estimator`, `v2()` is `tf.estimator` (and
+`tf.compat.v2.estimator`): modules whose names are tf.estimator 2.15's
+(tests/data/tf_estimator_215/api.json lists them), each bound to what runs
+it here:
+
+  - the runtime's own classes and functions (Estimator, RunConfig, specs,
+    exporters, train_and_evaluate, export receivers and outputs, early
+    stopping, warm starting, add_metrics, parsing specs, numpy/pandas
+    input_fns, TPUEstimator without a TPU);
+  - TensorFlow's own where tf.estimator re-exported them (the
+    SessionRunHooks of `tf.compat.v1.train`, VocabInfo);
+  - for what is not built yet (the canned estimators, heads,
+    model_to_estimator), a placeholder that resolves and refuses in one line
+    when used (`not_yet.py`).
+"""
+
+import functools
+import types
+from typing import Any, Dict
+
+import tensorflow as tf
+
+from estimator_rt.compat import not_yet
+
+# The canned estimators and heads of tf.estimator 2.15, not yet built.
+_CANNED = (
+    'BaselineClassifier', 'BaselineEstimator', 'BaselineRegressor',
+    'BinaryClassHead', 'DNNClassifier', 'DNNEstimator',
+    'DNNLinearCombinedClassifier', 'DNNLinearCombinedEstimator',
+    'DNNLinearCombinedRegressor', 'DNNRegressor', 'Head', 'LinearClassifier',
+    'LinearEstimator', 'LinearRegressor', 'LogisticRegressionHead',
+    'MultiClassHead', 'MultiHead', 'MultiLabelHead', 'PoissonRegressionHead',
+    'RegressionHead')
+_CANNED_EXPERIMENTAL_V1 = ('KMeans', 'LinearSDCA')
+_CANNED_EXPERIMENTAL_V2 = ('LinearSDCA', 'RNNClassifier', 'RNNEstimator')
+_LOGIT_FN_BUILDERS = ('call_logit_fn', 'dnn_logit_fn_builder',
+                      'linear_logit_fn_builder')
+
+# tf.estimator's names for TensorFlow's own SessionRunHook machinery.
+_TRAIN_NAMES = (
+    'CheckpointSaverHook', 'CheckpointSaverListener', 'FeedFnHook',
+    'FinalOpsHook', 'GlobalStepWaiterHook', 'LoggingTensorHook',
+    'NanLossDuringTrainingError', 'NanTensorHook', 'ProfilerHook',
+    'SecondOrStepTimer', 'SessionRunArgs', 'SessionRunContext',
+    'SessionRunHook', 'SessionRunValues', 'StepCounterHook', 'StopAtStepHook',
+    'SummarySaverHook')
+
+
+def _module(name: str, attributes: Dict[str, Any]) -> types.ModuleType:
+  module = types.ModuleType(name, f'tf.estimator 2.15\'s {name}, resolved '
+                            'to estimator_rt (see estimator_rt.compat).')
+  for key, value in attributes.items():
+    setattr(module, key, value)
+  return module
+
+
+def _in_memory_evaluator_hook(estimator, input_fn, steps=None, hooks=None,
+                              name=None, every_n_iter=100):
+  """tf.estimator's InMemoryEvaluatorHook: refused in one line."""
+  del estimator, input_fn, steps, hooks, name, every_n_iter
+  from estimator_rt.errors import UserInputError  # pylint: disable=g-import-not-at-top
+  raise UserInputError(
+      'InMemoryEvaluatorHook evaluates the training session\'s live '
+      'variables every N steps; estimator_rt evaluates checkpoints: use '
+      'train_and_evaluate with an EvalSpec (throttle_secs=0 evaluates every '
+      'checkpoint, save_checkpoints_steps=N saves every N steps).')
+
+
+def _common() -> Dict[str, Any]:
+  """The names tf.estimator and tf.compat.v1.estimator share."""
+  # pylint: disable=g-import-not-at-top
+  from estimator_rt import early_stopping
+  from estimator_rt import estimator
+  from estimator_rt import export
+  from estimator_rt import exporters
+  from estimator_rt import extenders
+  from estimator_rt import mode_keys
+  from estimator_rt import parse_specs
+  from estimator_rt import run_config
+  from estimator_rt import spec
+  from estimator_rt import training
+  from estimator_rt import warm_starting
+  # pylint: enable=g-import-not-at-top
+  names = {
+      'Estimator': estimator.Estimator,
+      'EstimatorSpec': spec.EstimatorSpec,
+      'ModeKeys': mode_keys.ModeKeys,
+      'RunConfig': run_config.RunConfig,
+      'TrainSpec': training.TrainSpec,
+      'EvalSpec': training.EvalSpec,
+      'train_and_evaluate': training.train_and_evaluate,
+      'Exporter': exporters.Exporter,
+      'BestExporter': exporters.BestExporter,
+      'FinalExporter': exporters.FinalExporter,
+      'LatestExporter': exporters.LatestExporter,
+      'VocabInfo': warm_starting.VocabInfo,
+      'WarmStartSettings': warm_starting.WarmStartSettings,
+      'add_metrics': extenders.add_metrics,
+      'classifier_parse_example_spec': parse_specs.classifier_parse_example_spec,
+      'regressor_parse_example_spec': parse_specs.regressor_parse_example_spec,
+  }
+  names.update({name: getattr(tf.compat.v1.train, name)
+                for name in _TRAIN_NAMES})
+  names.update({name: not_yet.placeholder(name) for name in _CANNED})
+  names['export'] = _module('estimator.export', {
+      'ClassificationOutput': export.ClassificationOutput,
+      'EvalOutput': export.EvalOutput,
+      'ExportOutput': export.ExportOutput,
+      'PredictOutput': export.PredictOutput,
+      'RegressionOutput': export.RegressionOutput,
+      'ServingInputReceiver': export.ServingInputReceiver,
+      'TensorServingInputReceiver': export.TensorServingInputReceiver,
+      'build_parsing_serving_input_receiver_fn':
+          export.build_parsing_serving_input_receiver_fn,
+      'build_raw_serving_input_receiver_fn':
+          export.build_raw_serving_input_receiver_fn,
+  })
+  names['experimental'] = {
+      'InMemoryEvaluatorHook': _in_memory_evaluator_hook,
+      'build_raw_supervised_input_receiver_fn':
+          export.build_raw_supervised_input_receiver_fn,
+      'call_logit_fn': not_yet.function('experimental.call_logit_fn'),
+      'make_early_stopping_hook': early_stopping.make_early_stopping_hook,
+      'make_stop_at_checkpoint_step_hook':
+          early_stopping.make_stop_at_checkpoint_step_hook,
+      'stop_if_higher_hook': early_stopping.stop_if_higher_hook,
+      'stop_if_lower_hook': early_stopping.stop_if_lower_hook,
+      'stop_if_no_decrease_hook': early_stopping.stop_if_no_decrease_hook,
+      'stop_if_no_increase_hook': early_stopping.stop_if_no_increase_hook,
+  }
+  return names
+
+
+@functools.lru_cache(maxsize=None)
+def v2() -> types.ModuleType:
+  """tf.estimator (and tf.compat.v2.estimator)."""
+  names = _common()
+  experimental = dict(names['experimental'])
+  experimental.update({f'{name}': not_yet.placeholder(f'experimental.{name}')
+                       for name in _CANNED_EXPERIMENTAL_V2})
+  names['experimental'] = _module('estimator.experimental', experimental)
+  return _module('estimator', names)
+
+
+@functools.lru_cache(maxsize=None)
+def v1() -> types.ModuleType:
+  """tf.compat.v1.estimator."""
+  # pylint: disable=g-import-not-at-top
+  from estimator_rt import numpy_io
+  from estimator_rt import tpu
+  # pylint: enable=g-import-not-at-top
+  names = _common()
+  experimental = dict(names['experimental'])
+  experimental.update({name: not_yet.placeholder(f'experimental.{name}')
+                       for name in _CANNED_EXPERIMENTAL_V1})
+  experimental.update({name: not_yet.function(f'experimental.{name}')
+                       for name in _LOGIT_FN_BUILDERS})
+  names['experimental'] = _module('estimator.experimental', experimental)
+  names['inputs'] = _module('estimator.inputs', {
+      'numpy_input_fn': numpy_io.numpy_input_fn,
+      'pandas_input_fn': numpy_io.pandas_input_fn,
+  })
+  names['tpu'] = _module('estimator.tpu', {
+      'InputPipelineConfig': tpu.InputPipelineConfig,
+      'RunConfig': tpu.RunConfig,
+      'TPUConfig': tpu.TPUConfig,
+      'TPUEstimator': tpu.TPUEstimator,
+      'TPUEstimatorSpec': tpu.TPUEstimatorSpec,
+      'experimental': _module('estimator.tpu.experimental', {
+          'EmbeddingConfigSpec': tpu.embedding_config_spec_refused,
+      }),
+  })
+  return _module('estimator', names)

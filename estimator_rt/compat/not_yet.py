@@ -1,0 +1,37 @@
+"""tf.estimator names that estimator_rt does not provide yet: they resolve,
+and using one raises one line saying so."""
+
+from estimator_rt.errors import UserInputError
+
+# What each group is waiting for, for the message.
+CANNED = ('the canned estimators, heads and model_to_estimator are not in '
+          'estimator_rt yet; write a model_fn, or pin TensorFlow 2.15 for '
+          'this program')
+
+
+def placeholder(name: str, why: str = CANNED):
+  """A class named `name` whose construction (or call) raises
+  UserInputError naming it and `why`."""
+
+  def refuse(*args, **kwargs):
+    del args, kwargs
+    raise UserInputError(f'tf.estimator {name}: {why}.')
+
+  return type(name.split('.')[-1], (), {
+      '__init__': lambda self, *args, **kwargs: refuse(),
+      '__doc__': f'Not available yet: {why}.',
+      '__module__': __name__,
+      'not_yet': why,
+  })
+
+
+def function(name: str, why: str = CANNED):
+  """A function named `name` that raises like `placeholder`."""
+
+  def refuse(*args, **kwargs):
+    del args, kwargs
+    raise UserInputError(f'tf.estimator {name}: {why}.')
+
+  refuse.__name__ = name.split('.')[-1]
+  refuse.not_yet = why
+  return refuse

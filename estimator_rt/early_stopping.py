@@ -1,0 +1,211 @@
+"""tf.estimator.experimental's early stopping, as runtime hooks.
+
+tf.estimator 2.15 made these SessionRunHooks; here they are `hooks.Hook`s,
+which both engines run between training loops (in a synchronous cluster
+every worker acts on a stop any of them decides, through the controller's
+agreement). The predicate runs at most once per `run_every_secs` seconds or
+per `run_every_steps` steps, and reads the evaluation event files, so it
+sees the results of local evaluation and of a separate evaluator task.
+"""
+
+import collections
+import operator
+import time
+from typing import Callable, Dict, Optional
+
+from absl import logging
+
+from estimator_rt import checkpoints
+from estimator_rt import summaries
+from estimator_rt.errors import UserInputError
+from estimator_rt.hooks import Hook
+from estimator_rt.hooks import StopAtStepHook
+
+
+def read_eval_metrics(eval_dir: str) -> 'collections.OrderedDict':
+  """{global step: {metric: value}} of the evaluations in `eval_dir`, by
+  step (tf.estimator's `read_eval_metrics`)."""
+  by_step: Dict[int, Dict[str, float]] = collections.defaultdict(dict)
+  for tag, points in summaries.read_scalars(eval_dir).items():
+    for step, value in points:
+      by_step[step][tag] = value
+  return collections.OrderedDict(sorted(by_step.items()))
+
+
+class _StopOnPredicateHook(Hook):
+  """Stops training when `should_stop_fn()` returns True, asked at most
+  once per `run_every_secs` (or every `run_every_steps` steps)."""
+
+  def __init__(self, should_stop_fn: Callable[[], bool],
+               run_every_secs: Optional[float],
+               run_every_steps: Optional[int]):
+    if not callable(should_stop_fn):
+      raise UserInputError(
+          f'make_early_stopping_hook: should_stop_fn={should_stop_fn!r} is '
+          'not callable.')
+    if (run_every_secs is None) == (run_every_steps is None):
+      raise UserInputError(
+          'make_early_stopping_hook: give exactly one of run_every_secs='
+          f'{run_every_secs!r} and run_every_steps={run_every_steps!r}.')
+    self._should_stop_fn = should_stop_fn
+    self._every_secs = run_every_secs
+    self._every_steps = run_every_steps
+    self._last_time = None
+    self._last_step = None
+
+  def begin(self, *, global_step, max_steps):
+    del max_steps
+    self._last_time, self._last_step = time.time(), global_step
+
+  def after_loop(self, result):
+    step = result.global_step
+    if self._every_steps is not None:
+      if step - self._last_step < self._every_steps:
+        return None
+    elif time.time() - self._last_time < self._every_secs:
+      return None
+    self._last_time, self._last_step = time.time(), step
+    if self._should_stop_fn():
+      logging.info('Early stopping at global step %d.', step)
+      return True
+    return None
+
+
+def make_early_stopping_hook(estimator, should_stop_fn: Callable[[], bool],
+                             run_every_secs: Optional[float] = 60,
+                             run_every_steps: Optional[int] = None) -> Hook:
+  """tf.estimator's: a hook that stops training once `should_stop_fn()`
+  returns True (asked every `run_every_secs` or `run_every_steps`)."""
+  del estimator  # Every task asks; the controller makes workers agree.
+  return _StopOnPredicateHook(should_stop_fn, run_every_secs,
+                              run_every_steps)
+
+
+def _threshold_hook(estimator, metric_name, threshold, eval_dir, min_steps,
+                    run_every_secs, run_every_steps, *, higher: bool):
+  eval_dir = eval_dir or estimator.eval_dir()
+  crossed = operator.gt if higher else operator.lt
+
+  def should_stop() -> bool:
+    for step, metrics in read_eval_metrics(eval_dir).items():
+      if step >= min_steps and metric_name in metrics and crossed(
+          metrics[metric_name], threshold):
+        logging.info('At step %d, metric %r is %s, %s the threshold %s of '
+                     'early stopping.', step, metric_name,
+                     metrics[metric_name],
+                     'above' if higher else 'below', threshold)
+        return True
+    return False
+
+  return make_early_stopping_hook(estimator, should_stop, run_every_secs,
+                                  run_every_steps)
+
+
+def stop_if_higher_hook(estimator, metric_name: str, threshold: float,
+                        eval_dir: Optional[str] = None, min_steps: int = 0,
+                        run_every_secs: Optional[float] = 60,
+                        run_every_steps: Optional[int] = None) -> Hook:
+  """Stops once an evaluation at step >= `min_steps` has `metric_name`
+  above `threshold`."""
+  return _threshold_hook(estimator, metric_name, threshold, eval_dir,
+                         min_steps, run_every_secs, run_every_steps,
+                         higher=True)
+
+
+def stop_if_lower_hook(estimator, metric_name: str, threshold: float,
+                       eval_dir: Optional[str] = None, min_steps: int = 0,
+                       run_every_secs: Optional[float] = 60,
+                       run_every_steps: Optional[int] = None) -> Hook:
+  """Stops once an evaluation at step >= `min_steps` has `metric_name`
+  below `threshold`."""
+  return _threshold_hook(estimator, metric_name, threshold, eval_dir,
+                         min_steps, run_every_secs, run_every_steps,
+                         higher=False)
+
+
+def _no_improvement_hook(estimator, metric_name, patience, eval_dir,
+                         min_steps, run_every_secs, run_every_steps, *,
+                         higher: bool):
+  eval_dir = eval_dir or estimator.eval_dir()
+  better = operator.gt if higher else operator.lt
+
+  def should_stop() -> bool:
+    best, best_step = None, None
+    for step, metrics in read_eval_metrics(eval_dir).items():
+      if step < min_steps or metric_name not in metrics:
+        continue
+      value = metrics[metric_name]
+      if best is None or better(value, best):
+        best, best_step = value, step
+      if step - best_step >= patience:
+        logging.info('No %s of metric %r for %d steps (at most %d): early '
+                     'stopping.', 'increase' if higher else 'decrease',
+                     metric_name, step - best_step, patience)
+        return True
+    return False
+
+  return make_early_stopping_hook(estimator, should_stop, run_every_secs,
+                                  run_every_steps)
+
+
+def stop_if_no_increase_hook(estimator, metric_name: str,
+                             max_steps_without_increase: int,
+                             eval_dir: Optional[str] = None,
+                             min_steps: int = 0,
+                             run_every_secs: Optional[float] = 60,
+                             run_every_steps: Optional[int] = None) -> Hook:
+  """Stops once `metric_name` has not increased over its best for
+  `max_steps_without_increase` global steps of evaluations."""
+  return _no_improvement_hook(estimator, metric_name,
+                              max_steps_without_increase, eval_dir,
+                              min_steps, run_every_secs, run_every_steps,
+                              higher=True)
+
+
+def stop_if_no_decrease_hook(estimator, metric_name: str,
+                             max_steps_without_decrease: int,
+                             eval_dir: Optional[str] = None,
+                             min_steps: int = 0,
+                             run_every_secs: Optional[float] = 60,
+                             run_every_steps: Optional[int] = None) -> Hook:
+  """Stops once `metric_name` has not decreased below its best for
+  `max_steps_without_decrease` global steps of evaluations."""
+  return _no_improvement_hook(estimator, metric_name,
+                              max_steps_without_decrease, eval_dir,
+                              min_steps, run_every_secs, run_every_steps,
+                              higher=False)
+
+
+class _StopAtCheckpointStepHook(Hook):
+  """Stops once model_dir holds a checkpoint at `last_step` or later."""
+
+  def __init__(self, model_dir: str, last_step: int, wait_secs: float):
+    self._model_dir = model_dir
+    self._last_step = last_step
+    self._wait_secs = wait_secs
+    self._last_look = None
+
+  def after_loop(self, result):
+    if result.global_step < self._last_step:
+      return None
+    if self._last_look and time.time() - self._last_look < self._wait_secs:
+      return None
+    self._last_look = time.time()
+    latest = checkpoints.latest_checkpoint(self._model_dir)
+    return bool(latest and
+                checkpoints.checkpoint_step(latest) >= self._last_step)
+
+
+def make_stop_at_checkpoint_step_hook(estimator, last_step: int,
+                                      wait_after_file_check_secs: float = 30
+                                      ) -> Hook:
+  """tf.estimator's: for a worker that is not the chief, stop once the
+  chief's checkpoint at `last_step` (or later) is in model_dir; the chief
+  gets a StopAtStepHook-like hook."""
+  if last_step is None:
+    raise UserInputError(
+        'make_stop_at_checkpoint_step_hook: last_step must be given.')
+  if estimator.config.is_chief:
+    return StopAtStepHook(last_step=last_step)
+  return _StopAtCheckpointStepHook(estimator.model_dir, last_step,
+                                   wait_after_file_check_secs)
