@@ -1,0 +1,116 @@
+"""A real TensorBoard reads what training and evaluation write.
+
+TensorBoard is a dependency: tf.summary needs it on TensorFlow 2.16+ (a
+model_fn's tf.summary.scalar fails without it), and it is how people watch
+training. This trains a model_fn that also writes a `tf.summary.scalar`
+through train_and_evaluate, starts `tensorboard` on a free loopback port
+over the model_dir, and reads the training and evaluation scalars back
+through its HTTP API. The server is stopped at the end, whatever happens.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import estimator_rt as ert
+
+
+def _model_fn(features, labels, mode):
+  logits = keras.layers.Dense(2)(features['x'])
+  loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
+      labels, logits, from_logits=True))
+  # Works with TensorBoard installed (no default writer: nothing recorded).
+  tf.summary.scalar('my_loss', loss)
+  if mode == ert.ModeKeys.EVAL:
+    accuracy = keras.metrics.SparseCategoricalAccuracy()
+    accuracy.update_state(labels, logits)
+    return ert.EstimatorSpec(mode, loss=loss,
+                             eval_metric_ops={'accuracy': accuracy})
+  return ert.EstimatorSpec(mode, loss=loss,
+                           optimizer=keras.optimizers.SGD(0.1))
+
+
+def _input_fn():
+  rng = np.random.RandomState(0)
+  x = rng.randn(64, 4).astype(np.float32)
+  y = (x.sum(axis=1) > 0).astype(np.int64)
+  return tf.data.Dataset.from_tensor_slices(({'x': x}, y)).repeat().batch(16)
+
+
+def _free_port():
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    return s.getsockname()[1]
+
+
+def _get(port, path, **query):
+  url = f'http://127.0.0.1:{port}{path}'
+  if query:
+    url += '?' + urllib.parse.urlencode(query)
+  with urllib.request.urlopen(url, timeout=10) as response:
+    return json.loads(response.read())
+
+
+@pytest.fixture
+def tensorboard(tmp_path):
+  """Starts tensorboard over tmp_path/m on a free port; yields the port."""
+  port = _free_port()
+  process = subprocess.Popen(
+      [sys.executable, '-m', 'tensorboard.main', '--logdir',
+       str(tmp_path / 'm'), '--host', '127.0.0.1', '--port', str(port),
+       '--load_fast=false', '--reload_interval', '1'],
+      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+      start_new_session=True)
+  try:
+    yield port
+  finally:
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+      process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+      os.killpg(process.pid, signal.SIGKILL)
+      process.wait(timeout=15)
+
+
+def _wait_for_tags(port, want, timeout=90):
+  deadline = time.time() + timeout
+  tags = {}
+  while time.time() < deadline:
+    try:
+      tags = _get(port, '/data/plugin/scalars/tags')
+      if all(tag in tags.get(run, {}) for run, tag in want):
+        return tags
+    except OSError:
+      pass  # Not listening yet.
+    time.sleep(0.5)
+  raise AssertionError(f'TensorBoard never showed {want}; it has {tags}')
+
+
+def test_tensorboard_serves_the_train_and_eval_scalars(tmp_path, tensorboard):
+  model_dir = str(tmp_path / 'm')
+  estimator = ert.Estimator(_model_fn, model_dir, ert.RunConfig(
+      save_checkpoints_steps=20, save_summary_steps=10,
+      log_step_count_steps=0))
+  ert.train_and_evaluate(estimator, ert.TrainSpec(_input_fn, max_steps=40),
+                         ert.EvalSpec(_input_fn, steps=2, throttle_secs=0))
+  _wait_for_tags(tensorboard, [('.', 'loss'), ('.', 'global_step/sec'),
+                               ('eval', 'accuracy'), ('eval', 'loss')])
+  train = _get(tensorboard, '/data/plugin/scalars/scalars', run='.',
+               tag='loss')
+  assert [step for _, step, _ in train] == [10, 20, 30, 40]
+  assert all(np.isfinite(value) for _, _, value in train)
+  evals = _get(tensorboard, '/data/plugin/scalars/scalars', run='eval',
+               tag='accuracy')
+  assert [step for _, step, _ in evals] == [20, 40]
+  assert 0.5 < evals[-1][2] <= 1.0
