@@ -11,6 +11,7 @@ import os
 import time
 from typing import Any, Callable, Dict, Mapping, Optional
 
+from absl import logging
 import tensorflow as tf
 
 from estimator_rt.errors import surface_user_errors
@@ -125,8 +126,9 @@ def build_raw_serving_input_receiver_fn(
   def serving_input_receiver_fn():
     received = {}
     for name, (dtype, shape) in specs.items():
-      if shape.rank:
-        shape = tf.TensorShape([default_batch_size]).concatenate(shape[1:])
+      # tf.estimator's rule: the first dimension is the batch (a scalar
+      # feature becomes a batch of scalars).
+      shape = tf.TensorShape([default_batch_size]).concatenate(shape[1:])
       received[name] = tf.compat.v1.placeholder(dtype, shape, name=name)
     return ServingInputReceiver(dict(received), received)
 
@@ -296,9 +298,8 @@ def build_raw_supervised_input_receiver_fn(
     named = value if isinstance(value, Mapping) else {prefix: value}
     made = {}
     for name, tensor in named.items():
-      shape = tensor.shape
-      if shape.rank:
-        shape = tf.TensorShape([default_batch_size]).concatenate(shape[1:])
+      shape = tf.TensorShape([default_batch_size]).concatenate(
+          tensor.shape[1:])
       made[name] = tf.compat.v1.placeholder(tensor.dtype, shape, name=name)
     return made if isinstance(value, Mapping) else made[prefix]
 
@@ -317,6 +318,41 @@ def _open_batch(spec: tf.TensorSpec, name: str) -> tf.TensorSpec:
   if shape.rank:
     shape = tf.TensorShape([None]).concatenate(shape[1:])
   return tf.TensorSpec(shape, spec.dtype, name=name)
+
+
+def tf2_receiver(serving_input_receiver_fn: Callable) -> ServingInputReceiver:
+  """The receiver `serving_input_receiver_fn` makes, in the TF2 form the
+  eager engine exports.
+
+  The function is called inside a graph (`tf.compat.v1.wrap_function`), so
+  tf.estimator's receivers of placeholders work; a graph-form receiver
+  becomes specs of its receiver tensors, and the graph between them and
+  its features (a parse_example, say) is pruned out into a function that
+  computes the features from what the signature receives.
+
+  Raises:
+    UserInputError: the function returned no ServingInputReceiver.
+  """
+  made = []
+
+  def build():
+    made.append(serving_input_receiver_fn())
+
+  wrapped = tf.compat.v1.wrap_function(build, [])
+  receiver = made[0]
+  if not isinstance(receiver, ServingInputReceiver):
+    raise UserInputError(
+        'serving_input_receiver_fn must return a ServingInputReceiver, '
+        f'got {type(receiver).__name__}.')
+  if not receiver.is_graph_form:
+    return receiver
+  names = sorted(receiver.receiver_tensors)
+  feeds = [receiver.receiver_tensors[n] for n in names]
+  compute = wrapped.prune(feeds=feeds, fetches=receiver.graph_features)
+  return ServingInputReceiver(
+      receiver_specs={n: tf.TensorSpec(t.shape, t.dtype, name=n)
+                      for n, t in zip(names, feeds)},
+      features_fn=lambda received: compute(*[received[n] for n in names]))
 
 
 def receiver_from_element_spec(features_spec: Any) -> ServingInputReceiver:
@@ -362,17 +398,48 @@ def build_parsing_serving_input_fn(
       features_fn=parse)
 
 
-def _serving_function(graph, receiver: ServingInputReceiver):
+def _signature_outputs(output: 'ExportOutput') -> Optional[Dict[str, Any]]:
+  """What a signature of the eager engine's export returns for one of the
+  model_fn's `export_outputs` (TF2 SavedModels have predict-style
+  signatures only: a classification's classes and scores, a regression's
+  outputs), or None for an output it cannot serve (EvalOutput)."""
+  if isinstance(output, PredictOutput):
+    return output.outputs
+  if isinstance(output, ClassificationOutput):
+    return {name: value for name, value in (('classes', output.classes),
+                                            ('scores', output.scores))
+            if value is not None}
+  if isinstance(output, RegressionOutput):
+    return {'outputs': output.value}
+  return None
+
+
+def _serving_functions(graph, receiver: ServingInputReceiver
+                       ) -> Dict[str, Any]:
+  """Signature name -> a tf.function from the received tensors to its
+  outputs: one per `export_outputs` entry of the model_fn (as tf.estimator
+  exported them), else `serving_default` returning the predictions."""
   names = list(receiver.receiver_specs)
   signature = [receiver.receiver_specs[n] for n in names]
+  exported = graph.build_spec.export_outputs or {}
 
-  def serve(*args):
-    received = dict(zip(names, args))
-    spec = graph.call(receiver.features(received), None)
-    return spec.predictions_dict
+  def make(key):
+    def serve(*args):
+      spec = graph.call(receiver.features(dict(zip(names, args))), None)
+      if key is None:
+        return spec.predictions_dict
+      return _signature_outputs(spec.export_outputs[key])
 
-  # Traced as written, like the training step (see loops.py).
-  return tf.function(serve, input_signature=signature, autograph=False)
+    # Traced as written, like the training step (see loops.py).
+    return tf.function(serve, input_signature=signature, autograph=False)
+
+  functions = {key: make(key) for key, output in exported.items()
+               if _signature_outputs(output) is not None}
+  left_out = sorted(set(exported) - set(functions))
+  if left_out:
+    logging.warning('export: export_outputs %s cannot be served by a TF2 '
+                    'SavedModel and are left out.', left_out)
+  return functions or {'serving_default': make(None)}
 
 
 def fresh_export_dir(export_dir_base: str) -> str:
@@ -402,18 +469,18 @@ def save(graph, receiver: ServingInputReceiver, export_dir_base: str) -> str:
   """
   if graph.mode != ModeKeys.PREDICT:
     raise ValueError(f'export needs a PREDICT graph, got {graph.mode!r}.')
-  serve = _serving_function(graph, receiver)
-  signature = surface_user_errors(serve.get_concrete_function)()
+  functions = _serving_functions(graph, receiver)
+  signatures = {key: surface_user_errors(function.get_concrete_function)()
+                for key, function in functions.items()}
   module = tf.Module()
   module.model_variables = list(graph.model_variables)
   module.global_step = graph.global_step
-  module.serve = serve
+  module.serve = list(functions.values())
   final = fresh_export_dir(export_dir_base)
   temporary = os.path.join(export_dir_base,
                            'temp-' + os.path.basename(final))
   tf.io.gfile.makedirs(export_dir_base)
-  tf.saved_model.save(module, temporary,
-                      signatures={'serving_default': signature})
+  tf.saved_model.save(module, temporary, signatures=signatures)
   tf.io.gfile.rename(temporary, final)
   return final
 

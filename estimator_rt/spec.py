@@ -5,6 +5,7 @@ from typing import Any, Mapping, Optional, Sequence
 import keras
 import tensorflow as tf
 
+from estimator_rt.errors import GraphModelFnError
 from estimator_rt.errors import ModelFnError
 from estimator_rt.mode_keys import ModeKeys
 
@@ -165,6 +166,16 @@ class EstimatorSpec:
             f'EstimatorSpec(mode={mode!r}): `loss` must be a floating point '
             f'tensor, got dtype {self.loss.dtype.name}.')
     if mode == ModeKeys.TRAIN:
+      if (self.optimizer is None and self.train_op is None and
+          tf.executing_eagerly() and self.loss is not None):
+        # tf.group(...) of updates returns None when run eagerly: the
+        # model_fn builds a graph (tf.estimator's), which the graph engine
+        # runs.
+        raise GraphModelFnError(
+            "EstimatorSpec(mode='train'): give `optimizer` (a Keras "
+            'optimizer) or `train_op`; train_op is None in an eager call '
+            '(tf.group returns None outside a graph).',
+            reason='its train_op is None when called eagerly')
       if self.optimizer is None and self.train_op is None:
         raise ModelFnError(
             "EstimatorSpec(mode='train'): give `optimizer` (a Keras optimizer) "

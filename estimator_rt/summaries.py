@@ -125,8 +125,10 @@ def read_scalars(logdir: str) -> Dict[str, List[Tuple[int, float]]]:
   result = collections.defaultdict(list)
   for path in _event_files(logdir):
     try:
-      for record in tf.data.TFRecordDataset(path):
-        event = tf.compat.v1.Event.FromString(record.numpy())
+      # A plain record reader, not tf.data: this also runs between the
+      # graph engine's loops, whose graph is finalized.
+      for record in tf.compat.v1.io.tf_record_iterator(path):
+        event = tf.compat.v1.Event.FromString(record)
         for value in event.summary.value:
           if value.HasField('tensor'):
             number = float(np.asarray(tf.make_ndarray(value.tensor)))

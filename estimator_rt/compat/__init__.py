@@ -130,7 +130,7 @@ def install() -> None:
   global _installed
   if _installed:
     return
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from estimator_rt import tf_api  # pylint: disable=g-import-not-at-top
   from estimator_rt.compat import namespaces  # pylint: disable=g-import-not-at-top
   if 'tensorflow_estimator' in sys.modules and _finder() is None:
     raise ImportError(
@@ -138,9 +138,9 @@ def install() -> None:
         'already imported; install() must come first (or run the program '
         'with python -m estimator_rt.compat).')
   v1, v2 = namespaces.v1(), namespaces.v2()
-  tf.estimator = v2
-  tf.compat.v2.estimator = v2
-  tf.compat.v1.estimator = v1
+  for path, namespace in (('tensorflow', v2), ('tensorflow.compat.v2', v2),
+                          ('tensorflow.compat.v1', v1)):
+    tf_api.set_attribute(path, 'estimator', namespace)
   sys.modules['tensorflow.estimator'] = v2
   sys.modules['tensorflow.compat.v2.estimator'] = v2
   sys.modules['tensorflow.compat.v1.estimator'] = v1

@@ -7,7 +7,9 @@ As `python PROGRAM.py ARGS...` (or `python -m PACKAGE.MODULE ARGS...`) would
 run it: the same `sys.argv`, `__name__ == '__main__'`, the program's
 directory first on `sys.path`, and its exit code (an exception that ends it
 prints its traceback and exits 1), with `estimator_rt.compat.install()` done
-first, so that `tf.estimator` and `tensorflow_estimator` are estimator_rt.
+first, so that `tf.estimator` and `tensorflow_estimator` are estimator_rt,
+and `tf.keras` Keras 2 (tf_keras), as it was for the program under
+TensorFlow 2.15 (set TF_USE_LEGACY_KERAS=0 to keep Keras 3).
 """
 
 import os
@@ -26,6 +28,11 @@ def main(argv) -> None:
   # TensorFlow's C++ INFO lines drown the program's own output, as in the
   # binary; a program that wants them sets the variable itself.
   os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
+  # A tf.estimator program was written for TensorFlow <= 2.15, where
+  # tf.keras was Keras 2: it gets tf_keras as tf.keras (TensorFlow's own
+  # switch, read when TensorFlow is imported), unless the caller set the
+  # variable. estimator_rt itself uses Keras 3 (`import keras`) either way.
+  os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
   import estimator_rt.compat  # pylint: disable=g-import-not-at-top
   estimator_rt.compat.install()
   if argv[1] == '-m':

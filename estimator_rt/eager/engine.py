@@ -286,11 +286,7 @@ class EagerEngine(engine_lib.Engine):
     path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
     strategy = tf.distribute.get_strategy()
     if serving_input_receiver_fn is not None:
-      receiver = serving_input_receiver_fn()
-      if not isinstance(receiver, export_lib.ServingInputReceiver):
-        raise UserInputError(
-            'serving_input_receiver_fn must return a ServingInputReceiver, '
-            f'got {type(receiver).__name__}.')
+      receiver = export_lib.tf2_receiver(serving_input_receiver_fn)
     else:
       receiver = self._inferred_receiver(input_fn)
     sample = _zeros_batch(receiver)

@@ -18,6 +18,8 @@ from typing import Iterator
 
 import tensorflow as tf
 
+from estimator_rt import tf_api
+
 _LEGACY_LAYERS = 'tf_keras.api._v1.keras.__internal__.legacy.layers'
 
 
@@ -48,8 +50,9 @@ class _LegacyLayers(types.ModuleType):
 
 def route_v1_layers_to_tf_keras() -> None:
   """Makes `tf.compat.v1.layers` tf_keras's legacy layers (once)."""
-  if not isinstance(tf.compat.v1.layers, _LegacyLayers):
-    tf.compat.v1.layers = _LegacyLayers()
+  if not isinstance(tf_api.get_attribute('tensorflow.compat.v1', 'layers'),
+                    _LegacyLayers):
+    tf_api.set_attribute('tensorflow.compat.v1', 'layers', _LegacyLayers())
 
 
 # Keras 3 keeps the counters that make layer names unique ('dense',

@@ -201,9 +201,13 @@ class GraphEngine(engine_lib.Engine):
 
   def _saver(self, scaffold) -> tuple:
     """The Saver checkpoints are written with, and how many to keep: a
-    Scaffold's own Saver and its max_to_keep win, as in tf.estimator."""
-    if scaffold is not None and scaffold.saver is not None:
-      return scaffold.saver, scaffold.saver.saver_def.max_to_keep
+    Scaffold's own Saver and its max_to_keep win, as in tf.estimator (a
+    tf.train.Checkpoint there keeps keep_checkpoint_max)."""
+    saver = model_lib.scaffold_saver(scaffold)
+    if saver is not None and saver is scaffold.saver:
+      return saver, saver.saver_def.max_to_keep
+    if saver is not None:
+      return saver, self._config.keep_checkpoint_max
     # Rotation is CheckpointSaver's (max_to_keep=None: the Saver deletes
     # nothing itself).
     saver = tf.compat.v1.train.Saver(sharded=True, max_to_keep=None,

@@ -240,6 +240,20 @@ def build(*, model_fn: Callable, mode: str, batches, params: dict,
   return model
 
 
+def scaffold_saver(scaffold) -> Optional[tf.compat.v1.train.Saver]:
+  """The Saver of a model_fn's Scaffold, or None. A `tf.train.Checkpoint`
+  given as the saver (tf.estimator took one, to save "in an object-based
+  format") becomes a Saver of its object graph's saveables, as tf.estimator
+  made it: its checkpoints restore with tf.train.Checkpoint."""
+  saver = None if scaffold is None else scaffold.saver
+  if isinstance(saver, tf.train.Checkpoint):
+    from tensorflow.python.checkpoint import graph_view  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+    saver = tf.compat.v1.train.Saver(
+        var_list=graph_view.ObjectGraphView(saver).frozen_saveable_objects(),
+        sharded=True, max_to_keep=None, save_relative_paths=True)
+  return saver
+
+
 def missing_from_checkpoint(checkpoint_path: str, saver_names: List[str]
                             ) -> List[str]:
   """The names in `saver_names` that checkpoint `checkpoint_path` lacks."""

@@ -339,7 +339,12 @@ def make_placement(strategy: Any, *, for_training: bool, task=None):
     return SingleDevicePlacement()
   if name in ('mirrored', 'MirroredStrategy'):
     return MirroredPlacement(strategy=strategies.resolve_strategy(strategy))
-  if name == cluster.MULTI_WORKER_MIRRORED and task is not None:
+  if name == cluster.MULTI_WORKER_MIRRORED and task is None:
+    # One worker (no TF_CONFIG cluster): its replicas are this process's
+    # devices, which MirroredStrategy runs in-graph (tf.estimator ran such
+    # programs so too).
+    return MirroredPlacement(strategy=tf.distribute.MirroredStrategy())
+  if name == cluster.MULTI_WORKER_MIRRORED:
     return MultiWorkerPlacement(
         strategy=strategies.resolve_strategy(strategy, task=task), task=task)
   if (name in (cluster.PARAMETER_SERVER, 'ParameterServerStrategy') and

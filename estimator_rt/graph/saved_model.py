@@ -98,8 +98,8 @@ def export(*, model_fn: Callable, params: dict, config,
                       'exported.',
                       sorted(receiver.receiver_tensors_alternatives))
     scaffold = built.spec.scaffold
-    saver = (scaffold.saver if scaffold is not None and scaffold.saver
-             else tf.compat.v1.train.Saver(sharded=True))
+    saver = (model_lib.scaffold_saver(scaffold) or
+             tf.compat.v1.train.Saver(sharded=True))
     if scaffold is None or not scaffold.saver:
       missing = model_lib.missing_from_checkpoint(
           checkpoint_path, model_lib.default_saver_names())

@@ -1,0 +1,328 @@
+"""tf.estimator 2.15's conventions, as programs written for it use them.
+
+Each test writes what a tf.estimator program wrote, through the names of
+the compatibility layer (`tf.estimator.X` after estimator_rt.compat's
+install()), and checks what tf.estimator 2.15 did: positional arguments,
+model_fn and input_fn arguments by name, input_fns returning tensors, a
+one-element loss, the global step in every model_fn, v1 strategies,
+CheckpointSaverListeners, early stopping hooks, numpy input_fns,
+add_metrics, warm starting, TPUEstimator without a TPU, exports with
+assets and export_outputs. Programs that disable eager execution run in a
+fresh process.
+"""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import estimator_rt
+import estimator_rt.compat
+from conftest import REPO_ROOT
+
+estimator_rt.compat.install()
+tf1 = tf.compat.v1
+
+X = np.random.RandomState(0).uniform(-1, 1, (64, 3)).astype(np.float32)
+Y = (X @ np.array([[1.], [-2.], [0.5]], np.float32) + 0.3).astype(np.float32)
+
+
+def linear_model_fn(features, labels, mode, params, config):
+  """A TF1-style regressor, zero-initialized (deterministic)."""
+  del config
+  x = features['x'] if isinstance(features, dict) else features
+  w = tf1.get_variable('w', [3, 1], initializer=tf1.zeros_initializer())
+  b = tf1.get_variable('b', [1], initializer=tf1.zeros_initializer())
+  y = tf.matmul(x, w) + b
+  if mode == tf.estimator.ModeKeys.PREDICT:
+    return tf.estimator.EstimatorSpec(
+        mode, predictions={'y': y},
+        export_outputs={'out': tf.estimator.export.PredictOutput({'y': y})})
+  loss = tf1.losses.mean_squared_error(labels, y)
+  if mode == tf.estimator.ModeKeys.EVAL:
+    return tf.estimator.EstimatorSpec(
+        mode, loss=loss, predictions={'y': y},
+        eval_metric_ops={'mae': tf1.metrics.mean_absolute_error(labels, y)})
+  train_op = tf1.train.GradientDescentOptimizer(params.get('lr', 0.1)).minimize(
+      loss, global_step=tf1.train.get_global_step())
+  return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def numpy_fn(num_epochs=None, shuffle=False, batch_size=16):
+  return tf1.estimator.inputs.numpy_input_fn(
+      {'x': X}, Y, batch_size=batch_size, num_epochs=num_epochs,
+      shuffle=shuffle)
+
+
+def test_positional_estimator_and_run_config_as_in_2_15(tmp_path):
+  config = tf.estimator.RunConfig(
+      None, 7, 10, 25, None, tf1.ConfigProto(inter_op_parallelism_threads=2),
+      keep_checkpoint_max=2)
+  assert (config.tf_random_seed, config.save_summary_steps,
+          config.save_checkpoints_steps) == (7, 10, 25)
+  assert config.num_worker_replicas == 1 and config.task_id == 0
+  assert config.cluster_spec.as_dict() == {} and config.master == ''
+  estimator = tf.estimator.Estimator(linear_model_fn, str(tmp_path), config,
+                                     {'lr': 0.1})
+  estimator.train(numpy_fn(), None, 50)  # hooks=None, steps=50
+  assert estimator.latest_checkpoint().endswith('model.ckpt-50')
+  assert sorted(os.path.basename(p) for p in glob.glob(
+      str(tmp_path / 'model.ckpt-*.index'))) == ['model.ckpt-25.index',
+                                                 'model.ckpt-50.index']
+  assert estimator.eval_dir('x') == str(tmp_path / 'eval_x')
+
+
+def test_both_checkpoint_settings_none_save_only_at_the_end(tmp_path):
+  config = tf.estimator.RunConfig(save_checkpoints_steps=None,
+                                  save_checkpoints_secs=None)
+  estimator = tf.estimator.Estimator(linear_model_fn, str(tmp_path), config)
+  estimator.train(numpy_fn(), max_steps=30)
+  assert [os.path.basename(p) for p in glob.glob(
+      str(tmp_path / 'model.ckpt-*.index'))] == ['model.ckpt-30.index']
+
+
+def test_input_fn_arguments_by_name_and_tensors_returned(tmp_path):
+  seen = []
+
+  def input_fn(mode, params, config):
+    seen.append((mode, params['lr'], config.model_dir))
+    dataset = tf.data.Dataset.from_tensor_slices(({'x': X}, Y)).repeat()
+    # TF1's way: the input_fn returns the iterator's tensors.
+    return tf1.data.make_one_shot_iterator(dataset.batch(16)).get_next()
+
+  def eval_input_fn(mode):
+    assert mode == tf.estimator.ModeKeys.EVAL
+    return tf.data.Dataset.from_tensor_slices(({'x': X}, Y)).batch(64)
+
+  estimator = tf.estimator.Estimator(linear_model_fn, str(tmp_path),
+                                     params={'lr': 0.1})
+  estimator.train(input_fn, steps=200)
+  assert ('train', 0.1, str(tmp_path)) in seen
+  metrics = estimator.evaluate(eval_input_fn)
+  assert metrics['global_step'] == 200
+  assert metrics['loss'] < 1e-3
+
+
+def test_a_one_element_loss_and_the_global_step_in_a_tf2_model_fn(tmp_path):
+  steps_seen = []
+
+  def model_fn(features, labels, mode):
+    layer = tf.keras.layers.Dense(1)
+    y = layer(features['x'])
+    step = tf1.train.get_global_step()
+    steps_seen.append(step)
+    # Shape (None,): a mean per batch, not reduced to a scalar.
+    loss = tf.reduce_mean(tf.square(y - labels), axis=[0, 1], keepdims=False)
+    loss = tf.reshape(loss, [-1])
+    return estimator_rt.EstimatorSpec(
+        mode, loss=loss, optimizer=__import__('keras').optimizers.SGD(0.1))
+
+  estimator = estimator_rt.Estimator(model_fn, str(tmp_path))
+  estimator.train(lambda: tf.data.Dataset.from_tensor_slices(
+      ({'x': X}, Y)).repeat().batch(16), max_steps=20)
+  assert estimator.chosen_engine == 'eager'
+  assert steps_seen and all(s is not None for s in steps_seen)
+  assert estimator.latest_checkpoint().endswith('model.ckpt-20')
+
+
+def test_v1_mirrored_strategy_and_a_stop_at_step_hook(tmp_path):
+  config = tf.estimator.RunConfig(
+      train_distribute=tf1.distribute.MirroredStrategy())
+  estimator = tf.estimator.Estimator(linear_model_fn, str(tmp_path), config,
+                                     {'lr': 0.1})
+  estimator.train(numpy_fn(batch_size=8),
+                  hooks=[tf.estimator.StopAtStepHook(num_steps=12)])
+  assert estimator.latest_checkpoint().endswith('model.ckpt-12')
+
+
+def test_a_stop_at_step_hook_in_the_eager_engine(tmp_path):
+  import keras  # pylint: disable=g-import-not-at-top
+
+  def model_fn(features, labels, mode):
+    y = keras.layers.Dense(1)(features['x'])
+    return estimator_rt.EstimatorSpec(
+        mode, loss=tf.reduce_mean(tf.square(y - labels)),
+        optimizer=keras.optimizers.SGD(0.1))
+
+  estimator = tf.estimator.Estimator(model_fn, str(tmp_path))
+  estimator.train(numpy_fn(), hooks=[tf.estimator.StopAtStepHook(last_step=9),
+                                     tf.estimator.NanTensorHook(tf.constant(0.))])
+  assert estimator.chosen_engine == 'eager'
+  assert estimator.latest_checkpoint().endswith('model.ckpt-9')
+  with pytest.raises(estimator_rt.UserInputError, match='SessionRunHook'):
+    estimator.train(numpy_fn(), max_steps=20,
+                    hooks=[tf.estimator.LoggingTensorHook({'x': 'x'}, 1)])
+
+
+class _Listener(tf.estimator.CheckpointSaverListener):
+
+  def __init__(self):
+    self.calls = []
+
+  def begin(self):
+    self.calls.append('begin')
+
+  def before_save(self, session, global_step_value):
+    self.calls.append(('before', global_step_value))
+
+  def after_save(self, session, global_step_value):
+    self.calls.append(('after', global_step_value))
+
+  def end(self, session, global_step_value):
+    self.calls.append(('end', global_step_value))
+
+
+def test_checkpoint_saver_listeners_in_train_spec(tmp_path):
+  listener = _Listener()
+  estimator = tf.estimator.Estimator(
+      linear_model_fn, str(tmp_path),
+      tf.estimator.RunConfig(save_checkpoints_steps=10))
+  tf.estimator.train_and_evaluate(
+      estimator,
+      tf.estimator.TrainSpec(numpy_fn(), max_steps=20,
+                             saving_listeners=[listener]),
+      tf.estimator.EvalSpec(numpy_fn(num_epochs=1), steps=None,
+                            throttle_secs=0))
+  assert listener.calls == ['begin', ('before', 10), ('after', 10),
+                            ('before', 20), ('after', 20), ('end', 20)]
+
+
+def test_early_stopping_hook_stops_on_its_predicate(tmp_path):
+  estimator = tf.estimator.Estimator(
+      linear_model_fn, str(tmp_path),
+      tf.estimator.RunConfig(save_checkpoints_steps=10))
+  hook = tf.estimator.experimental.stop_if_lower_hook(
+      estimator, 'loss', 0.5, run_every_secs=None, run_every_steps=10)
+  tf.estimator.train_and_evaluate(
+      estimator, tf.estimator.TrainSpec(numpy_fn(), max_steps=1000,
+                                        hooks=[hook]),
+      tf.estimator.EvalSpec(numpy_fn(num_epochs=1), steps=None,
+                            throttle_secs=0))
+  stopped = int(estimator.latest_checkpoint().rsplit('-', 1)[1])
+  assert stopped < 1000
+  evals = tf.estimator.experimental.make_early_stopping_hook  # Resolves.
+  assert callable(evals)
+
+
+def test_add_metrics_and_warm_start_settings(tmp_path):
+  base = tf.estimator.Estimator(linear_model_fn, str(tmp_path / 'a'),
+                                params={'lr': 0.1})
+  base.train(numpy_fn(), max_steps=100)
+
+  def rmse(labels, predictions):
+    return {'rmse': tf1.metrics.root_mean_squared_error(labels,
+                                                        predictions['y'])}
+
+  with_rmse = tf.estimator.add_metrics(base, rmse)
+  metrics = with_rmse.evaluate(numpy_fn(num_epochs=1))
+  assert metrics['rmse'] == pytest.approx(np.sqrt(metrics['loss']), rel=1e-4)
+  warm = tf.estimator.Estimator(
+      linear_model_fn, str(tmp_path / 'b'), params={'lr': 0.0},
+      warm_start_from=tf.estimator.WarmStartSettings(
+          str(tmp_path / 'a'), vars_to_warm_start=['w']))
+  warm.train(numpy_fn(), max_steps=1)
+  np.testing.assert_allclose(warm.get_variable_value('w'),
+                             base.get_variable_value('w'))
+  assert warm.get_variable_value('b') == pytest.approx([0.0])
+
+
+def test_tpu_estimator_without_a_tpu(tmp_path):
+  seen = []
+
+  def input_fn(params):
+    seen.append(params['batch_size'])
+    return tf.data.Dataset.from_tensor_slices(({'x': X}, Y)).repeat().batch(
+        params['batch_size'], drop_remainder=True)
+
+  def model_fn(features, labels, mode, params):
+    spec = linear_model_fn(features, labels, mode, {'lr': 0.1}, None)
+    if mode == tf.estimator.ModeKeys.EVAL:
+      return tf1.estimator.tpu.TPUEstimatorSpec(
+          mode, loss=spec.loss, eval_metrics=(
+              lambda labels, x: {'count': tf1.metrics.mean(x)},
+              [labels, features['x'][:, 0]]))
+    assert params['use_tpu'] is False
+    return tf1.estimator.tpu.TPUEstimatorSpec(mode, loss=spec.loss,
+                                              train_op=spec.train_op)
+
+  estimator = tf1.estimator.tpu.TPUEstimator(
+      model_fn=model_fn, model_dir=str(tmp_path), use_tpu=False,
+      config=tf1.estimator.tpu.RunConfig(
+          tpu_config=tf1.estimator.tpu.TPUConfig(iterations_per_loop=10)),
+      train_batch_size=16, eval_batch_size=8)
+  estimator.train(input_fn, max_steps=20)
+  metrics = estimator.evaluate(input_fn, steps=2)
+  assert seen[0] == 16 and seen[-1] == 8
+  assert metrics['global_step'] == 20 and 'count' in metrics
+  with pytest.raises(estimator_rt.UserInputError, match='use_tpu=False'):
+    tf1.estimator.tpu.TPUEstimator(model_fn=model_fn, use_tpu=True)
+
+
+def test_export_with_export_outputs_assets_and_text(tmp_path):
+  estimator = tf.estimator.Estimator(linear_model_fn, str(tmp_path / 'm'))
+  estimator.train(numpy_fn(), max_steps=10)
+  asset = tmp_path / 'vocab.txt'
+  asset.write_text('a\nb\n')
+  receiver = tf.estimator.export.build_raw_serving_input_receiver_fn(
+      {'x': tf.zeros([1, 3])})
+  export_dir = estimator.export_saved_model(
+      str(tmp_path / 'export'), receiver,
+      assets_extra={'vocab/vocab.txt': str(asset)}, as_text=True)
+  assert open(os.path.join(export_dir, 'assets.extra', 'vocab',
+                           'vocab.txt')).read() == 'a\nb\n'
+  assert os.path.exists(os.path.join(export_dir, 'saved_model.pbtxt'))
+  served = subprocess.run(
+      [sys.executable, '-c',
+       'import json, sys, tensorflow as tf\n'
+       'f = tf.saved_model.load(sys.argv[1]).signatures["out"]\n'
+       'x = tf.constant([[1., 1., 1.]])\n'
+       'print(json.dumps(f(x=x)["y"].numpy().tolist()))', export_dir],
+      capture_output=True, text=True, timeout=120,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'))
+  assert served.returncode == 0, served.stderr[-2000:]
+  want = estimator.predict(lambda: tf.data.Dataset.from_tensor_slices(
+      {'x': np.ones((1, 3), np.float32)}).batch(1))
+  assert json.loads(served.stdout.splitlines()[-1])[0][0] == pytest.approx(
+      float(next(want)['y'][0]), abs=1e-5)
+
+
+_GRAPH_MODE_PROGRAM = '''
+import sys
+import numpy as np
+import tensorflow as tf
+tf.compat.v1.disable_eager_execution()
+
+def model_fn(features, labels, mode):
+  y = tf.compat.v1.layers.dense(features['x'], 1,
+                                kernel_initializer=tf.compat.v1.zeros_initializer())
+  loss = tf.compat.v1.losses.mean_squared_error(labels, y)
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+      loss, global_step=tf.compat.v1.train.get_global_step())
+  return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+x = np.random.RandomState(0).rand(32, 2).astype(np.float32)
+input_fn = tf.compat.v1.estimator.inputs.numpy_input_fn(
+    {'x': x}, x.sum(1, keepdims=True), batch_size=8, num_epochs=None,
+    shuffle=False)
+estimator = tf.estimator.Estimator(model_fn, sys.argv[1])
+estimator.train(input_fn, steps=30)
+print('global_step', estimator.get_variable_value('global_step'))
+sys.exit(7)
+'''
+
+
+def test_a_program_that_disables_eager_execution_runs_unchanged(tmp_path):
+  program = tmp_path / 'program.py'
+  program.write_text(_GRAPH_MODE_PROGRAM)
+  result = subprocess.run(
+      [sys.executable, '-m', 'estimator_rt.compat', str(program),
+       str(tmp_path / 'm')],
+      capture_output=True, text=True, timeout=300, cwd=REPO_ROOT,
+      env=dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2'))
+  assert result.returncode == 7, result.stderr[-3000:]  # The program's code.
+  assert 'global_step 30' in result.stdout
