@@ -137,91 +137,99 @@ class EstimatorSpec:
     self._validate()
 
   def _validate(self):
+    if self.mode in (ModeKeys.TRAIN, ModeKeys.EVAL):
+      self._validate_loss()
+    {ModeKeys.TRAIN: self._validate_train, ModeKeys.EVAL: self._validate_eval,
+     ModeKeys.PREDICT: self._validate_predict}[self.mode]()
+
+  def _validate_loss(self):
     mode = self.mode
-    if mode in (ModeKeys.TRAIN, ModeKeys.EVAL):
-      if self.loss is None:
+    if self.loss is None:
+      raise ModelFnError(
+          f'EstimatorSpec(mode={mode!r}): `loss` is required in {mode} mode '
+          'but was None; return the mean loss over the batch.')
+    if not _is_tensor_like(self.loss):
+      try:
+        self.loss = tf.convert_to_tensor(self.loss)
+      except (TypeError, ValueError) as e:
         raise ModelFnError(
-            f'EstimatorSpec(mode={mode!r}): `loss` is required in {mode} mode '
-            'but was None; return the mean loss over the batch.')
-      if not _is_tensor_like(self.loss):
-        try:
-          self.loss = tf.convert_to_tensor(self.loss)
-        except (TypeError, ValueError) as e:
-          raise ModelFnError(
-              f'EstimatorSpec(mode={mode!r}): `loss` must be a scalar tensor, '
-              f'got {type(self.loss).__name__}: {self.loss!r}') from e
-      if self.loss.shape.rank not in (None, 0):
-        if self.loss.shape.num_elements() in (None, 1):
-          # tf.estimator's rule: a loss that may hold one element (shape
-          # (1,), or (None,) as a mean over a batch of unknown size) is
-          # taken as that scalar; more elements are an error.
-          self.loss = tf.reshape(self.loss, [])
-      if self.loss.shape.rank not in (None, 0):
+            f'EstimatorSpec(mode={mode!r}): `loss` must be a scalar tensor, '
+            f'got {type(self.loss).__name__}: {self.loss!r}') from e
+    if self.loss.shape.rank not in (None, 0):
+      if self.loss.shape.num_elements() in (None, 1):
+        # tf.estimator's rule: a loss that may hold one element (shape
+        # (1,), or (None,) as a mean over a batch of unknown size) is
+        # taken as that scalar; more elements are an error.
+        self.loss = tf.reshape(self.loss, [])
+    if self.loss.shape.rank not in (None, 0):
+      raise ModelFnError(
+          f'EstimatorSpec(mode={mode!r}): `loss` must be a scalar (the mean '
+          f'over this replica\'s batch), got shape {self.loss.shape}. Reduce '
+          'it, e.g. with tf.reduce_mean.')
+    if not (self.loss.dtype.is_floating or self.loss.dtype.is_complex):
+      raise ModelFnError(
+          f'EstimatorSpec(mode={mode!r}): `loss` must be a floating point '
+          f'tensor, got dtype {self.loss.dtype.name}.')
+
+  def _validate_train(self):
+    if (self.optimizer is None and self.train_op is None and
+        tf.executing_eagerly() and self.loss is not None):
+      # tf.group(...) of updates returns None when run eagerly: the
+      # model_fn builds a graph (tf.estimator's), which the graph engine
+      # runs.
+      raise GraphModelFnError(
+          "EstimatorSpec(mode='train'): give `optimizer` (a Keras "
+          'optimizer) or `train_op`; train_op is None in an eager call '
+          '(tf.group returns None outside a graph).',
+          reason='its train_op is None when called eagerly')
+    if self.optimizer is None and self.train_op is None:
+      raise ModelFnError(
+          "EstimatorSpec(mode='train'): give `optimizer` (a Keras optimizer) "
+          'or `train_op`; both were None.')
+    if self.optimizer is not None and self.train_op is not None:
+      raise ModelFnError(
+          "EstimatorSpec(mode='train'): give `optimizer` or `train_op`, not "
+          'both.')
+    if (self.optimizer is not None and
+        not isinstance(self.optimizer, keras.optimizers.Optimizer)):
+      raise ModelFnError(
+          "EstimatorSpec(mode='train'): `optimizer` must be a Keras "
+          f'optimizer (keras.optimizers.*), got '
+          f'{type(self.optimizer).__name__}: {self.optimizer!r}')
+
+  def _validate_eval(self):
+    for name, metric in self.eval_metric_ops.items():
+      if not isinstance(name, str):
         raise ModelFnError(
-            f'EstimatorSpec(mode={mode!r}): `loss` must be a scalar (the mean '
-            f'over this replica\'s batch), got shape {self.loss.shape}. Reduce '
-            'it, e.g. with tf.reduce_mean.')
-      if not (self.loss.dtype.is_floating or self.loss.dtype.is_complex):
+            "EstimatorSpec(mode='eval'): `eval_metric_ops` keys must be "
+            f'strings, got {name!r}.')
+      if name == 'loss':
         raise ModelFnError(
-            f'EstimatorSpec(mode={mode!r}): `loss` must be a floating point '
-            f'tensor, got dtype {self.loss.dtype.name}.')
-    if mode == ModeKeys.TRAIN:
-      if (self.optimizer is None and self.train_op is None and
-          tf.executing_eagerly() and self.loss is not None):
-        # tf.group(...) of updates returns None when run eagerly: the
-        # model_fn builds a graph (tf.estimator's), which the graph engine
-        # runs.
-        raise GraphModelFnError(
-            "EstimatorSpec(mode='train'): give `optimizer` (a Keras "
-            'optimizer) or `train_op`; train_op is None in an eager call '
-            '(tf.group returns None outside a graph).',
-            reason='its train_op is None when called eagerly')
-      if self.optimizer is None and self.train_op is None:
+            "EstimatorSpec(mode='eval'): `eval_metric_ops` may not define "
+            "'loss'; the runtime reports the mean loss under that name.")
+      if not (isinstance(metric, keras.metrics.Metric) or
+              _is_metric_pair(metric)):
         raise ModelFnError(
-            "EstimatorSpec(mode='train'): give `optimizer` (a Keras optimizer) "
-            'or `train_op`; both were None.')
-      if self.optimizer is not None and self.train_op is not None:
+            "EstimatorSpec(mode='eval'): eval_metric_ops[" + repr(name) +
+            '] must be a Keras metric object or a (value, update_op) pair, '
+            f'got {type(metric).__name__}: {metric!r}')
+
+  def _validate_predict(self):
+    if self.predictions is None:
+      raise ModelFnError(
+          "EstimatorSpec(mode='infer'): `predictions` is required in "
+          'PREDICT mode but was None.')
+    preds = (self.predictions if isinstance(self.predictions, Mapping) else
+             {'predictions': self.predictions})
+    for name, value in preds.items():
+      if not isinstance(name, str):
         raise ModelFnError(
-            "EstimatorSpec(mode='train'): give `optimizer` or `train_op`, not "
-            'both.')
-      if (self.optimizer is not None and
-          not isinstance(self.optimizer, keras.optimizers.Optimizer)):
+            "EstimatorSpec(mode='infer'): `predictions` keys must be "
+            f'strings, got {name!r}.')
+      if not _is_tensor_like(value):
         raise ModelFnError(
-            "EstimatorSpec(mode='train'): `optimizer` must be a Keras "
-            f'optimizer (keras.optimizers.*), got '
-            f'{type(self.optimizer).__name__}: {self.optimizer!r}')
-    if mode == ModeKeys.EVAL:
-      for name, metric in self.eval_metric_ops.items():
-        if not isinstance(name, str):
-          raise ModelFnError(
-              "EstimatorSpec(mode='eval'): `eval_metric_ops` keys must be "
-              f'strings, got {name!r}.')
-        if name == 'loss':
-          raise ModelFnError(
-              "EstimatorSpec(mode='eval'): `eval_metric_ops` may not define "
-              "'loss'; the runtime reports the mean loss under that name.")
-        if not (isinstance(metric, keras.metrics.Metric) or
-                _is_metric_pair(metric)):
-          raise ModelFnError(
-              "EstimatorSpec(mode='eval'): eval_metric_ops[" + repr(name) +
-              '] must be a Keras metric object or a (value, update_op) pair, '
-              f'got {type(metric).__name__}: {metric!r}')
-    if mode == ModeKeys.PREDICT:
-      if self.predictions is None:
-        raise ModelFnError(
-            "EstimatorSpec(mode='infer'): `predictions` is required in "
-            'PREDICT mode but was None.')
-      preds = (self.predictions if isinstance(self.predictions, Mapping) else
-               {'predictions': self.predictions})
-      for name, value in preds.items():
-        if not isinstance(name, str):
-          raise ModelFnError(
-              "EstimatorSpec(mode='infer'): `predictions` keys must be "
-              f'strings, got {name!r}.')
-        if not _is_tensor_like(value):
-          raise ModelFnError(
-              "EstimatorSpec(mode='infer'): predictions[" + repr(name) +
-              f'] must be a tensor, got {type(value).__name__}: {value!r}')
+            "EstimatorSpec(mode='infer'): predictions[" + repr(name) +
+            f'] must be a tensor, got {type(value).__name__}: {value!r}')
 
   _FIELDS = ('mode', 'predictions', 'loss', 'train_op', 'eval_metric_ops',
              'export_outputs', 'training_chief_hooks', 'training_hooks',

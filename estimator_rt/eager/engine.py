@@ -230,6 +230,7 @@ class EagerEngine(engine_lib.Engine):
                checkpoint_path: Optional[str] = None,
                name: Optional[str] = None) -> Dict[str, Any]:
     """See `Estimator.evaluate`."""
+    _refuse_session_hooks(hooks)
     path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
     data, state = self._evaluation(input_fn, steps=steps, name=name)
     graph = state.graph
@@ -256,7 +257,8 @@ class EagerEngine(engine_lib.Engine):
               checkpoint_path: Optional[str] = None,
               yield_single_examples: bool = True) -> Iterator[Any]:
     """See `Estimator.predict`."""
-    del hooks  # Prediction runs no training loop for hooks to observe.
+    # Prediction runs no training loop for runtime hooks to observe.
+    _refuse_session_hooks(hooks)
     path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
     strategy = self.eval_strategy
     data = inputs.make_input(strategy, input_fn, self._params,
@@ -298,6 +300,14 @@ class EagerEngine(engine_lib.Engine):
     export_dir = export_lib.save(graph, receiver, export_dir_base)
     logging.info('Exported SavedModel of %s to %s', path, export_dir)
     return export_dir
+
+
+def _refuse_session_hooks(hooks: Sequence[Any]) -> None:
+  """Evaluation and prediction here run compiled calls, no session: a
+  SessionRunHook that needs one is refused in one line (see
+  eager/session_hooks.py; the ones it accepts have nothing to do here)."""
+  _, session_hooks = engine_lib.split_hooks(hooks)
+  session_hooks_lib.as_runtime_hooks(session_hooks)
 
 
 def _zeros_batch(receiver) -> Any:
