@@ -34,10 +34,10 @@ class Estimator:
   (eager/engine.py); TF1-style model_fns (`tf.compat.v1` optimizers'
   `minimize`, `tf.compat.v1.metrics`, placeholders, `Scaffold`,
   `SessionRunHook`s) run in a `tf.Graph` with a monitored session, as
-  tf.estimator ran them (graph/engine.py). Differences: the training loop runs `config.steps_per_loop`
-  steps per compiled call, hooks are plain objects or callables run between
-  those calls, and a model_dir holding another model's checkpoint is
-  refused before anything is written.
+  tf.estimator ran them (graph/engine.py). Both run under one training loop
+  (controller.py) of up to `config.steps_per_loop` steps per loop, with
+  runtime hooks between loops. A model_dir holding another model's
+  checkpoint is refused before anything is written.
 
   Args:
     model_fn: `model_fn(features, labels, mode, params, config)` returning
@@ -219,7 +219,10 @@ class Estimator:
 
     Args:
       input_fn: `input_fn(params, input_context)` returning a dataset.
-      hooks: Hook objects or callables run between compiled loops.
+      hooks: estimator_rt Hooks or callables, run between training loops;
+        `tf.compat.v1.train.SessionRunHook`s, run around every step in the
+        graph engine (the eager engine runs StopAtStepHook, NanTensorHook
+        and StepCounterHook as runtime hooks and refuses others).
       steps: train this many more steps. Exclusive with `max_steps`.
       max_steps: train up to this global step.
       saving_listeners: `fn(checkpoint_path, global_step)` after each save.
