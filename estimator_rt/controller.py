@@ -127,7 +127,8 @@ class TrainController:
   Args:
     train_loop: the engine's inner loop (see `TrainLoop`).
     iterator: what it consumes (None when it reads its input itself).
-    global_step: returns the global step now (once, at the start).
+    global_step: returns the global step now (read at the start, and
+      before each save when `asynchronous`).
     steps_per_loop: most steps in one inner loop.
     hooks: Hook objects, called in order.
     saver: saves checkpoints, or None (a worker that must not write).
@@ -152,6 +153,10 @@ class TrainController:
       `steps_per_loop`, as the first one's time may include tracing), which
       bounds the time from a stop signal to the save. None:
       `steps_per_loop` alone decides.
+    asynchronous: other tasks move the global step between this task's
+      loops (between-graph parameter-server training): a checkpoint is
+      named by the global step read right before it is written, the step
+      it holds, not by the end of the last loop.
   """
 
   def __init__(self, *, train_loop: TrainLoop, iterator,
@@ -162,8 +167,10 @@ class TrainController:
                saving_listeners: Iterable[Any] = (),
                agree: Optional[Callable[[Decisions], Decisions]] = None,
                stop_signal: Optional[Callable[[], Optional[str]]] = None,
-               max_loop_secs: Optional[float] = DEFAULT_MAX_LOOP_SECS):
+               max_loop_secs: Optional[float] = DEFAULT_MAX_LOOP_SECS,
+               asynchronous: bool = False):
     self._train_loop = train_loop
+    self._asynchronous = asynchronous
     self._iterator = iterator
     self._global_step = global_step
     self._steps_per_loop = steps_per_loop
@@ -204,8 +211,11 @@ class TrainController:
     """Saves a checkpoint; returns whether a listener asked to stop.
 
     `notify=False` skips the listeners (an evaluation after a preemption
-    save would eat the grace period)."""
+    save would eat the grace period). The step saved at is then the saver's
+    `last_saved_step` (later than `step` when asynchronous)."""
     listeners = self._listeners if notify else ()
+    if self._asynchronous:
+      step = max(step, self._global_step())
     if step != self._saver.last_saved_step:
       for listener in listeners:
         listener.before_save(step)
@@ -223,6 +233,7 @@ class TrainController:
     and returns the error that ends training."""
     if self._saver is not None:
       self._save(step, notify=False)
+      step = self._saver.last_saved_step
     if self._writer is not None:
       self._writer.flush()
     return preempted_error(
@@ -326,6 +337,7 @@ class TrainController:
         stop = self._save(step) or stop
     if self._saver is not None:
       self._save(step)
+      step = self._saver.last_saved_step
     if self._writer is not None:
       self._writer.flush()
     for hook in self._hooks:

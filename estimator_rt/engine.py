@@ -63,6 +63,8 @@ class TrainingSetup:
       monitored session); closed after, also on errors.
     hooks: runtime hooks the engine adds (what stands in for SessionRunHooks
       it cannot run in a session).
+    asynchronous: other tasks move the global step between this task's
+      loops (see controller.TrainController).
   """
 
   train_loop: controller_lib.TrainLoop
@@ -75,6 +77,7 @@ class TrainingSetup:
   io_device: Optional[str] = None
   session: Callable[[], ContextManager] = contextlib.nullcontext
   hooks: List[hooks_lib.Hook] = dataclasses.field(default_factory=list)
+  asynchronous: bool = False
 
 
 def split_hooks(hooks: Iterable[Any]
@@ -276,7 +279,8 @@ class Engine(abc.ABC):
           save_summary_steps=self._config.save_summary_steps,
           saving_listeners=saving_listeners, agree=setup.agree,
           stop_signal=preemption.stop_requested,
-          max_loop_secs=controller_lib.DEFAULT_MAX_LOOP_SECS)
+          max_loop_secs=controller_lib.DEFAULT_MAX_LOOP_SECS,
+          asynchronous=setup.asynchronous)
       return controller.run(max_steps=max_steps)
 
   # ----------------------------------------------------- the other modes

@@ -126,6 +126,7 @@ class GraphEngine(engine_lib.Engine):
         train_loop=loop, iterator=None,
         checkpoint=session_loop.SaverWriter(saver, loop),
         global_step=loop.global_step, max_to_keep=keep, agree=agree,
+        asynchronous=placement.between_graph,
         session=lambda: self._training_session(graph, loop, placement,
                                                latest))
 

@@ -121,8 +121,8 @@ class SessionLoop:
     self._steps_run = 0
 
   def global_step(self) -> int:
-    """The global step when the session opened (restored or initialized)."""
-    return self._step
+    """The global step now (other tasks may move it, between-graph)."""
+    return int(self.run(self._global_step))
 
   def run(self, fetches, feed_dict=None) -> Any:
     """Runs `fetches` on the raw session: no hook sees it."""
