@@ -1,0 +1,163 @@
+"""What every canned estimator shares: its engine, its features, its head,
+its summaries.
+
+A canned estimator is an `Estimator` whose model_fn is built from its
+constructor's arguments (DESIGN.md: canned estimators are model_fns that
+run through the same engines and loop). It always runs in the graph engine:
+there its variables get the names tf.estimator 2.15 gave them (a Keras 2
+model under a name scope, `tf.compat.v1` variables), so a model_dir
+tf.estimator 2.15 trained resumes, evaluates and exports here, and one
+trained here resumes under 2.15.
+"""
+
+from typing import Any, Mapping, Optional, Sequence
+
+import tensorflow as tf
+
+from estimator_rt import estimator as estimator_lib
+from estimator_rt.errors import UserInputError
+from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.run_config import RunConfig
+
+# The loss reductions canned estimators take (tf.losses.Reduction's values
+# in TF2; the v1 classes default to tf.compat.v1.losses.Reduction.SUM).
+SUM_OVER_BATCH_SIZE = 'sum_over_batch_size'
+SUM = 'sum'
+V1_SUM = 'weighted_sum'
+
+
+def graph_engine_config(config: Optional[RunConfig], *,
+                        estimator_name: str) -> RunConfig:
+  """`config` (or the default RunConfig) set to run in the graph engine.
+
+  Raises:
+    UserInputError: the config asks for the eager engine.
+  """
+  config = config if config is not None else RunConfig()
+  if config.engine == 'eager':
+    raise UserInputError(
+        f'{estimator_name}: RunConfig(engine="eager") cannot run a canned '
+        'estimator: it runs in the graph engine, where its variables have '
+        'tf.estimator\'s names (leave engine unset).')
+  return config.replace(engine='graph')
+
+
+class CannedEstimator(estimator_lib.Estimator):
+  """An Estimator whose model_fn a canned estimator class built; always in
+  the graph engine (see this module's docstring).
+
+  `_V1` is True on the tf.compat.v1.estimator classes (v1.py): their
+  model_fns train with tf.compat.v1.train optimizers.
+  """
+
+  _V1 = False
+
+  def __init__(self, model_fn, model_dir=None, config=None,
+               warm_start_from=None):
+    super().__init__(
+        model_fn=model_fn, model_dir=model_dir,
+        config=graph_engine_config(config, estimator_name=type(self).__name__),
+        warm_start_from=warm_start_from)
+
+
+def check_features(features: Any, *, estimator_name: str) -> None:
+  """Canned models read features by column key: they must come as a dict."""
+  if not isinstance(features, Mapping):
+    raise UserInputError(
+        f'{estimator_name}: the input_fn\'s features must be a dict of '
+        f'tensors keyed by feature column key, got {type(features).__name__}'
+        f': {features!r}.')
+
+
+def check_v2_columns(columns, *, argument: str, estimator_name: str) -> None:
+  """The TF2 canned estimators take `tf.feature_column` columns only, as in
+  tf.estimator 2.15 (the v1 ones, tf.compat.v1.estimator.*, take both)."""
+  from tensorflow.python.feature_column import feature_column_lib  # pylint: disable=g-import-not-at-top
+  if columns and not feature_column_lib.is_feature_column_v2(columns):
+    raise UserInputError(
+        f'{estimator_name}: {argument} holds a TensorFlow v1 feature column '
+        '(tf.compat.v1.feature_column.*); use tf.feature_column.* columns, '
+        'or the v1 estimator (tf.compat.v1.estimator.*).')
+
+
+def add_layer_summary(value: tf.Tensor, tag: str) -> None:
+  """The per-layer summary tf.estimator wrote: the fraction of zeros
+  (its activation histogram is left out: the graph engine writes scalar
+  summaries)."""
+  tf.compat.v1.summary.scalar(f'{tag}/fraction_of_zero_values',
+                              zero_fraction(value))
+
+
+def zero_fraction(value: tf.Tensor) -> tf.Tensor:
+  """The fraction of `value`'s elements that are zero. (Not
+  tf.math.zero_fraction: its graph-mode cond logs a type-inference error
+  on every graph here.)"""
+  return tf.reduce_mean(tf.cast(tf.equal(value, 0), tf.float32))
+
+
+def per_replica_loss(loss: tf.Tensor, loss_reduction: str) -> tf.Tensor:
+  """A mean loss scaled for a sum over replicas, as 2.15 did before
+  `get_updates`: each replica's gradients are summed when applied."""
+  if loss_reduction == SUM_OVER_BATCH_SIZE:
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    if replicas > 1:
+      loss *= 1. / replicas
+  return loss
+
+
+def estimator_spec(*, head, features, mode, labels, logits,
+                   parts: Sequence['optimizers.Part'], v1: bool,
+                   update_ops=()):
+  """The head's EstimatorSpec for `logits`; in TRAIN its train_op trains
+  `parts` (optimizers.train_op) on the head's loss."""
+  from estimator_rt.canned import optimizers  # pylint: disable=g-import-not-at-top
+
+  def train_op_fn(loss):
+    return optimizers.train_op(
+        parts, per_replica_loss(loss, head.loss_reduction), v1=v1,
+        update_ops=update_ops)
+
+  return head.create_estimator_spec(
+      features=features, mode=mode, labels=labels, logits=logits,
+      train_op_fn=train_op_fn if mode == ModeKeys.TRAIN else None)
+
+
+def classifier_head(n_classes: int, *, weight_column=None,
+                    label_vocabulary=None,
+                    loss_reduction=SUM_OVER_BATCH_SIZE):
+  """A BinaryClassHead for two classes, a MultiClassHead for more."""
+  from estimator_rt.head import binary_class_head  # pylint: disable=g-import-not-at-top
+  from estimator_rt.head import multi_class_head  # pylint: disable=g-import-not-at-top
+  if n_classes == 2:
+    return binary_class_head.BinaryClassHead(
+        weight_column=weight_column, label_vocabulary=label_vocabulary,
+        loss_reduction=loss_reduction)
+  return multi_class_head.MultiClassHead(
+      n_classes, weight_column=weight_column,
+      label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
+
+
+def regression_head(label_dimension: int, *, weight_column=None,
+                    loss_reduction=SUM_OVER_BATCH_SIZE):
+  from estimator_rt.head import regression_head as regression  # pylint: disable=g-import-not-at-top
+  return regression.RegressionHead(
+      label_dimension=label_dimension, weight_column=weight_column,
+      loss_reduction=loss_reduction)
+
+
+def call_logit_fn(logit_fn, features, mode, params, config):
+  """tf.estimator.experimental.call_logit_fn: calls `logit_fn` with
+  `features` and whichever of `mode`, `params`, `config` it declares, and
+  checks it returned a tensor or a dict of tensors (logits)."""
+  import inspect  # pylint: disable=g-import-not-at-top
+  declared = inspect.signature(logit_fn).parameters
+  kwargs = {name: value for name, value in
+            (('mode', mode), ('params', params), ('config', config))
+            if name in declared}
+  logits = logit_fn(features=features, **kwargs)
+  values = logits.values() if isinstance(logits, Mapping) else [logits]
+  if not all(isinstance(value, tf.Tensor) for value in values):
+    raise UserInputError(
+        f'logit_fn {getattr(logit_fn, "__name__", logit_fn)!r} must return a '
+        f'Tensor or a dict of Tensors, got {logits!r}.')
+  return logits

@@ -1,0 +1,260 @@
+"""LinearClassifier, LinearRegressor, LinearEstimator: one weight per
+feature value (categorical columns as one-hot), as tf.estimator 2.15 built
+them.
+
+The linear model is written here with `tf.compat.v1` variables (it runs in
+the graph engine): under the variable scope 'linear/linear_model', each
+feature column (in order of name, as feature columns sort) gets
+`<column name>/weights` of shape [num_buckets or the column's width,
+units], zero-initialized, and the model one `bias_weights` of shape
+[units]: the names tf.estimator 2.15's checkpoints hold. The logits are
+the sum over columns of each column's weighted sum (a sparse embedding
+lookup combined by `sparse_combiner` for categorical columns, a matmul for
+dense ones) plus the bias.
+
+`LinearSDCA` (the SDCA optimizer) is not provided: it needs
+`tf.compat.v1.train.sdca_optimizer` state handling tf.estimator kept in
+its own ops; using it is refused in one line.
+"""
+
+import math
+from typing import Dict, Sequence, Tuple
+
+import tensorflow as tf
+from tensorflow.python.feature_column import feature_column_v2 as fc_v2
+
+from estimator_rt.canned import base
+from estimator_rt.canned import optimizers
+from estimator_rt.errors import UserInputError
+from estimator_rt.mode_keys import ModeKeys
+
+# tf.estimator's learning rate for a named linear optimizer, and the cap on
+# the default Ftrl's (1/sqrt(number of columns) below it).
+LEARNING_RATE = 0.2
+SPARSE_COMBINERS = ('mean', 'sqrtn', 'sum')
+
+
+class _VariableScopeStateManager(fc_v2.StateManager):
+  """Feature-column state as `tf.compat.v1` variables of the current
+  variable scope (so an embedding column's table is named
+  `<scope>/<column>/embedding_weights`, as 2.15 named it)."""
+
+  def __init__(self, trainable: bool = True):
+    self._trainable = trainable
+    self._variables: Dict[Tuple[str, str], tf.Variable] = {}
+    self._resources: Dict[Tuple[str, str], object] = {}
+
+  def create_variable(self, feature_column, name, shape, dtype=None,
+                      trainable=True, use_resource=True, initializer=None):
+    variable = tf.compat.v1.get_variable(
+        name, shape=shape, dtype=dtype, initializer=initializer,
+        trainable=self._trainable and trainable, use_resource=use_resource)
+    self._variables[(feature_column.name, name)] = variable
+    return variable
+
+  def get_variable(self, feature_column, name):
+    return self._variables[(feature_column.name, name)]
+
+  def add_resource(self, feature_column, resource_name, resource):
+    self._resources[(feature_column.name, resource_name)] = resource
+
+  def has_resource(self, feature_column, resource_name):
+    return (feature_column.name, resource_name) in self._resources
+
+  def get_resource(self, feature_column, resource_name):
+    return self._resources[(feature_column.name, resource_name)]
+
+
+def _check_sparse_combiner(sparse_combiner) -> None:
+  if sparse_combiner not in SPARSE_COMBINERS:
+    raise UserInputError(
+        f'sparse_combiner={sparse_combiner!r} must be one of '
+        f'{SPARSE_COMBINERS}.')
+
+
+def build_linear(*, units: int, feature_columns: Sequence, sparse_combiner,
+                 features, scope: str = 'linear/linear_model'):
+  """The linear model's logits on `features`, its weights (without the
+  bias) and its bias; see the module docstring for the variables."""
+  _check_sparse_combiner(sparse_combiner)
+  columns = fc_v2._normalize_feature_columns(feature_columns)  # pylint: disable=protected-access
+  for column in columns:
+    if not isinstance(column, (fc_v2.DenseColumn, fc_v2.CategoricalColumn)):
+      raise UserInputError(
+          f'feature_columns: {column!r} is neither a dense nor a categorical '
+          'feature column; the linear model takes only those.')
+  state = _VariableScopeStateManager()
+  cache = fc_v2.FeatureTransformationCache(features)
+  weighted_sums, weights = [], []
+  with tf.compat.v1.variable_scope(scope, values=list(features.values())):
+    for column in columns:
+      column_scope = fc_v2._sanitize_column_name_for_variable_scope(column.name)  # pylint: disable=protected-access
+      with tf.compat.v1.variable_scope(column_scope):
+        column.create_state(state)
+        width = (column.num_buckets
+                 if isinstance(column, fc_v2.CategoricalColumn)
+                 else column.variable_shape.num_elements())
+        weight = state.create_variable(
+            column, name='weights', shape=(width, units), dtype=tf.float32,
+            initializer=tf.compat.v1.zeros_initializer())
+        weights.append(weight)
+        weighted_sums.append(fc_v2._create_weighted_sum(  # pylint: disable=protected-access
+            column=column, transformation_cache=cache, state_manager=state,
+            sparse_combiner=sparse_combiner, weight_var=weight))
+    bias = tf.compat.v1.get_variable(
+        'bias_weights', shape=[units], dtype=tf.float32,
+        initializer=tf.compat.v1.zeros_initializer(), use_resource=True)
+    logits = tf.nn.bias_add(
+        tf.math.add_n(weighted_sums, name='weighted_sum_no_bias'), bias,
+        name='weighted_sum')
+  return logits, weights, bias
+
+
+def _fraction_of_zero_weights(variables) -> tf.Tensor:
+  sizes = [tf.size(v, out_type=tf.int64) for v in variables]
+  zeros = tf.math.add_n([
+      base.zero_fraction(v) * tf.cast(tf.size(v), tf.float32)
+      for v in variables])
+  return zeros / tf.cast(tf.math.add_n(sizes), tf.float32)
+
+
+def add_linear_summaries(weights, bias, units: int) -> None:
+  """2.15's linear summaries: the bias (scalar for one unit) and the
+  fraction of zero weights (how sparse Ftrl left the model)."""
+  if units == 1:
+    tf.compat.v1.summary.scalar('bias', bias[0])
+  tf.compat.v1.summary.scalar('fraction_of_zero_weights',
+                              _fraction_of_zero_weights(weights))
+
+
+def linear_logit_fn_builder(units, feature_columns, sparse_combiner='sum'):
+  """tf.compat.v1.estimator.experimental.linear_logit_fn_builder: a
+  `logit_fn(features)` returning the linear model's logits."""
+
+  def linear_logit_fn(features):
+    logits, _, _ = build_linear(
+        units=units, feature_columns=feature_columns,
+        sparse_combiner=sparse_combiner, features=features,
+        scope='linear_model')
+    return logits
+
+  return linear_logit_fn
+
+
+def default_optimizer(columns: Sequence, *, v1: bool = False):
+  """Ftrl at min(0.2, 1/sqrt(number of columns)), 2.15's default for
+  optimizer=None."""
+  rate = min(LEARNING_RATE, 1.0 / math.sqrt(len(columns)))
+  if v1:
+    return tf.compat.v1.train.FtrlOptimizer(learning_rate=rate)
+  import tf_keras  # pylint: disable=g-import-not-at-top
+  return tf_keras.optimizers.legacy.Ftrl(learning_rate=rate)
+
+
+def linear_model_fn(*, features, labels, mode, head, feature_columns,
+                    optimizer, sparse_combiner, estimator_name, v1=False):
+  """The canned linear model's model_fn body; `v1` for the tf.compat.v1
+  classes (see optimizers.train_op)."""
+  base.check_features(features, estimator_name=estimator_name)
+  if isinstance(optimizer, LinearSDCA):
+    raise UserInputError(
+        f'{estimator_name}: optimizer=LinearSDCA(...) is not supported by '
+        'estimator_rt; use a gradient optimizer (the default Ftrl is the '
+        'usual replacement).')
+  logits, weights, bias = build_linear(
+      units=head.logits_dimension, feature_columns=feature_columns,
+      sparse_combiner=sparse_combiner, features=features)
+  add_linear_summaries(weights, bias, head.logits_dimension)
+  if optimizer is None:
+    optimizer = default_optimizer(feature_columns, v1=v1)
+  part = optimizers.Part(optimizer=optimizer, learning_rate=LEARNING_RATE,
+                         variables=weights + [bias])
+  return base.estimator_spec(
+      head=head, features=features, mode=mode, labels=labels, logits=logits,
+      parts=[part], v1=v1)
+
+
+class LinearSDCA:
+  """tf.estimator.experimental.LinearSDCA: accepted with 2.15's signature;
+  a linear estimator given one refuses to train (see linear.py)."""
+
+  def __init__(self, example_id_column, num_loss_partitions=1,
+               num_table_shards=None, symmetric_l1_regularization=0.0,
+               symmetric_l2_regularization=1.0, adaptive=False):
+    self.example_id_column = example_id_column
+    self.num_loss_partitions = num_loss_partitions
+    self.num_table_shards = num_table_shards
+    self.symmetric_l1_regularization = symmetric_l1_regularization
+    self.symmetric_l2_regularization = symmetric_l2_regularization
+    self.adaptive = adaptive
+
+  def get_train_step(self, state_manager, weight_column_name, loss_type,
+                     feature_columns, features, targets, bias_var,
+                     global_step):
+    """Refused: SDCA training is not supported (see the module docstring)."""
+    del (state_manager, weight_column_name, loss_type, feature_columns,
+         features, targets, bias_var, global_step)
+    raise UserInputError(
+        'LinearSDCA is not supported by estimator_rt; train the linear '
+        'estimator with a gradient optimizer (the default Ftrl).')
+
+
+class LinearEstimator(base.CannedEstimator):
+  """A linear model with any head; tf.estimator 2.15's signature.
+
+  `optimizer`: a name gets learning rate 0.2 (so the default, 'Ftrl', is
+  Ftrl at 0.2, as in 2.15); None gets Ftrl at min(0.2, 1/sqrt(number of
+  columns)); an object or callable is used as given.
+  """
+
+  def __init__(self, head, feature_columns, model_dir=None, optimizer='Ftrl',
+               config=None, sparse_combiner='sum', warm_start_from=None):
+    columns = tuple(feature_columns or ())
+    name = type(self).__name__
+    base.check_v2_columns(columns, argument='feature_columns',
+                          estimator_name=name)
+    _check_sparse_combiner(sparse_combiner)
+
+    v1 = self._V1
+
+    def _model_fn(features, labels, mode):
+      return linear_model_fn(
+          features=features, labels=labels, mode=mode, head=head,
+          feature_columns=columns, optimizer=optimizer,
+          sparse_combiner=sparse_combiner, estimator_name=name, v1=v1)
+
+    super().__init__(_model_fn, model_dir=model_dir, config=config,
+                     warm_start_from=warm_start_from)
+
+
+class LinearClassifier(LinearEstimator):
+  """A linear classifier (logistic regression for two classes, softmax for
+  more); tf.estimator 2.15's signature and defaults."""
+
+  def __init__(self, feature_columns, model_dir=None, n_classes=2,
+               weight_column=None, label_vocabulary=None, optimizer='Ftrl',
+               config=None, warm_start_from=None,
+               loss_reduction=base.SUM_OVER_BATCH_SIZE,
+               sparse_combiner='sum'):
+    head = base.classifier_head(
+        n_classes, weight_column=weight_column,
+        label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
+    super().__init__(head, feature_columns, model_dir=model_dir,
+                     optimizer=optimizer, config=config,
+                     sparse_combiner=sparse_combiner,
+                     warm_start_from=warm_start_from)
+
+
+class LinearRegressor(LinearEstimator):
+  """A linear regressor; tf.estimator 2.15's signature and defaults."""
+
+  def __init__(self, feature_columns, model_dir=None, label_dimension=1,
+               weight_column=None, optimizer='Ftrl', config=None,
+               warm_start_from=None, loss_reduction=base.SUM_OVER_BATCH_SIZE,
+               sparse_combiner='sum'):
+    head = base.regression_head(label_dimension, weight_column=weight_column,
+                                loss_reduction=loss_reduction)
+    super().__init__(head, feature_columns, model_dir=model_dir,
+                     optimizer=optimizer, config=config,
+                     sparse_combiner=sparse_combiner,
+                     warm_start_from=warm_start_from)

@@ -1,0 +1,186 @@
+"""The optimizers canned estimators train with, named as tf.estimator named
+them.
+
+tf.estimator 2.15's canned estimators take `optimizer` as a name
+('Adagrad', 'Adam', 'Ftrl', 'RMSProp', 'SGD'), an optimizer object, or a
+callable returning one. They run in the graph engine (name-based
+checkpoints, the variable names 2.15 wrote), where:
+
+  - the TF2 classes (`tf.estimator.DNNClassifier`, ...) use Keras 2's
+    `optimizers.legacy` (`tf_keras` here), whose `iterations` counter *is*
+    the global step, as 2.15 made it;
+  - the v1 classes (`tf.compat.v1.estimator.DNNClassifier`, ...) use
+    `tf.compat.v1.train` optimizers and `minimize(global_step=...)`.
+
+An optimizer object is copied from its config for every graph the model_fn
+builds (one per train call): an object built into one graph cannot make
+ops in the next. tf.estimator 2.15 refused a Keras optimizer that was not
+a legacy one in a graph; here one of Keras 3 or Keras 2's new optimizers
+of a known name is turned into the legacy one of that name with the same
+settings, with one warning.
+"""
+
+import dataclasses
+import inspect
+from typing import Any, Optional, Sequence
+
+from absl import logging
+import tensorflow as tf
+
+from estimator_rt.errors import UserInputError
+
+NAMES = ('Adagrad', 'Adam', 'Ftrl', 'RMSProp', 'SGD')
+
+# Keras optimizer class name -> tf.estimator's name for it.
+_KERAS_CLASS_NAMES = {'Adagrad': 'Adagrad', 'Adam': 'Adam', 'Ftrl': 'Ftrl',
+                      'RMSprop': 'RMSProp', 'SGD': 'SGD'}
+
+
+def _legacy_classes():
+  import tf_keras  # pylint: disable=g-import-not-at-top
+  legacy = tf_keras.optimizers.legacy
+  return {'Adagrad': legacy.Adagrad, 'Adam': legacy.Adam,
+          'Ftrl': legacy.Ftrl, 'RMSProp': legacy.RMSprop, 'SGD': legacy.SGD}
+
+
+def _v1_classes():
+  train = tf.compat.v1.train
+  return {'Adagrad': train.AdagradOptimizer, 'Adam': train.AdamOptimizer,
+          'Ftrl': train.FtrlOptimizer, 'RMSProp': train.RMSPropOptimizer,
+          'SGD': train.GradientDescentOptimizer}
+
+
+def _unknown_name(opt: str, what: str) -> UserInputError:
+  return UserInputError(
+      f'{what}={opt!r} is not an optimizer name; use one of {NAMES}, an '
+      'optimizer object, or a callable returning one.')
+
+
+def _has_default_learning_rate(cls) -> bool:
+  parameter = inspect.signature(cls.__init__).parameters.get('learning_rate')
+  return (parameter is not None and
+          parameter.default is not inspect.Parameter.empty)
+
+
+def _is_legacy(opt: Any) -> bool:
+  import tf_keras  # pylint: disable=g-import-not-at-top
+  return isinstance(opt, tf_keras.optimizers.legacy.Optimizer)
+
+
+def _as_legacy(opt: Any, what: str):
+  """A Keras 2 legacy optimizer with `opt`'s class and settings, new."""
+  if _is_legacy(opt):
+    return type(opt).from_config(opt.get_config())
+  name = _KERAS_CLASS_NAMES.get(type(opt).__name__)
+  if name is None:
+    raise UserInputError(
+        f'{what}={opt!r}: the canned estimators run in the graph engine, '
+        'which trains with Keras 2 legacy optimizers '
+        '(tf_keras.optimizers.legacy.*, tf.keras.optimizers.legacy.* under '
+        'python -m estimator_rt.compat) or one of the names '
+        f'{NAMES}; this optimizer has no legacy equivalent.')
+  cls = _legacy_classes()[name]
+  accepted = inspect.signature(cls.__init__).parameters
+  config = {key: value for key, value in opt.get_config().items()
+            if key in accepted and key != 'name'}
+  learning_rate = config.get('learning_rate')
+  if not isinstance(learning_rate, (int, float)):
+    # A schedule's config is a dict: the legacy class rebuilds it itself.
+    config['learning_rate'] = opt.learning_rate
+  logging.warning(
+      '%s: a %s.%s runs as tf_keras.optimizers.legacy.%s with the same '
+      'settings (the graph engine trains canned estimators with legacy '
+      'optimizers, as tf.estimator did).', what, type(opt).__module__,
+      type(opt).__name__, cls.__name__)
+  return cls(**config)
+
+
+def keras_legacy(opt: Any, *, learning_rate: Optional[float] = None,
+                 what: str = 'optimizer'):
+  """The Keras 2 legacy optimizer `opt` means, new for this graph.
+
+  Args:
+    opt: a name in NAMES, an optimizer object, or a callable returning one.
+    learning_rate: for a name, its learning rate; None means the class's
+      own default (tf.estimator 2.15's rule, with 0.05 for a class that has
+      none).
+    what: the argument's name, for errors.
+  """
+  if isinstance(opt, str):
+    cls = _legacy_classes().get(opt)
+    if cls is None:
+      raise _unknown_name(opt, what)
+    if learning_rate:
+      return cls(learning_rate=learning_rate)
+    return cls() if _has_default_learning_rate(cls) else cls(
+        learning_rate=0.05)
+  if callable(opt) and (inspect.isclass(opt) or
+                        not hasattr(opt, 'get_config')):
+    opt = opt()
+  if not hasattr(opt, 'get_config'):
+    raise UserInputError(
+        f'{what}={opt!r} is not an optimizer; use one of {NAMES}, a '
+        'tf_keras.optimizers.legacy optimizer, or a callable returning one.')
+  return _as_legacy(opt, what)
+
+
+def compat_v1(opt: Any, *, learning_rate: float, what: str = 'optimizer'):
+  """The `tf.compat.v1.train.Optimizer` `opt` means (the v1 canned
+  estimators'): a name with `learning_rate`, an object, or a callable."""
+  if isinstance(opt, str):
+    cls = _v1_classes().get(opt)
+    if cls is None:
+      raise _unknown_name(opt, what)
+    return cls(learning_rate=learning_rate)
+  if callable(opt) and not isinstance(opt, tf.compat.v1.train.Optimizer):
+    opt = opt()
+  if not isinstance(opt, tf.compat.v1.train.Optimizer):
+    raise UserInputError(
+        f'{what}={opt!r}: the tf.compat.v1.estimator canned estimators '
+        'train with tf.compat.v1.train optimizers; give one, a callable '
+        f'returning one, or one of {NAMES}.')
+  return opt
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+  """One part of a canned model and what trains it.
+
+  Attributes:
+    optimizer: as the user gave it (a name, an object or a callable).
+    learning_rate: what a name gets (None: the class's default).
+    variables: the variables it trains.
+    what: the constructor argument it came from, for errors.
+  """
+  optimizer: Any
+  learning_rate: Optional[float]
+  variables: Sequence[tf.Variable]
+  what: str = 'optimizer'
+
+
+def train_op(parts: Sequence[Part], loss: tf.Tensor, *, v1: bool,
+             update_ops: Sequence[tf.Operation] = ()) -> tf.Operation:
+  """The op that takes one training step on `loss` (already scaled for the
+  replicas) and advances the global step once.
+
+  The TF2 classes (`v1=False`) apply each part with a Keras 2 legacy
+  optimizer whose step counter is the global step for the first part (so
+  `get_updates` advances it; a second part keeps a counter of its own), as
+  tf.estimator 2.15 did. The v1 classes minimize with `tf.compat.v1.train`
+  optimizers, then add one to the global step.
+  """
+  if v1:
+    ops = [compat_v1(part.optimizer, learning_rate=part.learning_rate,
+                     what=part.what).minimize(loss, var_list=part.variables)
+           for part in parts]
+    with tf.control_dependencies(ops + list(update_ops)):
+      return tf.compat.v1.assign_add(
+          tf.compat.v1.train.get_global_step(), 1).op
+  ops = []
+  for index, part in enumerate(parts):
+    optimizer = keras_legacy(part.optimizer, learning_rate=part.learning_rate,
+                             what=part.what)
+    if index == 0:
+      optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
+    ops.extend(optimizer.get_updates(loss, list(part.variables)))
+  return tf.group(*ops, *update_ops)

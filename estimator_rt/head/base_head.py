@@ -1,0 +1,293 @@
+"""`Head`: what tf.estimator 2.15's heads share, and the helpers they use.
+
+A head turns a model's logits into tf.estimator's outputs: the training
+loss and train op, predictions, evaluation metrics and export signatures
+(`create_estimator_spec`). The heads here keep 2.15's public API, keys and
+numbers; they return estimator_rt `EstimatorSpec`s and run in both engines
+(metrics.py says how metrics follow the engine).
+"""
+
+import abc
+from typing import Any, Dict, Optional
+
+import tensorflow as tf
+
+from estimator_rt import export as export_lib
+from estimator_rt.errors import UserInputError
+from estimator_rt.head import keys as keys_lib
+from estimator_rt.head import metrics as metrics_lib
+from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.spec import EstimatorSpec
+
+SUM_OVER_BATCH_SIZE = 'sum_over_batch_size'
+SUM = 'sum'
+_REDUCTIONS = (SUM_OVER_BATCH_SIZE, SUM)
+
+
+def validate_loss_reduction(loss_reduction) -> None:
+  if loss_reduction not in _REDUCTIONS:
+    raise UserInputError(
+        f'loss_reduction={loss_reduction!r} must be one of {_REDUCTIONS} '
+        '(tf.losses.Reduction.SUM_OVER_BATCH_SIZE or SUM).')
+
+
+def reduce_loss(unweighted_loss, weights, loss_reduction) -> tf.Tensor:
+  """The weighted loss reduced as Keras reduced it for tf.estimator: SUM
+  adds the weighted losses, SUM_OVER_BATCH_SIZE divides that by the number
+  of loss elements (batch size * label dimension)."""
+  weighted = tf.cast(unweighted_loss, tf.float32)
+  if weights is not None:
+    weighted = weighted * tf.cast(weights, tf.float32)
+  total = tf.reduce_sum(weighted)
+  if loss_reduction == SUM:
+    return total
+  return tf.math.divide_no_nan(total, tf.cast(tf.size(weighted), tf.float32))
+
+
+def check_logits(logits, logits_dimension: int) -> tf.Tensor:
+  """`logits` as a float tensor whose last dimension is `logits_dimension`."""
+  logits = tf.convert_to_tensor(logits)
+  if logits.shape.rank == 1 and logits_dimension == 1:
+    logits = tf.expand_dims(logits, -1)
+  last = logits.shape[-1] if logits.shape.rank else None
+  if last is not None and last != logits_dimension:
+    raise UserInputError(
+        f'logits of shape {logits.shape} must have last dimension '
+        f'{logits_dimension} (the head\'s logits_dimension).')
+  return tf.cast(logits, tf.float32) if not logits.dtype.is_floating else \
+      logits
+
+
+def dense_labels(labels, logits, label_dimension: int) -> tf.Tensor:
+  """Labels as a dense tensor shaped like the logits' batch with
+  `label_dimension` last: [batch] becomes [batch, 1]."""
+  if labels is None:
+    raise UserInputError(
+        'labels are None in TRAIN or EVAL: the input_fn must yield '
+        '(features, labels).')
+  if isinstance(labels, tf.SparseTensor):
+    labels = tf.sparse.to_dense(labels, default_value='' if
+                                labels.dtype == tf.string else 0)
+  labels = tf.convert_to_tensor(labels)
+  if labels.shape.rank == 1 or (labels.shape.rank == logits.shape.rank - 1):
+    labels = tf.expand_dims(labels, -1)
+  last = labels.shape[-1]
+  if last is not None and last != label_dimension:
+    raise UserInputError(
+        f'labels of shape {labels.shape} must have last dimension '
+        f'{label_dimension} (the head\'s label dimension).')
+  return labels
+
+
+def example_weights(features, weight_column, logits) -> Optional[tf.Tensor]:
+  """The weight column's values as [batch, 1] floats, or None."""
+  if weight_column is None:
+    return None
+  if isinstance(weight_column, str):
+    key = weight_column
+    weights = features.get(key) if isinstance(features, dict) else None
+  else:
+    key = getattr(weight_column, 'key', None)
+    weights = features.get(key) if isinstance(features, dict) else None
+    normalizer = getattr(weight_column, 'normalizer_fn', None)
+    if weights is not None and normalizer is not None:
+      weights = normalizer(weights)
+  if weights is None:
+    raise UserInputError(
+        f'weight_column={key!r} is not among the features '
+        f'{sorted(features) if isinstance(features, dict) else features!r}.')
+  weights = tf.cast(tf.convert_to_tensor(weights), tf.float32)
+  if weights.shape.rank == 1:
+    weights = tf.expand_dims(weights, -1)
+  del logits
+  return weights
+
+
+def check_label_range(labels, n_classes: int, message: str = None):
+  """`labels` with the checks that they lie in [0, n_classes - 1]."""
+  checks = [
+      tf.compat.v1.debugging.assert_less_equal(
+          labels, tf.cast(n_classes - 1, labels.dtype),
+          message=message or f'Labels must be <= {n_classes} - 1'),
+      tf.compat.v1.debugging.assert_non_negative(
+          labels, message=message or 'Labels must be >= 0')]
+  with tf.control_dependencies(checks):
+    return tf.identity(labels)
+
+
+def all_class_ids(logits, n_classes: int) -> tf.Tensor:
+  batch = tf.shape(logits)[0]
+  return tf.tile(tf.expand_dims(tf.range(n_classes), 0), [batch, 1])
+
+
+def all_classes(logits, n_classes: int, label_vocabulary=None) -> tf.Tensor:
+  batch = tf.shape(logits)[0]
+  if label_vocabulary:
+    names = tf.convert_to_tensor([list(label_vocabulary)])
+  else:
+    names = tf.strings.as_string(tf.expand_dims(tf.range(n_classes), 0))
+  return tf.tile(names, [batch, 1])
+
+
+def classification_output(scores, n_classes: int, label_vocabulary=None):
+  """The ClassificationOutput 2.15 exported: every class name per example
+  beside its scores."""
+  return export_lib.ClassificationOutput(
+      scores=scores, classes=all_classes(scores, n_classes, label_vocabulary))
+
+
+def create_train_op(*, optimizer, trainable_variables, train_op_fn,
+                    update_ops, loss, loss_reduction):
+  """The train op from an optimizer (Keras 2 legacy: `get_updates`, the
+  loss scaled for the replicas when it is a mean) or `train_op_fn(loss)`,
+  grouped with `update_ops`; built under the root name scope 'training',
+  where 2.15 built it (its optimizer slots are named `training/...`)."""
+  with tf.compat.v1.name_scope(''):  # Leaves the head's scope, as 2.15 did.
+    with tf.name_scope('training'):
+      if optimizer is not None:
+        if train_op_fn is not None:
+          raise UserInputError(
+              'create_estimator_spec: give optimizer or train_op_fn, not '
+              'both.')
+        if trainable_variables is None:
+          raise UserInputError(
+              'create_estimator_spec: optimizer needs trainable_variables '
+              '(TF2 has no TRAINABLE_VARIABLES collection to take them from).')
+        if loss_reduction == SUM_OVER_BATCH_SIZE:
+          replicas = tf.distribute.get_strategy().num_replicas_in_sync
+          if replicas > 1:
+            loss *= 1. / replicas
+        train_op = optimizer.get_updates(loss, list(trainable_variables))[0]
+      elif train_op_fn is not None:
+        train_op = train_op_fn(loss)
+      else:
+        raise UserInputError(
+            'create_estimator_spec in TRAIN: give optimizer or train_op_fn.')
+      if update_ops:
+        train_op = tf.group(train_op, *update_ops)
+      return train_op
+
+
+class Head(abc.ABC):
+  """tf.estimator's Head: logits in, EstimatorSpec out.
+
+  Subclasses define `logits_dimension`, `loss`, `predictions`, `metrics`,
+  `update_metrics` and `_export_outputs(predictions)`; this class builds
+  the EstimatorSpec for each mode from them.
+  """
+
+  _name: Optional[str] = None
+  _loss_reduction: str = SUM_OVER_BATCH_SIZE
+
+  @property
+  def name(self) -> Optional[str]:
+    """The head's name: metric and summary keys get '/name' appended."""
+    return self._name
+
+  @property
+  @abc.abstractmethod
+  def logits_dimension(self) -> int:
+    """The size of the logits' last dimension."""
+
+  @property
+  def loss_reduction(self) -> str:
+    """How the training loss is reduced over the batch."""
+    return self._loss_reduction
+
+  def _summary_key(self, key: str) -> str:
+    return f'{key}/{self._name}' if self._name else key
+
+  @abc.abstractmethod
+  def loss(self, labels, logits, features=None, mode=None,
+           regularization_losses=None):
+    """The regularized training loss (a scalar)."""
+
+  @abc.abstractmethod
+  def predictions(self, logits, keys=None) -> Dict[str, tf.Tensor]:
+    """The predictions of `keys` (all when None)."""
+
+  @abc.abstractmethod
+  def metrics(self, regularization_losses=None) -> Dict[str, Any]:
+    """New metric objects, by key."""
+
+  @abc.abstractmethod
+  def update_metrics(self, eval_metrics, features, logits, labels,
+                     mode=None, regularization_losses=None):
+    """Updates `eval_metrics` (from `metrics()`) with one batch; returns
+    them. (2.15's abstract signature has `mode`; its heads leave it out.)"""
+
+  @abc.abstractmethod
+  def _export_outputs(self, predictions) -> Dict[str, Any]:
+    """The export signatures of a PREDICT spec."""
+
+  def _check_prediction_keys(self, keys, valid):
+    for key in keys:
+      if key not in valid:
+        raise UserInputError(
+            f'predictions: key {key!r} is not one of this head\'s '
+            f'{list(valid)}.')
+
+  def create_estimator_spec(self, features, mode, logits, labels=None,
+                            optimizer=None, trainable_variables=None,
+                            train_op_fn=None, update_ops=None,
+                            regularization_losses=None) -> EstimatorSpec:
+    """The EstimatorSpec of `mode` for `logits`.
+
+    Args:
+      features: the input_fn's features (the weight column is read here).
+      mode: a ModeKeys value.
+      logits: [batch, logits_dimension] (or [batch] for one dimension).
+      labels: required in TRAIN and EVAL.
+      optimizer: in TRAIN, a Keras 2 legacy optimizer (graph engine:
+        `get_updates`) or, in the eager engine, a Keras optimizer the
+        runtime applies to the model's variables.
+      trainable_variables: what `optimizer` trains (graph engine).
+      train_op_fn: in TRAIN, `train_op_fn(loss)` -> train op, instead of an
+        optimizer.
+      update_ops: ops to run with each training step (batch norm).
+      regularization_losses: scalars added to the training loss.
+    """
+    with tf.name_scope(self._name or 'head'):
+      predictions = self.predictions(logits)
+      if mode == ModeKeys.PREDICT:
+        return EstimatorSpec(mode=ModeKeys.PREDICT, predictions=predictions,
+                             export_outputs=self._export_outputs(predictions))
+      loss = self.loss(labels, logits, features=features, mode=mode,
+                       regularization_losses=regularization_losses)
+      if mode == ModeKeys.EVAL:
+        eval_metrics = self.update_metrics(
+            self.metrics(regularization_losses=regularization_losses),
+            features, logits, labels,
+            regularization_losses=regularization_losses)
+        return EstimatorSpec(
+            mode=ModeKeys.EVAL, predictions=predictions, loss=loss,
+            eval_metric_ops=metrics_lib.engine_metric_ops(eval_metrics))
+      if mode != ModeKeys.TRAIN:
+        raise UserInputError(f'create_estimator_spec: mode={mode!r} is not '
+                             'one of train, eval, infer.')
+      if (optimizer is not None and train_op_fn is None and
+          not metrics_lib.in_graph_engine()):
+        # The eager engine differentiates and applies the optimizer itself.
+        self._write_loss_summary(loss, regularization_losses)
+        return EstimatorSpec(mode=ModeKeys.TRAIN, predictions=predictions,
+                             loss=loss, optimizer=optimizer)
+      train_op = create_train_op(
+          optimizer=optimizer, trainable_variables=trainable_variables,
+          train_op_fn=train_op_fn, update_ops=update_ops, loss=loss,
+          loss_reduction=self._loss_reduction)
+    self._write_loss_summary(loss, regularization_losses)
+    return EstimatorSpec(mode=ModeKeys.TRAIN, predictions=predictions,
+                         loss=loss, train_op=train_op)
+
+  def _write_loss_summary(self, loss, regularization_losses) -> None:
+    """The training summaries 2.15 wrote: the loss (and the regularization
+    loss) under the head's keys; the graph engine records them."""
+    if not metrics_lib.in_graph_engine():
+      return
+    with tf.compat.v1.name_scope(''):
+      tf.compat.v1.summary.scalar(
+          self._summary_key(keys_lib.MetricKeys.LOSS), loss)
+      if regularization_losses:
+        tf.compat.v1.summary.scalar(
+            self._summary_key(keys_lib.MetricKeys.LOSS_REGULARIZATION),
+            tf.math.add_n(regularization_losses))

@@ -1,0 +1,210 @@
+"""BinaryClassHead: logistic regression's head (tf.estimator 2.15's).
+
+One logit per example; the loss is sigmoid cross-entropy; predictions are
+logits, logistic, probabilities (of [class 0, class 1]), class_ids,
+classes, all_class_ids, all_classes; evaluation gives average_loss,
+accuracy, precision, recall, auc, auc_precision_recall (Keras AUC, 200
+thresholds), label/mean, prediction/mean, accuracy_baseline, and accuracy/
+precision/recall at each of `thresholds`; exports serving_default and
+classification (classes and scores), regression (the logistic) and
+predict.
+"""
+
+import tensorflow as tf
+
+from estimator_rt.errors import UserInputError
+from estimator_rt.head import base_head
+from estimator_rt.head import keys as keys_lib
+from estimator_rt.head import metrics as metrics_lib
+from estimator_rt import export as export_lib
+
+_P = keys_lib.PredictionKeys
+_M = keys_lib.MetricKeys
+
+
+class BinaryClassHead(base_head.Head):
+  """A head for binary classification; tf.estimator 2.15's signature.
+
+  Args:
+    weight_column: a feature key or numeric column weighting each example.
+    thresholds: floats in (0, 1) for the per-threshold metrics.
+    label_vocabulary: the two label strings, when labels are strings.
+    loss_reduction: SUM_OVER_BATCH_SIZE (default) or SUM.
+    loss_fn: `loss_fn(labels, logits[, features])` -> unreduced loss, instead
+      of sigmoid cross-entropy.
+    name: appended to metric and summary keys ('/name').
+  """
+
+  def __init__(self, weight_column=None, thresholds=None,
+               label_vocabulary=None,
+               loss_reduction=base_head.SUM_OVER_BATCH_SIZE, loss_fn=None,
+               name=None):
+    if label_vocabulary is not None and not isinstance(label_vocabulary,
+                                                       (list, tuple)):
+      raise UserInputError(
+          f'label_vocabulary={label_vocabulary!r} must be a list or tuple.')
+    thresholds = tuple(thresholds) if thresholds else ()
+    for threshold in thresholds:
+      if not 0.0 < threshold < 1.0:
+        raise UserInputError(f'thresholds={thresholds!r}: each must be in '
+                             '(0, 1).')
+    base_head.validate_loss_reduction(loss_reduction)
+    self._weight_column = weight_column
+    self._thresholds = thresholds
+    self._label_vocabulary = label_vocabulary
+    self._loss_reduction = loss_reduction
+    self._loss_fn = loss_fn
+    self._name = name
+
+  @property
+  def logits_dimension(self) -> int:
+    return 1
+
+  def _label_ids(self, logits, labels):
+    labels = base_head.dense_labels(labels, logits, 1)
+    if self._label_vocabulary is not None:
+      table = tf.lookup.StaticHashTable(
+          tf.lookup.KeyValueTensorInitializer(
+              tf.constant(list(self._label_vocabulary)),
+              tf.range(len(self._label_vocabulary), dtype=tf.int64)), -1)
+      labels = table.lookup(labels)
+    elif labels.dtype == tf.string:
+      raise UserInputError(
+          'BinaryClassHead: labels are strings; give label_vocabulary.')
+    return base_head.check_label_range(tf.cast(labels, tf.float32), 2)
+
+  def _unweighted_loss_and_weights(self, logits, labels, features):
+    if self._loss_fn is not None:
+      unweighted = self._loss_fn(labels=labels, logits=logits)
+    else:
+      unweighted = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels,
+                                                           logits=logits)
+    return unweighted, base_head.example_weights(features,
+                                                 self._weight_column, logits)
+
+  def loss(self, labels, logits, features=None, mode=None,
+           regularization_losses=None):
+    del mode
+    with tf.name_scope('losses'):
+      logits = base_head.check_logits(logits, 1)
+      labels = self._label_ids(logits, labels)
+      unweighted, weights = self._unweighted_loss_and_weights(
+          logits, labels, features)
+      loss = base_head.reduce_loss(unweighted, weights, self._loss_reduction)
+      if regularization_losses:
+        loss += tf.math.add_n(regularization_losses)
+      return loss
+
+  _VALID_KEYS = (_P.LOGITS, _P.LOGISTIC, _P.PROBABILITIES, _P.CLASS_IDS,
+                 _P.CLASSES, _P.ALL_CLASS_IDS, _P.ALL_CLASSES)
+
+  def predictions(self, logits, keys=None):
+    if keys:
+      self._check_prediction_keys(keys, self._VALID_KEYS)
+    keys = keys or self._VALID_KEYS
+    logits = base_head.check_logits(logits, 1)
+    out = {}
+    with tf.name_scope('predictions'):
+      if _P.LOGITS in keys:
+        out[_P.LOGITS] = logits
+      if _P.LOGISTIC in keys:
+        out[_P.LOGISTIC] = tf.math.sigmoid(logits, name=_P.LOGISTIC)
+      two_class_logits = tf.concat((tf.zeros_like(logits), logits), axis=-1,
+                                   name='two_class_logits')
+      if _P.PROBABILITIES in keys:
+        out[_P.PROBABILITIES] = tf.nn.softmax(two_class_logits,
+                                              name=_P.PROBABILITIES)
+      if _P.CLASS_IDS in keys or _P.CLASSES in keys:
+        class_ids = tf.expand_dims(
+            tf.math.argmax(two_class_logits, axis=-1, name=_P.CLASS_IDS), -1)
+        if _P.CLASS_IDS in keys:
+          out[_P.CLASS_IDS] = class_ids
+        if _P.CLASSES in keys:
+          if self._label_vocabulary is not None:
+            out[_P.CLASSES] = tf.gather(
+                tf.constant(list(self._label_vocabulary)), class_ids)
+          else:
+            out[_P.CLASSES] = tf.strings.as_string(class_ids,
+                                                   name='str_classes')
+      if _P.ALL_CLASS_IDS in keys:
+        out[_P.ALL_CLASS_IDS] = base_head.all_class_ids(logits, 2)
+      if _P.ALL_CLASSES in keys:
+        out[_P.ALL_CLASSES] = base_head.all_classes(logits, 2,
+                                                    self._label_vocabulary)
+    return out
+
+  def metrics(self, regularization_losses=None):
+    family = metrics_lib.family()
+    key = self._summary_key
+    with tf.name_scope('metrics'):
+      metrics = {
+          key(_M.LOSS_MEAN): family.Mean(name=_M.LOSS_MEAN),
+          key(_M.ACCURACY): family.Accuracy(name=_M.ACCURACY),
+          key(_M.PRECISION): family.Precision(name=_M.PRECISION),
+          key(_M.RECALL): family.Recall(name=_M.RECALL),
+          key(_M.PREDICTION_MEAN): family.Mean(name=_M.PREDICTION_MEAN),
+          key(_M.LABEL_MEAN): family.Mean(name=_M.LABEL_MEAN),
+          key(_M.AUC): family.AUC(name=_M.AUC),
+          key(_M.AUC_PR): family.AUC(curve='PR', name=_M.AUC_PR),
+      }
+      # The accuracy of always predicting the more frequent class.
+      metrics[key(_M.ACCURACY_BASELINE)] = metrics_lib.accuracy_baseline(
+          metrics[key(_M.LABEL_MEAN)], name=_M.ACCURACY_BASELINE)
+      if regularization_losses is not None:
+        metrics[key(_M.LOSS_REGULARIZATION)] = family.Mean(
+            name=_M.LOSS_REGULARIZATION)
+      for threshold in self._thresholds:
+        for metric_key, cls in ((_M.ACCURACY_AT_THRESHOLD,
+                                 family.BinaryAccuracy),
+                                (_M.PRECISION_AT_THRESHOLD, family.Precision),
+                                (_M.RECALL_AT_THRESHOLD, family.Recall)):
+          name = key(metric_key % threshold)
+          argument = ('threshold' if cls is family.BinaryAccuracy
+                      else 'thresholds')
+          metrics[name] = cls(name=name, **{argument: threshold})
+    return metrics
+
+  def update_metrics(self, eval_metrics, features, logits, labels,
+                     regularization_losses=None):
+    key = self._summary_key
+    logits = base_head.check_logits(logits, 1)
+    predictions = self.predictions(logits, [_P.CLASS_IDS, _P.LOGISTIC])
+    class_ids = predictions[_P.CLASS_IDS]
+    logistic = predictions[_P.LOGISTIC]
+    labels = self._label_ids(logits, labels)
+    unweighted, weights = self._unweighted_loss_and_weights(logits, labels,
+                                                            features)
+    eval_metrics[key(_M.LOSS_MEAN)].update_state(unweighted,
+                                                 sample_weight=weights)
+    for metric_key in (_M.ACCURACY, _M.PRECISION, _M.RECALL):
+      eval_metrics[key(metric_key)].update_state(labels, class_ids,
+                                                 sample_weight=weights)
+    metrics_lib.update_with_broadcast_weights(
+        eval_metrics[key(_M.PREDICTION_MEAN)], logistic, weights)
+    metrics_lib.update_with_broadcast_weights(
+        eval_metrics[key(_M.LABEL_MEAN)], labels, weights)
+    metrics_lib.update_with_broadcast_weights(
+        eval_metrics[key(_M.ACCURACY_BASELINE)], labels, weights)
+    for metric_key in (_M.AUC, _M.AUC_PR):
+      eval_metrics[key(metric_key)].update_state(labels, logistic,
+                                                 sample_weight=weights)
+    if regularization_losses is not None:
+      eval_metrics[key(_M.LOSS_REGULARIZATION)].update_state(
+          tf.math.add_n(regularization_losses))
+    for threshold in self._thresholds:
+      for metric_key in (_M.ACCURACY_AT_THRESHOLD, _M.PRECISION_AT_THRESHOLD,
+                         _M.RECALL_AT_THRESHOLD):
+        eval_metrics[key(metric_key % threshold)].update_state(
+            labels, logistic, sample_weight=weights)
+    return eval_metrics
+
+  def _export_outputs(self, predictions):
+    classifier = base_head.classification_output(
+        predictions[_P.PROBABILITIES], 2, self._label_vocabulary)
+    return {
+        keys_lib.DEFAULT_SERVING_KEY: classifier,
+        keys_lib.CLASSIFY_SERVING_KEY: classifier,
+        keys_lib.REGRESS_SERVING_KEY: export_lib.RegressionOutput(
+            value=predictions[_P.LOGISTIC]),
+        keys_lib.PREDICT_SERVING_KEY: export_lib.PredictOutput(predictions),
+    }

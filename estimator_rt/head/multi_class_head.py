@@ -1,0 +1,172 @@
+"""MultiClassHead: softmax classification over n_classes (tf.estimator
+2.15's head).
+
+The loss is sparse softmax cross-entropy; predictions are logits,
+probabilities, class_ids, classes, all_class_ids, all_classes; evaluation
+gives average_loss and accuracy; exports serving_default and classification
+(classes and scores) and predict.
+"""
+
+import tensorflow as tf
+
+from estimator_rt.errors import UserInputError
+from estimator_rt.head import base_head
+from estimator_rt.head import keys as keys_lib
+from estimator_rt.head import metrics as metrics_lib
+from estimator_rt import export as export_lib
+
+_P = keys_lib.PredictionKeys
+_M = keys_lib.MetricKeys
+
+
+class MultiClassHead(base_head.Head):
+  """A head for classification into `n_classes` (> 2); 2.15's signature.
+
+  Args:
+    n_classes: the number of classes, > 2 (use BinaryClassHead for 2).
+    weight_column: a feature key or numeric column weighting each example.
+    label_vocabulary: the class strings, when labels are strings.
+    loss_reduction: SUM_OVER_BATCH_SIZE (default) or SUM.
+    loss_fn: `loss_fn(labels, logits)` -> unreduced loss [batch, 1].
+    name: appended to metric and summary keys ('/name').
+  """
+
+  def __init__(self, n_classes, weight_column=None, label_vocabulary=None,
+               loss_reduction=base_head.SUM_OVER_BATCH_SIZE, loss_fn=None,
+               name=None):
+    if n_classes is None or isinstance(n_classes, bool) or n_classes <= 2:
+      raise UserInputError(
+          f'n_classes={n_classes!r} must be > 2 (BinaryClassHead is the '
+          'head for two classes).')
+    if label_vocabulary is not None:
+      if not isinstance(label_vocabulary, (list, tuple)):
+        raise UserInputError(
+            f'label_vocabulary={label_vocabulary!r} must be a list or tuple.')
+      if len(label_vocabulary) != n_classes:
+        raise UserInputError(
+            f'label_vocabulary has {len(label_vocabulary)} entries; '
+            f'n_classes={n_classes} needs as many.')
+    base_head.validate_loss_reduction(loss_reduction)
+    self._n_classes = n_classes
+    self._weight_column = weight_column
+    self._label_vocabulary = label_vocabulary
+    self._loss_reduction = loss_reduction
+    self._loss_fn = loss_fn
+    self._name = name
+
+  @property
+  def logits_dimension(self) -> int:
+    return self._n_classes
+
+  def _label_ids(self, logits, labels):
+    labels = base_head.dense_labels(labels, logits, 1)
+    if self._label_vocabulary is not None:
+      table = tf.lookup.StaticHashTable(
+          tf.lookup.KeyValueTensorInitializer(
+              tf.constant(list(self._label_vocabulary)),
+              tf.range(len(self._label_vocabulary), dtype=tf.int64)), -1)
+      labels = table.lookup(labels)
+    elif labels.dtype == tf.string:
+      raise UserInputError(
+          'MultiClassHead: labels are strings; give label_vocabulary.')
+    elif labels.dtype.is_floating:
+      raise UserInputError(
+          f'MultiClassHead: labels must be integer class ids, got '
+          f'{labels.dtype.name}.')
+    return base_head.check_label_range(tf.cast(labels, tf.int64),
+                                       self._n_classes)
+
+  def _unweighted_loss_and_weights(self, logits, label_ids, features):
+    if self._loss_fn is not None:
+      unweighted = self._loss_fn(labels=label_ids, logits=logits)
+    else:
+      unweighted = tf.expand_dims(
+          tf.nn.sparse_softmax_cross_entropy_with_logits(
+              labels=tf.squeeze(label_ids, -1), logits=logits), -1)
+    return unweighted, base_head.example_weights(features,
+                                                 self._weight_column, logits)
+
+  def loss(self, labels, logits, features=None, mode=None,
+           regularization_losses=None):
+    del mode
+    with tf.name_scope('losses'):
+      logits = base_head.check_logits(logits, self._n_classes)
+      label_ids = self._label_ids(logits, labels)
+      unweighted, weights = self._unweighted_loss_and_weights(
+          logits, label_ids, features)
+      loss = base_head.reduce_loss(unweighted, weights, self._loss_reduction)
+      if regularization_losses:
+        loss += tf.math.add_n(regularization_losses)
+      return loss
+
+  _VALID_KEYS = (_P.LOGITS, _P.PROBABILITIES, _P.CLASS_IDS, _P.CLASSES,
+                 _P.ALL_CLASS_IDS, _P.ALL_CLASSES)
+
+  def predictions(self, logits, keys=None):
+    if keys:
+      self._check_prediction_keys(keys, self._VALID_KEYS)
+    keys = keys or self._VALID_KEYS
+    logits = base_head.check_logits(logits, self._n_classes)
+    out = {}
+    with tf.name_scope('predictions'):
+      if _P.LOGITS in keys:
+        out[_P.LOGITS] = logits
+      if _P.PROBABILITIES in keys:
+        out[_P.PROBABILITIES] = tf.nn.softmax(logits, name=_P.PROBABILITIES)
+      if _P.CLASS_IDS in keys or _P.CLASSES in keys:
+        class_ids = tf.expand_dims(
+            tf.math.argmax(logits, axis=-1, name=_P.CLASS_IDS), -1)
+        if _P.CLASS_IDS in keys:
+          out[_P.CLASS_IDS] = class_ids
+        if _P.CLASSES in keys:
+          if self._label_vocabulary is not None:
+            out[_P.CLASSES] = tf.gather(
+                tf.constant(list(self._label_vocabulary)), class_ids)
+          else:
+            out[_P.CLASSES] = tf.strings.as_string(class_ids,
+                                                   name='str_classes')
+      if _P.ALL_CLASS_IDS in keys:
+        out[_P.ALL_CLASS_IDS] = base_head.all_class_ids(logits,
+                                                        self._n_classes)
+      if _P.ALL_CLASSES in keys:
+        out[_P.ALL_CLASSES] = base_head.all_classes(
+            logits, self._n_classes, self._label_vocabulary)
+    return out
+
+  def metrics(self, regularization_losses=None):
+    family = metrics_lib.family()
+    key = self._summary_key
+    with tf.name_scope('metrics'):
+      metrics = {key(_M.LOSS_MEAN): family.Mean(name=_M.LOSS_MEAN),
+                 key(_M.ACCURACY): family.Accuracy(name=_M.ACCURACY)}
+      if regularization_losses is not None:
+        metrics[key(_M.LOSS_REGULARIZATION)] = family.Mean(
+            name=_M.LOSS_REGULARIZATION)
+    return metrics
+
+  def update_metrics(self, eval_metrics, features, logits, labels,
+                     regularization_losses=None):
+    key = self._summary_key
+    logits = base_head.check_logits(logits, self._n_classes)
+    class_ids = self.predictions(logits, [_P.CLASS_IDS])[_P.CLASS_IDS]
+    label_ids = self._label_ids(logits, labels)
+    unweighted, weights = self._unweighted_loss_and_weights(
+        logits, label_ids, features)
+    eval_metrics[key(_M.LOSS_MEAN)].update_state(unweighted,
+                                                 sample_weight=weights)
+    eval_metrics[key(_M.ACCURACY)].update_state(label_ids, class_ids,
+                                                sample_weight=weights)
+    if regularization_losses is not None:
+      eval_metrics[key(_M.LOSS_REGULARIZATION)].update_state(
+          tf.math.add_n(regularization_losses))
+    return eval_metrics
+
+  def _export_outputs(self, predictions):
+    classifier = base_head.classification_output(
+        predictions[_P.PROBABILITIES], self._n_classes,
+        self._label_vocabulary)
+    return {
+        keys_lib.DEFAULT_SERVING_KEY: classifier,
+        keys_lib.CLASSIFY_SERVING_KEY: classifier,
+        keys_lib.PREDICT_SERVING_KEY: export_lib.PredictOutput(predictions),
+    }

@@ -1,0 +1,174 @@
+"""RegressionHead, PoissonRegressionHead, LogisticRegressionHead
+(tf.estimator 2.15's).
+
+The loss is squared error (or `loss_fn`); the prediction is the logits, or
+`inverse_link_fn(logits)` (then the logits are predicted too); evaluation
+gives average_loss, prediction/mean and label/mean; exports
+serving_default and regression (the prediction) and predict.
+"""
+
+import tensorflow as tf
+
+from estimator_rt.errors import UserInputError
+from estimator_rt.head import base_head
+from estimator_rt.head import keys as keys_lib
+from estimator_rt.head import metrics as metrics_lib
+from estimator_rt import export as export_lib
+
+_P = keys_lib.PredictionKeys
+_M = keys_lib.MetricKeys
+
+
+class RegressionHead(base_head.Head):
+  """A head for regression on `label_dimension` values; 2.15's signature.
+
+  Args:
+    label_dimension: values per example.
+    weight_column: a feature key or numeric column weighting each example.
+    loss_reduction: SUM_OVER_BATCH_SIZE (default) or SUM.
+    loss_fn: `loss_fn(labels, logits)` -> unreduced loss, instead of
+      squared error.
+    inverse_link_fn: maps logits to predictions (e.g. tf.math.exp).
+    name: appended to metric and summary keys ('/name').
+  """
+
+  def __init__(self, label_dimension=1, weight_column=None,
+               loss_reduction=base_head.SUM_OVER_BATCH_SIZE, loss_fn=None,
+               inverse_link_fn=None, name=None):
+    if (isinstance(label_dimension, bool) or
+        not isinstance(label_dimension, int) or label_dimension < 1):
+      raise UserInputError(
+          f'label_dimension={label_dimension!r} must be an int >= 1.')
+    base_head.validate_loss_reduction(loss_reduction)
+    self._logits_dimension = label_dimension
+    self._weight_column = weight_column
+    self._loss_reduction = loss_reduction
+    self._loss_fn = loss_fn
+    self._inverse_link_fn = inverse_link_fn
+    self._name = name
+
+  @property
+  def logits_dimension(self) -> int:
+    return self._logits_dimension
+
+  def _labels(self, logits, labels):
+    labels = base_head.dense_labels(labels, logits, self._logits_dimension)
+    if labels.dtype == tf.string:
+      raise UserInputError('RegressionHead: labels must be numbers, got '
+                           'strings.')
+    return tf.cast(labels, tf.float32)
+
+  def _unweighted_loss_and_weights(self, logits, labels, features):
+    if self._loss_fn is not None:
+      unweighted = self._loss_fn(labels=labels, logits=logits)
+    else:
+      unweighted = tf.math.squared_difference(logits, labels)
+    return unweighted, base_head.example_weights(features,
+                                                 self._weight_column, logits)
+
+  def loss(self, labels, logits, features=None, mode=None,
+           regularization_losses=None):
+    del mode
+    with tf.name_scope('losses'):
+      logits = base_head.check_logits(logits, self._logits_dimension)
+      labels = self._labels(logits, labels)
+      unweighted, weights = self._unweighted_loss_and_weights(
+          logits, labels, features)
+      loss = base_head.reduce_loss(unweighted, weights, self._loss_reduction)
+      if regularization_losses:
+        loss += tf.math.add_n(regularization_losses)
+      return loss
+
+  def predictions(self, logits, keys=None):
+    valid = (_P.PREDICTIONS, _P.LOGITS) if self._inverse_link_fn else (
+        _P.PREDICTIONS,)
+    if keys:
+      self._check_prediction_keys(keys, valid)
+    keys = keys or valid
+    logits = base_head.check_logits(logits, self._logits_dimension)
+    out = {}
+    with tf.name_scope('predictions'):
+      if _P.PREDICTIONS in keys:
+        value = (self._inverse_link_fn(logits) if self._inverse_link_fn
+                 else logits)
+        out[_P.PREDICTIONS] = tf.identity(value, name=_P.PREDICTIONS)
+      if _P.LOGITS in keys:
+        out[_P.LOGITS] = logits
+    return out
+
+  def metrics(self, regularization_losses=None):
+    family = metrics_lib.family()
+    key = self._summary_key
+    with tf.name_scope('metrics'):
+      metrics = {
+          key(_M.LOSS_MEAN): family.Mean(name=_M.LOSS_MEAN),
+          key(_M.PREDICTION_MEAN): family.Mean(name=_M.PREDICTION_MEAN),
+          key(_M.LABEL_MEAN): family.Mean(name=_M.LABEL_MEAN),
+      }
+      if regularization_losses is not None:
+        metrics[key(_M.LOSS_REGULARIZATION)] = family.Mean(
+            name=_M.LOSS_REGULARIZATION)
+    return metrics
+
+  def update_metrics(self, eval_metrics, features, logits, labels,
+                     regularization_losses=None):
+    key = self._summary_key
+    logits = base_head.check_logits(logits, self._logits_dimension)
+    predicted = self.predictions(logits, [_P.PREDICTIONS])[_P.PREDICTIONS]
+    labels = self._labels(logits, labels)
+    unweighted, weights = self._unweighted_loss_and_weights(logits, labels,
+                                                            features)
+    eval_metrics[key(_M.LOSS_MEAN)].update_state(unweighted,
+                                                 sample_weight=weights)
+    metrics_lib.update_with_broadcast_weights(
+        eval_metrics[key(_M.PREDICTION_MEAN)], predicted, weights)
+    metrics_lib.update_with_broadcast_weights(
+        eval_metrics[key(_M.LABEL_MEAN)], labels, weights)
+    if regularization_losses is not None:
+      eval_metrics[key(_M.LOSS_REGULARIZATION)].update_state(
+          tf.math.add_n(regularization_losses))
+    return eval_metrics
+
+  def _export_outputs(self, predictions):
+    regression = export_lib.RegressionOutput(value=predictions[_P.PREDICTIONS])
+    return {
+        keys_lib.DEFAULT_SERVING_KEY: regression,
+        keys_lib.REGRESS_SERVING_KEY: regression,
+        keys_lib.PREDICT_SERVING_KEY: export_lib.PredictOutput(predictions),
+    }
+
+
+class PoissonRegressionHead(RegressionHead):
+  """Poisson regression: log-Poisson loss on log-rate logits, predictions
+  exp(logits); 2.15's signature."""
+
+  def __init__(self, label_dimension=1, weight_column=None,
+               loss_reduction=base_head.SUM_OVER_BATCH_SIZE,
+               compute_full_loss=True, name=None):
+    self._compute_full_loss = compute_full_loss
+    super().__init__(label_dimension=label_dimension,
+                     weight_column=weight_column,
+                     loss_reduction=loss_reduction, loss_fn=self._poisson_loss,
+                     inverse_link_fn=tf.math.exp, name=name)
+
+  def _poisson_loss(self, labels, logits):
+    return tf.nn.log_poisson_loss(targets=labels, log_input=logits,
+                                  compute_full_loss=self._compute_full_loss)
+
+
+class LogisticRegressionHead(RegressionHead):
+  """Regression to a probability in [0, 1]: sigmoid cross-entropy loss,
+  predictions sigmoid(logits); 2.15's signature."""
+
+  def __init__(self, weight_column=None,
+               loss_reduction=base_head.SUM_OVER_BATCH_SIZE, name=None):
+    super().__init__(label_dimension=1, weight_column=weight_column,
+                     loss_reduction=loss_reduction,
+                     loss_fn=self._logistic_loss,
+                     inverse_link_fn=tf.math.sigmoid, name=name)
+
+  def _logistic_loss(self, labels, logits):
+    labels = base_head.check_label_range(
+        labels, 2, message='Labels must be in range [0, 1]')
+    return tf.nn.sigmoid_cross_entropy_with_logits(labels=labels,
+                                                   logits=logits)
