@@ -24,19 +24,47 @@ import tensorflow as tf
 
 from estimator_rt.compat import not_yet
 
-# The canned estimators and heads of tf.estimator 2.15, not yet built.
-_CANNED = (
-    'BaselineClassifier', 'BaselineEstimator', 'BaselineRegressor',
-    'BinaryClassHead', 'DNNClassifier', 'DNNEstimator',
-    'DNNLinearCombinedClassifier', 'DNNLinearCombinedEstimator',
-    'DNNLinearCombinedRegressor', 'DNNRegressor', 'Head', 'LinearClassifier',
-    'LinearEstimator', 'LinearRegressor', 'LogisticRegressionHead',
-    'MultiClassHead', 'MultiHead', 'MultiLabelHead', 'PoissonRegressionHead',
-    'RegressionHead')
-_CANNED_EXPERIMENTAL_V1 = ('KMeans', 'LinearSDCA')
-_CANNED_EXPERIMENTAL_V2 = ('LinearSDCA', 'RNNClassifier', 'RNNEstimator')
-_LOGIT_FN_BUILDERS = ('call_logit_fn', 'dnn_logit_fn_builder',
-                      'linear_logit_fn_builder')
+# What tf.estimator 2.15 had and estimator_rt refuses, with why.
+_REFUSED = {
+    'RNNClassifier': 'the RNN canned estimators (tf.estimator.experimental.'
+                     'RNNClassifier/RNNEstimator) are not supported by '
+                     'estimator_rt; write a model_fn with a Keras RNN layer '
+                     'and a head (estimator_rt.head)',
+    'RNNEstimator': 'the RNN canned estimators (tf.estimator.experimental.'
+                    'RNNClassifier/RNNEstimator) are not supported by '
+                    'estimator_rt; write a model_fn with a Keras RNN layer '
+                    'and a head (estimator_rt.head)',
+    'KMeans': 'tf.compat.v1.estimator.experimental.KMeans is not supported '
+              'by estimator_rt (it needs TF1 clustering ops\' session state); '
+              'use a Keras or scikit-learn k-means',
+}
+
+
+def _canned(v1: bool) -> Dict[str, Any]:
+  """The canned estimators (TF2 classes for tf.estimator, the v1 ones for
+  tf.compat.v1.estimator) and the heads."""
+  # pylint: disable=g-import-not-at-top
+  from estimator_rt.canned import baseline
+  from estimator_rt.canned import dnn
+  from estimator_rt.canned import dnn_linear_combined
+  from estimator_rt.canned import linear
+  from estimator_rt.canned import v1 as canned_v1
+  from estimator_rt import head
+  # pylint: enable=g-import-not-at-top
+  modules = (canned_v1,) if v1 else (dnn, linear, dnn_linear_combined,
+                                     baseline)
+  names = {}
+  for kind in ('Classifier', 'Regressor', 'Estimator'):
+    for model in ('DNN', 'Linear', 'DNNLinearCombined', 'Baseline'):
+      name = model + kind
+      names[name] = next(getattr(m, name) for m in modules
+                         if hasattr(m, name))
+  for name in ('Head', 'BinaryClassHead', 'MultiClassHead', 'MultiLabelHead',
+               'MultiHead', 'RegressionHead', 'PoissonRegressionHead',
+               'LogisticRegressionHead'):
+    names[name] = getattr(head, name)
+  return names
+
 
 # tf.estimator's names for TensorFlow's own SessionRunHook machinery.
 _TRAIN_NAMES = (
@@ -82,6 +110,8 @@ def _common() -> Dict[str, Any]:
   from estimator_rt import spec
   from estimator_rt import training
   from estimator_rt import warm_starting
+  from estimator_rt.canned import base as canned_base
+  from estimator_rt.canned import linear
   # pylint: enable=g-import-not-at-top
   names = {
       'Estimator': estimator.Estimator,
@@ -103,7 +133,6 @@ def _common() -> Dict[str, Any]:
   }
   names.update({name: getattr(tf.compat.v1.train, name)
                 for name in _TRAIN_NAMES})
-  names.update({name: not_yet.placeholder(name) for name in _CANNED})
   names['export'] = _module('estimator.export', {
       'ClassificationOutput': export.ClassificationOutput,
       'EvalOutput': export.EvalOutput,
@@ -121,7 +150,8 @@ def _common() -> Dict[str, Any]:
       'InMemoryEvaluatorHook': _in_memory_evaluator_hook,
       'build_raw_supervised_input_receiver_fn':
           export.build_raw_supervised_input_receiver_fn,
-      'call_logit_fn': not_yet.function('experimental.call_logit_fn'),
+      'call_logit_fn': canned_base.call_logit_fn,
+      'LinearSDCA': linear.LinearSDCA,
       'make_early_stopping_hook': early_stopping.make_early_stopping_hook,
       'make_stop_at_checkpoint_step_hook':
           early_stopping.make_stop_at_checkpoint_step_hook,
@@ -137,9 +167,11 @@ def _common() -> Dict[str, Any]:
 def v2() -> types.ModuleType:
   """tf.estimator (and tf.compat.v2.estimator)."""
   names = _common()
+  names.update(_canned(v1=False))
   experimental = dict(names['experimental'])
-  experimental.update({f'{name}': not_yet.placeholder(f'experimental.{name}')
-                       for name in _CANNED_EXPERIMENTAL_V2})
+  experimental.update({name: not_yet.placeholder(f'experimental.{name}',
+                                                 _REFUSED[name])
+                       for name in ('RNNClassifier', 'RNNEstimator')})
   names['experimental'] = _module('estimator.experimental', experimental)
   return _module('estimator', names)
 
@@ -151,12 +183,15 @@ def v1() -> types.ModuleType:
   from estimator_rt import numpy_io
   from estimator_rt import tpu
   # pylint: enable=g-import-not-at-top
+  from estimator_rt.canned import dnn  # pylint: disable=g-import-not-at-top
+  from estimator_rt.canned import linear  # pylint: disable=g-import-not-at-top
   names = _common()
+  names.update(_canned(v1=True))
   experimental = dict(names['experimental'])
-  experimental.update({name: not_yet.placeholder(f'experimental.{name}')
-                       for name in _CANNED_EXPERIMENTAL_V1})
-  experimental.update({name: not_yet.function(f'experimental.{name}')
-                       for name in _LOGIT_FN_BUILDERS})
+  experimental['KMeans'] = not_yet.placeholder('experimental.KMeans',
+                                               _REFUSED['KMeans'])
+  experimental['dnn_logit_fn_builder'] = dnn.dnn_logit_fn_builder
+  experimental['linear_logit_fn_builder'] = linear.linear_logit_fn_builder
   names['experimental'] = _module('estimator.experimental', experimental)
   names['inputs'] = _module('estimator.inputs', {
       'numpy_input_fn': numpy_io.numpy_input_fn,
