@@ -14,6 +14,7 @@ resumable by running the same command again; 1 anything else (e.g. a
 diverged loss, a failed save).
 """
 
+import functools
 import json
 import math
 import os
@@ -42,7 +43,10 @@ DEFAULT_JOB_PARAMS = {'batch_size': 128}
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string('model_fn', DEFAULT_MODEL_FN,
-                    'The model_fn, as module.path:attr or file.py:attr.')
+                    'The model_fn, as module.path:attr or file.py:attr; or '
+                    'an estimator factory fn(config, params) returning an '
+                    'Estimator, such as a canned DNNClassifier (see '
+                    'model_fns/canned.py).')
 flags.DEFINE_string('input_fn', DEFAULT_INPUT_FN,
                     'The training (or predict/export) input_fn.')
 flags.DEFINE_string('eval_input_fn', None,
@@ -382,8 +386,31 @@ def _build_estimator(role, strategy, remote_cluster):
       remote_connect_timeout_secs=FLAGS.remote_connect_timeout_secs,
       checkpoint_input=FLAGS.checkpoint_input,
       jit_compile=FLAGS.jit_compile, engine=FLAGS.engine)
-  estimator = ert.Estimator(model_fn, config=config, params=params)
+  if user_fns.is_estimator_factory(model_fn):
+    # A canned estimator (or any Estimator) built by the user's factory,
+    # with the config the flags and TF_CONFIG made.
+    estimator = user_fns.call_estimator_factory(model_fn, config=config,
+                                                params=params)
+    # Its Estimator has params of its own (a canned one: none); the input_fns
+    # still get the job's (--params: batch_size, ...).
+    input_fn = _with_params(input_fn, params)
+    eval_input_fn = _with_params(eval_input_fn, params)
+  else:
+    estimator = ert.Estimator(model_fn, config=config, params=params)
   return estimator, input_fn, eval_input_fn
+
+
+def _with_params(input_fn, params):
+  """`input_fn` called with `params` whatever params its Estimator has; the
+  same declared arguments (the runtime passes only those)."""
+
+  @functools.wraps(input_fn)
+  def with_params(**kwargs):
+    if 'params' in kwargs:
+      kwargs['params'] = params
+    return input_fn(**kwargs)
+
+  return with_params
 
 
 def _or_default(value):

@@ -14,6 +14,7 @@ process. The model_dirs 2.15 trained (tests/data/tf_estimator_215/canned/
 <program>/) must evaluate and resume here to 2.15's numbers.
 """
 
+import glob
 import json
 import os
 import shutil
@@ -22,10 +23,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import estimator_rt as ert
+from estimator_rt import summaries
 from estimator_rt.compat import namespaces
 from estimator_rt.errors import UserInputError
 from scripts.tf_estimator_215 import canned_reference as programs
-from tests.conftest import run_python
+from conftest import run_python
+import _cluster
+from _models import checkpoint_steps
 
 with open(os.path.join(programs.FIXTURE_ROOT, 'reference.json')) as f:
   REFERENCE = json.load(f)['programs']
@@ -170,3 +175,79 @@ def test_what_is_not_supported_is_refused_in_one_line(tmp_path):
                       optimizer='Adadelta').train(train, max_steps=1)
   assert not os.path.exists(tmp_path / 'bad')
 
+
+
+# The binary with an estimator factory (model_fns/canned.py): wide & deep on
+# input_fns.tabular, with embedding, crossed and bucketized columns.
+_WIDE_AND_DEEP_FLAGS = ['--model_fn=model_fns.canned:wide_and_deep',
+                        '--input_fn=input_fns.tabular:train_input_fn',
+                        '--eval_input_fn=input_fns.tabular:eval_input_fn',
+                        '--exporters=final']
+
+
+@pytest.mark.parametrize('strategy, tasks', [
+    ('parameter_server', dict(workers=1, ps=1, chief=True)),
+    ('multi_worker_mirrored', dict(workers=2)),
+])
+def test_wide_and_deep_on_a_cluster_through_the_binary(tmp_path, strategy,
+                                                       tasks):
+  """A canned estimator as the binary's --model_fn, every task from
+  TF_CONFIG: parameter_server (its embeddings and linear weights on the
+  ps) and multi_worker_mirrored, each with an evaluator; all exit 0, the
+  checkpoints hold tf.estimator's variable names, the evaluator evaluates
+  the last one and exports."""
+  model_dir = str(tmp_path / 'model')
+  run = _cluster.run_launcher(
+      tmp_path, evaluator=True, grace_secs=40, timeout_secs=200, **tasks,
+      args=[*_WIDE_AND_DEEP_FLAGS, f'--model_dir={model_dir}',
+            '--max_steps=400', '--save_checkpoints_steps=200',
+            f'--distribution_strategy={strategy}'])
+  assert run.launcher_code == 0, run.tail()
+  steps = checkpoint_steps(model_dir)
+  assert steps and 400 <= steps[-1] <= 420, steps
+  names = dict(tf.train.list_variables(
+      os.path.join(model_dir, f'model.ckpt-{steps[-1]}')))
+  assert 'dnn/input_from_feature_columns/input_layer/occupation_embedding/'\
+      'embedding_weights' in names, sorted(names)
+  assert 'linear/linear_model/education_X_occupation/weights' in names
+  if strategy == 'parameter_server':
+    # The variables live on the ps: the chief's save writes its shard too.
+    assert glob.glob(os.path.join(
+        model_dir, f'model.ckpt-{steps[-1]}.data-00001-of-00002'))
+  auc = summaries.read_scalars(os.path.join(model_dir, 'eval'))['auc']
+  assert auc[-1][0] == steps[-1] and auc[-1][1] > 0.5, auc
+  assert glob.glob(os.path.join(model_dir, 'export', 'final', '*',
+                                'saved_model.pb'))
+
+
+def test_an_estimator_factory_that_returns_no_estimator_is_refused(tmp_path):
+  module = tmp_path / 'factory.py'
+  module.write_text('def estimator(config, params):\n  return "DNN"\n')
+  result = run_python(['-m', 'estimator_rt.main', f'--model_fn={module}:'
+                       'estimator', f'--model_dir={tmp_path / "m"}'],
+                      timeout=120)
+  assert result.returncode == 2, result.stderr[-3000:]
+  assert 'called as an estimator factory' in result.stderr
+  assert not os.path.exists(tmp_path / 'm')
+
+
+def test_nan_in_a_canned_estimator_never_reaches_a_checkpoint(tmp_path):
+  """A feature that turns infinite at step 15: training stops with
+  NanLossError naming the step, and the newest checkpoint is the last
+  finite one (step 10)."""
+  est = namespaces.v2()
+  columns = [tf.feature_column.numeric_column('x')]
+  classifier = est.DNNClassifier([4], columns, model_dir=str(tmp_path),
+                                 config=est.RunConfig(
+                                     save_checkpoints_steps=10))
+
+  def input_fn():
+    x = tf.data.Dataset.range(1, 10**6).map(
+        lambda i: tf.where(i >= 15, float('inf'), 1.0))
+    return tf.data.Dataset.zip(
+        (x.map(lambda v: {'x': tf.fill([8], v)}),
+         tf.data.Dataset.from_tensors(tf.zeros([8], tf.int64)).repeat()))
+
+  with pytest.raises(ert.NanLossError, match='global step 15'):
+    classifier.train(input_fn, max_steps=40)
+  assert checkpoint_steps(str(tmp_path)) == [10]

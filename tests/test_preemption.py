@@ -178,12 +178,16 @@ class Running:
 
 
 # The model each engine trains in the binary tests: the ready-made MLP on
-# the digits (eager), a TF1-style regressor (graph, tests/_legacy_fns.py).
+# the digits (eager), a TF1-style regressor (graph, tests/_legacy_fns.py),
+# and a canned wide & deep model (graph engine, from an estimator factory,
+# embedding and crossed columns).
 LEGACY_FNS = os.path.join(REPO_ROOT, 'tests', '_legacy_fns.py')
 ENGINE_ARGS = {
     'eager': [],
     'graph': [f'--model_fn={LEGACY_FNS}:model_fn',
               f'--input_fn={LEGACY_FNS}:input_fn'],
+    'canned': ['--model_fn=model_fns.canned:wide_and_deep',
+               '--input_fn=input_fns.tabular:train_input_fn'],
 }
 
 

@@ -169,10 +169,14 @@ def train_op(parts: Sequence[Part], loss: tf.Tensor, *, v1: bool,
   tf.estimator 2.15 did. The v1 classes minimize with `tf.compat.v1.train`
   optimizers, then add one to the global step.
   """
+  dense = _needs_dense_gradients()
   if v1:
-    ops = [compat_v1(part.optimizer, learning_rate=part.learning_rate,
-                     what=part.what).minimize(loss, var_list=part.variables)
-           for part in parts]
+    ops = []
+    for part in parts:
+      optimizer = compat_v1(part.optimizer, learning_rate=part.learning_rate,
+                            what=part.what)
+      pairs = optimizer.compute_gradients(loss, var_list=list(part.variables))
+      ops.append(optimizer.apply_gradients(_densified(pairs, dense)))
     with tf.control_dependencies(ops + list(update_ops)):
       return tf.compat.v1.assign_add(
           tf.compat.v1.train.get_global_step(), 1).op
@@ -182,5 +186,29 @@ def train_op(parts: Sequence[Part], loss: tf.Tensor, *, v1: bool,
                              what=part.what)
     if index == 0:
       optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
-    ops.extend(optimizer.get_updates(loss, list(part.variables)))
+    # What `get_updates` does, with the gradients densified where needed.
+    variables = list(part.variables)
+    gradients = optimizer.get_gradients(loss, variables)
+    ops.append(optimizer.apply_gradients(
+        _densified(list(zip(gradients, variables)), dense)))
   return tf.group(*ops, *update_ops)
+
+
+def _needs_dense_gradients() -> bool:
+  """Whether sparse gradients (embedding and linear-model lookups) must be
+  made dense before they are reduced: with more than one replica in a
+  graph (mirrored on CPUs, multi_worker_mirrored), TensorFlow all-gathers
+  an IndexedSlices gradient with collective ops that need every replica's
+  to have the same number of rows, which differ with the batch's ids
+  ("Shape mismatch in the collective instance"). The named optimizers
+  update a variable the same from the dense gradient as from the sparse
+  one (checked: wide & deep with Ftrl and Adagrad, a DNN with Adam, a
+  linear model with SGD gave equal metrics after 20 steps either way)."""
+  return tf.distribute.get_strategy().num_replicas_in_sync > 1
+
+
+def _densified(pairs, dense: bool):
+  if not dense:
+    return pairs
+  return [(tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g,
+           v) for g, v in pairs]
