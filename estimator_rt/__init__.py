@@ -47,6 +47,7 @@ _EXPORTS = {
     'LoggingHook': 'estimator_rt.hooks',
     'LoopResult': 'estimator_rt.hooks',
     'ModeKeys': 'estimator_rt.mode_keys',
+    'model_to_estimator': 'estimator_rt.keras_estimator',
     'ModelFnError': 'estimator_rt.errors',
     'NanLossError': 'estimator_rt.errors',
     'NanLossHook': 'estimator_rt.hooks',

@@ -46,6 +46,29 @@ _PACKAGE = 'tensorflow_estimator.python.estimator'
 _installed = False
 
 
+# Module paths whose non-public names real code reads too, served by
+# estimator_rt's objects ('module:attribute'): the heads' key classes, and
+# what tf_keras's tf.keras.estimator.model_to_estimator calls.
+_EXTRA_NAMES = {
+    f'{_PACKAGE}.canned.metric_keys': {
+        'MetricKeys': 'estimator_rt.head.keys:MetricKeys'},
+    f'{_PACKAGE}.canned.prediction_keys': {
+        'PredictionKeys': 'estimator_rt.head.keys:PredictionKeys'},
+    f'{_PACKAGE}.keras_lib': {
+        'model_to_estimator':
+            'estimator_rt.keras_estimator:model_to_estimator_for_compat'},
+}
+
+
+def _extra(module_name: str) -> Dict[str, object]:
+  import importlib  # pylint: disable=g-import-not-at-top
+  found = {}
+  for name, target in _EXTRA_NAMES.get(module_name, {}).items():
+    module, attribute = target.split(':')
+    found[name] = getattr(importlib.import_module(module), attribute)
+  return found
+
+
 def _load_paths() -> Dict[str, Dict[str, str]]:
   with open(os.path.join(os.path.dirname(__file__),
                          'module_paths.json')) as f:
@@ -115,6 +138,8 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
       module.estimator = namespaces.v2()
     for name, public in self._paths.get(module.__name__, {}).items():
       setattr(module, name, resolve(public))
+    for name, value in _extra(module.__name__).items():
+      setattr(module, name, value)
 
 
 def _finder() -> Optional[_Finder]:
