@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: setup setup-test schedulers run test bench bench-peers bench-distributed clean
+.PHONY: setup setup-test schedulers run test bench bench-peers bench-distributed bench-canned clean
 
 setup: $(STAMP)
 
@@ -34,7 +34,7 @@ run: setup
 	$(PY) -m estimator_rt.main
 
 test: setup setup-test
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=25 tests
 
 bench: setup
 	$(PY) -m scripts.bench
@@ -49,6 +49,11 @@ bench-peers: setup
 # W2 on loopback clusters: bare TF2 program, runtime, standalone client.
 bench-distributed: setup
 	$(PY) -m scripts.bench --distributed
+
+# The canned estimators against tf.estimator 2.15's, same program, same run.
+bench-canned: setup
+	bash scripts/tf_estimator_215/make_venv.sh
+	$(PY) -m scripts.bench.canned
 
 clean:
 	rm -rf $(VENV) *.egg-info

@@ -1,0 +1,74 @@
+"""The canned-estimator benchmark: estimator_rt's canned estimators against
+tf.estimator 2.15's running the same program, in the same run.
+
+    python -m scripts.bench.canned [--rounds 3] [--workloads C1,C2]
+
+(or `make bench-canned`). Needs .venv-tf215
+(scripts/tf_estimator_215/make_venv.sh). Each round runs each side of each
+workload in a fresh process (scripts/bench/canned_worker.py, which says
+what is measured), alternating which side goes first; prints the medians
+and the ratios runtime/tf.estimator of steps/s (higher is better for the
+runtime) and of train_and_evaluate wall time (lower is better).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+PYTHONS = {'runtime': os.path.join(_REPO, '.venv', 'bin', 'python'),
+           'tf_estimator': os.path.join(_REPO, '.venv-tf215', 'bin',
+                                        'python')}
+TIMEOUT_SECS = 900
+
+
+def run_side(side: str, workload: str, extra) -> dict:
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', PYTHONPATH=_REPO)
+  result = subprocess.run(
+      [PYTHONS[side], '-m', 'scripts.bench.canned_worker', '--side', side,
+       '--workload', workload, *extra],
+      cwd=_REPO, env=env, capture_output=True, text=True,
+      timeout=TIMEOUT_SECS, check=False)
+  for line in result.stdout.splitlines():
+    if line.startswith('CANNED_RESULT '):
+      return json.loads(line[len('CANNED_RESULT '):])
+  raise RuntimeError(f'{side} {workload} gave no result (exit '
+                     f'{result.returncode}):\n{result.stderr[-3000:]}')
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument('--rounds', type=int, default=3)
+  parser.add_argument('--workloads', default='C1,C2')
+  parser.add_argument('--steps', type=int, default=None)
+  args = parser.parse_args()
+  for side, python in PYTHONS.items():
+    if not os.path.exists(python):
+      sys.exit(f'{python} is missing ({side} side); see this module.')
+  extra = ['--steps', str(args.steps)] if args.steps else []
+  for workload in args.workloads.split(','):
+    results = {'runtime': [], 'tf_estimator': []}
+    for round_index in range(args.rounds):
+      order = (['runtime', 'tf_estimator'] if round_index % 2 == 0 else
+               ['tf_estimator', 'runtime'])
+      for side in order:
+        results[side].append(run_side(side, workload, extra))
+    median = {side: {key: statistics.median(r[key] for r in runs)
+                     for key in ('steps_per_sec', 'train_and_evaluate_secs')}
+              for side, runs in results.items()}
+    print(f'{workload}: steps/s runtime {median["runtime"]["steps_per_sec"]:.0f}'
+          f' tf.estimator {median["tf_estimator"]["steps_per_sec"]:.0f} '
+          f'ratio {median["runtime"]["steps_per_sec"] / median["tf_estimator"]["steps_per_sec"]:.2f}x; '
+          f'train_and_evaluate s runtime '
+          f'{median["runtime"]["train_and_evaluate_secs"]:.1f} tf.estimator '
+          f'{median["tf_estimator"]["train_and_evaluate_secs"]:.1f} ratio '
+          f'{median["runtime"]["train_and_evaluate_secs"] / median["tf_estimator"]["train_and_evaluate_secs"]:.2f}x '
+          f'({args.rounds} rounds)', flush=True)
+
+
+if __name__ == '__main__':
+  main()

@@ -1,0 +1,151 @@
+"""One side of the canned-estimator benchmark (`python -m
+scripts.bench.canned`): trains a canned workload and prints one line
+`CANNED_RESULT {json}`.
+
+    .venv/bin/python -m scripts.bench.canned_worker --side runtime --workload C1
+    .venv-tf215/bin/python -m scripts.bench.canned_worker --side tf_estimator \
+        --workload C1
+
+The same program runs on both sides: `--side runtime` takes the canned
+classes from estimator_rt, `--side tf_estimator` from tf.estimator 2.15
+(run it under .venv-tf215). Only TensorFlow and NumPy are imported, so the
+data, feature columns and input pipeline are the same code on both.
+
+Workloads:
+  C1  DNNClassifier(hidden_units=[64, 32], 10 classes) on 20 numeric
+      columns, batch 128.
+  C2  DNNLinearCombinedClassifier (wide & deep) on tabular data: wide =
+      vocabulary, hash-bucket, identity, bucketized and crossed columns;
+      deep = numeric, indicator and two embedding columns; hidden [32, 16];
+      batch 64.
+
+Measured: `train` to step `--warmup` (graph building, first steps), then
+the wall time of a second `train` call up to `--steps` (steps/s over it,
+its graph building included, as a user's call pays it), then the wall time
+of `train_and_evaluate` in a fresh model_dir to `--tae_steps` with a
+checkpoint every `--tae_steps / 2` steps and evaluation after each.
+"""
+
+import argparse
+import json
+import tempfile
+import time
+
+EDUCATION = ('none', 'primary', 'secondary', 'bachelors', 'masters',
+             'doctorate', 'vocational', 'other')
+
+
+def _c1_data(num_examples=4096):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  rng = np.random.RandomState(0)
+  centers = rng.uniform(-3, 3, (10, 20))
+  labels = rng.randint(0, 10, num_examples)
+  x = centers[labels] + rng.normal(size=(num_examples, 20))
+  features = {f'f{i}': x[:, i].astype(np.float32) for i in range(20)}
+  return features, labels.astype(np.int64)
+
+
+def _c2_data(num_examples=4096):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  rng = np.random.RandomState(0)
+  education = rng.randint(0, len(EDUCATION), num_examples)
+  occupation = rng.randint(0, 40, num_examples)
+  features = {
+      'age': rng.uniform(18, 80, num_examples).astype(np.float32),
+      'hours': rng.uniform(10, 70, num_examples).astype(np.float32),
+      'education': np.array(EDUCATION)[education].astype(bytes),
+      'occupation': np.array([f'job_{i}'.encode() for i in occupation]),
+      'region': rng.randint(0, 100, num_examples).astype(np.int64),
+  }
+  logit = 0.04 * (features['age'] - 45) + np.sin(education + occupation)
+  labels = (rng.uniform(size=num_examples) < 1 / (1 + np.exp(-logit)))
+  return features, labels.astype(np.int64)
+
+
+def _c2_columns(tf):
+  fc = tf.feature_column
+  age = fc.numeric_column('age')
+  education = fc.categorical_column_with_vocabulary_list('education',
+                                                         EDUCATION)
+  occupation = fc.categorical_column_with_hash_bucket('occupation', 50)
+  region = fc.categorical_column_with_identity('region', 100)
+  wide = [education, occupation, region,
+          fc.bucketized_column(age, [25, 35, 45, 55, 65]),
+          fc.crossed_column(['education', 'occupation'], 200)]
+  deep = [age, fc.numeric_column('hours'), fc.indicator_column(education),
+          fc.embedding_column(occupation, 8), fc.embedding_column(region, 8)]
+  return wide, deep
+
+
+def build(est, tf, workload: str, config):
+  """(estimator, train input_fn, eval input_fn) of `workload`, with the
+  canned classes of `est` (tf.estimator or estimator_rt)."""
+  if workload == 'C1':
+    features, labels = _c1_data()
+    batch = 128
+    estimator = est.DNNClassifier(
+        hidden_units=[64, 32], n_classes=10, config=config,
+        feature_columns=[tf.feature_column.numeric_column(f'f{i}')
+                         for i in range(20)])
+  else:
+    features, labels = _c2_data()
+    batch = 64
+    wide, deep = _c2_columns(tf)
+    estimator = est.DNNLinearCombinedClassifier(
+        linear_feature_columns=wide, dnn_feature_columns=deep,
+        dnn_hidden_units=[32, 16], config=config)
+
+  def train_input_fn():
+    dataset = tf.data.Dataset.from_tensor_slices((features, labels))
+    return dataset.repeat().batch(batch, drop_remainder=True).prefetch(2)
+
+  def eval_input_fn():
+    dataset = tf.data.Dataset.from_tensor_slices((features, labels))
+    return dataset.take(1024).batch(batch)
+
+  return estimator, train_input_fn, eval_input_fn
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument('--side', choices=('runtime', 'tf_estimator'),
+                      required=True)
+  parser.add_argument('--workload', choices=('C1', 'C2'), required=True)
+  parser.add_argument('--warmup', type=int, default=100)
+  parser.add_argument('--steps', type=int, default=3000)
+  parser.add_argument('--tae_steps', type=int, default=1000)
+  args = parser.parse_args()
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if args.side == 'tf_estimator':
+    est = tf.estimator
+  else:
+    import estimator_rt as est  # pylint: disable=g-import-not-at-top
+  quiet = dict(tf_random_seed=1, save_summary_steps=1_000_000,
+               log_step_count_steps=1_000_000)
+  config = est.RunConfig(save_checkpoints_steps=args.steps, **quiet)
+  with tempfile.TemporaryDirectory() as model_dir:
+    estimator, train_input_fn, eval_input_fn = build(
+        est, tf, args.workload, config.replace(model_dir=model_dir))
+    estimator.train(train_input_fn, max_steps=args.warmup)
+    start = time.perf_counter()
+    estimator.train(train_input_fn, max_steps=args.steps)
+    train_seconds = time.perf_counter() - start
+  with tempfile.TemporaryDirectory() as model_dir:
+    config = est.RunConfig(model_dir=model_dir,
+                           save_checkpoints_steps=args.tae_steps // 2,
+                           **quiet)
+    estimator, train_input_fn, eval_input_fn = build(est, tf, args.workload,
+                                                     config)
+    start = time.perf_counter()
+    est.train_and_evaluate(
+        estimator, est.TrainSpec(train_input_fn, max_steps=args.tae_steps),
+        est.EvalSpec(eval_input_fn, steps=None, throttle_secs=0))
+    tae_seconds = time.perf_counter() - start
+  print('CANNED_RESULT ' + json.dumps({
+      'side': args.side, 'workload': args.workload,
+      'steps_per_sec': (args.steps - args.warmup) / train_seconds,
+      'train_and_evaluate_secs': tae_seconds}), flush=True)
+
+
+if __name__ == '__main__':
+  main()
