@@ -115,6 +115,29 @@ def check_label_range(labels, n_classes: int, message: str = None):
     return tf.identity(labels)
 
 
+def label_ids(labels, label_vocabulary, *, head: str) -> tf.Tensor:
+  """String labels as their index in `label_vocabulary` (int64; -1 for a
+  label not in it, which the range check then refuses); other labels as
+  they are. Without a vocabulary, string labels are refused."""
+  if label_vocabulary is not None:
+    table = tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(
+            tf.constant(list(label_vocabulary)),
+            tf.range(len(label_vocabulary), dtype=tf.int64)), -1)
+    return table.lookup(labels)
+  if labels.dtype == tf.string:
+    raise UserInputError(f'{head}: labels are strings; give label_vocabulary.')
+  return labels
+
+
+def class_names(class_ids, label_vocabulary) -> tf.Tensor:
+  """The `classes` prediction: the vocabulary's strings, or the ids as
+  strings."""
+  if label_vocabulary is not None:
+    return tf.gather(tf.constant(list(label_vocabulary)), class_ids)
+  return tf.strings.as_string(class_ids, name='str_classes')
+
+
 def all_class_ids(logits, n_classes: int) -> tf.Tensor:
   batch = tf.shape(logits)[0]
   return tf.tile(tf.expand_dims(tf.range(n_classes), 0), [batch, 1])
@@ -178,6 +201,16 @@ class Head(abc.ABC):
 
   _name: Optional[str] = None
   _loss_reduction: str = SUM_OVER_BATCH_SIZE
+  _weight_column = None
+  _loss_fn = None
+
+  def _init_common(self, *, weight_column, loss_reduction, loss_fn, name):
+    """What every head's constructor stores, checked."""
+    validate_loss_reduction(loss_reduction)
+    self._weight_column = weight_column
+    self._loss_reduction = loss_reduction
+    self._loss_fn = loss_fn
+    self._name = name
 
   @property
   def name(self) -> Optional[str]:
@@ -198,9 +231,34 @@ class Head(abc.ABC):
     return f'{key}/{self._name}' if self._name else key
 
   @abc.abstractmethod
+  def _processed_labels(self, logits, labels) -> tf.Tensor:
+    """`labels` as the loss takes them (dense, ids, float)."""
+
+  @abc.abstractmethod
+  def _default_loss(self, labels, logits) -> tf.Tensor:
+    """The unreduced loss when no `loss_fn` was given."""
+
+  def _unweighted_loss_and_weights(self, logits, labels, features):
+    if self._loss_fn is not None:
+      unweighted = self._loss_fn(labels=labels, logits=logits)
+    else:
+      unweighted = self._default_loss(labels, logits)
+    return unweighted, example_weights(features, self._weight_column, logits)
+
   def loss(self, labels, logits, features=None, mode=None,
            regularization_losses=None):
-    """The regularized training loss (a scalar)."""
+    """The regularized training loss: the weighted per-example losses
+    reduced by `loss_reduction`, plus `regularization_losses`."""
+    del mode
+    with tf.name_scope('losses'):
+      logits = check_logits(logits, self.logits_dimension)
+      labels = self._processed_labels(logits, labels)
+      unweighted, weights = self._unweighted_loss_and_weights(
+          logits, labels, features)
+      loss = reduce_loss(unweighted, weights, self._loss_reduction)
+      if regularization_losses:
+        loss += tf.math.add_n(regularization_losses)
+      return loss
 
   @abc.abstractmethod
   def predictions(self, logits, keys=None) -> Dict[str, tf.Tensor]:

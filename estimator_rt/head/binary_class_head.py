@@ -48,52 +48,25 @@ class BinaryClassHead(base_head.Head):
       if not 0.0 < threshold < 1.0:
         raise UserInputError(f'thresholds={thresholds!r}: each must be in '
                              '(0, 1).')
-    base_head.validate_loss_reduction(loss_reduction)
-    self._weight_column = weight_column
+    self._init_common(weight_column=weight_column,
+                      loss_reduction=loss_reduction, loss_fn=loss_fn,
+                      name=name)
     self._thresholds = thresholds
     self._label_vocabulary = label_vocabulary
-    self._loss_reduction = loss_reduction
-    self._loss_fn = loss_fn
-    self._name = name
 
   @property
   def logits_dimension(self) -> int:
     return 1
 
-  def _label_ids(self, logits, labels):
+  def _processed_labels(self, logits, labels):
     labels = base_head.dense_labels(labels, logits, 1)
-    if self._label_vocabulary is not None:
-      table = tf.lookup.StaticHashTable(
-          tf.lookup.KeyValueTensorInitializer(
-              tf.constant(list(self._label_vocabulary)),
-              tf.range(len(self._label_vocabulary), dtype=tf.int64)), -1)
-      labels = table.lookup(labels)
-    elif labels.dtype == tf.string:
-      raise UserInputError(
-          'BinaryClassHead: labels are strings; give label_vocabulary.')
+    labels = base_head.label_ids(labels, self._label_vocabulary,
+                                 head='BinaryClassHead')
     return base_head.check_label_range(tf.cast(labels, tf.float32), 2)
 
-  def _unweighted_loss_and_weights(self, logits, labels, features):
-    if self._loss_fn is not None:
-      unweighted = self._loss_fn(labels=labels, logits=logits)
-    else:
-      unweighted = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels,
-                                                           logits=logits)
-    return unweighted, base_head.example_weights(features,
-                                                 self._weight_column, logits)
-
-  def loss(self, labels, logits, features=None, mode=None,
-           regularization_losses=None):
-    del mode
-    with tf.name_scope('losses'):
-      logits = base_head.check_logits(logits, 1)
-      labels = self._label_ids(logits, labels)
-      unweighted, weights = self._unweighted_loss_and_weights(
-          logits, labels, features)
-      loss = base_head.reduce_loss(unweighted, weights, self._loss_reduction)
-      if regularization_losses:
-        loss += tf.math.add_n(regularization_losses)
-      return loss
+  def _default_loss(self, labels, logits):
+    return tf.nn.sigmoid_cross_entropy_with_logits(labels=labels,
+                                                   logits=logits)
 
   _VALID_KEYS = (_P.LOGITS, _P.LOGISTIC, _P.PROBABILITIES, _P.CLASS_IDS,
                  _P.CLASSES, _P.ALL_CLASS_IDS, _P.ALL_CLASSES)
@@ -120,12 +93,8 @@ class BinaryClassHead(base_head.Head):
         if _P.CLASS_IDS in keys:
           out[_P.CLASS_IDS] = class_ids
         if _P.CLASSES in keys:
-          if self._label_vocabulary is not None:
-            out[_P.CLASSES] = tf.gather(
-                tf.constant(list(self._label_vocabulary)), class_ids)
-          else:
-            out[_P.CLASSES] = tf.strings.as_string(class_ids,
-                                                   name='str_classes')
+          out[_P.CLASSES] = base_head.class_names(class_ids,
+                                                  self._label_vocabulary)
       if _P.ALL_CLASS_IDS in keys:
         out[_P.ALL_CLASS_IDS] = base_head.all_class_ids(logits, 2)
       if _P.ALL_CLASSES in keys:
@@ -171,7 +140,7 @@ class BinaryClassHead(base_head.Head):
     predictions = self.predictions(logits, [_P.CLASS_IDS, _P.LOGISTIC])
     class_ids = predictions[_P.CLASS_IDS]
     logistic = predictions[_P.LOGISTIC]
-    labels = self._label_ids(logits, labels)
+    labels = self._processed_labels(logits, labels)
     unweighted, weights = self._unweighted_loss_and_weights(logits, labels,
                                                             features)
     eval_metrics[key(_M.LOSS_MEAN)].update_state(unweighted,

@@ -46,58 +46,31 @@ class MultiClassHead(base_head.Head):
         raise UserInputError(
             f'label_vocabulary has {len(label_vocabulary)} entries; '
             f'n_classes={n_classes} needs as many.')
-    base_head.validate_loss_reduction(loss_reduction)
+    self._init_common(weight_column=weight_column,
+                      loss_reduction=loss_reduction, loss_fn=loss_fn,
+                      name=name)
     self._n_classes = n_classes
-    self._weight_column = weight_column
     self._label_vocabulary = label_vocabulary
-    self._loss_reduction = loss_reduction
-    self._loss_fn = loss_fn
-    self._name = name
 
   @property
   def logits_dimension(self) -> int:
     return self._n_classes
 
-  def _label_ids(self, logits, labels):
+  def _processed_labels(self, logits, labels):
     labels = base_head.dense_labels(labels, logits, 1)
-    if self._label_vocabulary is not None:
-      table = tf.lookup.StaticHashTable(
-          tf.lookup.KeyValueTensorInitializer(
-              tf.constant(list(self._label_vocabulary)),
-              tf.range(len(self._label_vocabulary), dtype=tf.int64)), -1)
-      labels = table.lookup(labels)
-    elif labels.dtype == tf.string:
-      raise UserInputError(
-          'MultiClassHead: labels are strings; give label_vocabulary.')
-    elif labels.dtype.is_floating:
+    labels = base_head.label_ids(labels, self._label_vocabulary,
+                                 head='MultiClassHead')
+    if labels.dtype.is_floating:
       raise UserInputError(
           f'MultiClassHead: labels must be integer class ids, got '
           f'{labels.dtype.name}.')
     return base_head.check_label_range(tf.cast(labels, tf.int64),
                                        self._n_classes)
 
-  def _unweighted_loss_and_weights(self, logits, label_ids, features):
-    if self._loss_fn is not None:
-      unweighted = self._loss_fn(labels=label_ids, logits=logits)
-    else:
-      unweighted = tf.expand_dims(
-          tf.nn.sparse_softmax_cross_entropy_with_logits(
-              labels=tf.squeeze(label_ids, -1), logits=logits), -1)
-    return unweighted, base_head.example_weights(features,
-                                                 self._weight_column, logits)
-
-  def loss(self, labels, logits, features=None, mode=None,
-           regularization_losses=None):
-    del mode
-    with tf.name_scope('losses'):
-      logits = base_head.check_logits(logits, self._n_classes)
-      label_ids = self._label_ids(logits, labels)
-      unweighted, weights = self._unweighted_loss_and_weights(
-          logits, label_ids, features)
-      loss = base_head.reduce_loss(unweighted, weights, self._loss_reduction)
-      if regularization_losses:
-        loss += tf.math.add_n(regularization_losses)
-      return loss
+  def _default_loss(self, labels, logits):
+    # Per example, [batch, 1] like the weights.
+    return tf.expand_dims(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=tf.squeeze(labels, -1), logits=logits), -1)
 
   _VALID_KEYS = (_P.LOGITS, _P.PROBABILITIES, _P.CLASS_IDS, _P.CLASSES,
                  _P.ALL_CLASS_IDS, _P.ALL_CLASSES)
@@ -119,12 +92,8 @@ class MultiClassHead(base_head.Head):
         if _P.CLASS_IDS in keys:
           out[_P.CLASS_IDS] = class_ids
         if _P.CLASSES in keys:
-          if self._label_vocabulary is not None:
-            out[_P.CLASSES] = tf.gather(
-                tf.constant(list(self._label_vocabulary)), class_ids)
-          else:
-            out[_P.CLASSES] = tf.strings.as_string(class_ids,
-                                                   name='str_classes')
+          out[_P.CLASSES] = base_head.class_names(class_ids,
+                                                  self._label_vocabulary)
       if _P.ALL_CLASS_IDS in keys:
         out[_P.ALL_CLASS_IDS] = base_head.all_class_ids(logits,
                                                         self._n_classes)
@@ -149,7 +118,7 @@ class MultiClassHead(base_head.Head):
     key = self._summary_key
     logits = base_head.check_logits(logits, self._n_classes)
     class_ids = self.predictions(logits, [_P.CLASS_IDS])[_P.CLASS_IDS]
-    label_ids = self._label_ids(logits, labels)
+    label_ids = self._processed_labels(logits, labels)
     unweighted, weights = self._unweighted_loss_and_weights(
         logits, label_ids, features)
     eval_metrics[key(_M.LOSS_MEAN)].update_state(unweighted,

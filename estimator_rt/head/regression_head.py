@@ -39,45 +39,25 @@ class RegressionHead(base_head.Head):
         not isinstance(label_dimension, int) or label_dimension < 1):
       raise UserInputError(
           f'label_dimension={label_dimension!r} must be an int >= 1.')
-    base_head.validate_loss_reduction(loss_reduction)
+    self._init_common(weight_column=weight_column,
+                      loss_reduction=loss_reduction, loss_fn=loss_fn,
+                      name=name)
     self._logits_dimension = label_dimension
-    self._weight_column = weight_column
-    self._loss_reduction = loss_reduction
-    self._loss_fn = loss_fn
     self._inverse_link_fn = inverse_link_fn
-    self._name = name
 
   @property
   def logits_dimension(self) -> int:
     return self._logits_dimension
 
-  def _labels(self, logits, labels):
+  def _processed_labels(self, logits, labels):
     labels = base_head.dense_labels(labels, logits, self._logits_dimension)
     if labels.dtype == tf.string:
       raise UserInputError('RegressionHead: labels must be numbers, got '
                            'strings.')
     return tf.cast(labels, tf.float32)
 
-  def _unweighted_loss_and_weights(self, logits, labels, features):
-    if self._loss_fn is not None:
-      unweighted = self._loss_fn(labels=labels, logits=logits)
-    else:
-      unweighted = tf.math.squared_difference(logits, labels)
-    return unweighted, base_head.example_weights(features,
-                                                 self._weight_column, logits)
-
-  def loss(self, labels, logits, features=None, mode=None,
-           regularization_losses=None):
-    del mode
-    with tf.name_scope('losses'):
-      logits = base_head.check_logits(logits, self._logits_dimension)
-      labels = self._labels(logits, labels)
-      unweighted, weights = self._unweighted_loss_and_weights(
-          logits, labels, features)
-      loss = base_head.reduce_loss(unweighted, weights, self._loss_reduction)
-      if regularization_losses:
-        loss += tf.math.add_n(regularization_losses)
-      return loss
+  def _default_loss(self, labels, logits):
+    return tf.math.squared_difference(logits, labels)
 
   def predictions(self, logits, keys=None):
     valid = (_P.PREDICTIONS, _P.LOGITS) if self._inverse_link_fn else (
@@ -115,7 +95,7 @@ class RegressionHead(base_head.Head):
     key = self._summary_key
     logits = base_head.check_logits(logits, self._logits_dimension)
     predicted = self.predictions(logits, [_P.PREDICTIONS])[_P.PREDICTIONS]
-    labels = self._labels(logits, labels)
+    labels = self._processed_labels(logits, labels)
     unweighted, weights = self._unweighted_loss_and_weights(logits, labels,
                                                             features)
     eval_metrics[key(_M.LOSS_MEAN)].update_state(unweighted,
