@@ -19,11 +19,13 @@ import json
 import os
 import shutil
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import estimator_rt as ert
+from estimator_rt import engine_choice
 from estimator_rt import summaries
 from estimator_rt.compat import namespaces
 from estimator_rt.errors import UserInputError
@@ -251,3 +253,66 @@ def test_nan_in_a_canned_estimator_never_reaches_a_checkpoint(tmp_path):
   with pytest.raises(ert.NanLossError, match='global step 15'):
     classifier.train(input_fn, max_steps=40)
   assert checkpoint_steps(str(tmp_path)) == [10]
+
+
+def test_add_metrics_on_a_canned_estimator(tmp_path):
+  """tf.estimator.add_metrics on a canned classifier: its metrics and the
+  added one (a tf.compat.v1.metrics pair, as 2.15's graph-mode programs
+  wrote), with the canned model_dir and config kept."""
+  est = namespaces.v2()
+  name = 'linear_classifier'
+  model_dir = str(tmp_path / name)
+  shutil.copytree(os.path.join(programs.FIXTURE_ROOT, name), model_dir)
+  classifier = programs.build(est, name, model_dir)
+
+  def metric_fn(labels, predictions):
+    return {'mean_logistic': tf.compat.v1.metrics.mean(
+        predictions['logistic']), 'auc': tf.compat.v1.metrics.mean(
+            tf.cast(labels, tf.float32))}
+
+  extended = est.add_metrics(classifier, metric_fn)
+  assert extended.model_dir == model_dir
+  _, evaluate, _ = programs.input_fns('binary')
+  metrics = extended.evaluate(evaluate)
+  expected = REFERENCE[name]['fixture_metrics']
+  assert set(metrics) == set(expected) | {'mean_logistic'}
+  assert np.isclose(metrics['mean_logistic'], expected['prediction/mean'],
+                    atol=1e-5)
+  # A name the canned model reports too is replaced, as in tf.estimator.
+  assert np.isclose(metrics['auc'], expected['label/mean'], atol=1e-5)
+
+
+@pytest.mark.parametrize('head_name, reference_program, labels_kind', [
+    ('BinaryClassHead', 'dnn_classifier', 'binary'),
+    ('MultiClassHead', 'dnn_estimator_multiclass_head', 'multiclass'),
+    ('RegressionHead', 'dnn_regressor', 'regression'),
+])
+def test_heads_in_a_tf2_model_fn_run_in_the_eager_engine(
+    tmp_path, head_name, reference_program, labels_kind):
+  """A head in a TF2 model_fn (Keras 3 layer, a Keras optimizer the
+  runtime applies): it trains in the eager engine, and evaluates and
+  predicts with 2.15's metric and prediction keys."""
+  est = namespaces.v2()
+  head = {'BinaryClassHead': lambda: est.BinaryClassHead(),
+          'MultiClassHead': lambda: est.MultiClassHead(3),
+          'RegressionHead': lambda: est.RegressionHead()}[head_name]()
+
+  def model_fn(features, labels, mode):
+    inputs = tf.stack([features['x1'], features['x2'], features['x3']], -1)
+    logits = keras.layers.Dense(head.logits_dimension)(inputs)
+    # Made in TRAIN only: a Keras 3 optimizer creates variables when built.
+    optimizer = (keras.optimizers.SGD(0.1) if mode == ert.ModeKeys.TRAIN
+                 else None)
+    return head.create_estimator_spec(features=features, mode=mode,
+                                      labels=labels, logits=logits,
+                                      optimizer=optimizer)
+
+  train, evaluate, predict = programs.input_fns(labels_kind)
+  estimator = est.Estimator(model_fn, model_dir=str(tmp_path))
+  estimator.train(train, max_steps=20)
+  assert engine_choice.is_object_based(estimator.latest_checkpoint())
+  metrics = estimator.evaluate(evaluate)
+  assert set(metrics) == set(REFERENCE[reference_program]['metrics'])
+  prediction = next(iter(estimator.predict(predict)))
+  assert set(prediction) == set(
+      REFERENCE[reference_program]['predictions'][0])
