@@ -8,12 +8,13 @@ it here:
   - the runtime's own classes and functions (Estimator, RunConfig, specs,
     exporters, train_and_evaluate, export receivers and outputs, early
     stopping, warm starting, add_metrics, parsing specs, numpy/pandas
-    input_fns, TPUEstimator without a TPU);
+    input_fns, TPUEstimator without a TPU, the canned estimators and heads:
+    the TF2 classes in tf.estimator, the v1 ones in tf.compat.v1.estimator);
   - TensorFlow's own where tf.estimator re-exported them (the
     SessionRunHooks of `tf.compat.v1.train`, VocabInfo);
-  - for what is not built yet (the canned estimators, heads,
-    model_to_estimator), a placeholder that resolves and refuses in one line
-    when used (`not_yet.py`).
+  - for what estimator_rt does not support (the RNN estimators, KMeans,
+    and MultiHead/MultiLabelHead from estimator_rt.head), a placeholder that
+    resolves and refuses in one line when used (`not_yet.py`).
 """
 
 import functools

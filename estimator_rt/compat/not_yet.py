@@ -1,12 +1,11 @@
-"""tf.estimator names that estimator_rt does not provide yet: they resolve,
-and using one raises one line saying so."""
+"""tf.estimator names that estimator_rt does not provide: they resolve, and
+using one raises one line saying so and what to use instead."""
 
 from estimator_rt.errors import UserInputError
 
-# What each group is waiting for, for the message.
-CANNED = ('the canned estimators, heads and model_to_estimator are not in '
-          'estimator_rt yet; write a model_fn, or pin TensorFlow 2.15 for '
-          'this program')
+# The default reason, for a name given none.
+CANNED = ('not supported by estimator_rt; write a model_fn, or pin '
+          'TensorFlow 2.15 for this program')
 
 
 def placeholder(name: str, why: str = CANNED):
