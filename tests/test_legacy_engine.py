@@ -576,19 +576,19 @@ def test_parameter_server_chief_two_workers_ps_and_evaluator(tmp_path):
   run = _cluster.run_launcher(
       tmp_path, workers=2, ps=1, chief=True, evaluator=True, grace_secs=60,
       args=_classifier_cluster_flags(
-          model_dir, '--max_steps=3000', '--save_checkpoints_steps=1000',
+          model_dir, '--max_steps=1500', '--save_checkpoints_steps=500',
           '--exporters=final', '--distribution_strategy=parameter_server'))
   names = ['chief:0', 'worker:0', 'worker:1', 'ps:0', 'evaluator:0']
   assert run.codes == {name: 0 for name in names}, run.tail()
   for name in ('chief:0', 'worker:0', 'worker:1'):
     assert 'graph engine' in run.log(name), run.log(name)[-3000:]
   # Asynchronous: the chief saves at the first step it sees past each
-  # 1000 (the others step meanwhile), and at its end; each task stops on
+  # 500 (the others step meanwhile), and at its end; each task stops on
   # its own reading of the shared step, so the run ends a few steps past
   # max_steps.
   steps = checkpoint_steps(model_dir)
-  assert sorted({s // 1000 for s in steps}) == [1, 2, 3], steps
-  assert 3000 <= steps[-1] <= 3000 + OVERSHOOT, steps
+  assert sorted({s // 500 for s in steps}) == [1, 2, 3], steps
+  assert 1500 <= steps[-1] <= 1500 + OVERSHOOT, steps
   assert not engine_choice.is_object_based(
       os.path.join(model_dir, f'model.ckpt-{steps[-1]}'))
   # Every task trained: each ran steps of its own, and each step counts
@@ -599,7 +599,7 @@ def test_parameter_server_chief_two_workers_ps_and_evaluator(tmp_path):
     assert match, run.log(name)[-3000:]
     ran[name] = int(match.group(1))
   assert min(ran.values()) > 0, ran
-  assert steps[-1] <= sum(ran.values()) <= 3000 + OVERSHOOT, (ran, steps)
+  assert steps[-1] <= sum(ran.values()) <= 1500 + OVERSHOOT, (ran, steps)
   assert 'Saved checkpoint' not in run.log('worker:0')
   accuracy = summaries.read_scalars(os.path.join(model_dir, 'eval'))[
       'accuracy']
@@ -704,7 +704,7 @@ def test_parameter_server_lost_worker_and_lost_ps(tmp_path):
   model_dir = str(tmp_path / 'model')
   cluster = _cluster.launcher().make_cluster(workers=2, ps=1, chief=True,
                                              evaluator=False)
-  tasks = _start_ps_cluster(tmp_path, 'run1', cluster, max_steps=4000,
+  tasks = _start_ps_cluster(tmp_path, 'run1', cluster, max_steps=1500,
                             names=PS_TASKS)
   survivors = ['ps:0', 'worker:0', 'chief:0']
   try:
@@ -715,14 +715,14 @@ def test_parameter_server_lost_worker_and_lost_ps(tmp_path):
     _cluster.stop_tasks(tasks)
   assert codes == {n: 0 for n in survivors}, (
       codes, _cluster.tails(tasks, PS_TASKS))
-  assert 4000 <= checkpoint_steps(model_dir)[-1] <= 4000 + OVERSHOOT
+  assert 1500 <= checkpoint_steps(model_dir)[-1] <= 1500 + OVERSHOOT
 
   again = _start_ps_cluster(tmp_path, 'run2', cluster, max_steps=10**6,
                             names=PS_TASKS)
   try:
-    _when_trained_past(again, 4500)
-    _cluster.wait_for(lambda: checkpoint_steps(model_dir)[-1] > 4500,
-                      timeout=60, what='a checkpoint past 4500')
+    _when_trained_past(again, 2000)
+    _cluster.wait_for(lambda: checkpoint_steps(model_dir)[-1] > 2000,
+                      timeout=60, what='a checkpoint past 2000')
     _cluster.kill_task(again['ps:0'])
     codes = _cluster.wait_tasks(again, PS_TASKS[1:], timeout=90)
   finally:
@@ -735,7 +735,7 @@ def test_parameter_server_lost_worker_and_lost_ps(tmp_path):
       chief_log), chief_log[-3000:]
   assert 'Traceback' not in chief_log, chief_log[-3000:]
   last = checkpoint_steps(model_dir)[-1]
-  assert last > 4500
+  assert last > 2000
   reader = tf.train.load_checkpoint(os.path.join(model_dir,
                                                  f'model.ckpt-{last}'))
   assert int(reader.get_tensor('global_step')) >= last
