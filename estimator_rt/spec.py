@@ -1,5 +1,6 @@
 """`EstimatorSpec`: what a `model_fn` returns, validated on construction."""
 
+import sys
 from typing import Any, Mapping, Optional, Sequence
 
 import keras
@@ -36,6 +37,15 @@ def _hook_list(field: str, hooks: Optional[Sequence[Any]],
   return list(hooks)
 
 
+def is_keras2_metric(value: Any) -> bool:
+  """Whether `value` is a Keras 2 (`tf_keras`) metric object, which a
+  TF1-style model_fn updates in a graph (as tf.estimator 2.15's users and
+  heads did with tf.keras.metrics). tf_keras is not imported here: a metric
+  of it can only exist once its user imported it."""
+  tf_keras = sys.modules.get('tf_keras')
+  return tf_keras is not None and isinstance(value, tf_keras.metrics.Metric)
+
+
 def _is_metric_pair(value: Any) -> bool:
   return (isinstance(value, (tuple, list)) and len(value) == 2 and
           all(_is_tensor_like(v) or isinstance(v, tf.Operation)
@@ -55,10 +65,12 @@ class EstimatorSpec:
     runtime only runs it).
   * `ModeKeys.EVAL`: `loss`, and optionally `eval_metric_ops`, a dict from
     name to a Keras metric object whose `update_state` the model_fn already
-    called, or to a `(value, update_op)` pair. For a pair, the reported
-    result is what `update_op` returns on the last step (the updated value,
-    as `tf.compat.v1.metrics` update ops return it); its variables are
-    reset to their initial values before each evaluation. Under a
+    called (Keras 3 in the eager engine; Keras 2, `tf_keras`, in the graph
+    engine, as tf.estimator took them), or to a `(value, update_op)` pair.
+    For a pair, the reported result is what `update_op` returns on the last
+    step (the updated value, as `tf.compat.v1.metrics` update ops return
+    it); its variables are reset to their initial values before each
+    evaluation. Under a
     multi-replica strategy the result is the mean over replicas of each
     replica's update result, which is right for mean-like metrics on equal
     batches only; use Keras metrics there (they reduce exactly).
@@ -207,8 +219,17 @@ class EstimatorSpec:
         raise ModelFnError(
             "EstimatorSpec(mode='eval'): `eval_metric_ops` may not define "
             "'loss'; the runtime reports the mean loss under that name.")
+      if (is_keras2_metric(metric) and
+          tf.compat.v1.executing_eagerly_outside_functions()):
+        # Only the graph engine (a model_fn built in a tf.Graph) turns a
+        # Keras 2 metric into ops; the eager engine resets and reduces
+        # Keras 3 metric objects.
+        raise ModelFnError(
+            "EstimatorSpec(mode='eval'): eval_metric_ops[" + repr(name) +
+            f'] is a Keras 2 (tf_keras) metric, {type(metric).__name__}, in '
+            'a TF2 model_fn (eager engine); use a keras.metrics object.')
       if not (isinstance(metric, keras.metrics.Metric) or
-              _is_metric_pair(metric)):
+              is_keras2_metric(metric) or _is_metric_pair(metric)):
         raise ModelFnError(
             "EstimatorSpec(mode='eval'): eval_metric_ops[" + repr(name) +
             '] must be a Keras metric object or a (value, update_op) pair, '
@@ -222,10 +243,14 @@ class EstimatorSpec:
     preds = (self.predictions if isinstance(self.predictions, Mapping) else
              {'predictions': self.predictions})
     for name, value in preds.items():
-      if not isinstance(name, str):
+      # A tuple of strings too: tf.estimator's MultiHead keyed its
+      # predictions by (head name, prediction key).
+      if not (isinstance(name, str) or (
+          isinstance(name, tuple) and name and
+          all(isinstance(part, str) for part in name))):
         raise ModelFnError(
             "EstimatorSpec(mode='infer'): `predictions` keys must be "
-            f'strings, got {name!r}.')
+            f'strings (or tuples of strings), got {name!r}.')
       if not _is_tensor_like(value):
         raise ModelFnError(
             "EstimatorSpec(mode='infer'): predictions[" + repr(name) +

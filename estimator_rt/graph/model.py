@@ -21,6 +21,7 @@ from estimator_rt.errors import ModelFnError
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.spec import EstimatorSpec
+from estimator_rt.spec import is_keras2_metric
 
 # Ops that write a resource variable or a ref variable: how the global step
 # is seen to be counted by the model_fn's train_op.
@@ -129,7 +130,36 @@ def _call(model_fn: Callable, features, labels, mode: str, params: dict,
         f'model_fn {user_fns.fn_name(model_fn)} was called in mode {mode!r} '
         f'and returned an EstimatorSpec for mode {spec.mode!r}; pass the '
         '`mode` argument through.')
+  if mode == ModeKeys.EVAL:
+    # Here, in the replica's context, so the values are read where the
+    # metric's updates run.
+    _keras2_metrics_as_pairs(spec, model_fn)
   return spec
+
+
+def _keras2_metrics_as_pairs(spec: EstimatorSpec, model_fn: Callable) -> None:
+  """Replaces the Keras 2 (tf_keras) metric objects among the spec's
+  eval_metric_ops by `(result(), update_op)` pairs, as tf.estimator 2.15
+  did: the update op runs every update_state the model_fn called (2.15 ran
+  the first only), and the metric's variables join the LOCAL_VARIABLES
+  collection (initialized before each evaluation, never saved) and
+  METRIC_VARIABLES."""
+  for name, metric in list(spec.eval_metric_ops.items()):
+    if not is_keras2_metric(metric):
+      continue
+    if not metric.updates:
+      raise ModelFnError(
+          f'model_fn {user_fns.fn_name(model_fn)}: eval_metric_ops[{name!r}] '
+          f'is the metric {metric.name!r}, whose update_state(...) was never '
+          'called in this graph; call it with the batch\'s labels and '
+          'predictions.')
+    for collection in (tf.compat.v1.GraphKeys.LOCAL_VARIABLES,
+                       tf.compat.v1.GraphKeys.METRIC_VARIABLES):
+      present = {id(v) for v in tf.compat.v1.get_collection(collection)}
+      for variable in metric.variables:
+        if id(variable) not in present:
+          tf.compat.v1.add_to_collection(collection, variable)
+    spec.eval_metric_ops[name] = (metric.result(), tf.group(*metric.updates))
 
 
 def _check_graph_spec(spec: EstimatorSpec, model_fn: Callable) -> None:
@@ -146,8 +176,9 @@ def _check_graph_spec(spec: EstimatorSpec, model_fn: Callable) -> None:
       if not isinstance(metric, (tuple, list)):
         raise ModelFnError(
             f'model_fn {name}: eval_metric_ops[{metric_name!r}] is a '
-            f'{type(metric).__name__}; in the graph engine give a (value, '
-            'update_op) pair, e.g. tf.compat.v1.metrics.mean(...).')
+            f'{type(metric).__name__}; in the graph engine give a Keras 2 '
+            '(tf_keras) metric or a (value, update_op) pair, e.g. '
+            'tf.compat.v1.metrics.mean(...).')
 
 
 def _counts_global_step(train_op, global_step) -> bool:

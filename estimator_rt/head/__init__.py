@@ -7,6 +7,9 @@
                                         labels=labels, logits=logits,
                                         train_op_fn=...)
 
+In a TF1-style model_fn (graph engine) pass `optimizer=` a Keras 2 optimizer
+(`tf_keras.optimizers.legacy.*`) and `trainable_variables=`, or
+`train_op_fn=`; in a TF2 model_fn (eager engine) pass a Keras 3 optimizer.
 See base_head.py (what every head does) and metrics.py (how metrics follow
 the engine).
 """
@@ -21,3 +24,4 @@ from estimator_rt.head.multi_label_head import MultiLabelHead
 from estimator_rt.head.regression_head import LogisticRegressionHead
 from estimator_rt.head.regression_head import PoissonRegressionHead
 from estimator_rt.head.regression_head import RegressionHead
+from estimator_rt.head.sequential_head import SequentialHeadWrapper

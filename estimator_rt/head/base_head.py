@@ -8,11 +8,14 @@ numbers; they return estimator_rt `EstimatorSpec`s and run in both engines
 """
 
 import abc
+import inspect
 from typing import Any, Dict, Optional
 
+from absl import logging
 import tensorflow as tf
 
 from estimator_rt import export as export_lib
+from estimator_rt.errors import GraphModelFnError
 from estimator_rt.errors import UserInputError
 from estimator_rt.head import keys as keys_lib
 from estimator_rt.head import metrics as metrics_lib
@@ -29,6 +32,38 @@ def validate_loss_reduction(loss_reduction) -> None:
     raise UserInputError(
         f'loss_reduction={loss_reduction!r} must be one of {_REDUCTIONS} '
         '(tf.losses.Reduction.SUM_OVER_BATCH_SIZE or SUM).')
+
+
+def validate_thresholds(thresholds) -> tuple:
+  """`thresholds` as a tuple, each checked to lie in (0, 1)."""
+  thresholds = tuple(thresholds) if thresholds else ()
+  for threshold in thresholds:
+    if not 0.0 < threshold < 1.0:
+      raise UserInputError(
+          f'thresholds={thresholds!r}: each must be in (0, 1), got '
+          f'{threshold!r}.')
+  return thresholds
+
+
+def loss_fn_arguments(loss_fn) -> tuple:
+  """The arguments `loss_fn` declares, checked as 2.15 checked them:
+  labels and logits required, features and loss_reduction allowed."""
+  try:
+    arguments = tuple(inspect.signature(loss_fn).parameters)
+  except (TypeError, ValueError):  # A builtin: trust it with the two.
+    return ('labels', 'logits')
+  for required in ('labels', 'logits'):
+    if required not in arguments:
+      raise UserInputError(
+          f'loss_fn={loss_fn!r} must take an argument {required!r}; it takes '
+          f'{list(arguments)}.')
+  unexpected = set(arguments) - {'labels', 'logits', 'features',
+                                 'loss_reduction', 'self'}
+  if unexpected:
+    raise UserInputError(
+        f'loss_fn={loss_fn!r} has unexpected arguments {sorted(unexpected)} '
+        '(it may take labels, logits, features).')
+  return arguments
 
 
 def reduce_loss(unweighted_loss, weights, loss_reduction) -> tf.Tensor:
@@ -159,12 +194,48 @@ def classification_output(scores, n_classes: int, label_vocabulary=None):
       scores=scores, classes=all_classes(scores, n_classes, label_vocabulary))
 
 
+def graph_optimizer(optimizer):
+  """`optimizer` as a Keras 2 optimizer with `get_updates` (what 2.15's
+  heads called): a `tf_keras.optimizers.legacy` instance, or a tf_keras
+  optimizer name ('sgd', 'Adagrad', ...) made into one."""
+  if isinstance(optimizer, str):
+    import tf_keras  # pylint: disable=g-import-not-at-top
+    try:
+      return tf_keras.optimizers.get(optimizer, use_legacy_optimizer=True)
+    except ValueError as e:
+      raise UserInputError(
+          f'create_estimator_spec: optimizer={optimizer!r} is not a tf_keras '
+          'optimizer name.') from e
+  if not callable(getattr(optimizer, 'get_updates', None)):
+    raise UserInputError(
+        f'create_estimator_spec: optimizer={optimizer!r} has no get_updates; '
+        'in a TF1-style model_fn (graph engine) give a Keras 2 optimizer, '
+        'tf_keras.optimizers.legacy.* (what tf.keras.optimizers.legacy was '
+        'in 2.15), or a TF2 model_fn a Keras 3 one.')
+  return optimizer
+
+
 def create_train_op(*, optimizer, trainable_variables, train_op_fn,
                     update_ops, loss, loss_reduction):
-  """The train op from an optimizer (Keras 2 legacy: `get_updates`, the
-  loss scaled for the replicas when it is a mean) or `train_op_fn(loss)`,
-  grouped with `update_ops`; built under the root name scope 'training',
-  where 2.15 built it (its optimizer slots are named `training/...`)."""
+  """The train op of 2.15's heads, built under the root name scope
+  'training' (so a Keras 2 optimizer's slots are named as 2.15 named them,
+  and 2.15's checkpoints load):
+
+  - with `optimizer`: `optimizer.get_updates(loss, trainable_variables)`,
+    the mean loss first divided by the number of replicas (each replica's
+    gradients are summed). It increments `optimizer.iterations`, which is
+    the global step only if the model_fn made it so
+    (`optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()`,
+    as 2.15's canned estimators did); otherwise the graph engine counts the
+    step itself.
+  - with `train_op_fn`: `train_op_fn(loss)`.
+
+  Either is grouped with `update_ops`.
+  """
+  if update_ops is not None and not isinstance(update_ops, (list, tuple)):
+    raise UserInputError(
+        f'create_estimator_spec: update_ops must be a list or tuple, got '
+        f'{type(update_ops).__name__}: {update_ops!r}')
   with tf.compat.v1.name_scope(''):  # Leaves the head's scope, as 2.15 did.
     with tf.name_scope('training'):
       if optimizer is not None:
@@ -172,10 +243,16 @@ def create_train_op(*, optimizer, trainable_variables, train_op_fn,
           raise UserInputError(
               'create_estimator_spec: give optimizer or train_op_fn, not '
               'both.')
+        optimizer = graph_optimizer(optimizer)
         if trainable_variables is None:
           raise UserInputError(
               'create_estimator_spec: optimizer needs trainable_variables '
-              '(TF2 has no TRAINABLE_VARIABLES collection to take them from).')
+              '(TF2 has no TRAINABLE_VARIABLES collection to take them '
+              'from); got None.')
+        if not isinstance(trainable_variables, (list, tuple)):
+          raise UserInputError(
+              'create_estimator_spec: trainable_variables must be a list or '
+              f'tuple, got {type(trainable_variables).__name__}.')
         if loss_reduction == SUM_OVER_BATCH_SIZE:
           replicas = tf.distribute.get_strategy().num_replicas_in_sync
           if replicas > 1:
@@ -185,10 +262,47 @@ def create_train_op(*, optimizer, trainable_variables, train_op_fn,
         train_op = train_op_fn(loss)
       else:
         raise UserInputError(
-            'create_estimator_spec in TRAIN: give optimizer or train_op_fn.')
+            'create_estimator_spec in TRAIN: give optimizer or train_op_fn; '
+            'both were None.')
       if update_ops:
         train_op = tf.group(train_op, *update_ops)
       return train_op
+
+
+_warned_trainable_variables = []
+
+
+def eager_train_spec(*, optimizer, loss, predictions, trainable_variables,
+                     update_ops) -> EstimatorSpec:
+  """The TRAIN spec of a head in a TF2 model_fn (eager engine): the loss
+  and a Keras 3 optimizer, which the runtime applies to the gradients of
+  every trainable variable the model_fn created. EstimatorSpec cannot
+  express a narrower set, so `trainable_variables` is not used here (a
+  warning says so when it is given); nor are `update_ops` (Keras 3 layers
+  update their state when called)."""
+  import keras  # pylint: disable=g-import-not-at-top
+  if isinstance(optimizer, str) or callable(
+      getattr(optimizer, 'get_updates', None)):
+    # 2.15's way (get_updates builds graph ops): a TF1-style model_fn,
+    # which the graph engine then runs (see engine_choice.py).
+    raise GraphModelFnError(
+        f'create_estimator_spec: optimizer={optimizer!r} is a Keras 2 '
+        'optimizer, whose get_updates builds a graph.',
+        reason='its head trains with a Keras 2 optimizer (get_updates)')
+  if not isinstance(optimizer, keras.optimizers.Optimizer):
+    raise UserInputError(
+        f'create_estimator_spec: optimizer={optimizer!r} in a TF2 model_fn '
+        '(eager engine) must be a Keras 3 optimizer (keras.optimizers.*); '
+        'Keras 2 optimizers run in TF1-style model_fns (graph engine).')
+  if trainable_variables is not None and not _warned_trainable_variables:
+    _warned_trainable_variables.append(True)
+    logging.warning(
+        'create_estimator_spec: trainable_variables is not used in a TF2 '
+        'model_fn (eager engine): the runtime trains every trainable '
+        'variable; freeze a layer with layer.trainable = False instead.')
+  del update_ops
+  return EstimatorSpec(mode=ModeKeys.TRAIN, predictions=predictions,
+                       loss=loss, optimizer=optimizer)
 
 
 class Head(abc.ABC):
@@ -207,6 +321,8 @@ class Head(abc.ABC):
   def _init_common(self, *, weight_column, loss_reduction, loss_fn, name):
     """What every head's constructor stores, checked."""
     validate_loss_reduction(loss_reduction)
+    if loss_fn is not None:
+      loss_fn_arguments(loss_fn)
     self._weight_column = weight_column
     self._loss_reduction = loss_reduction
     self._loss_fn = loss_fn
@@ -230,17 +346,22 @@ class Head(abc.ABC):
   def _summary_key(self, key: str) -> str:
     return f'{key}/{self._name}' if self._name else key
 
-  @abc.abstractmethod
+  # The three below are what the single heads here define, and the default
+  # `loss` and `create_estimator_spec` use; not abstract, so that a user's
+  # subclass written for 2.15 (which did not have them) can be made.
   def _processed_labels(self, logits, labels) -> tf.Tensor:
     """`labels` as the loss takes them (dense, ids, float)."""
+    raise NotImplementedError(f'{type(self).__name__}._processed_labels')
 
-  @abc.abstractmethod
   def _default_loss(self, labels, logits) -> tf.Tensor:
     """The unreduced loss when no `loss_fn` was given."""
+    raise NotImplementedError(f'{type(self).__name__}._default_loss')
 
   def _unweighted_loss_and_weights(self, logits, labels, features):
     if self._loss_fn is not None:
-      unweighted = self._loss_fn(labels=labels, logits=logits)
+      extra = ({'features': features}
+               if 'features' in loss_fn_arguments(self._loss_fn) else {})
+      unweighted = self._loss_fn(labels=labels, logits=logits, **extra)
     else:
       unweighted = self._default_loss(labels, logits)
     return unweighted, example_weights(features, self._weight_column, logits)
@@ -274,9 +395,9 @@ class Head(abc.ABC):
     """Updates `eval_metrics` (from `metrics()`) with one batch; returns
     them. (2.15's abstract signature has `mode`; its heads leave it out.)"""
 
-  @abc.abstractmethod
   def _export_outputs(self, predictions) -> Dict[str, Any]:
     """The export signatures of a PREDICT spec."""
+    raise NotImplementedError(f'{type(self).__name__}._export_outputs')
 
   def _check_prediction_keys(self, keys, valid):
     for key in keys:
@@ -296,10 +417,14 @@ class Head(abc.ABC):
       mode: a ModeKeys value.
       logits: [batch, logits_dimension] (or [batch] for one dimension).
       labels: required in TRAIN and EVAL.
-      optimizer: in TRAIN, a Keras 2 legacy optimizer (graph engine:
-        `get_updates`) or, in the eager engine, a Keras optimizer the
-        runtime applies to the model's variables.
-      trainable_variables: what `optimizer` trains (graph engine).
+      optimizer: in TRAIN, in a TF1-style model_fn (graph engine), a Keras 2
+        optimizer (`tf_keras.optimizers.legacy.*` or a tf_keras name):
+        train_op = optimizer.get_updates(loss, trainable_variables), as in
+        2.15 (see `create_train_op` about the global step); in a TF2
+        model_fn (eager engine), a Keras 3 optimizer, returned in the spec
+        for the runtime to apply to every trainable variable.
+      trainable_variables: a list of what `optimizer` trains (required in
+        the graph engine; not used in the eager engine).
       train_op_fn: in TRAIN, `train_op_fn(loss)` -> train op, instead of an
         optimizer.
       update_ops: ops to run with each training step (batch norm).
@@ -319,23 +444,33 @@ class Head(abc.ABC):
             regularization_losses=regularization_losses)
         return EstimatorSpec(
             mode=ModeKeys.EVAL, predictions=predictions, loss=loss,
-            eval_metric_ops=metrics_lib.engine_metric_ops(eval_metrics))
+            eval_metric_ops=eval_metrics)
       if mode != ModeKeys.TRAIN:
         raise UserInputError(f'create_estimator_spec: mode={mode!r} is not '
                              'one of train, eval, infer.')
-      if (optimizer is not None and train_op_fn is None and
-          not metrics_lib.in_graph_engine()):
-        # The eager engine differentiates and applies the optimizer itself.
-        self._write_loss_summary(loss, regularization_losses)
-        return EstimatorSpec(mode=ModeKeys.TRAIN, predictions=predictions,
-                             loss=loss, optimizer=optimizer)
-      train_op = create_train_op(
-          optimizer=optimizer, trainable_variables=trainable_variables,
-          train_op_fn=train_op_fn, update_ops=update_ops, loss=loss,
-          loss_reduction=self._loss_reduction)
+      return self._train_spec(
+          loss=loss, predictions=predictions, optimizer=optimizer,
+          trainable_variables=trainable_variables, train_op_fn=train_op_fn,
+          update_ops=update_ops, regularization_losses=regularization_losses)
+
+  def _train_spec(self, *, loss, predictions, optimizer, trainable_variables,
+                  train_op_fn, update_ops, regularization_losses,
+                  eval_metric_ops=None) -> EstimatorSpec:
+    """The TRAIN spec for the head's regularized `loss`."""
+    if (optimizer is not None and train_op_fn is None and
+        not metrics_lib.in_graph_engine()):
+      # A TF2 model_fn: the eager engine differentiates and applies.
+      return eager_train_spec(
+          optimizer=optimizer, loss=loss, predictions=predictions,
+          trainable_variables=trainable_variables, update_ops=update_ops)
+    train_op = create_train_op(
+        optimizer=optimizer, trainable_variables=trainable_variables,
+        train_op_fn=train_op_fn, update_ops=update_ops, loss=loss,
+        loss_reduction=self.loss_reduction)
     self._write_loss_summary(loss, regularization_losses)
     return EstimatorSpec(mode=ModeKeys.TRAIN, predictions=predictions,
-                         loss=loss, train_op=train_op)
+                         loss=loss, train_op=train_op,
+                         eval_metric_ops=eval_metric_ops)
 
   def _write_loss_summary(self, loss, regularization_losses) -> None:
     """The training summaries 2.15 wrote: the loss (and the regularization

@@ -43,11 +43,7 @@ class BinaryClassHead(base_head.Head):
                                                        (list, tuple)):
       raise UserInputError(
           f'label_vocabulary={label_vocabulary!r} must be a list or tuple.')
-    thresholds = tuple(thresholds) if thresholds else ()
-    for threshold in thresholds:
-      if not 0.0 < threshold < 1.0:
-        raise UserInputError(f'thresholds={thresholds!r}: each must be in '
-                             '(0, 1).')
+    thresholds = base_head.validate_thresholds(thresholds)
     self._init_common(weight_column=weight_column,
                       loss_reduction=loss_reduction, loss_fn=loss_fn,
                       name=name)
@@ -118,7 +114,7 @@ class BinaryClassHead(base_head.Head):
       }
       # The accuracy of always predicting the more frequent class.
       metrics[key(_M.ACCURACY_BASELINE)] = metrics_lib.accuracy_baseline(
-          metrics[key(_M.LABEL_MEAN)], name=_M.ACCURACY_BASELINE)
+          name=_M.ACCURACY_BASELINE)
       if regularization_losses is not None:
         metrics[key(_M.LOSS_REGULARIZATION)] = family.Mean(
             name=_M.LOSS_REGULARIZATION)
@@ -155,8 +151,8 @@ class BinaryClassHead(base_head.Head):
     metrics_lib.update_with_broadcast_weights(
         eval_metrics[key(_M.ACCURACY_BASELINE)], labels, weights)
     for metric_key in (_M.AUC, _M.AUC_PR):
-      eval_metrics[key(metric_key)].update_state(labels, logistic,
-                                                 sample_weight=weights)
+      metrics_lib.update_auc(eval_metrics[key(metric_key)], labels, logistic,
+                             weights)
     if regularization_losses is not None:
       eval_metrics[key(_M.LOSS_REGULARIZATION)].update_state(
           tf.math.add_n(regularization_losses))

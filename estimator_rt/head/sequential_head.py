@@ -1,0 +1,195 @@
+"""SequentialHeadWrapper: a head applied at every step of a sequence
+(tf.estimator 2.15's, used by its RNN estimators).
+
+Logits and labels are [batch, steps, ...]; a boolean or 0/1 mask feature
+[batch, steps] marks the real steps. In TRAIN and EVAL the steps the mask
+keeps are flattened into one batch (as are the features named in
+`feature_columns`, e.g. a weight column) and the wrapped static head does
+the rest; in PREDICT the static head's predictions keep their sequence
+shape and the mask is predicted too.
+"""
+
+from collections.abc import Iterable
+
+import tensorflow as tf
+
+from estimator_rt.errors import UserInputError
+from estimator_rt.head import base_head
+from estimator_rt.head import multi_head
+from estimator_rt.mode_keys import ModeKeys
+
+
+class _SequentialHead(base_head.Head):
+  """A head whose inputs are sequences; it names the mask feature."""
+
+  @property
+  def input_sequence_mask_key(self):
+    """The key of the sequence mask among the features."""
+    raise NotImplementedError
+
+
+def _flatten_tensor(tensor, sequence_mask, expected_length):
+  """[batch, steps, D...] -> [kept steps, D...] (D = 1 for rank 2); a
+  SparseTensor's values are taken as they are (its indices sorted)."""
+  rank = tensor.shape.rank
+  if rank is None or rank < 2:
+    raise UserInputError(
+        f'SequentialHeadWrapper: a tensor to flatten must have at least 2 '
+        f'dimensions [batch, steps, ...], got shape {tensor.shape}.')
+  if isinstance(tensor, tf.SparseTensor):
+    flat = tf.sparse.reorder(tensor).values
+    if rank > 2:
+      flat = tf.reshape(flat, tf.concat([[-1], tf.shape(tensor)[2:]],
+                                        axis=0))
+  else:
+    flat = tf.boolean_mask(tensor, sequence_mask)
+  if rank == 2:
+    flat = tf.expand_dims(flat, -1)
+    expected_shape = tf.stack([expected_length, 1])
+  else:
+    expected_shape = tf.concat([[expected_length], tf.shape(tensor)[2:]],
+                               axis=0)
+  check = tf.debugging.assert_equal(
+      tf.shape(flat), expected_shape,
+      message='Tensor shape is incompatible with provided mask.')
+  with tf.control_dependencies([check]):
+    return tf.identity(flat)
+
+
+class SequentialHeadWrapper(_SequentialHead):
+  """Applies `static_head` to each real step of a sequence; 2.15's
+  signature.
+
+  Args:
+    static_head: the head for one step (not a MultiHead).
+    sequence_length_mask: the feature key of the [batch, steps] mask.
+    feature_columns: a feature key or list of them to flatten with the
+      logits (what the static head reads from features, e.g. its
+      weight_column).
+
+  Raises:
+    TypeError: `sequence_length_mask` or a feature column is not a string.
+    ValueError: `static_head` is a MultiHead.
+  """
+
+  def __init__(self, static_head, sequence_length_mask='sequence_length_mask',
+               feature_columns=None):
+    if not isinstance(sequence_length_mask, str):
+      raise TypeError(
+          f'sequence_length_mask={sequence_length_mask!r} must be a string '
+          '(a feature key).')
+    feature_columns = feature_columns or []
+    if isinstance(feature_columns, str):
+      feature_columns = [feature_columns]
+    if not isinstance(feature_columns, Iterable):
+      raise TypeError(
+          f'feature_columns={feature_columns!r} must be a string or an '
+          'iterable of strings.')
+    feature_columns = list(feature_columns)
+    for column in feature_columns:
+      if not isinstance(column, str):
+        raise TypeError(f'feature_columns: {column!r} is not a string.')
+    if isinstance(static_head, multi_head.MultiHead):
+      raise UserInputError(
+          'SequentialHeadWrapper: static_head may not be a MultiHead.')
+    self._static_head = static_head
+    self._sequence_length_mask = sequence_length_mask
+    self._feature_columns = feature_columns
+
+  @property
+  def input_sequence_mask_key(self):
+    return self._sequence_length_mask
+
+  @property
+  def static_head(self):
+    """The wrapped head."""
+    return self._static_head
+
+  @property
+  def logits_dimension(self):
+    return self._static_head.logits_dimension
+
+  @property
+  def loss_reduction(self):
+    return self._static_head.loss_reduction
+
+  @property
+  def name(self):
+    """'<static head name>_sequential', or None when it has no name."""
+    if self._static_head.name:
+      return f'{self._static_head.name}_sequential'
+    return None
+
+  def _flatten(self, labels, logits, features):
+    """(labels, logits, the feature_columns' features), each reduced to
+    the steps the mask keeps."""
+    key = self._sequence_length_mask
+    if not isinstance(features, dict) or key not in features:
+      found = list(features) if isinstance(features, dict) else features
+      raise UserInputError(
+          f'SequentialHeadWrapper: the sequence mask feature {key!r} is not '
+          f'among the features {found!r}.')
+    mask = features[key]
+    if mask.shape.rank != 2:
+      raise UserInputError(
+          f'SequentialHeadWrapper: the mask {key!r} must have 2 dimensions '
+          f'[batch, steps], got shape {mask.shape}.')
+    with tf.name_scope('flatten'):
+      length = tf.math.reduce_sum(tf.cast(mask, tf.int32))
+      mask = tf.cast(mask, tf.bool)
+      flat_logits = _flatten_tensor(logits, mask, length)
+      flat_labels = _flatten_tensor(labels, mask, length)
+      flat_features = {}
+      for column in self._feature_columns:
+        if column not in features:
+          raise UserInputError(
+              f'SequentialHeadWrapper: feature_columns names {column!r}, '
+              'which is not among the features.')
+        flat_features[column] = _flatten_tensor(features[column], mask,
+                                                length)
+      return flat_labels, flat_logits, flat_features
+
+  def loss(self, logits, labels, features=None, mode=None,
+           regularization_losses=None):
+    # (logits, labels) first: 2.15's order for this head.
+    flat_labels, flat_logits, flat_features = self._flatten(
+        labels, logits, features)
+    return self._static_head.loss(
+        logits=flat_logits, labels=flat_labels, features=flat_features,
+        mode=mode, regularization_losses=regularization_losses)
+
+  def predictions(self, logits, keys=None):
+    return self._static_head.predictions(logits, keys=keys)
+
+  def metrics(self, regularization_losses=None):
+    return self._static_head.metrics(regularization_losses)
+
+  def update_metrics(self, eval_metrics, features, logits, labels,
+                     regularization_losses=None):
+    flat_labels, flat_logits, flat_features = self._flatten(
+        labels, logits, features)
+    return self._static_head.update_metrics(
+        eval_metrics=eval_metrics, features=flat_features,
+        logits=flat_logits, labels=flat_labels,
+        regularization_losses=regularization_losses)
+
+  def create_estimator_spec(self, features, mode, logits, labels=None,
+                            optimizer=None, trainable_variables=None,
+                            train_op_fn=None, update_ops=None,
+                            regularization_losses=None):
+    """The static head's spec on the flattened steps (TRAIN, EVAL), or on
+    the sequences with the mask predicted too (PREDICT)."""
+    if mode == ModeKeys.PREDICT:
+      spec = self._static_head.create_estimator_spec(
+          features=features, mode=mode, logits=logits)
+      predictions = dict(spec.predictions)
+      predictions[self._sequence_length_mask] = features[
+          self._sequence_length_mask]
+      return spec._replace(predictions=predictions)  # pylint: disable=protected-access
+    flat_labels, flat_logits, flat_features = self._flatten(
+        labels, logits, features)
+    return self._static_head.create_estimator_spec(
+        features=flat_features, mode=mode, logits=flat_logits,
+        labels=flat_labels, optimizer=optimizer,
+        trainable_variables=trainable_variables, train_op_fn=train_op_fn,
+        update_ops=update_ops, regularization_losses=regularization_losses)
