@@ -5,37 +5,62 @@ model_to_estimator` did with tf.estimator 2.15.
 The Estimator's model_fn (run by the eager engine) calls a clone of the
 model on the features:
 
-  - features: a dict keyed by the model's input names, or one tensor for a
-    one-input model; labels likewise by output names, or one tensor;
-  - TRAIN: the compiled loss (with the model's regularization losses), the
-    compiled optimizer (a fresh one of the same config: the runtime
-    differentiates, scales across replicas and applies it);
-  - EVAL: the compiled metrics under the names `model.evaluate` gives them
-    (renamed by `metric_names_map`), and 'loss';
-  - PREDICT: the outputs keyed by the model's output names; the export's
-    serving_default signature is a PredictOutput of them (plus one
-    signature per `export_outputs` entry, as 2.15).
+  - features: a dict keyed by the model's input names (extra keys are
+    ignored), a list in the model's input order, or one tensor for a
+    one-input model; labels likewise by output names, or one tensor. As in
+    2.15, features `{'features': ..., 'sample_weights': ...}` carry
+    per-example weights for the loss and the weighted metrics;
+  - TRAIN: the compiled loss (each output's loss times its loss weight,
+    plus the model's regularization losses: the mean over this replica's
+    batch, as the runtime's contract asks, not Keras's 1/replicas-scaled
+    value), and a fresh optimizer of the compiled one's config (the
+    runtime differentiates, scales across replicas and applies it);
+  - EVAL: 'loss' and the compiled metrics under the names `model.evaluate`
+    gives them ('accuracy'; '<output>_<metric>' for a multi-output model),
+    renamed by `metric_names_map`. As 2.15, the per-output losses
+    `model.evaluate` also reports are not metrics here;
+  - PREDICT: the outputs keyed by the model's output names (the output
+    layers' names, a dict output's keys, or 'output_<i>' for a subclassed
+    model, as 2.15 named them); the export's serving_default
+    signature is a PredictOutput of them, plus one signature per
+    `export_outputs` entry, as 2.15.
 
 The estimator starts from the Keras model's current weights, as 2.15's
-did: the clone's variables take them as initial values. The Keras model
-itself is not modified.
+did (it warm-started from a checkpoint of them): the clone's variables take
+them as initial values, in creation order. The Keras model itself is not
+modified, and later changes to it do not reach the estimator.
 
-Not supported: a tf_keras (Keras 2) model (refused in one line: give a
-Keras 3 model), a subclassed model without input names (features must be
-one tensor then), `checkpoint_format='saver'` (the eager engine writes
-object-based checkpoints; accepted with a warning).
+A compiled tf_keras (Keras 2) Sequential or functional model runs too: it
+is cloned with tf_keras, and its compiled loss, metrics and optimizer are
+rebuilt as their Keras 3 namesakes from their configs (an optimizer or
+loss without a Keras 3 class of the same name is refused, naming it).
+
+Differences from 2.15 (each where 2.15 hurt users or cannot apply):
+`metric_names_map` may rename some metrics only (2.15 required every
+one); `checkpoint_format='saver'` is accepted with a warning (the eager
+engine writes object-based checkpoints); a subclassed Keras 3 model must
+rebuild from its config, and starts from its own weights too (2.15 started
+those fresh, with a warning); a subclassed tf_keras model is refused.
 """
 
 import contextlib
+import inspect
+from typing import Any, Dict, List, Optional
 
 from absl import logging
+import numpy as np
 import tensorflow as tf
 
 from estimator_rt import estimator as estimator_lib
 from estimator_rt import export as export_lib
 from estimator_rt.errors import UserInputError
+from estimator_rt.errors import shorten
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.spec import EstimatorSpec
+
+# 2.15's key for per-example weights in features (keras_lib's
+# _extract_sample_weight_tensors).
+_SAMPLE_WEIGHT_KEYS = {'features', 'sample_weights'}
 
 
 def _keras():
@@ -43,25 +68,101 @@ def _keras():
   return keras
 
 
+def _tf_keras():
+  try:
+    import tf_keras  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return None
+  return tf_keras
+
+
+def _is_tf_keras(model) -> bool:
+  tf_keras = _tf_keras()
+  return tf_keras is not None and isinstance(model, tf_keras.Model)
+
+
 def _check_model(model) -> None:
   keras = _keras()
+  if _is_tf_keras(model):
+    if not (model._is_graph_network or  # pylint: disable=protected-access
+            isinstance(model, _tf_keras().Sequential)):
+      raise UserInputError(
+          f'keras_model={model.name!r} is a subclassed tf_keras model, which '
+          "model_to_estimator cannot clone; give a Sequential or functional "
+          'model, or a Keras 3 model.')
+    if getattr(model, 'compiled_loss', None) is None or not getattr(
+        model, 'optimizer', None):
+      raise UserInputError(
+          f'keras_model={model.name!r} is not compiled; call model.compile('
+          'optimizer=..., loss=..., metrics=...) first.')
+    return
   if not isinstance(model, keras.Model):
     raise UserInputError(
-        f'keras_model={model!r} is not a Keras 3 model (keras.Model); '
-        'a tf_keras (Keras 2) model is not supported by estimator_rt\'s '
-        'model_to_estimator: build it with keras (Keras 3).')
+        f'keras_model={shorten(model)} is not a Keras model (keras.Model or '
+        'tf_keras.Model).')
   if getattr(model, 'optimizer', None) is None or not getattr(
       model, '_compile_config', None):
     raise UserInputError(
-        f'keras_model {model.name!r} is not compiled; call model.compile('
+        f'keras_model={model.name!r} is not compiled; call model.compile('
         'optimizer=..., loss=..., metrics=...) first.')
+  if model._compile_config.config.get('loss') is None:  # pylint: disable=protected-access
+    raise UserInputError(
+        f'keras_model={model.name!r} was compiled without a loss; '
+        'model_to_estimator needs compile(loss=...).')
+
+
+def _tf_variable(variable):
+  """The tf.Variable behind a Keras 3 variable (or the variable itself)."""
+  return variable.value if isinstance(variable, _keras().Variable) else variable
+
+
+def _values_in_creation_order(model, clone) -> List[Optional[np.ndarray]]:
+  """`model`'s weights in the order `clone()` creates its variables (None
+  in the place of a variable that is not one of them).
+
+  A clone lists its weights as the model does, but may create them in
+  another order (Keras 3's from_config builds a multi-output model's
+  layers in its own order), so one clone is built here, eagerly, to learn
+  the order.
+
+  Raises:
+    UserInputError: the clone's weights do not match the model's.
+  """
+  values = [np.array(w.numpy()) for w in model.weights]
+  created = []
+
+  def recorder(next_creator, **kwargs):
+    variable = next_creator(**kwargs)
+    created.append(variable)
+    return variable
+
+  with tf.variable_creator_scope(recorder):
+    probe = clone()
+  listed = [_tf_variable(w) for w in probe.weights]
+  shapes = [tuple(w.shape) for w in listed]
+  if shapes != [v.shape for v in values]:
+    raise UserInputError(
+        f'keras_model={model.name!r}: a clone of it has weights of shapes '
+        f'{shorten(shapes)}, the model {shorten([v.shape for v in values])}; '
+        'model_to_estimator cannot start from its weights (is it built?).')
+  place = {id(w): i for i, w in enumerate(listed)}
+  # None for a variable that is not a weight (a Dropout's seed state): it
+  # keeps its own initial value.
+  plan = [values[place[id(v)]] if id(v) in place else None for v in created]
+  if sum(value is not None for value in plan) != len(values):
+    raise UserInputError(
+        f'keras_model={model.name!r}: a clone of it does not create all its '
+        'weights when built; model_to_estimator cannot start from them.')
+  while plan and plan[-1] is None:
+    plan.pop()
+  return plan
 
 
 @contextlib.contextmanager
-def _initial_values_from(values):
-  """Variables created inside take, in creation order, `values` (the
-  Keras model's weights: a clone is built in the same order); anything
-  created after them (metrics) is left alone."""
+def _initial_values_from(values: List[Optional[np.ndarray]]):
+  """Variables created inside take, in creation order, `values` (None: the
+  variable's own initial value); anything created after them (metrics,
+  optimizer) is left alone."""
   created = [0]
 
   def creator(next_creator, **kwargs):
@@ -69,7 +170,11 @@ def _initial_values_from(values):
     if index < len(values):
       created[0] += 1
       value = values[index]
-      kwargs['initial_value'] = lambda: tf.constant(value)
+    else:
+      value = None
+    if value is not None:
+      dtype = kwargs.get('dtype')
+      kwargs['initial_value'] = lambda: tf.constant(value, dtype=dtype)
       kwargs.pop('shape', None)
     return next_creator(**kwargs)
 
@@ -77,105 +182,409 @@ def _initial_values_from(values):
     yield
 
 
-def _names(tensors, prefix):
-  return [getattr(t, 'name', None) or f'{prefix}_{i + 1}'
-          for i, t in enumerate(tensors)]
+def _input_names(model) -> Optional[List[str]]:
+  """Names features are looked up by: a dict input's keys, or the Input
+  layers' names; None when the model does not know its inputs."""
+  struct = getattr(model, '_inputs_struct', None)
+  if isinstance(struct, dict):
+    return list(struct)
+  inputs = getattr(model, 'inputs', None)
+  if not inputs:
+    return None
+  # tf_keras names input tensors 'x:0'; its input_names are the layers'.
+  names = getattr(model, 'input_names', None)
+  return list(names) if names else [t.name for t in inputs]
 
 
-def _as_inputs(model, features):
-  names = _names(model.inputs or [], 'input')
-  if isinstance(features, dict):
-    missing = sorted(set(names) - set(features))
-    if missing:
+def _output_names(model, outputs) -> List[str]:
+  """Names predictions and labels are keyed by: a dict output's keys, the
+  output layers' names (2.15's `model.output_names`), or 'output_<i>'."""
+  if isinstance(outputs, dict):
+    return list(outputs)
+  from keras.src.models import functional  # pylint: disable=g-import-not-at-top
+  count = len(outputs) if isinstance(outputs, (list, tuple)) else 1
+  keras = _keras()
+  names = None
+  if isinstance(model, keras.Sequential) and count == 1:
+    names = [model.layers[-1].name]
+  elif (_is_tf_keras(model) or
+        isinstance(model, functional.Functional)):
+    names = getattr(model, 'output_names', None)
+  # Other (subclassed) models number their layers anew in every clone:
+  # 2.15's names for their outputs do not change.
+  if not names or len(names) != count:
+    names = [f'output_{i + 1}' for i in range(count)]
+  return list(names)
+
+
+def _select(what: str, given, names: Optional[List[str]], as_dict: bool):
+  """`given` (a dict, a list or one tensor) as the model takes it: a dict
+  with exactly `names` if `as_dict`, else a list in `names` order (one
+  tensor for one name)."""
+  if not isinstance(given, dict) or names is None:
+    return given
+  missing = [name for name in names if name not in given]
+  if missing:
+    raise UserInputError(
+        f'{what} keys {sorted(given)} do not cover the Keras model\'s '
+        f'{"inputs" if what == "features" else "outputs"} {names}: missing '
+        f'{missing}.')
+  if as_dict:
+    return {name: given[name] for name in names}
+  values = [given[name] for name in names]
+  return values[0] if len(values) == 1 else values
+
+
+def _sample_weights(weights, names: List[str]):
+  """2.15's sample weights (a dict by output name, a list, or one tensor)
+  in the structure the compiled loss takes."""
+  if weights is None or len(names) == 1:
+    if isinstance(weights, dict):
+      return weights.get(names[0])
+    if isinstance(weights, (list, tuple)) and len(weights) == 1:
+      return weights[0]
+    return weights
+  if isinstance(weights, dict):
+    unknown = sorted(set(weights) - set(names))
+    if unknown:
       raise UserInputError(
-          f'features {sorted(features)} do not cover the Keras model\'s '
-          f'inputs {names}: missing {missing}.')
-    values = [features[name] for name in names]
-    return values[0] if len(values) == 1 else values
-  return features
+          f"features['sample_weights'] keys {unknown} are not outputs of the "
+          f'Keras model ({names}).')
+    return [weights.get(name) for name in names]
+  return weights
 
 
-def _as_targets(model, labels):
-  if isinstance(labels, dict):
-    return [labels[name] for name in model.output_names]
-  return labels
+def _as_keras3(kind: str, value, owner: str):
+  """A tf_keras loss or metric (a string, a function or an object) as its
+  Keras 3 namesake, by class name and config."""
+  keras = _keras()
+  if value is None or isinstance(value, str):
+    return value
+  if isinstance(value, dict):
+    return {k: _as_keras3(kind, v, owner) for k, v in value.items()}
+  if isinstance(value, (list, tuple)):
+    return [_as_keras3(kind, v, owner) for v in value]
+  if not hasattr(value, 'get_config'):
+    # A function (tf_keras.losses.mse): Keras 3 has the same names.
+    return getattr(value, '__name__', value)
+  name = type(value).__name__
+  config = dict(value.get_config())
+  if config.get('reduction') == 'auto':
+    # tf_keras's default reduction; Keras 3 calls the same one this.
+    config['reduction'] = 'sum_over_batch_size'
+  try:
+    known = getattr(keras, {'loss': 'losses', 'metric': 'metrics'}[kind])
+    cls = getattr(known, name)
+    accepted = inspect.signature(cls.__init__).parameters
+    config = {k: v for k, v in config.items() if k in accepted}
+    return cls(**config)
+  except (AttributeError, TypeError, ValueError) as e:
+    raise UserInputError(
+        f'keras_model={owner!r}: its tf_keras {kind} {name} has no Keras 3 '
+        f'equivalent model_to_estimator can build ({type(e).__name__}: {e}); '
+        'give a Keras 3 model.') from e
 
 
-def _compiled_metrics(config, output_names, labels, outputs,
-                      metric_names_map):
-  """Metric objects of the model's compile() metrics (`config`), updated
-  with this batch, keyed as model.evaluate keys them (or by
-  metric_names_map)."""
+def _optimizer_factory(model):
+  """A function making a fresh Keras 3 optimizer of the model's compiled
+  optimizer's class and config (read now, eagerly: the model_fn is also
+  traced)."""
+  keras = _keras()
+  optimizer = model.optimizer
+  if not _is_tf_keras(model):
+    config = keras.optimizers.serialize(optimizer)
+    return lambda: keras.optimizers.deserialize(config)
+  name = type(optimizer).__name__
+  cls = getattr(keras.optimizers, name, None)
+  if cls is None:
+    raise UserInputError(
+        f'keras_model={model.name!r}: its tf_keras optimizer {name} has no '
+        'Keras 3 class of that name; compile it with a standard optimizer.')
+  config = dict(optimizer.get_config())
+  if isinstance(config.get('learning_rate'), dict):
+    raise UserInputError(
+        f'keras_model={model.name!r}: its tf_keras optimizer {name} has a '
+        f'learning rate schedule {shorten(config["learning_rate"])}, which '
+        'model_to_estimator does not convert; give a Keras 3 model.')
+  # tf_keras's legacy optimizers name the learning rate 'lr' sometimes and
+  # add 'decay'; a decay that is not 0 has no Keras 3 equivalent.
+  if config.get('decay'):
+    raise UserInputError(
+        f'keras_model={model.name!r}: its tf_keras optimizer {name} has '
+        f'decay={config["decay"]}, which Keras 3 optimizers do not have.')
+  accepted = inspect.signature(cls.__init__).parameters
+  # tf_keras reports hyperparameters as numpy scalars, which Keras 3
+  # refuses for a learning rate.
+  config = {k: v.item() if isinstance(v, np.generic) else v
+            for k, v in config.items() if k in accepted and k != 'name'}
+  return lambda: cls(**config)
+
+
+def _compile_settings(model) -> Dict[str, Any]:
+  """The model's compile() loss, loss_weights, metrics and weighted_metrics,
+  as Keras 3 CompileLoss and CompileMetrics take them."""
+  if not _is_tf_keras(model):
+    config = model._compile_config.config  # pylint: disable=protected-access
+    return {key: config.get(key) for key in
+            ('loss', 'loss_weights', 'metrics', 'weighted_metrics')}
+  # tf_keras keeps what compile() was given on its containers.
+  loss = model.compiled_loss
+  metrics = getattr(model, 'compiled_metrics', None)
+  return {
+      'loss': _as_keras3('loss', loss._user_losses, model.name),  # pylint: disable=protected-access
+      'loss_weights': loss._user_loss_weights,  # pylint: disable=protected-access
+      'metrics': _as_keras3('metric', getattr(metrics, '_user_metrics', None),
+                            model.name),
+      'weighted_metrics': _as_keras3(
+          'metric', getattr(metrics, '_user_weighted_metrics', None),
+          model.name),
+  }
+
+
+def _flat(value, names: List[str]) -> list:
+  if isinstance(value, dict):
+    return [value.get(name) for name in names]
+  if isinstance(value, (list, tuple)):
+    return list(value)
+  return [value] * len(names) if value is None else [value]
+
+
+def _compiled_loss(settings, names: List[str], targets, outputs, weights):
+  """The compiled loss of this replica's batch, as model.fit computes it:
+  each output's loss (its mean over the batch) times its loss weight,
+  summed.
+
+  Each output gets a one-output Keras CompileLoss (which resolves names
+  like 'mse' as compile() does): a several-output one also creates
+  per-output Mean metrics, variables the model_fn must not create. Keras
+  scales losses by 1/replicas inside a tf.distribute strategy (its
+  trainer sums over replicas); the runtime scales a model_fn's loss
+  itself, so the scaling is undone.
+  """
+  from keras.src.losses import loss as loss_module  # pylint: disable=g-import-not-at-top
   from keras.src.trainers import compile_utils  # pylint: disable=g-import-not-at-top
-  compiled = compile_utils.CompileMetrics(
-      config.get('metrics'), config.get('weighted_metrics'),
-      output_names=output_names)
-  compiled.build(labels, outputs)
-  compiled.update_state(labels, outputs)
-  metrics = {}
-  for group in compiled._flat_metrics + compiled._flat_weighted_metrics:  # pylint: disable=protected-access
-    for metric in (group.metrics if group is not None else []):
-      metrics[metric.name] = metric
+  predicted = _listed(outputs)
+  true = _flat(targets, names)
+  sample_weights = (_flat(weights, names) if len(names) > 1 else
+                    [weights])
+  losses = settings['loss']
+  loss_weights = settings['loss_weights']
+  total = None
+  for i, name in enumerate(names):
+    if isinstance(losses, dict):
+      loss_fn = losses.get(name)
+    elif isinstance(losses, (list, tuple)):
+      loss_fn = losses[i]
+    else:
+      loss_fn = losses
+    if loss_fn is None:
+      continue  # compile() gave this output no loss.
+    if isinstance(loss_weights, dict):
+      weight = loss_weights.get(name)
+    elif isinstance(loss_weights, (list, tuple)):
+      weight = loss_weights[i]
+    else:
+      weight = None
+    value = compile_utils.CompileLoss(loss_fn)(
+        true[i], predicted[i], sample_weight=sample_weights[i])
+    if weight is not None:
+      value = value * weight
+    total = value if total is None else total + value
+  if total is None:
+    raise UserInputError(
+        f'The Keras model\'s compiled loss {shorten(losses)} applies to none '
+        f'of its outputs {names}.')
+  return loss_module.unscale_loss_for_distribution(total)
+
+
+def _compiled_metrics(settings, output_names, labels, outputs, weights,
+                      metric_names_map, *, update=True):
+  """Metric objects of the compiled metrics, updated with this batch (if
+  `update`), keyed as model.evaluate keys them (or by metric_names_map)."""
+  from keras.src.trainers import compile_utils  # pylint: disable=g-import-not-at-top
+  if not settings['metrics'] and not settings['weighted_metrics']:
+    metrics = {}
+  else:
+    compiled = compile_utils.CompileMetrics(
+        settings['metrics'], settings['weighted_metrics'],
+        output_names=output_names)
+    compiled.build(labels, outputs)
+    if update:
+      compiled.update_state(labels, outputs, sample_weight=weights)
+    # Named as CompileMetrics.result() names them for model.evaluate:
+    # '<output>_<metric>' for a metric of one output of several, and a
+    # repeated name numbered '_1', '_2', ...
+    metrics = {}
+    counts = {}
+    for group in compiled._flat_metrics + compiled._flat_weighted_metrics:  # pylint: disable=protected-access
+      for metric in (group.metrics if group is not None else []):
+        name = metric.name
+        if group.output_name:
+          name = f'{group.output_name}_{name}'
+        if name in counts:
+          counts[name] += 1
+          name = f'{name}_{counts[name] - 1}'
+        else:
+          counts[name] = 1
+        metrics[name] = metric
   if metric_names_map:
     unknown = sorted(set(metric_names_map) - set(metrics))
     if unknown:
       raise UserInputError(
-          f'metric_names_map keys {unknown} are not among the model\'s '
-          f'metrics {sorted(metrics)}.')
+          f'metric_names_map keys {unknown} are not among the Keras '
+          f'model\'s metrics {sorted(metrics)}.')
     metrics = {metric_names_map.get(k, k): m for k, m in metrics.items()}
   return metrics
 
 
-def _model_fn_for(keras_model, *, metric_names_map, export_outputs):
+def _cloner(model):
+  """A function building a clone of `model`'s architecture (uncompiled:
+  cloning a compiled Keras 3 model serializes its optimizer, which a traced
+  call cannot)."""
+  if _is_tf_keras(model):
+    from tf_keras.src.engine import training  # pylint: disable=g-import-not-at-top
+
+    def clone_tf_keras():
+      # A tf_keras model creates three step counters (for fit, evaluate,
+      # predict) when constructed eagerly but not inside a tf.function: the
+      # build call would create variables the traced calls do not. They
+      # are never used here, so no call creates them.
+      original = training.Model._init_batch_counters  # pylint: disable=protected-access
+      training.Model._init_batch_counters = lambda self: None  # pylint: disable=protected-access
+      try:
+        return _tf_keras().models.clone_model(model)
+      finally:
+        training.Model._init_batch_counters = original  # pylint: disable=protected-access
+
+    return clone_tf_keras
   keras = _keras()
-  optimizer_config = keras.optimizers.serialize(keras_model.optimizer)
-  # Read now, eagerly: the model_fn is also traced. The architecture is
-  # cloned uncompiled (cloning a compiled model serializes its optimizer,
-  # which a traced call cannot).
-  initial_values = [w.numpy() for w in keras_model.weights]
   try:
-    architecture = type(keras_model).from_config(keras_model.get_config())
+    architecture = type(model).from_config(model.get_config())
   except (NotImplementedError, TypeError, ValueError) as e:
     raise UserInputError(
-        f'keras_model {keras_model.name!r} cannot be rebuilt from its '
-        f'config ({type(e).__name__}: {e}); give a Sequential or functional '
-        'model, or a subclassed one with get_config/from_config.') from e
-  compile_config = keras_model._compile_config.config  # pylint: disable=protected-access
+        f'keras_model={model.name!r} cannot be rebuilt from its config '
+        f'({type(e).__name__}: {e}); give a Sequential or functional model, '
+        'or a subclassed one with get_config/from_config.') from e
+  build_config = model.get_build_config() if model.built else None
+
+  def clone_keras():
+    copy = keras.models.clone_model(architecture)
+    if not copy.built and build_config:
+      # A subclassed model creates its variables when built: built as the
+      # model was, it has them before it is called.
+      copy.build_from_config(build_config)
+    return copy
+
+  return clone_keras
+
+
+def _check_export_outputs(export_outputs, names: List[str]) -> None:
+  unknown = sorted(set(export_outputs or ()) - set(names))
+  if unknown:
+    raise UserInputError(
+        f'export_outputs keys {unknown} are not outputs of the Keras model '
+        f'({names}).')
+
+
+def _listed(outputs) -> list:
+  if isinstance(outputs, dict):
+    return list(outputs.values())
+  if isinstance(outputs, (list, tuple)):
+    return list(outputs)
+  return [outputs]
+
+
+def _compile_view(model, outputs, names: List[str], tf_keras_model: bool):
+  """(outputs, output_names) as Keras 3's CompileLoss and CompileMetrics
+  take them for `model`, as its compile() would have made them."""
+  if tf_keras_model:
+    # A list (one tensor for one output) named by the output layers.
+    listed = _listed(outputs)
+    return (listed if len(listed) > 1 else listed[0],
+            names if len(names) > 1 else None)
+  return outputs, getattr(model, 'output_names', None)
+
+
+def _check_names(clone, settings, tf_keras_model, *, metric_names_map,
+                 export_outputs) -> None:
+  """Checks metric_names_map and export_outputs against the names a clone
+  of the model has, on a batch of zeros (before anything is written); a
+  model whose input shapes are not known is checked when the model_fn
+  first runs.
+
+  Raises:
+    UserInputError: a key that names no metric or no output.
+  """
+  if not metric_names_map and not export_outputs:
+    return
+  probe = clone()
+  struct = getattr(probe, '_inputs_struct', None)
+  if struct is None or tf_keras_model:
+    struct = probe.inputs or None
+    if struct is not None and len(struct) == 1:
+      struct = struct[0]
+  if struct is None:
+    return
+  shapes = [tuple(t.shape) for t in tf.nest.flatten(struct)]
+  if any(None in shape[1:] for shape in shapes):
+    return
+  zeros = tf.nest.map_structure(
+      lambda t: tf.zeros((1,) + tuple(t.shape)[1:], t.dtype), struct)
+  outputs = probe(zeros, training=False)
+  names = _output_names(probe, outputs)
+  _check_export_outputs(export_outputs, names)
+  outputs, compile_names = _compile_view(probe, outputs, names,
+                                         tf_keras_model)
+  # Metric names do not depend on the labels' values: the outputs stand in.
+  _compiled_metrics(settings, compile_names, outputs, outputs, None,
+                    metric_names_map, update=False)
+
+
+def _model_fn_for(keras_model, *, metric_names_map, export_outputs):
+  """The model_fn running `keras_model` (see the module docstring)."""
+  # Everything read from the Keras model is read now, eagerly: the
+  # model_fn is also called while a step is traced.
+  clone = _cloner(keras_model)
+  initial_values = _values_in_creation_order(keras_model, clone)
+  settings = _compile_settings(keras_model)
+  new_optimizer = _optimizer_factory(keras_model)
+  tf_keras_model = _is_tf_keras(keras_model)
+  _check_names(clone, settings, tf_keras_model,
+               metric_names_map=metric_names_map,
+               export_outputs=export_outputs)
 
   def model_fn(features, labels, mode):
+    weights = None
+    if isinstance(features, dict) and set(features) == _SAMPLE_WEIGHT_KEYS:
+      features, weights = features['features'], features['sample_weights']
     with _initial_values_from(initial_values):
-      model = keras.models.clone_model(architecture)
-    inputs = _as_inputs(model, features)
-    outputs = model(inputs, training=mode == ModeKeys.TRAIN)
-    listed = outputs if isinstance(outputs, (list, tuple)) else [outputs]
-    predictions = dict(zip(model.output_names, listed))
+      model = clone()
+      input_names = _input_names(model)
+      inputs = _select('features', features, input_names,
+                       isinstance(getattr(model, '_inputs_struct', None),
+                                  dict))
+      outputs = model(inputs, training=mode == ModeKeys.TRAIN)
+    names = _output_names(model, outputs)
+    predictions = dict(zip(names, _listed(outputs)))
     if mode == ModeKeys.PREDICT:
+      _check_export_outputs(export_outputs, names)
       signatures = {'serving_default': export_lib.PredictOutput(predictions)}
       for key, output_class in (export_outputs or {}).items():
-        if key not in predictions:
-          raise UserInputError(
-              f'export_outputs key {key!r} is not one of the model\'s '
-              f'outputs {sorted(predictions)}.')
         signatures[key] = output_class(predictions[key])
       return EstimatorSpec(mode, predictions=predictions,
                            export_outputs=signatures)
-    targets = _as_targets(model, labels)
-    # The compiled loss, as model.fit computes it (not model.compile on the
-    # clone: that serializes the optimizer, which a traced call cannot).
-    from keras.src.trainers import compile_utils  # pylint: disable=g-import-not-at-top
-    compiled_loss = compile_utils.CompileLoss(
-        compile_config['loss'], compile_config.get('loss_weights'),
-        output_names=model.output_names)
-    compiled_loss.build(targets, outputs)
-    loss = compiled_loss(targets, outputs)
+    outputs, compile_names = _compile_view(model, outputs, names,
+                                           tf_keras_model)
+    targets = _select('labels', labels, names, isinstance(outputs, dict))
+    weights = _sample_weights(weights, names)
+    loss = _compiled_loss(settings, names, targets, outputs, weights)
     if model.losses:
-      loss = loss + tf.math.add_n(model.losses)
+      loss = loss + tf.cast(tf.math.add_n(model.losses), loss.dtype)
     if mode == ModeKeys.EVAL:
       return EstimatorSpec(mode, loss=loss, eval_metric_ops=_compiled_metrics(
-          compile_config, model.output_names, targets, outputs,
+          settings, compile_names, targets, outputs, weights,
           metric_names_map))
-    return EstimatorSpec(mode, loss=loss, optimizer=keras.optimizers.deserialize(
-        optimizer_config))
+    return EstimatorSpec(mode, loss=loss, optimizer=new_optimizer())
 
   return model_fn
 
@@ -186,24 +595,46 @@ def model_to_estimator(keras_model=None, keras_model_path=None,
                        export_outputs=None) -> estimator_lib.Estimator:
   """An Estimator for a compiled Keras model (see the module docstring).
 
+  tf.keras 2.15's signature and defaults.
+
   Args:
-    keras_model: a compiled Keras 3 model.
-    keras_model_path: instead, a saved model file (keras.models.load_model).
+    keras_model: a compiled Keras 3 model (or a compiled tf_keras
+      Sequential or functional model). Exclusive with `keras_model_path`.
+    keras_model_path: instead, a saved compiled model
+      (`keras.models.load_model`: a .keras file, or .h5).
     custom_objects: for loading `keras_model_path`.
-    model_dir: the Estimator's model_dir.
-    config: a RunConfig.
-    checkpoint_format: 'checkpoint' (object-based; the only format here).
-    metric_names_map: {Keras metric name: estimator metric name}.
-    export_outputs: {output name: an export output class}, extra
-      signatures (serving_default is always a PredictOutput).
+    model_dir: the Estimator's model_dir (a temporary one if None, here and
+      in `config`).
+    config: an estimator_rt RunConfig; its engine must not be 'graph'.
+    checkpoint_format: 'checkpoint' (object-based; the only format the
+      eager engine writes) or 'saver' (accepted with a warning).
+    metric_names_map: {Keras metric name: Estimator metric name}; names it
+      does not mention are kept.
+    export_outputs: {output name: an export output class of
+      estimator_rt.export (PredictOutput, RegressionOutput,
+      ClassificationOutput)}: one more signature each, named by the output,
+      built from that output; serving_default is always a PredictOutput of
+      all outputs.
+
+  Returns:
+    An estimator_rt.Estimator whose checkpoints start from the model's
+    current weights.
+
+  Raises:
+    UserInputError: both or neither of keras_model and keras_model_path; a
+      model that is not compiled, has no loss, or cannot be cloned; a bad
+      checkpoint_format, config, metric_names_map or export_outputs.
   """
   keras = _keras()
   if (keras_model is None) == (keras_model_path is None):
     raise UserInputError(
         'model_to_estimator: give exactly one of keras_model and '
-        f'keras_model_path (got keras_model={keras_model!r}, '
+        f'keras_model_path (got keras_model={shorten(keras_model)}, '
         f'keras_model_path={keras_model_path!r}).')
   if keras_model_path is not None:
+    if not tf.io.gfile.exists(keras_model_path):
+      raise UserInputError(
+          f'keras_model_path={keras_model_path!r} does not exist.')
     keras_model = keras.models.load_model(keras_model_path,
                                           custom_objects=custom_objects)
   _check_model(keras_model)
@@ -215,11 +646,22 @@ def model_to_estimator(keras_model=None, keras_model_path=None,
     logging.warning('model_to_estimator: checkpoint_format="saver" has no '
                     'effect: the eager engine writes object-based '
                     'checkpoints.')
+  if metric_names_map is not None and not isinstance(metric_names_map, dict):
+    raise UserInputError(
+        f'metric_names_map={shorten(metric_names_map)} must be a dict from '
+        'Keras metric name to Estimator metric name.')
+  if export_outputs is not None and not isinstance(export_outputs, dict):
+    raise UserInputError(
+        f'export_outputs={shorten(export_outputs)} must be a dict from '
+        'output name to an export output class.')
   from estimator_rt.run_config import RunConfig  # pylint: disable=g-import-not-at-top
   config = config if config is not None else RunConfig()
+  if not isinstance(config, RunConfig):
+    raise UserInputError(
+        f'config={shorten(config)} must be an estimator_rt.RunConfig.')
   if config.engine == 'graph':
     raise UserInputError(
-        'model_to_estimator: RunConfig(engine="graph") cannot run a Keras 3 '
+        "model_to_estimator: config.engine='graph' cannot run a Keras "
         'model; leave engine unset (the eager engine runs it).')
   return estimator_lib.Estimator(
       _model_fn_for(keras_model, metric_names_map=metric_names_map,
@@ -234,12 +676,11 @@ def model_to_estimator_for_compat(keras_model=None, keras_model_path=None,
                                   metric_names_map=None,
                                   export_outputs=None):
   """What tf_keras's `tf.keras.estimator.model_to_estimator` calls in
-  tensorflow_estimator's keras_lib (through the compatibility layer)."""
+  tensorflow_estimator's keras_lib (through the compatibility layer); its
+  `use_v2_estimator` makes no difference here."""
   del use_v2_estimator
   return model_to_estimator(
       keras_model=keras_model, keras_model_path=keras_model_path,
       custom_objects=custom_objects, model_dir=model_dir, config=config,
       checkpoint_format=checkpoint_format or 'checkpoint',
       metric_names_map=metric_names_map, export_outputs=export_outputs)
-
-

@@ -1,9 +1,11 @@
-"""model_to_estimator: a compiled Keras 3 model as an Estimator (eager
+"""model_to_estimator: a compiled Keras model as an Estimator (eager
 engine), starting from the model's weights, with its compiled loss,
-optimizer and metrics, and tf.keras.estimator's route through the
-compatibility layer."""
+optimizer and metrics; the same figures as tf.estimator 2.15's
+tf.keras.estimator.model_to_estimator on the same model and data."""
 
 import json
+import os
+import sys
 
 import keras
 import numpy as np
@@ -12,11 +14,45 @@ import tensorflow as tf
 
 import estimator_rt as ert
 from estimator_rt.errors import UserInputError
+from estimator_rt.keras_estimator import model_to_estimator
+from conftest import REPO_ROOT
 from conftest import run_python
+
+sys.path.insert(0, os.path.join(REPO_ROOT, 'scripts', 'tf_estimator_215'))
+import keras_estimator_reference as reference  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 RNG = np.random.RandomState(0)
 X = RNG.normal(size=(256, 4)).astype(np.float32)
 Y = (X[:, 0] + X[:, 1] > 0).astype(np.int64)
+
+# tf.estimator 2.15's figures, printed by
+#   .venv-tf215/bin/python scripts/tf_estimator_215/keras_estimator_reference.py
+# (tf.keras.estimator.model_to_estimator on reference.build(program), 40
+# SGD steps of batch 32 in a fixed order, then evaluate on all 256 rows and
+# predict the first 3).
+TF215 = {
+    'one_output': {
+        'metrics': {'accuracy': 0.92578125, 'global_step': 40,
+                    'loss': 0.3156362473964691, 'xent': 0.3156362473964691},
+        'predictions': [{'probs': [-0.3850986361503601, 2.4727048873901367]},
+                        {'probs': [-1.5739715099334717, 1.300244688987732]},
+                        {'probs': [0.8771333694458008, 0.5639852285385132]}],
+        'signature_outputs': ['probs'],
+    },
+    'two_outputs': {
+        'metrics': {'cls_accuracy': 0.9765625, 'global_step': 40,
+                    'loss': 0.21887892484664917,
+                    'reg_mae': 0.12297280132770538},
+        'predictions': [
+            {'cls': [-5.11902379989624, 4.876075267791748],
+             'reg': [0.19505953788757324]},
+            {'cls': [-2.876546859741211, 1.9570515155792236],
+             'reg': [1.0768511295318604]},
+            {'cls': [-0.9057087898254395, 0.4438630938529968],
+             'reg': [-0.38353145122528076]}],
+        'signature_outputs': ['cls', 'reg'],
+    },
+}
 
 
 def _model(learning_rate):
@@ -28,8 +64,9 @@ def _model(learning_rate):
   model.compile(optimizer=keras.optimizers.SGD(learning_rate),
                 loss=keras.losses.SparseCategoricalCrossentropy(
                     from_logits=True),
-                metrics=['accuracy', keras.metrics.SparseCategoricalCrossentropy(
-                    from_logits=True, name='xent')])
+                metrics=['accuracy',
+                         keras.metrics.SparseCategoricalCrossentropy(
+                             from_logits=True, name='xent')])
   return model
 
 
@@ -47,7 +84,7 @@ def test_starts_from_the_models_weights_with_its_metric_names(tmp_path):
   same names (metric_names_map renames one)."""
   model = _model(0.0)
   expected = model.evaluate(X, Y, batch_size=64, verbose=0, return_dict=True)
-  estimator = ert.model_to_estimator(
+  estimator = model_to_estimator(
       keras_model=model, model_dir=str(tmp_path),
       metric_names_map={'xent': 'cross_entropy'})
   estimator.train(_train_input_fn, max_steps=1)
@@ -59,11 +96,51 @@ def test_starts_from_the_models_weights_with_its_metric_names(tmp_path):
         metrics, expected)
 
 
+class SubclassedModel(keras.Model):
+  """A subclassed model: it rebuilds from get_config, and creates its
+  variables when built."""
+
+  def __init__(self, units=1, **kwargs):
+    super().__init__(**kwargs)
+    self.units = units
+    self.hidden = keras.layers.Dense(3, activation='relu')
+    self.out = keras.layers.Dense(units)
+
+  def call(self, inputs):
+    return self.out(self.hidden(inputs))
+
+  def get_config(self):
+    return {'units': self.units}
+
+
+def test_a_subclassed_model_starts_from_its_weights(tmp_path):
+  """2.15 started a subclassed model from fresh weights (with a warning);
+  here it starts from the model's, as other models do."""
+  keras.utils.set_random_seed(2)
+  model = SubclassedModel()
+  model(X[:1])
+  model.compile(optimizer=keras.optimizers.SGD(0.0), loss='mse',
+                metrics=['mae'])
+  target = X[:, :1] - X[:, 1:2]
+  expected = model.evaluate(X, target, batch_size=64, verbose=0,
+                            return_dict=True)
+  estimator = model_to_estimator(keras_model=model, model_dir=str(tmp_path))
+  input_fn = lambda: tf.data.Dataset.from_tensor_slices((X, target)).batch(64)
+  estimator.train(input_fn, max_steps=1)
+  metrics = estimator.evaluate(input_fn)
+  for name in ('loss', 'mae'):
+    assert np.isclose(metrics[name], expected[name], atol=1e-5), (
+        metrics, expected)
+  predictions = list(estimator.predict(
+      lambda: tf.data.Dataset.from_tensor_slices(X[:2]).batch(2)))
+  assert [sorted(p) for p in predictions] == [['output_1']] * 2
+
+
 def test_trains_predicts_and_exports_a_signature_a_fresh_process_serves(
     tmp_path):
   model = _model(0.1)
-  estimator = ert.model_to_estimator(keras_model=model,
-                                     model_dir=str(tmp_path / 'm'))
+  estimator = model_to_estimator(keras_model=model,
+                                 model_dir=str(tmp_path / 'm'))
   before = model.evaluate(X, Y, batch_size=64, verbose=0,
                           return_dict=True)['loss']
   estimator.train(_train_input_fn, max_steps=60)
@@ -87,26 +164,121 @@ def test_trains_predicts_and_exports_a_signature_a_fresh_process_serves(
   assert np.allclose(served, [p['probs'] for p in predictions], atol=1e-5)
 
 
-def test_the_compatibility_layers_route_and_refusals():
-  """tf_keras's tf.keras.estimator.model_to_estimator calls
-  tensorflow_estimator's keras_lib.model_to_estimator: served here. A
-  tf_keras model, an uncompiled model, both or neither argument: one
-  line each."""
+@pytest.mark.parametrize('keras_module', ['keras', 'tf_keras'])
+@pytest.mark.parametrize('program', reference.PROGRAMS)
+def test_the_same_figures_as_tf_estimator_215(tmp_path, program,
+                                              keras_module):
+  """The same model, initial weights and batches as 2.15's run (TF215):
+  the same metric names and values, predictions and serving outputs. A
+  tf_keras model (Keras 2, as 2.15's tf.keras was) gives them too."""
+  module = keras if keras_module == 'keras' else pytest.importorskip(
+      'tf_keras')
+  features, labels = reference.data(program)
+  exported = program == 'two_outputs' and keras_module == 'keras'
+  # One more signature, named by the output it serves (2.15's meaning).
+  export_outputs = {'reg': ert.export.PredictOutput} if exported else None
+  estimator = model_to_estimator(
+      keras_model=reference.build(program, module),
+      model_dir=str(tmp_path / 'm'), export_outputs=export_outputs)
+  estimator.train(
+      lambda: tf.data.Dataset.from_tensor_slices(
+          (features, labels)).repeat().batch(reference.BATCH),
+      max_steps=reference.TRAIN_STEPS)
+  metrics = estimator.evaluate(
+      lambda: tf.data.Dataset.from_tensor_slices((features, labels)).batch(64))
+  expected = TF215[program]
+  assert sorted(metrics) == sorted(expected['metrics'])
+  for name, value in expected['metrics'].items():
+    assert np.isclose(metrics[name], value, atol=1e-5), (name, metrics)
+  predictions = list(estimator.predict(
+      lambda: tf.data.Dataset.from_tensor_slices(
+          {'x': features['x'][:reference.PREDICTED]}).batch(3)))
+  for ours, theirs in zip(predictions, expected['predictions']):
+    assert sorted(ours) == sorted(theirs)
+    for name in theirs:
+      assert np.allclose(ours[name], theirs[name], atol=1e-5), (name, ours)
+  if exported:
+    export = estimator.export_saved_model(
+        str(tmp_path / 'export'),
+        ert.export.build_raw_serving_input_receiver_fn(
+            {'x': tf.TensorSpec([None, 4], tf.float32)}))
+    signatures = tf.saved_model.load(export).signatures
+    assert sorted(signatures) == ['reg', 'serving_default']
+    signature = signatures['serving_default']
+    assert sorted(signature.structured_outputs) == expected[
+        'signature_outputs']
+    served = signature(x=tf.constant(features['x'][:3]))
+    assert np.allclose(served['reg'].numpy(),
+                       [p['reg'] for p in predictions], atol=1e-5)
+    served = signatures['reg'](x=tf.constant(features['x'][:3]))
+    assert np.allclose(served['output'].numpy(),
+                       [p['reg'] for p in predictions], atol=1e-5)
+
+
+def test_sample_weights_in_features_weight_the_loss(tmp_path):
+  """2.15's features {'features': ..., 'sample_weights': ...}: the loss is
+  model.evaluate's with those sample weights."""
+  model = _model(0.0)
+  weights = (np.arange(256) % 3).astype(np.float32)
+  expected = model.evaluate(X, Y, sample_weight=weights, batch_size=64,
+                            verbose=0, return_dict=True)
+  estimator = model_to_estimator(keras_model=model, model_dir=str(tmp_path))
+
+  def input_fn():
+    return tf.data.Dataset.from_tensor_slices((
+        {'features': {'x': X}, 'sample_weights': weights}, Y)).batch(64)
+
+  estimator.train(input_fn, max_steps=1)
+  metrics = estimator.evaluate(input_fn)
+  assert np.isclose(metrics['loss'], expected['loss'], atol=1e-5), (
+      metrics, expected)
+
+
+def test_a_saved_model_file_and_refusals(tmp_path):
+  """keras_model_path loads a saved .keras file; an uncompiled model, a
+  subclassed tf_keras model, a metric_names_map or export_outputs key the
+  model does not have (refused before anything runs), both or neither
+  model argument: one UserInputError each, naming the argument."""
+  model = _model(0.1)
+  path = str(tmp_path / 'model.keras')
+  model.save(path)
+  estimator = model_to_estimator(keras_model_path=path,
+                                 model_dir=str(tmp_path / 'm'))
+  estimator.train(_train_input_fn, max_steps=1)
+  assert set(estimator.evaluate(_eval_input_fn, steps=1)) == {
+      'accuracy', 'xent', 'loss', 'global_step'}
+  uncompiled = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+  with pytest.raises(UserInputError, match='not compiled'):
+    model_to_estimator(keras_model=uncompiled)
+  tf_keras = pytest.importorskip('tf_keras')
+
+  class Subclassed(tf_keras.Model):
+
+    def call(self, inputs):
+      return inputs
+
+  subclassed = Subclassed()
+  subclassed.compile(optimizer='sgd', loss='mse')
+  with pytest.raises(UserInputError, match='subclassed tf_keras'):
+    model_to_estimator(keras_model=subclassed)
+  with pytest.raises(UserInputError, match=r"metric_names_map keys \['auc'\]"):
+    model_to_estimator(keras_model=model, metric_names_map={'auc': 'x'})
+  with pytest.raises(UserInputError, match=r"export_outputs keys \['y'\]"):
+    model_to_estimator(keras_model=model,
+                       export_outputs={'y': ert.export.RegressionOutput})
+  with pytest.raises(UserInputError, match='exactly one'):
+    model_to_estimator()
+  with pytest.raises(UserInputError, match='keras_model_path'):
+    model_to_estimator(keras_model_path=str(tmp_path / 'missing.keras'))
+
+
+def test_tensorflow_estimators_keras_lib_route():
+  """What tf.keras.estimator.model_to_estimator called in 2.15,
+  tensorflow_estimator's keras_lib.model_to_estimator, is served here
+  through the compatibility layer (use_v2_estimator makes no difference)."""
   import estimator_rt.compat  # pylint: disable=g-import-not-at-top
   estimator_rt.compat.install()
   from tensorflow_estimator.python.estimator import keras_lib  # pylint: disable=g-import-not-at-top
-  from tensorflow_estimator.python.estimator.canned import metric_keys  # pylint: disable=g-import-not-at-top
-  assert metric_keys.MetricKeys.AUC_PR == 'auc_precision_recall'
   estimator = keras_lib.model_to_estimator(keras_model=_model(0.1),
                                            use_v2_estimator=True)
   assert isinstance(estimator, ert.Estimator)
-  import tf_keras  # pylint: disable=g-import-not-at-top
-  old = tf_keras.Sequential([tf_keras.layers.Dense(1, input_shape=(4,))])
-  old.compile(optimizer='sgd', loss='mse')
-  with pytest.raises(UserInputError, match='tf_keras'):
-    ert.model_to_estimator(keras_model=old)
-  uncompiled = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
-  with pytest.raises(UserInputError, match='not compiled'):
-    ert.model_to_estimator(keras_model=uncompiled)
-  with pytest.raises(UserInputError, match='exactly one'):
-    ert.model_to_estimator()
