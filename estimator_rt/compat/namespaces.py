@@ -12,9 +12,9 @@ it here:
     the TF2 classes in tf.estimator, the v1 ones in tf.compat.v1.estimator);
   - TensorFlow's own where tf.estimator re-exported them (the
     SessionRunHooks of `tf.compat.v1.train`, VocabInfo);
-  - for what estimator_rt does not support (the RNN estimators, KMeans,
-    and MultiHead/MultiLabelHead from estimator_rt.head), a placeholder that
-    resolves and refuses in one line when used (`not_yet.py`).
+  - for what estimator_rt does not support (the RNN estimators, KMeans),
+    a placeholder that resolves and refuses in one line when used
+    (`not_yet.py`).
 """
 
 import functools
