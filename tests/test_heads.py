@@ -9,7 +9,11 @@ examples) trains, evaluates, predicts and exports here:
     layer and legacy SGD, `optimizer.iterations` the global step): every
     case;
   - in the eager engine with its TF2 form (Keras 3 layer and SGD, the
-    runtime applying the optimizer): the cases of EAGER_CASES.
+    runtime applying the optimizer): the cases of EAGER_CASES;
+  - in the graph engine with 2.15's other training paths
+    (TRAIN_OP_FN_CASES: a tf.compat.v1.layers.dense layer and train_op_fn
+    with tf.compat.v1.train.GradientDescentOptimizer; a Keras 2 Adagrad
+    whose slots are named training/Adagrad/...).
 
 Metrics must have 2.15's keys and values (1e-5), the first prediction its
 keys and values, the graph engine's checkpoint 2.15's variable names, the
@@ -324,6 +328,95 @@ REFERENCE = {'binary': {'metrics': {'accuracy': 0.5138153,
                               'training/SGD/learning_rate',
                               'training/SGD/momentum']}}
 
+# 2.15's figures for TRAIN_OP_FN_CASES (a tf.compat.v1.layers.dense layer
+# trained by train_op_fn with tf.compat.v1.train.GradientDescentOptimizer;
+# a Keras 2 Adagrad through optimizer=, whose slots are training/Adagrad/*),
+# printed by
+#   .venv-tf215/bin/python scripts/tf_estimator_215/heads_reference.py \
+#       train_op_fn
+# (TensorFlow 2.15.1, tensorflow-estimator 2.15.0), in REFERENCE's form.
+TRAIN_OP_FN_REFERENCE = {'binary_keras2_adagrad': {'metrics': {'accuracy': 0.6735815,
+                                       'accuracy/positive_threshold_0.3': 0.5028621,
+                                       'accuracy/positive_threshold_0.6': 0.4971379,
+                                       'accuracy_baseline': 0.5028621,
+                                       'auc': 0.7552117,
+                                       'auc_precision_recall': 0.7615561,
+                                       'average_loss': 0.6531669,
+                                       'label/mean': 0.5028621,
+                                       'loss': 0.5962822,
+                                       'precision': 0.6327156,
+                                       'precision/positive_threshold_0.3': 0.5028621,
+                                       'precision/positive_threshold_0.6': 0.0,
+                                       'prediction/mean': 0.5043908,
+                                       'recall': 0.836399,
+                                       'recall/positive_threshold_0.3': 1.0,
+                                       'recall/positive_threshold_0.6': 0.0},
+                           'prediction': {'all_class_ids': [0.0, 1.0],
+                                          'all_classes': ['0', '1'],
+                                          'class_ids': [1.0],
+                                          'classes': ['1'],
+                                          'logistic': [0.540934],
+                                          'logits': [0.164102],
+                                          'probabilities': [0.459066,
+                                                            0.540934]},
+                           'variables': ['global_step',
+                                         'logits/bias',
+                                         'logits/kernel',
+                                         'training/Adagrad/decay',
+                                         'training/Adagrad/learning_rate',
+                                         'training/Adagrad/logits/bias/accumulator',
+                                         'training/Adagrad/logits/kernel/accumulator']},
+ 'binary_sgd': {'metrics': {'accuracy': 0.5138153,
+                            'accuracy/positive_threshold_0.3': 0.5028621,
+                            'accuracy/positive_threshold_0.6': 0.4971379,
+                            'accuracy_baseline': 0.5028621,
+                            'auc': 0.500928,
+                            'auc_precision_recall': 0.4591615,
+                            'average_loss': 0.6993864,
+                            'label/mean': 0.5028621,
+                            'loss': 0.6384765,
+                            'precision': 0.516513,
+                            'precision/positive_threshold_0.3': 0.5028621,
+                            'precision/positive_threshold_0.6': 0.0,
+                            'prediction/mean': 0.4998898,
+                            'recall': 0.5186852,
+                            'recall/positive_threshold_0.3': 1.0,
+                            'recall/positive_threshold_0.6': 0.0},
+                'prediction': {'all_class_ids': [0.0, 1.0],
+                               'all_classes': ['0', '1'],
+                               'class_ids': [1.0],
+                               'classes': ['1'],
+                               'logistic': [0.513686],
+                               'logits': [0.054757],
+                               'probabilities': [0.486314, 0.513686]},
+                'variables': ['global_step',
+                              'logits/bias',
+                              'logits/kernel']},
+ 'multiclass_sgd': {'metrics': {'accuracy': 0.6875,
+                                'average_loss': 0.9031815,
+                                'loss': 0.9031815},
+                    'prediction': {'all_class_ids': [0.0, 1.0, 2.0],
+                                   'all_classes': ['a', 'b', 'c'],
+                                   'class_ids': [0.0],
+                                   'classes': ['a'],
+                                   'logits': [0.12442,
+                                              -0.577431,
+                                              -0.141493],
+                                   'probabilities': [0.442053,
+                                                     0.219111,
+                                                     0.338836]},
+                    'variables': ['global_step',
+                                  'logits/bias',
+                                  'logits/kernel']},
+ 'regression_sgd': {'metrics': {'average_loss': 0.8918356,
+                                'label/mean': 0.06918332,
+                                'loss': 0.8141652,
+                                'prediction/mean': 0.06149584},
+                    'prediction': {'predictions': [0.377114, -0.35956]},
+                    'variables': ['global_step',
+                                  'logits/bias',
+                                  'logits/kernel']}}
+
 # 2.15's metrics after its kept model_dir (tests/data/tf_estimator_215/
 # heads/<case>, at TRAIN_STEPS) trained on to CONTINUED_STEPS (same command).
 CONTINUED = {'binary': {'accuracy': 0.6281207,
@@ -454,8 +547,8 @@ def _assert_close(got, expected, what):
     assert abs(got - expected) <= TOLERANCE, (what, got, expected)
 
 
-def _check(figures, case):
-  expected = REFERENCE[case]
+def _check(figures, case, reference=None):
+  expected = (reference or REFERENCE)[case]
   assert figures['global_step'] == programs.TRAIN_STEPS
   assert set(figures['metrics']) == set(expected['metrics'])
   for key, value in expected['metrics'].items():
@@ -486,6 +579,32 @@ def test_eager_engine_gives_2_15s_figures(runs, case):
   figures = runs['eager', case]
   _check(figures, case)
   assert '_CHECKPOINTABLE_OBJECT_GRAPH' in figures['variables']
+
+
+@pytest.fixture(scope='module')
+def train_op_fn_runs(tmp_path_factory):
+  """name -> the figures of programs.run for TRAIN_OP_FN_CASES (graph
+  engine, no export)."""
+  est = namespaces.v2()
+  return {name: programs.run(
+      programs.TRAIN_OP_FN_CASES[name][0], est,
+      programs.train_op_fn_model_fn(name, est, tf_keras),
+      str(tmp_path_factory.mktemp(f'train_op_fn_{name}')), export=False)
+          for name in programs.TRAIN_OP_FN_CASES}
+
+
+@pytest.mark.parametrize('name', sorted(programs.TRAIN_OP_FN_CASES))
+def test_train_op_fn_and_keras2_adagrad_give_2_15s_figures(train_op_fn_runs,
+                                                           name):
+  """2.15's other training paths in a TF1-style model_fn: a
+  tf.compat.v1.layers.dense layer trained through train_op_fn (a
+  tf.compat.v1.train.GradientDescentOptimizer advancing the global step),
+  and a Keras 2 Adagrad through optimizer= (its slots named
+  training/Adagrad/<variable>/accumulator, as in 2.15's checkpoints): 2.15's
+  metric keys and values, first prediction and variable names."""
+  figures = train_op_fn_runs[name]
+  _check(figures, name, TRAIN_OP_FN_REFERENCE)
+  assert figures['variables'] == TRAIN_OP_FN_REFERENCE[name]['variables']
 
 
 @pytest.mark.parametrize('case', programs.FIXTURES)

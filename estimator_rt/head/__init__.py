@@ -24,4 +24,5 @@ from estimator_rt.head.multi_label_head import MultiLabelHead
 from estimator_rt.head.regression_head import LogisticRegressionHead
 from estimator_rt.head.regression_head import PoissonRegressionHead
 from estimator_rt.head.regression_head import RegressionHead
+from estimator_rt.head.sequential_head import SequentialHead
 from estimator_rt.head.sequential_head import SequentialHeadWrapper

@@ -28,6 +28,11 @@ class _SequentialHead(base_head.Head):
     raise NotImplementedError
 
 
+# 2.15 kept this base class private (`_SequentialHead`); the public name is
+# for code that subclasses it or checks isinstance against it here.
+SequentialHead = _SequentialHead
+
+
 def _flatten_tensor(tensor, sequence_mask, expected_length):
   """[batch, steps, D...] -> [kept steps, D...] (D = 1 for rank 2); a
   SparseTensor's values are taken as they are (its indices sorted)."""

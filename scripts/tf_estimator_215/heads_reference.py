@@ -2,15 +2,19 @@ r"""tf.estimator 2.15's heads in a custom model_fn: the programs, and the
 reference figures estimator_rt's heads must reproduce.
 
     .venv-tf215/bin/python scripts/tf_estimator_215/heads_reference.py
+    .venv-tf215/bin/python scripts/tf_estimator_215/heads_reference.py \
+        train_op_fn
 
-prints, for every case of CASES, what tf.estimator 2.15 gave: evaluate()'s
+The first prints, for every case of CASES, what tf.estimator 2.15 gave: evaluate()'s
 metrics after TRAIN_STEPS steps, the first two predictions, the
 checkpoint's variable names, and the export's signatures (their input and
 output keys, and what each returns for the first two examples). The
 figures are pasted as constants into tests/test_heads.py. For FIXTURES it
 also keeps the trained model_dir's checkpoint under
 tests/data/tf_estimator_215/heads/<case>/ and records the metrics after
-training a copy on to CONTINUED_STEPS.
+training a copy on to CONTINUED_STEPS. The second prints the metrics,
+predictions and variables of TRAIN_OP_FN_CASES (train_op_fn with a
+tf.compat.v1.train optimizer; a Keras 2 Adagrad's slots).
 
 Importable under both TensorFlow 2.15 and 2.21: `graph_model_fn` takes a
 tf.estimator-shaped namespace (`tf.estimator` under 2.15, estimator_rt's
@@ -152,9 +156,10 @@ def predict_input_fn(case: str):
       {k: v[:2] for k, v in features.items()}).batch(2)
 
 
-def graph_model_fn(case: str, est, keras2):
+def graph_model_fn(case: str, est, keras2, make_optimizer=None):
   """A TF1-style model_fn: a Keras 2 Dense layer, the head's spec, trained
-  by a Keras 2 SGD through `create_estimator_spec(optimizer=...)`."""
+  by a Keras 2 SGD (or `make_optimizer()`) through
+  `create_estimator_spec(optimizer=...)`."""
 
   def model_fn(features, labels, mode):
     head = make_head(case, est)
@@ -165,11 +170,52 @@ def graph_model_fn(case: str, est, keras2):
     logits = layer(features['x'])
     optimizer = None
     if mode == est.ModeKeys.TRAIN:
-      optimizer = keras2.optimizers.legacy.SGD(LEARNING_RATE)
+      optimizer = (make_optimizer() if make_optimizer else
+                   keras2.optimizers.legacy.SGD(LEARNING_RATE))
       optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
     return head.create_estimator_spec(
         features=features, mode=mode, logits=logits, labels=labels,
         optimizer=optimizer, trainable_variables=layer.trainable_weights)
+
+  return model_fn
+
+
+# 2.15's other ways to train a head, each checked on a few cases: a
+# tf.compat.v1.layers.dense layer trained through `train_op_fn` by a
+# tf.compat.v1.train optimizer (which advances the global step itself), and
+# a Keras 2 Adagrad through `optimizer=` (its slots are named
+# training/Adagrad/..., what the train op's 'training' scope is for).
+TRAIN_OP_FN_CASES = {'binary_sgd': ('binary', 'sgd'),
+                     'multiclass_sgd': ('multiclass', 'sgd'),
+                     'regression_sgd': ('regression', 'sgd'),
+                     'binary_keras2_adagrad': ('binary', 'keras2_adagrad')}
+
+
+def train_op_fn_model_fn(name: str, est, keras2):
+  """The model_fn of TRAIN_OP_FN_CASES[name] (see there)."""
+  case, training = TRAIN_OP_FN_CASES[name]
+  if training == 'keras2_adagrad':
+    return graph_model_fn(
+        case, est, keras2,
+        make_optimizer=lambda: keras2.optimizers.legacy.Adagrad(
+            LEARNING_RATE))
+
+  def model_fn(features, labels, mode):
+    head = make_head(case, est)
+    logits = tf.compat.v1.layers.dense(
+        features['x'], head.logits_dimension,
+        kernel_initializer=tf.compat.v1.constant_initializer(
+            initial_kernel(case)),
+        bias_initializer=tf.compat.v1.zeros_initializer(), name='logits')
+
+    def train_op_fn(loss):
+      return tf.compat.v1.train.GradientDescentOptimizer(
+          LEARNING_RATE).minimize(
+              loss, global_step=tf.compat.v1.train.get_global_step())
+
+    return head.create_estimator_spec(
+        features=features, mode=mode, logits=logits, labels=labels,
+        train_op_fn=train_op_fn)
 
   return model_fn
 
@@ -274,6 +320,15 @@ def main():
   import tensorflow_estimator  # pylint: disable=g-import-not-at-top,unused-import
   tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.ERROR)
   est = tf.estimator
+  if sys.argv[1:] == ['train_op_fn']:
+    # Only TRAIN_OP_FN_CASES, without exports (the PREDICT graph is the
+    # cases' above) and without touching the fixtures.
+    print(json.dumps({
+        name: run(TRAIN_OP_FN_CASES[name][0], est,
+                  train_op_fn_model_fn(name, est, tf.keras),
+                  tempfile.mkdtemp(), export=False)
+        for name in TRAIN_OP_FN_CASES}, indent=1, sort_keys=True))
+    return
   reference = {}
   for case in CASES:
     model_dir = tempfile.mkdtemp()
