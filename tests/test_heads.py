@@ -724,6 +724,20 @@ def test_bad_arguments_are_named():
     head_lib.BinaryClassHead(loss_fn=lambda labels: labels)
 
 
+def test_auto_loss_reduction_is_reduced_as_sum_over_batch_size():
+  """2.15 accepted tf.losses.Reduction.AUTO ('auto') and reduced the loss
+  as SUM_OVER_BATCH_SIZE (its figure on these logits: 1.1380889, the mean
+  binary cross-entropy)."""
+  logits = tf.constant([[1.], [-2.], [0.5]])
+  labels = tf.constant([[1], [1], [0]])
+  auto = head_lib.BinaryClassHead(loss_reduction='auto')
+  assert auto.loss_reduction == 'auto'
+  loss = float(auto.loss(labels=labels, logits=logits))
+  assert abs(loss - float(head_lib.BinaryClassHead().loss(
+      labels=labels, logits=logits))) < 1e-7
+  assert abs(loss - 1.1380889) < 1e-6
+
+
 def test_metric_objects_follow_the_engine():
   """A head's metrics are Keras 2 objects in a graph (which the graph
   engine takes in eval_metric_ops, as 2.15's Estimator did), Keras 3

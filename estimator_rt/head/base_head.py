@@ -24,14 +24,20 @@ from estimator_rt.spec import EstimatorSpec
 
 SUM_OVER_BATCH_SIZE = 'sum_over_batch_size'
 SUM = 'sum'
-_REDUCTIONS = (SUM_OVER_BATCH_SIZE, SUM)
+# tf.losses.Reduction.AUTO, which 2.15's heads accepted: the loss is
+# reduced as SUM_OVER_BATCH_SIZE, but the optimizer= path does not divide
+# it by the number of replicas (2.15 did that for SUM_OVER_BATCH_SIZE only).
+AUTO = 'auto'
+_REDUCTIONS = (SUM_OVER_BATCH_SIZE, SUM, AUTO)
 
 
 def validate_loss_reduction(loss_reduction) -> None:
+  """Refuses what 2.15 refused: NONE and anything not a reduction."""
   if loss_reduction not in _REDUCTIONS:
     raise UserInputError(
         f'loss_reduction={loss_reduction!r} must be one of {_REDUCTIONS} '
-        '(tf.losses.Reduction.SUM_OVER_BATCH_SIZE or SUM).')
+        '(tf.losses.Reduction.SUM_OVER_BATCH_SIZE, SUM or AUTO; a head '
+        'needs a scalar loss, so not NONE).')
 
 
 def validate_thresholds(thresholds) -> tuple:
@@ -69,7 +75,7 @@ def loss_fn_arguments(loss_fn) -> tuple:
 def reduce_loss(unweighted_loss, weights, loss_reduction) -> tf.Tensor:
   """The weighted loss reduced as Keras reduced it for tf.estimator: SUM
   adds the weighted losses, SUM_OVER_BATCH_SIZE divides that by the number
-  of loss elements (batch size * label dimension)."""
+  of loss elements (batch size * label dimension), and so does AUTO."""
   weighted = tf.cast(unweighted_loss, tf.float32)
   if weights is not None:
     weighted = weighted * tf.cast(weights, tf.float32)

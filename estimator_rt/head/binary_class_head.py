@@ -29,7 +29,8 @@ class BinaryClassHead(base_head.Head):
     weight_column: a feature key or numeric column weighting each example.
     thresholds: floats in (0, 1) for the per-threshold metrics.
     label_vocabulary: the two label strings, when labels are strings.
-    loss_reduction: SUM_OVER_BATCH_SIZE (default) or SUM.
+    loss_reduction: SUM_OVER_BATCH_SIZE (default), SUM or AUTO (reduced
+      as SUM_OVER_BATCH_SIZE; not scaled for replicas, as in 2.15).
     loss_fn: `loss_fn(labels, logits[, features])` -> unreduced loss, instead
       of sigmoid cross-entropy.
     name: appended to metric and summary keys ('/name').

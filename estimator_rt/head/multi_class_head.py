@@ -26,7 +26,8 @@ class MultiClassHead(base_head.Head):
     n_classes: the number of classes, > 2 (use BinaryClassHead for 2).
     weight_column: a feature key or numeric column weighting each example.
     label_vocabulary: the class strings, when labels are strings.
-    loss_reduction: SUM_OVER_BATCH_SIZE (default) or SUM.
+    loss_reduction: SUM_OVER_BATCH_SIZE (default), SUM or AUTO (reduced
+      as SUM_OVER_BATCH_SIZE; not scaled for replicas, as in 2.15).
     loss_fn: `loss_fn(labels, logits)` -> unreduced loss [batch, 1].
     name: appended to metric and summary keys ('/name').
   """

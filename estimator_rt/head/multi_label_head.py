@@ -39,7 +39,8 @@ class MultiLabelHead(base_head.Head):
       predicted present.
     label_vocabulary: the class strings, when sparse labels are strings;
       also names the classes in predictions and per-class metric keys.
-    loss_reduction: SUM_OVER_BATCH_SIZE (default) or SUM.
+    loss_reduction: SUM_OVER_BATCH_SIZE (default), SUM or AUTO (reduced
+      as SUM_OVER_BATCH_SIZE; not scaled for replicas, as in 2.15).
     loss_fn: `loss_fn(labels, logits[, features])` -> unreduced loss of
       shape [batch, 1], instead of the mean sigmoid cross-entropy.
     classes_for_class_based_metrics: class ids (or strings of

@@ -25,7 +25,8 @@ class RegressionHead(base_head.Head):
   Args:
     label_dimension: values per example.
     weight_column: a feature key or numeric column weighting each example.
-    loss_reduction: SUM_OVER_BATCH_SIZE (default) or SUM.
+    loss_reduction: SUM_OVER_BATCH_SIZE (default), SUM or AUTO (reduced
+      as SUM_OVER_BATCH_SIZE; not scaled for replicas, as in 2.15).
     loss_fn: `loss_fn(labels, logits)` -> unreduced loss, instead of
       squared error.
     inverse_link_fn: maps logits to predictions (e.g. tf.math.exp).
