@@ -738,6 +738,19 @@ def test_auto_loss_reduction_is_reduced_as_sum_over_batch_size():
   assert abs(loss - 1.1380889) < 1e-6
 
 
+def test_binary_or_multi_class_head_picks_as_2_15():
+  from estimator_rt.head import head_utils  # pylint: disable=g-import-not-at-top
+  binary = head_utils.binary_or_multi_class_head(2, 'w', ['a', 'b'], 'sum')
+  assert isinstance(binary, head_lib.BinaryClassHead)
+  assert (binary._weight_column, binary.loss_reduction) == ('w', 'sum')  # pylint: disable=protected-access
+  multi = head_utils.binary_or_multi_class_head(
+      4, None, None, 'sum_over_batch_size')
+  assert isinstance(multi, head_lib.MultiClassHead)
+  assert multi.logits_dimension == 4
+  with pytest.raises(UserInputError, match='n_classes=1'):
+    head_utils.binary_or_multi_class_head(1, None, None, 'sum')
+
+
 def test_metric_objects_follow_the_engine():
   """A head's metrics are Keras 2 objects in a graph (which the graph
   engine takes in eval_metric_ops, as 2.15's Estimator did), Keras 3
