@@ -188,7 +188,8 @@ def graph_model_fn(case: str, est, keras2, make_optimizer=None):
 TRAIN_OP_FN_CASES = {'binary_sgd': ('binary', 'sgd'),
                      'multiclass_sgd': ('multiclass', 'sgd'),
                      'regression_sgd': ('regression', 'sgd'),
-                     'binary_keras2_adagrad': ('binary', 'keras2_adagrad')}
+                     'regression_keras2_adagrad': ('regression',
+                                                   'keras2_adagrad')}
 
 
 def train_op_fn_model_fn(name: str, est, keras2):
