@@ -22,6 +22,8 @@ from estimator_rt.head import metrics as metrics_lib
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.spec import EstimatorSpec
 
+_P = keys_lib.PredictionKeys
+
 SUM_OVER_BATCH_SIZE = 'sum_over_batch_size'
 SUM = 'sum'
 # tf.losses.Reduction.AUTO, which 2.15's heads accepted: the loss is
@@ -38,6 +40,38 @@ def validate_loss_reduction(loss_reduction) -> None:
         f'loss_reduction={loss_reduction!r} must be one of {_REDUCTIONS} '
         '(tf.losses.Reduction.SUM_OVER_BATCH_SIZE, SUM or AUTO; a head '
         'needs a scalar loss, so not NONE).')
+
+
+def validate_label_vocabulary(label_vocabulary, n_classes=None) -> None:
+  """A label_vocabulary is None or a list/tuple; with `n_classes` (the
+  multi-class heads), one entry per class."""
+  if label_vocabulary is None:
+    return
+  if not isinstance(label_vocabulary, (list, tuple)):
+    raise UserInputError(
+        f'label_vocabulary={label_vocabulary!r} must be a list or tuple.')
+  if n_classes is not None and len(label_vocabulary) != n_classes:
+    raise UserInputError(
+        f'label_vocabulary has {len(label_vocabulary)} entries; '
+        f'n_classes={n_classes} needs as many.')
+
+
+def add_class_predictions(out, keys, class_logits, n_classes,
+                          label_vocabulary) -> None:
+  """Adds the class predictions of `keys` to `out`: class_ids (argmax of
+  `class_logits`, one per class), classes, all_class_ids, all_classes."""
+  if _P.CLASS_IDS in keys or _P.CLASSES in keys:
+    class_ids = tf.expand_dims(
+        tf.math.argmax(class_logits, axis=-1, name=_P.CLASS_IDS), -1)
+    if _P.CLASS_IDS in keys:
+      out[_P.CLASS_IDS] = class_ids
+    if _P.CLASSES in keys:
+      out[_P.CLASSES] = class_names(class_ids, label_vocabulary)
+  if _P.ALL_CLASS_IDS in keys:
+    out[_P.ALL_CLASS_IDS] = all_class_ids(class_logits, n_classes)
+  if _P.ALL_CLASSES in keys:
+    out[_P.ALL_CLASSES] = all_classes(class_logits, n_classes,
+                                      label_vocabulary)
 
 
 def validate_thresholds(thresholds) -> tuple:

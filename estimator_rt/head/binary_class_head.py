@@ -12,7 +12,6 @@ predict.
 
 import tensorflow as tf
 
-from estimator_rt.errors import UserInputError
 from estimator_rt.head import base_head
 from estimator_rt.head import keys as keys_lib
 from estimator_rt.head import metrics as metrics_lib
@@ -40,10 +39,7 @@ class BinaryClassHead(base_head.Head):
                label_vocabulary=None,
                loss_reduction=base_head.SUM_OVER_BATCH_SIZE, loss_fn=None,
                name=None):
-    if label_vocabulary is not None and not isinstance(label_vocabulary,
-                                                       (list, tuple)):
-      raise UserInputError(
-          f'label_vocabulary={label_vocabulary!r} must be a list or tuple.')
+    base_head.validate_label_vocabulary(label_vocabulary)
     thresholds = base_head.validate_thresholds(thresholds)
     self._init_common(weight_column=weight_column,
                       loss_reduction=loss_reduction, loss_fn=loss_fn,
@@ -84,19 +80,8 @@ class BinaryClassHead(base_head.Head):
       if _P.PROBABILITIES in keys:
         out[_P.PROBABILITIES] = tf.nn.softmax(two_class_logits,
                                               name=_P.PROBABILITIES)
-      if _P.CLASS_IDS in keys or _P.CLASSES in keys:
-        class_ids = tf.expand_dims(
-            tf.math.argmax(two_class_logits, axis=-1, name=_P.CLASS_IDS), -1)
-        if _P.CLASS_IDS in keys:
-          out[_P.CLASS_IDS] = class_ids
-        if _P.CLASSES in keys:
-          out[_P.CLASSES] = base_head.class_names(class_ids,
-                                                  self._label_vocabulary)
-      if _P.ALL_CLASS_IDS in keys:
-        out[_P.ALL_CLASS_IDS] = base_head.all_class_ids(logits, 2)
-      if _P.ALL_CLASSES in keys:
-        out[_P.ALL_CLASSES] = base_head.all_classes(logits, 2,
-                                                    self._label_vocabulary)
+      base_head.add_class_predictions(out, keys, two_class_logits, 2,
+                                      self._label_vocabulary)
     return out
 
   def metrics(self, regularization_losses=None):

@@ -39,14 +39,7 @@ class MultiClassHead(base_head.Head):
       raise UserInputError(
           f'n_classes={n_classes!r} must be > 2 (BinaryClassHead is the '
           'head for two classes).')
-    if label_vocabulary is not None:
-      if not isinstance(label_vocabulary, (list, tuple)):
-        raise UserInputError(
-            f'label_vocabulary={label_vocabulary!r} must be a list or tuple.')
-      if len(label_vocabulary) != n_classes:
-        raise UserInputError(
-            f'label_vocabulary has {len(label_vocabulary)} entries; '
-            f'n_classes={n_classes} needs as many.')
+    base_head.validate_label_vocabulary(label_vocabulary, n_classes)
     self._init_common(weight_column=weight_column,
                       loss_reduction=loss_reduction, loss_fn=loss_fn,
                       name=name)
@@ -87,20 +80,8 @@ class MultiClassHead(base_head.Head):
         out[_P.LOGITS] = logits
       if _P.PROBABILITIES in keys:
         out[_P.PROBABILITIES] = tf.nn.softmax(logits, name=_P.PROBABILITIES)
-      if _P.CLASS_IDS in keys or _P.CLASSES in keys:
-        class_ids = tf.expand_dims(
-            tf.math.argmax(logits, axis=-1, name=_P.CLASS_IDS), -1)
-        if _P.CLASS_IDS in keys:
-          out[_P.CLASS_IDS] = class_ids
-        if _P.CLASSES in keys:
-          out[_P.CLASSES] = base_head.class_names(class_ids,
-                                                  self._label_vocabulary)
-      if _P.ALL_CLASS_IDS in keys:
-        out[_P.ALL_CLASS_IDS] = base_head.all_class_ids(logits,
-                                                        self._n_classes)
-      if _P.ALL_CLASSES in keys:
-        out[_P.ALL_CLASSES] = base_head.all_classes(
-            logits, self._n_classes, self._label_vocabulary)
+      base_head.add_class_predictions(out, keys, logits, self._n_classes,
+                                      self._label_vocabulary)
     return out
 
   def metrics(self, regularization_losses=None):

@@ -62,14 +62,7 @@ class MultiLabelHead(base_head.Head):
           f'n_classes={n_classes!r} must be an int > 1 for multi-label '
           'classification.')
     thresholds = base_head.validate_thresholds(thresholds)
-    if label_vocabulary is not None:
-      if not isinstance(label_vocabulary, (list, tuple)):
-        raise UserInputError(
-            f'label_vocabulary={label_vocabulary!r} must be a list or tuple.')
-      if len(label_vocabulary) != n_classes:
-        raise UserInputError(
-            f'label_vocabulary has {len(label_vocabulary)} entries; '
-            f'n_classes={n_classes} needs as many.')
+    base_head.validate_label_vocabulary(label_vocabulary, n_classes)
     self._init_common(weight_column=weight_column,
                       loss_reduction=loss_reduction, loss_fn=loss_fn,
                       name=name)
