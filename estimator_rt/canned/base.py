@@ -122,21 +122,6 @@ def estimator_spec(*, head, features, mode, labels, logits,
       train_op_fn=train_op_fn if mode == ModeKeys.TRAIN else None)
 
 
-def classifier_head(n_classes: int, *, weight_column=None,
-                    label_vocabulary=None,
-                    loss_reduction=SUM_OVER_BATCH_SIZE):
-  """A BinaryClassHead for two classes, a MultiClassHead for more."""
-  from estimator_rt.head import binary_class_head  # pylint: disable=g-import-not-at-top
-  from estimator_rt.head import multi_class_head  # pylint: disable=g-import-not-at-top
-  if n_classes == 2:
-    return binary_class_head.BinaryClassHead(
-        weight_column=weight_column, label_vocabulary=label_vocabulary,
-        loss_reduction=loss_reduction)
-  return multi_class_head.MultiClassHead(
-      n_classes, weight_column=weight_column,
-      label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
-
-
 def regression_head(label_dimension: int, *, weight_column=None,
                     loss_reduction=SUM_OVER_BATCH_SIZE):
   from estimator_rt.head import regression_head as regression  # pylint: disable=g-import-not-at-top

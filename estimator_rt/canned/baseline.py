@@ -8,6 +8,7 @@ optimizer gets 0.3).
 import tensorflow as tf
 
 from estimator_rt.canned import base
+from estimator_rt.head import head_utils
 from estimator_rt.canned import optimizers
 from estimator_rt.errors import UserInputError
 
@@ -86,7 +87,7 @@ class BaselineClassifier(BaselineEstimator):
   def __init__(self, model_dir=None, n_classes=2, weight_column=None,
                label_vocabulary=None, optimizer='Ftrl', config=None,
                loss_reduction=base.SUM_OVER_BATCH_SIZE):
-    head = base.classifier_head(
+    head = head_utils.binary_or_multi_class_head(
         n_classes, weight_column=weight_column,
         label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
     super().__init__(head, model_dir=model_dir, optimizer=optimizer,

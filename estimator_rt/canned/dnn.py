@@ -13,6 +13,7 @@ logits_dimension. Built in the graph engine, its variables are named
 import tensorflow as tf
 
 from estimator_rt.canned import base
+from estimator_rt.head import head_utils
 from estimator_rt.canned import optimizers
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
@@ -172,7 +173,7 @@ class DNNClassifier(DNNEstimator):
                optimizer='Adagrad', activation_fn=tf.nn.relu, dropout=None,
                config=None, warm_start_from=None,
                loss_reduction=base.SUM_OVER_BATCH_SIZE, batch_norm=False):
-    head = base.classifier_head(
+    head = head_utils.binary_or_multi_class_head(
         n_classes, weight_column=weight_column,
         label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
     super().__init__(head, hidden_units, feature_columns, model_dir=model_dir,

@@ -15,6 +15,7 @@ import math
 import tensorflow as tf
 
 from estimator_rt.canned import base
+from estimator_rt.head import head_utils
 from estimator_rt.canned import dnn
 from estimator_rt.canned import linear
 from estimator_rt.canned import optimizers
@@ -125,7 +126,7 @@ class DNNLinearCombinedClassifier(DNNLinearCombinedEstimator):
                warm_start_from=None,
                loss_reduction=base.SUM_OVER_BATCH_SIZE, batch_norm=False,
                linear_sparse_combiner='sum'):
-    head = base.classifier_head(
+    head = head_utils.binary_or_multi_class_head(
         n_classes, weight_column=weight_column,
         label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
     super().__init__(

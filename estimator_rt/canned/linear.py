@@ -24,6 +24,7 @@ import tensorflow as tf
 from tensorflow.python.feature_column import feature_column_v2 as fc_v2
 
 from estimator_rt.canned import base
+from estimator_rt.head import head_utils
 from estimator_rt.canned import optimizers
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
@@ -236,7 +237,7 @@ class LinearClassifier(LinearEstimator):
                config=None, warm_start_from=None,
                loss_reduction=base.SUM_OVER_BATCH_SIZE,
                sparse_combiner='sum'):
-    head = base.classifier_head(
+    head = head_utils.binary_or_multi_class_head(
         n_classes, weight_column=weight_column,
         label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
     super().__init__(head, feature_columns, model_dir=model_dir,

@@ -14,6 +14,7 @@ from absl import logging
 import tensorflow as tf
 
 from estimator_rt.canned import base
+from estimator_rt.head import head_utils
 from estimator_rt.canned import baseline
 from estimator_rt.canned import dnn
 from estimator_rt.canned import dnn_linear_combined
@@ -72,7 +73,7 @@ class DNNClassifier(DNNEstimator):
                input_layer_partitioner=None, config=None,
                warm_start_from=None, loss_reduction='weighted_sum',
                batch_norm=False):
-    head = base.classifier_head(
+    head = head_utils.binary_or_multi_class_head(
         n_classes, weight_column=weight_column,
         label_vocabulary=label_vocabulary,
         loss_reduction=_reduction(loss_reduction))
@@ -124,7 +125,7 @@ class LinearClassifier(LinearEstimator):
                weight_column=None, label_vocabulary=None, optimizer='Ftrl',
                config=None, partitioner=None, warm_start_from=None,
                loss_reduction='weighted_sum', sparse_combiner='sum'):
-    head = base.classifier_head(
+    head = head_utils.binary_or_multi_class_head(
         n_classes, weight_column=weight_column,
         label_vocabulary=label_vocabulary,
         loss_reduction=_reduction(loss_reduction))
@@ -187,7 +188,7 @@ class DNNLinearCombinedClassifier(DNNLinearCombinedEstimator):
                input_layer_partitioner=None, config=None,
                warm_start_from=None, loss_reduction='weighted_sum',
                batch_norm=False, linear_sparse_combiner='sum'):
-    head = base.classifier_head(
+    head = head_utils.binary_or_multi_class_head(
         n_classes, weight_column=weight_column,
         label_vocabulary=label_vocabulary,
         loss_reduction=_reduction(loss_reduction))
