@@ -257,7 +257,7 @@ class Engine(abc.ABC):
 
     `resumed_step` is the step of the checkpoint training resumed from
     (None: none), where no second save is made."""
-    with preemption.training(), setup.session():
+    with setup.session():
       saver = None
       if directory is not None:
         saver = checkpoints.CheckpointSaver(

@@ -10,6 +10,7 @@ import tensorflow as tf
 from estimator_rt import checkpoints
 from estimator_rt import engine_choice
 from estimator_rt import export as export_lib
+from estimator_rt import preemption
 from estimator_rt import summaries
 from estimator_rt import user_fns
 from estimator_rt import warm_starting
@@ -248,9 +249,17 @@ class Estimator:
     if steps is not None and max_steps is not None:
       raise UserInputError(
           f'train: give steps={steps} or max_steps={max_steps}, not both.')
-    self._run(lambda engine: engine.train(
-        input_fn, hooks=list(hooks or ()), steps=steps, max_steps=max_steps,
-        saving_listeners=list(saving_listeners or ())), input_fn=input_fn)
+    # A stop signal from here on is a request honoured at the end of the
+    # first loop, not an exit at once, also while the model and its loop are
+    # built (in either engine): synchronous workers are signalled one after
+    # another, and one still building when its signal comes must not leave
+    # the others stranded in a collective; at a loop end they agree to save
+    # and stop together.
+    with preemption.training():
+      self._run(lambda engine: engine.train(
+          input_fn, hooks=list(hooks or ()), steps=steps,
+          max_steps=max_steps,
+          saving_listeners=list(saving_listeners or ())), input_fn=input_fn)
     return self
 
   # ----------------------------------------------------------- evaluate

@@ -6,9 +6,12 @@ Schedulers preempt with SIGTERM and a grace period before SIGKILL
 signal during training asks the controller to stop at the end of the loop in
 flight: it saves a checkpoint at that step (every synchronous worker agrees
 on the step), logs one line, and the process exits with
-`PREEMPTED_EXIT_CODE`. A second signal, or one that arrives while nothing is
-being trained (start-up, evaluation, export, an evaluator or a server
-task), exits at once with the same code: the checkpoints on disk are intact,
+`PREEMPTED_EXIT_CODE`. Training starts when `Estimator.train` starts
+building the model and its loop: synchronous workers are signalled one
+after another, and one still building must not leave the others stranded
+in a collective. A second signal, or one that arrives while nothing is
+being trained (start-up before train(), evaluation, export, an evaluator or
+a server task), exits at once with the same code: the checkpoints on disk are intact,
 so the same command resumes from the newest.
 
 `PREEMPTED_EXIT_CODE` is 143, TensorFlow's own restartable exit code after a

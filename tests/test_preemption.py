@@ -67,6 +67,32 @@ def test_sigterm_in_process_saves_at_the_loop_end_and_resumes(tmp_path):
   assert checkpoint_steps(model_dir) == [20, 50]
 
 
+@pytest.mark.parametrize('engine', ['eager', 'graph'])
+def test_a_signal_while_training_is_built_stops_at_the_first_loop_end(
+    tmp_path, engine):
+  """A signal that comes while train() builds its model and loop (here sent
+  from the input_fn) is a request, not an exit at once: synchronous workers
+  are signalled one after another, and one still building must reach the
+  loop end where they all agree to save and stop."""
+  model_dir = str(tmp_path / 'm')
+  sent = []
+
+  def input_fn():
+    if not sent:
+      sent.append(True)
+      os.kill(os.getpid(), signal.SIGTERM)
+    return full_batch_input_fn(X, Y)()
+
+  model_fn = make_model_fn() if engine == 'eager' else _slow_graph_model_fn()
+  estimator = ert.Estimator(model_fn, model_dir=model_dir,
+                            config=quiet_config(save_checkpoints_steps=1000))
+  with pytest.raises(ert.PreemptedError) as raised:
+    estimator.train(input_fn, max_steps=100)
+  assert sent
+  assert raised.value.global_step == 10  # The first loop's end.
+  assert checkpoint_steps(model_dir) == [10]
+
+
 def _slow(loss):
   """`loss`, after a 20 ms sleep in the step."""
   slow = tf.py_function(lambda: time.sleep(0.02) or 0.0, [], tf.float32)
