@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from estimator_rt import estimator as estimator_lib
 from estimator_rt.errors import UserInputError
+from estimator_rt.graph import in_graph_loop
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.run_config import RunConfig
 
@@ -55,7 +56,8 @@ class CannedEstimator(estimator_lib.Estimator):
   def __init__(self, model_fn, model_dir=None, config=None,
                warm_start_from=None):
     super().__init__(
-        model_fn=model_fn, model_dir=model_dir,
+        # Built from our own code, it runs several steps per session run.
+        model_fn=in_graph_loop.mark_loop_safe(model_fn), model_dir=model_dir,
         config=graph_engine_config(config, estimator_name=type(self).__name__),
         warm_start_from=warm_start_from)
 

@@ -55,7 +55,7 @@ def baseline_model_fn(*, features, labels, mode, head, optimizer,
     # Made outside the checks: an initializer that depended on them would
     # read the input before it is ready (tf.estimator 2.15's baselines failed
     # to start on two or more features that way).
-    bias = tf.Variable(tf.zeros([head.logits_dimension]), name='bias')
+    bias = tf.Variable(lambda: tf.zeros([head.logits_dimension]), name='bias')
     with tf.control_dependencies(checks):
       logits = tf.math.multiply(bias, tf.ones([size, head.logits_dimension]))
   part = optimizers.Part(optimizer=optimizer, learning_rate=LEARNING_RATE,

@@ -34,6 +34,7 @@ from estimator_rt.errors import MAX_INT32
 from estimator_rt.errors import UserInputError
 from estimator_rt.graph import between_graph
 from estimator_rt.graph import compat
+from estimator_rt.graph import in_graph_loop
 from estimator_rt.graph import model as model_lib
 from estimator_rt.graph import placement as placement_lib
 from estimator_rt.graph import saved_model
@@ -103,10 +104,21 @@ class GraphEngine(engine_lib.Engine):
                                   role='train input_fn', config=self._config,
                                   shard=placement.shard)
       self._features_spec = data.features_spec
-      built = model_lib.build(
-          model_fn=self._model_fn, mode=ModeKeys.TRAIN,
-          batches=data.next_batch, params=self._params,
-          config=self._config, placement=placement)
+      if in_graph_loop.can_loop(model_fn=self._model_fn, placement=placement,
+                                session_hooks=session_hooks):
+        built = in_graph_loop.build(
+            model_fn=self._model_fn, batches=data.next_batch,
+            params=self._params, config=self._config, placement=placement,
+            with_summaries=bool(self._config.save_summary_steps))
+        logging.info('model_fn %s runs its steps in an in-graph loop: one '
+                     'session run per loop of up to %d steps.',
+                     user_fns.fn_name(self._model_fn),
+                     self._config.steps_per_loop)
+      else:
+        built = model_lib.build(
+            model_fn=self._model_fn, mode=ModeKeys.TRAIN,
+            batches=data.next_batch, params=self._params,
+            config=self._config, placement=placement)
       saver, keep = self._saver(built.spec.scaffold)
       if latest is not None:
         self._check_fits(latest, built.spec.scaffold)
@@ -130,10 +142,12 @@ class GraphEngine(engine_lib.Engine):
         session=lambda: self._training_session(graph, loop, placement,
                                                latest))
 
-  def _session_loop(self, built: model_lib.GraphModel, data, placement, *,
-                    saver, latest: Optional[str], session_hooks,
+  def _session_loop(self, built, data, placement, *, saver,
+                    latest: Optional[str], session_hooks,
                     summary_writer) -> session_loop.SessionLoop:
-    """The training session's loop, its hooks and its Scaffold."""
+    """The training session's loop, its hooks and its Scaffold; `built` is
+    a `model.GraphModel` (one step per run) or an `in_graph_loop.LoopModel`
+    (several)."""
     spec = built.spec
     is_chief = self._config.is_chief
     hooks = [session_loop.RunOnceHook(data.initializer)]
@@ -143,8 +157,9 @@ class GraphEngine(engine_lib.Engine):
     hooks += list(session_hooks) + list(spec.training_hooks)
     if is_chief:
       hooks += list(spec.training_chief_hooks)
+    in_graph = isinstance(built, in_graph_loop.LoopModel)
     summary_op = None
-    if self._config.save_summary_steps:
+    if self._config.save_summary_steps and not in_graph:
       summary_op = (spec.scaffold.summary_op if spec.scaffold is not None and
                     spec.scaffold.summary_op is not None else
                     tf.compat.v1.summary.merge_all())
@@ -159,12 +174,14 @@ class GraphEngine(engine_lib.Engine):
           scaffold=scaffold, master=placement.master,
           config=self._session_config(placement),
           checkpoint_filename_with_path=latest)
+    common = dict(creator=creator, hooks=hooks,
+                  save_summary_steps=self._config.save_summary_steps,
+                  summary_writer=summary_writer, is_chief=is_chief)
+    if in_graph:
+      return session_loop.InGraphSessionLoop(loop=built, **common)
     return session_loop.SessionLoop(
-        creator=creator, hooks=hooks, train_op=built.train_op,
-        loss=built.loss, global_step=built.global_step,
-        summary_op=summary_op,
-        save_summary_steps=self._config.save_summary_steps,
-        summary_writer=summary_writer, is_chief=is_chief)
+        train_op=built.train_op, loss=built.loss,
+        global_step=built.global_step, summary_op=summary_op, **common)
 
   @contextlib.contextmanager
   def _training_session(self, graph: tf.Graph, loop: session_loop.SessionLoop,

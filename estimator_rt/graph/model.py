@@ -188,6 +188,12 @@ def _counts_global_step(train_op, global_step) -> bool:
   components = getattr(global_step, 'values', None) or (global_step,)
   targets = {id(v.handle) if hasattr(v, 'handle') else id(v._ref())  # pylint: disable=protected-access
              for v in components}
+  # Built inside a function (the in-graph loop's body), the step's ops read
+  # the variable through the function's capture of its handle.
+  graph = getattr(train_op, 'graph', None)
+  for external, internal in getattr(graph, 'captures', ()):
+    if id(external) in targets:
+      targets.add(id(internal))
   seen = set()
   pending = [train_op.op if isinstance(train_op, tf.Tensor) else train_op]
   while pending:

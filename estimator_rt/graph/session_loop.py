@@ -228,3 +228,54 @@ class SessionLoop:
       return
     if raised and exc_info[0] is None:
       raise raised[0]
+
+
+class InGraphSessionLoop(SessionLoop):
+  """A `SessionLoop` whose steps run in the graph (see in_graph_loop.py):
+  one `session.run` per call, of up to `num_steps` steps.
+
+  Args:
+    loop: the `in_graph_loop.LoopModel` built into the training graph.
+    Others: as for `SessionLoop` (`hooks` are only the runtime's own
+      run-once hooks: `in_graph_loop.can_loop` keeps SessionRunHooks out).
+  """
+
+  def __init__(self, *, loop, creator, hooks: List[SessionRunHook],
+               save_summary_steps: int,
+               summary_writer: Optional[summaries.ScalarWriter],
+               is_chief: bool):
+    super().__init__(
+        creator=creator, hooks=hooks, train_op=loop.steps_run,
+        loss=loop.last_loss, global_step=loop.global_step,
+        summary_op=loop.summary, save_summary_steps=save_summary_steps,
+        summary_writer=summary_writer, is_chief=is_chief)
+    self._loop = loop
+    self._fetches = dict(self._fetches, ran=loop.steps_run,
+                         finite=loop.loss_finite)
+
+  def __call__(self, iterator, num_steps: int):
+    """See `SessionLoop.__call__`: the same five values, from one run."""
+    del iterator  # The input is read by the graph itself.
+    target = self._step + num_steps
+    fetches = self._fetches
+    if self._summary_every and target % self._summary_every == 0:
+      fetches = dict(fetches, summary=self._summary_op)
+    start = self._step
+    try:
+      results = self._session.run(fetches,
+                                  {self._loop.num_steps: num_steps})
+    except tf.errors.OutOfRangeError:
+      # The input ended inside the loop: the steps before its end ran, and
+      # the global step and the last loss variable tell how far it got.
+      self._step = self.global_step()
+      ran = self._step - start
+      self._steps_run += ran
+      loss = float(self.run(self._loop.last_loss_variable))
+      return (loss, ran, bool(np.isfinite(loss)) or ran == 0,
+              bool(self.run(self._state_finite)), self._step)
+    self._step, ran = int(results['step']), int(results['ran'])
+    self._steps_run += ran
+    if results.get('summary') and self._writer is not None:
+      self._writer.write_summary(results['summary'], self._step)
+    return (float(results['loss']), ran, bool(results['finite']),
+            bool(self.run(self._state_finite)), self._step)

@@ -195,10 +195,13 @@ def label_ids(labels, label_vocabulary, *, head: str) -> tf.Tensor:
   label not in it, which the range check then refuses); other labels as
   they are. Without a vocabulary, string labels are refused."""
   if label_vocabulary is not None:
-    table = tf.lookup.StaticHashTable(
-        tf.lookup.KeyValueTensorInitializer(
-            tf.constant(list(label_vocabulary)),
-            tf.range(len(label_vocabulary), dtype=tf.int64)), -1)
+    # Made outside any function or loop being built (the graph engine's
+    # in-graph loop): its initializer must run once, with the others.
+    with tf.init_scope():
+      table = tf.lookup.StaticHashTable(
+          tf.lookup.KeyValueTensorInitializer(
+              tf.constant(list(label_vocabulary)),
+              tf.range(len(label_vocabulary), dtype=tf.int64)), -1)
     return table.lookup(labels)
   if labels.dtype == tf.string:
     raise UserInputError(f'{head}: labels are strings; give label_vocabulary.')

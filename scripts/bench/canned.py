@@ -7,8 +7,9 @@ tf.estimator 2.15's running the same program, in the same run.
 (scripts/tf_estimator_215/make_venv.sh). Each round runs each side of each
 workload in a fresh process (scripts/bench/canned_worker.py, which says
 what is measured), alternating which side goes first; prints the medians
-and the ratios runtime/tf.estimator of steps/s (higher is better for the
-runtime) and of train_and_evaluate wall time (lower is better).
+and the ratios runtime/tf.estimator of call and steady steps/s (higher is
+better for the runtime) and of train_and_evaluate wall time (lower is
+better).
 """
 
 import argparse
@@ -57,18 +58,23 @@ def main():
                ['tf_estimator', 'runtime'])
       for side in order:
         results[side].append(run_side(side, workload, extra))
+    keys = ('steps_per_sec', 'steady_steps_per_sec',
+            'train_and_evaluate_secs')
     median = {side: {key: statistics.median(r[key] for r in runs)
-                     for key in ('steps_per_sec', 'train_and_evaluate_secs')}
+                     for key in keys}
               for side, runs in results.items()}
-    print(f'{workload}: steps/s runtime {median["runtime"]["steps_per_sec"]:.0f}'
-          f' tf.estimator {median["tf_estimator"]["steps_per_sec"]:.0f} '
-          f'ratio {median["runtime"]["steps_per_sec"] / median["tf_estimator"]["steps_per_sec"]:.2f}x; '
+    runtime, reference = median['runtime'], median['tf_estimator']
+    print(f'{workload}: call steps/s runtime {runtime["steps_per_sec"]:.0f} '
+          f'tf.estimator {reference["steps_per_sec"]:.0f} ratio '
+          f'{runtime["steps_per_sec"] / reference["steps_per_sec"]:.2f}x; '
+          f'steady steps/s runtime {runtime["steady_steps_per_sec"]:.0f} '
+          f'tf.estimator {reference["steady_steps_per_sec"]:.0f} ratio '
+          f'{runtime["steady_steps_per_sec"] / reference["steady_steps_per_sec"]:.2f}x; '
           f'train_and_evaluate s runtime '
-          f'{median["runtime"]["train_and_evaluate_secs"]:.1f} tf.estimator '
-          f'{median["tf_estimator"]["train_and_evaluate_secs"]:.1f} ratio '
-          f'{median["runtime"]["train_and_evaluate_secs"] / median["tf_estimator"]["train_and_evaluate_secs"]:.2f}x '
+          f'{runtime["train_and_evaluate_secs"]:.1f} tf.estimator '
+          f'{reference["train_and_evaluate_secs"]:.1f} ratio '
+          f'{runtime["train_and_evaluate_secs"] / reference["train_and_evaluate_secs"]:.2f}x '
           f'({args.rounds} rounds)', flush=True)
-
 
 if __name__ == '__main__':
   main()
