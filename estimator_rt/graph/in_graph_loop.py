@@ -18,8 +18,8 @@ graph, under the names they would have had, so checkpoints are the same
 name-based ones, tf.estimator's. What the body adds to the graph's
 collections (summaries, update ops, losses) is the body's own: it is taken
 back out of the outer graph's collections after the build. The body's
-`tf.compat.v1.summary` ops are merged there and their value at the loop's
-last step is a loop output, written when a summary is due.
+`tf.compat.v1.summary` ops are merged there, at the last step of a run
+that asks for them (when a summary is due), and are a loop output.
 
 Not every TF1-style model_fn is safe in a loop: a variable whose initial
 value is a tensor the model_fn computed, a `Scaffold`, or SessionRunHooks
@@ -66,11 +66,14 @@ class LoopModel:
     spec: the model_fn's EstimatorSpec (as built in the loop's body).
     global_step: the global step variable.
     num_steps: the int32 placeholder of how many steps a run takes.
+    record_summaries: a bool placeholder (default False): feed True for a
+      run whose last step's summaries are wanted.
     steps_run: how many steps the run took.
     last_loss: the loss of the run's last step (float32).
     loss_finite: whether every loss of the run was finite.
-    summary: the serialized summaries of the run's last step ('' when the
-      model_fn writes none).
+    summary: the serialized summaries of the run's last step when
+      `record_summaries` was fed True ('' otherwise, or when the model_fn
+      writes none).
     last_loss_variable: holds the loss of the last step run (also after a
       run the input's end cut short).
   """
@@ -78,6 +81,7 @@ class LoopModel:
   spec: object
   global_step: tf.Variable
   num_steps: tf.Tensor
+  record_summaries: tf.Tensor
   steps_run: tf.Tensor
   last_loss: tf.Tensor
   loss_finite: tf.Tensor
@@ -95,6 +99,31 @@ def _remove_from_collections(outer: tf.Graph) -> None:
             if getattr(item, 'graph', outer) is outer]
     if len(kept) != len(items):
       items[:] = kept
+
+
+# The summary ops that `_summaries_again` rebuilds inside the branch that
+# runs at a run's last step only, from their inputs (which the step computes
+# anyway): histograms and merges are then paid once per run, not per step.
+_SUMMARY_OPS = {
+    'ScalarSummary': lambda op, again: tf.raw_ops.ScalarSummary(
+        tags=op.inputs[0], values=op.inputs[1]),
+    'HistogramSummary': lambda op, again: tf.raw_ops.HistogramSummary(
+        tag=op.inputs[0], values=op.inputs[1]),
+    'MergeSummary': lambda op, again: tf.raw_ops.MergeSummary(
+        inputs=[again(t) for t in op.inputs]),
+}
+
+
+def _summaries_again(summaries) -> tf.Tensor:
+  """The merge of `summaries` (serialized Summary tensors of the loop's
+  body), with the ops of known types made anew where this is called; others
+  are used as they are (computed at every step)."""
+
+  def again(tensor):
+    rebuild = _SUMMARY_OPS.get(tensor.op.type)
+    return tensor if rebuild is None else rebuild(tensor.op, again)
+
+  return tf.raw_ops.MergeSummary(inputs=[again(t) for t in summaries])
 
 
 def build(*, model_fn: Callable, batches: Callable, params: dict, config,
@@ -115,6 +144,8 @@ def build(*, model_fn: Callable, batches: Callable, params: dict, config,
   with placement.variable_scope():
     global_step = tf.compat.v1.train.get_or_create_global_step()
   num_steps = tf.compat.v1.placeholder(tf.int32, [], name='steps_per_run')
+  record_summaries = tf.compat.v1.placeholder_with_default(
+      False, [], name='record_summaries')
   # The last step's loss, kept outside the loop: a run that ends because
   # the input ended fails with OutOfRangeError, and this still holds the
   # loss of the last step it ran.
@@ -137,8 +168,12 @@ def build(*, model_fn: Callable, batches: Callable, params: dict, config,
       loss = tf.cast(tf.identity(model.loss), tf.float32)
     with tf.control_dependencies([last_loss_variable.assign(loss)]):
       loss = tf.identity(loss)
-      merged = (tf.compat.v1.summary.merge(summaries)
-                if with_summaries and summaries else tf.constant(''))
+      if with_summaries and summaries:
+        merged = tf.cond(
+            tf.logical_and(record_summaries, step + 1 >= num_steps),
+            lambda: _summaries_again(summaries), lambda: tf.constant(''))
+      else:
+        merged = tf.constant('')
     return step + 1, loss, tf.math.is_finite(loss), merged
 
   def cond(step, loss, finite, summary):
@@ -159,6 +194,7 @@ def build(*, model_fn: Callable, batches: Callable, params: dict, config,
         '(in_graph_loop.mark_loop_safe) but returned training hooks or a '
         'Scaffold init_fn, which need one step per session run.')
   return LoopModel(spec=model.spec, global_step=global_step,
-                   num_steps=num_steps, steps_run=steps_run,
+                   num_steps=num_steps, record_summaries=record_summaries,
+                   steps_run=steps_run,
                    last_loss=last_loss, loss_finite=loss_finite,
                    summary=summary, last_loss_variable=last_loss_variable)

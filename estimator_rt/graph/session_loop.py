@@ -258,12 +258,13 @@ class InGraphSessionLoop(SessionLoop):
     del iterator  # The input is read by the graph itself.
     target = self._step + num_steps
     fetches = self._fetches
+    feed = {self._loop.num_steps: num_steps}
     if self._summary_every and target % self._summary_every == 0:
       fetches = dict(fetches, summary=self._summary_op)
+      feed[self._loop.record_summaries] = True
     start = self._step
     try:
-      results = self._session.run(fetches,
-                                  {self._loop.num_steps: num_steps})
+      results = self._session.run(fetches, feed)
     except tf.errors.OutOfRangeError:
       # The input ended inside the loop: the steps before its end ran, and
       # the global step and the last loss variable tell how far it got.
