@@ -430,8 +430,18 @@ def _serving_functions(graph, receiver: ServingInputReceiver
         return spec.predictions_dict
       return _signature_outputs(spec.export_outputs[key])
 
+    input_signature = signature
+    if (isinstance(exported.get(key), (ClassificationOutput,
+                                       RegressionOutput)) and
+        _single_string_input(receiver.receiver_specs) is not None):
+      # tf.estimator's classify and regress signatures named their one
+      # input 'inputs' (tf.saved_model.CLASSIFY_INPUTS), whatever the
+      # receiver called it; serving clients send it under that name.
+      input_signature = [tf.TensorSpec(signature[0].shape, signature[0].dtype,
+                                       name=tf.saved_model.CLASSIFY_INPUTS)]
     # Traced as written, like the training step (see loops.py).
-    return tf.function(serve, input_signature=signature, autograph=False)
+    return tf.function(serve, input_signature=input_signature,
+                       autograph=False)
 
   functions = {key: make(key) for key, output in exported.items()
                if _signature_outputs(output) is not None}

@@ -656,10 +656,6 @@ def test_exports_serve_2_15s_signatures(served, engine, case):
                                                        key))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    'estimator_rt/export.py (not the heads) names the eager engine\'s '
-    'classify/regress signature input after the receiver ("examples"); '
-    '2.15 named it "inputs"'))
 def test_eager_classify_signature_takes_inputs_as_2_15(served):
   assert served['eager:binary']['inputs']['classification'] == ['inputs']
 
