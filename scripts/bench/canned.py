@@ -59,7 +59,7 @@ def main():
       for side in order:
         results[side].append(run_side(side, workload, extra))
     keys = ('steps_per_sec', 'steady_steps_per_sec',
-            'train_and_evaluate_secs')
+            'train_and_evaluate_secs', 'input_batches_per_sec')
     median = {side: {key: statistics.median(r[key] for r in runs)
                      for key in keys}
               for side, runs in results.items()}
@@ -73,7 +73,8 @@ def main():
           f'train_and_evaluate s runtime '
           f'{runtime["train_and_evaluate_secs"]:.1f} tf.estimator '
           f'{reference["train_and_evaluate_secs"]:.1f} ratio '
-          f'{runtime["train_and_evaluate_secs"] / reference["train_and_evaluate_secs"]:.2f}x '
+          f'{runtime["train_and_evaluate_secs"] / reference["train_and_evaluate_secs"]:.2f}x; '
+          f'input alone {runtime["input_batches_per_sec"]:.0f} batches/s '
           f'({args.rounds} rounds)', flush=True)
 
 if __name__ == '__main__':

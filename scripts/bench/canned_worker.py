@@ -25,7 +25,9 @@ steps/s` is the second one's steps over its wall time, graph building and
 session start included, as a user's call pays them; `steady steps/s` is
 the difference of the two calls' steps over the difference of their times,
 which cancels what every call pays once (the steps/s tf.estimator logged as
-global_step/sec). Then the wall time of `train_and_evaluate` in a fresh
+global_step/sec). `input batches/s`: the train input_fn's dataset alone,
+read to its `--steps`-th batch with nothing else running (a ceiling for
+steps/s on both sides). Then the wall time of `train_and_evaluate` in a fresh
 model_dir to `--tae_steps` with a checkpoint every `--tae_steps / 2` steps
 and evaluation after each.
 """
@@ -138,6 +140,14 @@ def main():
     start = time.perf_counter()
     estimator.train(train_input_fn, steps=args.steps)
     train_seconds = time.perf_counter() - start
+  # The input_fn alone: how many batches/s its dataset gives with nothing
+  # else running (the same pipeline on both sides), a ceiling for steps/s.
+  _, train_input_fn, _ = build(est, tf, args.workload, config)
+  batches = train_input_fn().take(args.steps)
+  batches.reduce(0, lambda count, _: count + 1)  # Warm-up.
+  start = time.perf_counter()
+  batches.reduce(0, lambda count, _: count + 1)
+  input_batches_per_sec = args.steps / (time.perf_counter() - start)
   with tempfile.TemporaryDirectory() as model_dir:
     config = est.RunConfig(model_dir=model_dir,
                            save_checkpoints_steps=args.tae_steps // 2,
@@ -154,7 +164,8 @@ def main():
       'steps_per_sec': args.steps / train_seconds,
       'steady_steps_per_sec': ((args.steps - short_steps) /
                                max(train_seconds - short_seconds, 1e-9)),
-      'train_and_evaluate_secs': tae_seconds}), flush=True)
+      'train_and_evaluate_secs': tae_seconds,
+      'input_batches_per_sec': input_batches_per_sec}), flush=True)
 
 
 if __name__ == '__main__':
