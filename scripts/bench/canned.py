@@ -76,6 +76,10 @@ def main():
           f'{runtime["train_and_evaluate_secs"] / reference["train_and_evaluate_secs"]:.2f}x; '
           f'input alone {runtime["input_batches_per_sec"]:.0f} batches/s '
           f'({args.rounds} rounds)', flush=True)
+    for side, runs in results.items():
+      print(f'  {side} rounds: ' + '; '.join(
+          ', '.join(f'{key.replace("_per_sec", "/s")} {r[key]:.0f}'
+                    for key in keys[:2]) for r in runs), flush=True)
 
 if __name__ == '__main__':
   main()
