@@ -80,7 +80,11 @@ class EstimatorSpec:
 
   `loss` must be a scalar: the mean over this replica's batch (a tensor
   that can hold one element only, of shape (1,) or (None,), is taken as
-  that scalar, as tf.estimator did). Fields a mode
+  that scalar, as tf.estimator did). The one exception is a head's with
+  `loss_reduction=SUM`, which sets `loss_is_sum` on its TRAIN spec: that
+  loss is a sum over the batch, and replicas' gradients of it are summed
+  unweighted (the global batch's sum, as tf.estimator 2.15 trained it).
+  Fields a mode
   does not use are accepted and ignored, so one model_fn can build every
   field unconditionally.
 
@@ -127,6 +131,7 @@ class EstimatorSpec:
     self.mode = mode
     self.predictions = predictions
     self.loss = loss
+    self.loss_is_sum = False  # Set by heads only (see above).
     self.optimizer = optimizer
     self.train_op = train_op
     self.eval_metric_ops = dict(eval_metric_ops or {})

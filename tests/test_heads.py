@@ -26,6 +26,7 @@ import os
 import shutil
 
 import keras
+import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
@@ -745,3 +746,46 @@ def test_metric_objects_follow_the_engine():
                      'Keras 2'):
     ert.EstimatorSpec(ert.ModeKeys.EVAL, loss=tf.constant(0.),
                       eval_metric_ops={'m': metric})
+
+
+@pytest.mark.parametrize('loss_reduction', ['sum', 'sum_over_batch_size'])
+def test_two_replicas_train_a_head_as_one_replica_on_the_global_batch(
+    tmp_path, loss_reduction):
+  """Eager engine: as 2.15 trained a head on N replicas (a summed loss's
+  gradients added up, a mean's divided by N), 2 mirrored replicas on a
+  global batch of 16 end where one device does on the same batches."""
+  rng = np.random.RandomState(3)
+  x = rng.normal(size=(64, 2)).astype(np.float32)
+  y = (x @ np.array([[1.5], [-2.]], np.float32) + 0.5).astype(np.float32)
+
+  def input_fn():
+    return tf.data.Dataset.from_tensor_slices(({'x': x}, y)).repeat().batch(
+        16, drop_remainder=True)
+
+  def model_fn(features, labels, mode):
+    head = head_lib.RegressionHead(loss_reduction=loss_reduction)
+    logits = keras.layers.Dense(1, kernel_initializer='zeros',
+                                name='logits')(features['x'])
+    optimizer = (keras.optimizers.SGD(0.005) if mode == ert.ModeKeys.TRAIN
+                 else None)
+    return head.create_estimator_spec(features=features, mode=mode,
+                                      logits=logits, labels=labels,
+                                      optimizer=optimizer)
+
+  variables = {}
+  for strategy in ('default', 'mirrored'):
+    est = ert.Estimator(model_fn, model_dir=str(tmp_path / strategy),
+                        config=ert.RunConfig(engine='eager',
+                                             train_distribute=strategy))
+    est.train(input_fn, max_steps=8)
+    reader = tf.train.load_checkpoint(est.latest_checkpoint())
+    variables[strategy] = {
+        name: reader.get_tensor(name)
+        for name, _ in tf.train.list_variables(est.latest_checkpoint())
+        if name.startswith('model/')}  # The kernel and bias.
+  assert len(variables['default']) == 2, variables
+  assert np.abs(variables['default']['model/0/.ATTRIBUTES/VARIABLE_VALUE']
+                ).max() > 1e-2  # Training moved the kernel from zeros.
+  for name, value in variables['default'].items():
+    np.testing.assert_allclose(variables['mirrored'][name], value, rtol=1e-5,
+                               atol=1e-6, err_msg=name)

@@ -109,25 +109,27 @@ class InGraphReplication:
     def worker_gradients(element):
       features, labels = split_element(element)
       with tf.GradientTape() as tape:
-        loss = tf.cast(graph.call(features, labels).loss, tf.float32)
+        spec = graph.call(features, labels)
+        loss = tf.cast(spec.loss, tf.float32)
       equal = tf.nest.flatten(features)[0].shape[:1].is_fully_defined()
       count = None if equal else batch_size_of(features)
-      return loss, tape.gradient(loss, variables), count
+      return loss, tape.gradient(loss, variables), count, spec.loss_is_sum
 
     def run_step(iterators):
       losses, grads, counts = [], [], []
       for device, iterator in zip(workers, iterators):
         with tf.device(device):
-          loss, worker_grads, count = worker_gradients(next(iterator))
+          loss, worker_grads, count, loss_is_sum = worker_gradients(
+              next(iterator))
         losses.append(loss)
         grads.append(worker_grads)
         counts.append(count)
       with tf.device(self.parameter_devices[0]):
-        weights = _worker_weights(counts)
-        mean = [None if g[0] is None else _weighted_sum(g, weights)
-                for g in zip(*grads)]
+        weights = _worker_weights(counts, loss_is_sum=loss_is_sum)
+        combined = [None if g[0] is None else _weighted_sum(g, weights)
+                    for g in zip(*grads)]
         graph.optimizer.apply_gradients(
-            [(g, v) for g, v in zip(mean, variables) if g is not None])
+            [(g, v) for g, v in zip(combined, variables) if g is not None])
         global_step.assign_add(1)
         return _weighted_sum(losses, weights)
 
@@ -160,8 +162,11 @@ def _worker_share(dataset: tf.data.Dataset, k: int,
   return dataset.map(rows_of_worker_k)
 
 
-def _worker_weights(counts):
-  """Each worker's share of the global batch, or None for equal shares."""
+def _worker_weights(counts, *, loss_is_sum: bool = False):
+  """Each worker's share of the global batch, or None for equal shares;
+  all 1 for summed losses, which add up unweighted."""
+  if loss_is_sum:
+    return [tf.constant(1.0)] * len(counts)
   if all(c is None for c in counts):
     return None
   counts = [tf.cast(c, tf.float32) for c in counts]

@@ -22,10 +22,12 @@ from estimator_rt.eager.model import EagerModel
 UNTIL_END_OF_INPUT = 2**31 - 1
 
 
-def _replica_weight(features, num_replicas: int):
+def _replica_weight(features, num_replicas: int, *, loss_is_sum: bool):
   """This replica's share of the global batch, for weighting its loss.
 
-  One replica needs no weighting. With equal batches (a static batch
+  A summed loss (a head's loss_reduction=SUM, `EstimatorSpec.loss_is_sum`)
+  needs none: the sum over replicas of each one's summed loss is the global
+  batch's, as tf.estimator 2.15 summed it. One replica needs none either. With equal batches (a static batch
   dimension) the share is 1 / num_replicas. Otherwise the last global batch
   may be split unevenly, or leave a replica nothing: weighting by batch
   size keeps the update the mean over the examples of the global batch,
@@ -36,7 +38,7 @@ def _replica_weight(features, num_replicas: int):
     (weight, has_examples): a float or float32 scalar, and a bool scalar or
     None when every replica surely has examples.
   """
-  if num_replicas == 1:
+  if num_replicas == 1 or loss_is_sum:
     return 1.0, None
   if tf.nest.flatten(features)[0].shape[:1].is_fully_defined():
     return 1.0 / num_replicas, None
@@ -70,9 +72,10 @@ def _replica_train_step(graph: EagerModel) -> Callable:
   @tf.autograph.experimental.do_not_convert
   def step(element):
     features, labels = split_element(element)
-    weight, has_examples = _replica_weight(features, num_replicas)
     if not graph.uses_optimizer:
       spec = graph.call(features, labels)
+      weight, has_examples = _replica_weight(
+          features, num_replicas, loss_is_sum=spec.loss_is_sum)
       # The train_op updated the variables; make sure it ran before the
       # loss is returned.
       with tf.control_dependencies(
@@ -84,6 +87,8 @@ def _replica_train_step(graph: EagerModel) -> Callable:
       # The loss is a mean over this replica's batch; the optimizer sums
       # gradients across replicas, so weighting by this replica's share of
       # the global batch makes the update the mean over the global batch.
+      weight, has_examples = _replica_weight(
+          features, num_replicas, loss_is_sum=spec.loss_is_sum)
       scaled_loss = _weighted(spec.loss, weight, has_examples)
     variables = graph.trainable_variables
     grads = tape.gradient(scaled_loss, variables)

@@ -316,7 +316,7 @@ _warned_trainable_variables = []
 
 
 def eager_train_spec(*, optimizer, loss, predictions, trainable_variables,
-                     update_ops) -> EstimatorSpec:
+                     update_ops, loss_reduction) -> EstimatorSpec:
   """The TRAIN spec of a head in a TF2 model_fn (eager engine): the loss
   and a Keras 3 optimizer, which the runtime applies to the gradients of
   every trainable variable the model_fn created. EstimatorSpec cannot
@@ -344,8 +344,15 @@ def eager_train_spec(*, optimizer, loss, predictions, trainable_variables,
         'model_fn (eager engine): the runtime trains every trainable '
         'variable; freeze a layer with layer.trainable = False instead.')
   del update_ops
-  return EstimatorSpec(mode=ModeKeys.TRAIN, predictions=predictions,
+  spec = EstimatorSpec(mode=ModeKeys.TRAIN, predictions=predictions,
                        loss=loss, optimizer=optimizer)
+  # 2.15 left a summed loss undivided by the number of replicas (only
+  # SUM_OVER_BATCH_SIZE was divided, see create_train_op), so replicas'
+  # gradients add up to the global batch's sum. AUTO's loss is a mean and
+  # trains as one here (2.15's graph path left it undivided too, giving N
+  # replicas N times one replica's step; the graph engine keeps that).
+  spec.loss_is_sum = loss_reduction == SUM
+  return spec
 
 
 class Head(abc.ABC):
@@ -505,7 +512,8 @@ class Head(abc.ABC):
       # A TF2 model_fn: the eager engine differentiates and applies.
       return eager_train_spec(
           optimizer=optimizer, loss=loss, predictions=predictions,
-          trainable_variables=trainable_variables, update_ops=update_ops)
+          trainable_variables=trainable_variables, update_ops=update_ops,
+          loss_reduction=self.loss_reduction)
     train_op = create_train_op(
         optimizer=optimizer, trainable_variables=trainable_variables,
         train_op_fn=train_op_fn, update_ops=update_ops, loss=loss,
