@@ -55,9 +55,13 @@ class CannedEstimator(estimator_lib.Estimator):
 
   def __init__(self, model_fn, model_dir=None, config=None,
                warm_start_from=None):
+    # Our own code, written for graphs: AutoGraph (which a strategy's
+    # call_for_each_replica applies) has nothing to convert in it and warned
+    # that it could not; and it runs several steps per session run.
+    model_fn = in_graph_loop.mark_loop_safe(
+        tf.autograph.experimental.do_not_convert(model_fn))
     super().__init__(
-        # Built from our own code, it runs several steps per session run.
-        model_fn=in_graph_loop.mark_loop_safe(model_fn), model_dir=model_dir,
+        model_fn=model_fn, model_dir=model_dir,
         config=graph_engine_config(config, estimator_name=type(self).__name__),
         warm_start_from=warm_start_from)
 
