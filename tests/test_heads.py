@@ -490,12 +490,12 @@ def eager_model_fn(case: str, est):
             programs.initial_kernel(case)),
         bias_initializer='zeros', name='logits')
     logits = layer(features['x'])
-    # Made in TRAIN only: a Keras 3 optimizer creates variables when built.
-    optimizer = (keras.optimizers.SGD(programs.LEARNING_RATE)
-                 if mode == ert.ModeKeys.TRAIN else None)
+    # Made in every mode, as tf.estimator's users made theirs: in EVAL and
+    # PREDICT its variables (a Keras 3 optimizer makes them when
+    # constructed) must not be taken for the model's.
     return head.create_estimator_spec(
         features=features, mode=mode, logits=logits, labels=labels,
-        optimizer=optimizer)
+        optimizer=keras.optimizers.SGD(programs.LEARNING_RATE))
 
   return model_fn
 
