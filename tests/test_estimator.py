@@ -240,3 +240,35 @@ def test_tf_random_seed_makes_runs_repeatable(tmp_path):
   assert not np.allclose(weights['a'][0], weights['c'][0])
   for a, m in zip(weights['a'], weights['m']):
     np.testing.assert_allclose(a, m, atol=1e-5)
+
+
+def test_an_optimizer_made_in_every_mode_is_not_part_of_the_model(tmp_path):
+  """tf.estimator users made the optimizer at the top of the model_fn. A
+  Keras 3 optimizer creates variables when constructed: in EVAL and
+  PREDICT, where the spec does not name it, they must still not be taken
+  for model variables (the checkpoint has no such model variable)."""
+  x, y = M.make_data(32)
+
+  def model_fn(features, labels, mode):
+    optimizer = keras.optimizers.Adam(0.01)  # Made whatever the mode.
+    out = keras.layers.Dense(1, kernel_initializer='ones')(features['x'])
+    if mode == ert.ModeKeys.PREDICT:
+      return ert.EstimatorSpec(mode, predictions={'y': out})
+    loss = tf.reduce_mean(tf.square(out - labels))
+    return ert.EstimatorSpec(mode, loss=loss, optimizer=optimizer)
+
+  est = ert.Estimator(model_fn, model_dir=str(tmp_path),
+                      config=M.quiet_config())
+  est.train(M.global_input_fn(x, y, batch_size=16), max_steps=3)
+  kernel = tf.train.load_checkpoint(est.latest_checkpoint()).get_tensor(
+      'model/0/.ATTRIBUTES/VARIABLE_VALUE')
+  assert not np.allclose(kernel, 1.0)  # Trained.
+  result = est.evaluate(M.global_input_fn(x, y, batch_size=16, repeat=False))
+  expected = x @ kernel + tf.train.load_checkpoint(
+      est.latest_checkpoint()).get_tensor('model/1/.ATTRIBUTES/VARIABLE_VALUE')
+  assert result['loss'] == pytest.approx(np.mean((expected - y) ** 2),
+                                         rel=1e-5)
+  predictions = [p['y'] for p in est.predict(
+      M.global_input_fn(x, batch_size=16, repeat=False))]
+  np.testing.assert_allclose(np.array(predictions), expected, rtol=1e-5,
+                             atol=1e-5)

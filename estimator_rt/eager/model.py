@@ -193,6 +193,12 @@ class EagerModel:
         self.metrics = {
             name: metric for name, metric in spec.eval_metric_ops.items()
             if isinstance(metric, keras.metrics.Metric)}
+      if mode != ModeKeys.TRAIN:
+        # An optimizer made in EVAL or PREDICT is there only because the
+        # model_fn makes it in every mode. (In TRAIN, a train_op's
+        # optimizer state is saved among the model's variables.)
+        owned.update(id(v) for v in self._store.variables
+                     if self._store.made_by_an_optimizer(v))
       self.model_variables = [
           v for v in self._store.variables if id(v) not in owned]
       self.trainable_variables = [

@@ -9,8 +9,10 @@ call's variables back, in creation order, to whatever asks for a new one.
 """
 
 import contextlib
-from typing import Callable, Dict, Iterable, List
+import sys
+from typing import Callable, Dict, Iterable, List, Set
 
+import keras
 import tensorflow as tf
 
 from estimator_rt.errors import ModelFnError
@@ -52,6 +54,22 @@ def _requested_shape_dtype(kwargs):
   return (None if shape is None else tf.TensorShape(shape)), dtype
 
 
+def _made_by_an_optimizer() -> bool:
+  """Whether the variable being created is a Keras optimizer's: one of its
+  own methods (its constructor, `build`, `add_variable`) is on the stack.
+  A Keras 3 optimizer creates its step count and learning rate when
+  constructed, so a model_fn that makes one in every mode (as tf.estimator's
+  users made theirs) creates them in EVAL and PREDICT too, where no spec
+  names the optimizer."""
+  frame = sys._getframe(2)  # pylint: disable=protected-access
+  while frame is not None:
+    caller = frame.f_locals.get('self')
+    if isinstance(caller, keras.optimizers.Optimizer):
+      return True
+    frame = frame.f_back
+  return False
+
+
 class VariableStore:
   """Records the build call's variables and hands them to later calls.
 
@@ -65,11 +83,16 @@ class VariableStore:
     self._owner = owner
     self._variables: List[tf.Variable] = []
     self._snapshots: Dict[int, tf.Tensor] = {}
+    self._optimizer_made: Set[int] = set()
 
   @property
   def variables(self) -> List[tf.Variable]:
     """Every variable the build call created, in creation order."""
     return list(self._variables)
+
+  def made_by_an_optimizer(self, variable: tf.Variable) -> bool:
+    """Whether a Keras optimizer created `variable` in the build call."""
+    return id(variable) in self._optimizer_made
 
   @contextlib.contextmanager
   def recording(self, *, snapshot: Callable[[tf.Variable], bool] = None):
@@ -85,6 +108,8 @@ class VariableStore:
     def creator(next_creator, **kwargs):
       variable = next_creator(**kwargs)
       self._variables.append(variable)
+      if _made_by_an_optimizer():
+        self._optimizer_made.add(id(variable))
       if snapshot is not None and snapshot(variable):
         self._snapshots[id(variable)] = tf.identity(variable.read_value())
       return variable

@@ -355,19 +355,6 @@ def eager_train_spec(*, optimizer, loss, predictions, trainable_variables,
   return spec
 
 
-def idle_optimizer(optimizer):
-  """What an EVAL or PREDICT spec passes on of the model_fn's `optimizer`:
-  a Keras 3 optimizer in the eager engine (it made variables when
-  constructed, and the runtime must know they are the optimizer's, not the
-  model's: a model_fn may make it in every mode, as tf.estimator's users
-  made theirs); otherwise None."""
-  import keras  # pylint: disable=g-import-not-at-top
-  if (isinstance(optimizer, keras.optimizers.Optimizer) and
-      not metrics_lib.in_graph_engine()):
-    return optimizer
-  return None
-
-
 class Head(abc.ABC):
   """tf.estimator's Head: logits in, EstimatorSpec out.
 
@@ -497,8 +484,7 @@ class Head(abc.ABC):
       predictions = self.predictions(logits)
       if mode == ModeKeys.PREDICT:
         return EstimatorSpec(mode=ModeKeys.PREDICT, predictions=predictions,
-                             export_outputs=self._export_outputs(predictions),
-                             optimizer=idle_optimizer(optimizer))
+                             export_outputs=self._export_outputs(predictions))
       loss = self.loss(labels, logits, features=features, mode=mode,
                        regularization_losses=regularization_losses)
       if mode == ModeKeys.EVAL:
@@ -508,7 +494,7 @@ class Head(abc.ABC):
             regularization_losses=regularization_losses)
         return EstimatorSpec(
             mode=ModeKeys.EVAL, predictions=predictions, loss=loss,
-            eval_metric_ops=eval_metrics, optimizer=idle_optimizer(optimizer))
+            eval_metric_ops=eval_metrics)
       if mode != ModeKeys.TRAIN:
         raise UserInputError(f'create_estimator_spec: mode={mode!r} is not '
                              'one of train, eval, infer.')

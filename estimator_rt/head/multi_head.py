@@ -203,8 +203,7 @@ class MultiHead(base_head.Head):
                  for head in self._heads]
         return EstimatorSpec(
             mode=ModeKeys.PREDICT, predictions=predictions,
-            export_outputs=self._merge_export_outputs(specs),
-            optimizer=base_head.idle_optimizer(optimizer))
+            export_outputs=self._merge_export_outputs(specs))
       if labels is None:
         raise UserInputError(
             f'MultiHead.create_estimator_spec: labels are None in mode '
@@ -228,8 +227,7 @@ class MultiHead(base_head.Head):
             features, logits_by_head, labels,
             regularization_losses=regularization_losses)
         return EstimatorSpec(mode=ModeKeys.EVAL, predictions=predictions,
-                             loss=loss, eval_metric_ops=eval_metrics,
-                             optimizer=base_head.idle_optimizer(optimizer))
+                             loss=loss, eval_metric_ops=eval_metrics)
       if mode != ModeKeys.TRAIN:
         raise UserInputError(f'MultiHead.create_estimator_spec: mode={mode!r} '
                              'is not one of train, eval, infer.')
