@@ -137,25 +137,6 @@ def test_tf_estimator_215_model_dir_evaluates_and_resumes(tmp_path, name):
                 'continued predictions')
 
 
-def test_v1_canned_estimators_train_with_tf_compat_v1_optimizers(tmp_path):
-  """tf.compat.v1.estimator.DNNClassifier: Adagrad at 0.05 from
-  tf.compat.v1.train (its slots are named `<variable>/Adagrad`) and the
-  loss summed over the batch, as 2.15's v1 class."""
-  v1 = namespaces.v1()
-  deep, _ = programs.columns()
-  train, evaluate, _ = programs.input_fns('binary')
-  classifier = v1.DNNClassifier([4], deep, model_dir=str(tmp_path),
-                                config=v1.RunConfig(tf_random_seed=1))
-  classifier.train(train, max_steps=5)
-  names = {n for n, _ in tf.train.list_variables(
-      classifier.latest_checkpoint())}
-  assert 'dnn/hiddenlayer_0/kernel/Adagrad' in names, sorted(names)
-  metrics = classifier.evaluate(evaluate, steps=1)
-  # One batch of 64: the loss is the sum, average_loss the mean.
-  assert np.isclose(metrics['loss'], 64 * metrics['average_loss'],
-                    rtol=1e-5), metrics
-
-
 def test_what_is_not_supported_is_refused_in_one_line(tmp_path):
   est = namespaces.v2()
   deep, wide = programs.columns()

@@ -112,10 +112,11 @@ def per_replica_loss(loss: tf.Tensor, loss_reduction: str) -> tf.Tensor:
 
 
 def estimator_spec(*, head, features, mode, labels, logits,
-                   parts: Sequence['optimizers.Part'], v1: bool,
-                   update_ops=()):
+                   parts: Sequence['optimizers.Part'],
+                   v1: Optional['optimizers.V1Naming'], update_ops=()):
   """The head's EstimatorSpec for `logits`; in TRAIN its train_op trains
-  `parts` (optimizers.train_op) on the head's loss."""
+  `parts` (optimizers.train_op) on the head's loss; `v1` (None for the TF2
+  classes) names a v1 class's optimizer variables."""
   from estimator_rt.canned import optimizers  # pylint: disable=g-import-not-at-top
 
   def train_op_fn(loss):

@@ -13,6 +13,8 @@ from estimator_rt.canned import optimizers
 from estimator_rt.errors import UserInputError
 
 LEARNING_RATE = 0.3
+# 2.15's v1 baseline called its head outside the model's scope.
+V1_NAMING = optimizers.V1Naming(name_scope='head')
 
 
 def _weight_key(weight_column):
@@ -62,7 +64,7 @@ def baseline_model_fn(*, features, labels, mode, head, optimizer,
                          variables=[bias])
   return base.estimator_spec(
       head=head, features=features, mode=mode, labels=labels, logits=logits,
-      parts=[part], v1=v1)
+      parts=[part], v1=V1_NAMING if v1 else None)
 
 
 class BaselineEstimator(base.CannedEstimator):

@@ -113,6 +113,8 @@ def dnn_logit_fn_builder(units, hidden_units, feature_columns, activation_fn,
 # The learning rate a named optimizer gets: the v1 classes' 0.05; the TF2
 # classes use the Keras class's own default (Adagrad: 0.001), as in 2.15.
 V1_LEARNING_RATE = 0.05
+# 2.15's v1 DNN partitioned its variables (one part here); see V1Naming.
+V1_NAMING = optimizers.V1Naming(name_scope='dnn/head', slot_prefix='t_0/')
 
 
 def dnn_model_fn(*, features, labels, mode, head, hidden_units,
@@ -131,7 +133,7 @@ def dnn_model_fn(*, features, labels, mode, head, hidden_units,
                          variables=variables)
   return base.estimator_spec(
       head=head, features=features, mode=mode, labels=labels, logits=logits,
-      parts=[part], v1=v1, update_ops=update_ops)
+      parts=[part], v1=V1_NAMING if v1 else None, update_ops=update_ops)
 
 
 class DNNEstimator(base.CannedEstimator):

@@ -23,6 +23,8 @@ from estimator_rt.errors import UserInputError
 
 DNN_LEARNING_RATE = 0.001
 LINEAR_LEARNING_RATE = 0.005
+# 2.15's v1 wide & deep called its head outside either model's scope.
+V1_NAMING = optimizers.V1Naming(name_scope='head')
 
 
 def linear_learning_rate(num_columns: int) -> float:
@@ -60,7 +62,8 @@ def combined_model_fn(*, features, labels, mode, head, linear_feature_columns,
         variables=weights + [bias], what='linear_optimizer'))
   return base.estimator_spec(
       head=head, features=features, mode=mode, labels=labels,
-      logits=tf.math.add_n(logits), parts=parts, v1=v1,
+      logits=tf.math.add_n(logits), parts=parts,
+      v1=V1_NAMING if v1 else None,
       update_ops=update_ops)
 
 

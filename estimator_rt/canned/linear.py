@@ -32,6 +32,10 @@ from estimator_rt.mode_keys import ModeKeys
 # tf.estimator's learning rate for a named linear optimizer, and the cap on
 # the default Ftrl's (1/sqrt(number of columns) below it).
 LEARNING_RATE = 0.2
+# 2.15's v1 linear model partitioned its variables (one part here); see
+# V1Naming.
+V1_NAMING = optimizers.V1Naming(name_scope='linear/head',
+                                slot_prefix='part_0/')
 SPARSE_COMBINERS = ('mean', 'sqrtn', 'sum')
 
 
@@ -172,7 +176,7 @@ def linear_model_fn(*, features, labels, mode, head, feature_columns,
                          variables=weights + [bias])
   return base.estimator_spec(
       head=head, features=features, mode=mode, labels=labels, logits=logits,
-      parts=[part], v1=v1)
+      parts=[part], v1=V1_NAMING if v1 else None)
 
 
 class LinearSDCA:

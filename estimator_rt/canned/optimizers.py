@@ -124,14 +124,18 @@ def keras_legacy(opt: Any, *, learning_rate: Optional[float] = None,
   return _as_legacy(opt, what)
 
 
-def compat_v1(opt: Any, *, learning_rate: float, what: str = 'optimizer'):
+def compat_v1(opt: Any, *, learning_rate: float, what: str = 'optimizer',
+              slot_prefix: str = ''):
   """The `tf.compat.v1.train.Optimizer` `opt` means (the v1 canned
-  estimators'): a name with `learning_rate`, an object, or a callable."""
+  estimators'): a name with `learning_rate`, an object, or a callable. A
+  named one's slots are named `<variable>/<slot_prefix><its name>` (see
+  V1Naming; an object's are its own)."""
   if isinstance(opt, str):
     cls = _v1_classes().get(opt)
     if cls is None:
       raise _unknown_name(opt, what)
-    return cls(learning_rate=learning_rate)
+    name = inspect.signature(cls.__init__).parameters['name'].default
+    return cls(learning_rate=learning_rate, name=slot_prefix + name)
   if callable(opt) and not isinstance(opt, tf.compat.v1.train.Optimizer):
     opt = opt()
   if not isinstance(opt, tf.compat.v1.train.Optimizer):
@@ -158,25 +162,44 @@ class Part:
   what: str = 'optimizer'
 
 
-def train_op(parts: Sequence[Part], loss: tf.Tensor, *, v1: bool,
+@dataclasses.dataclass(frozen=True)
+class V1Naming:
+  """Where a tf.compat.v1.estimator canned model's optimizers put their
+  variables in 2.15, so that its checkpoints load: slots at
+  `<variable>/<slot_prefix><Optimizer name>` (2.15's v1 DNN and linear
+  models partitioned their variables, into one part on one machine, and
+  the part's name got into the slots': 't_0/', 'part_0/'), and variables of
+  no one variable (Adam's beta powers) in name scope `name_scope` (the
+  head's, where 2.15's v1 heads called the train_op_fn)."""
+  name_scope: str
+  slot_prefix: str = ''
+
+
+def train_op(parts: Sequence[Part], loss: tf.Tensor, *,
+             v1: Optional[V1Naming],
              update_ops: Sequence[tf.Operation] = ()) -> tf.Operation:
   """The op that takes one training step on `loss` (already scaled for the
   replicas) and advances the global step once.
 
-  The TF2 classes (`v1=False`) apply each part with a Keras 2 legacy
+  The TF2 classes (`v1=None`) apply each part with a Keras 2 legacy
   optimizer whose step counter is the global step for the first part (so
   `get_updates` advances it; a second part keeps a counter of its own), as
   tf.estimator 2.15 did. The v1 classes minimize with `tf.compat.v1.train`
-  optimizers, then add one to the global step.
+  optimizers whose variables are named by `v1`, then add one to the global
+  step.
   """
   dense = _needs_dense_gradients()
-  if v1:
+  if v1 is not None:
     ops = []
-    for part in parts:
-      optimizer = compat_v1(part.optimizer, learning_rate=part.learning_rate,
-                            what=part.what)
-      pairs = optimizer.compute_gradients(loss, var_list=list(part.variables))
-      ops.append(optimizer.apply_gradients(_densified(pairs, dense)))
+    # A trailing '/' makes the name scope absolute.
+    with tf.compat.v1.name_scope(v1.name_scope + '/'):
+      for part in parts:
+        optimizer = compat_v1(part.optimizer,
+                              learning_rate=part.learning_rate,
+                              what=part.what, slot_prefix=v1.slot_prefix)
+        pairs = optimizer.compute_gradients(loss,
+                                            var_list=list(part.variables))
+        ops.append(optimizer.apply_gradients(_densified(pairs, dense)))
     with tf.control_dependencies(ops + list(update_ops)):
       return tf.compat.v1.assign_add(
           tf.compat.v1.train.get_global_step(), 1).op

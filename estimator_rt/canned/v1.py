@@ -7,14 +7,20 @@ Differences from the TF2 classes, all 2.15's: `loss_reduction` defaults to
 `tf.compat.v1.losses.Reduction.SUM` (the loss is summed over the batch);
 a named DNN optimizer gets learning rate 0.05; `input_layer_partitioner`
 and `partitioner` are accepted and have no effect (variables are not
-partitioned here: a parameter server holds each whole), with a warning.
+partitioned here: a parameter server holds each whole), with a warning;
+a binary classifier's auc and auc_precision_recall are
+tf.compat.v1.metrics.auc's (trapezoidal). The optimizers' variables are
+named as 2.15's v1 models named them (optimizers.V1Naming), so 2.15's v1
+checkpoints load.
 """
 
 from absl import logging
 import tensorflow as tf
 
 from estimator_rt.canned import base
+from estimator_rt.head import binary_class_head
 from estimator_rt.head import head_utils
+from estimator_rt.head import metrics as metrics_lib
 from estimator_rt.canned import baseline
 from estimator_rt.canned import dnn
 from estimator_rt.canned import dnn_linear_combined
@@ -38,6 +44,27 @@ def _reduction(loss_reduction: str) -> str:
         'tf.compat.v1.losses.Reduction.SUM or SUM_OVER_BATCH_SIZE '
         '(the heads\' reductions).')
   return reduction
+
+
+class _V1BinaryClassHead(binary_class_head.BinaryClassHead):
+  """2.15's v1 binary head, as far as it differs: auc and
+  auc_precision_recall are tf.compat.v1.metrics.auc's (trapezoidal)."""
+
+  def _auc(self, *, curve: str, name: str):
+    return metrics_lib.trapezoidal_auc(curve=curve, name=name)
+
+
+def _classifier_head(n_classes, *, weight_column, label_vocabulary,
+                     loss_reduction):
+  """The head of a v1 canned classifier of `n_classes`."""
+  if n_classes == 2:
+    return _V1BinaryClassHead(
+        weight_column=weight_column, label_vocabulary=label_vocabulary,
+        loss_reduction=_reduction(loss_reduction))
+  return head_utils.binary_or_multi_class_head(
+      n_classes, weight_column=weight_column,
+      label_vocabulary=label_vocabulary,
+      loss_reduction=_reduction(loss_reduction))
 
 
 def _no_partitioner(estimator_name: str, **partitioners) -> None:
@@ -73,10 +100,9 @@ class DNNClassifier(DNNEstimator):
                input_layer_partitioner=None, config=None,
                warm_start_from=None, loss_reduction='weighted_sum',
                batch_norm=False):
-    head = head_utils.binary_or_multi_class_head(
+    head = _classifier_head(
         n_classes, weight_column=weight_column,
-        label_vocabulary=label_vocabulary,
-        loss_reduction=_reduction(loss_reduction))
+        label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
     super().__init__(head, hidden_units, feature_columns, model_dir=model_dir,
                      optimizer=optimizer, activation_fn=activation_fn,
                      dropout=dropout,
@@ -125,10 +151,9 @@ class LinearClassifier(LinearEstimator):
                weight_column=None, label_vocabulary=None, optimizer='Ftrl',
                config=None, partitioner=None, warm_start_from=None,
                loss_reduction='weighted_sum', sparse_combiner='sum'):
-    head = head_utils.binary_or_multi_class_head(
+    head = _classifier_head(
         n_classes, weight_column=weight_column,
-        label_vocabulary=label_vocabulary,
-        loss_reduction=_reduction(loss_reduction))
+        label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
     super().__init__(head, feature_columns, model_dir=model_dir,
                      optimizer=optimizer, config=config,
                      partitioner=partitioner,
@@ -188,10 +213,9 @@ class DNNLinearCombinedClassifier(DNNLinearCombinedEstimator):
                input_layer_partitioner=None, config=None,
                warm_start_from=None, loss_reduction='weighted_sum',
                batch_norm=False, linear_sparse_combiner='sum'):
-    head = head_utils.binary_or_multi_class_head(
+    head = _classifier_head(
         n_classes, weight_column=weight_column,
-        label_vocabulary=label_vocabulary,
-        loss_reduction=_reduction(loss_reduction))
+        label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
     super().__init__(
         head, model_dir=model_dir,
         linear_feature_columns=linear_feature_columns,
@@ -234,17 +258,19 @@ class BaselineEstimator(baseline.BaselineEstimator):
   _V1 = True
 
 
-class BaselineClassifier(baseline.BaselineClassifier):
+class BaselineClassifier(baseline.BaselineEstimator):
   """tf.compat.v1.estimator.BaselineClassifier."""
   _V1 = True
 
   def __init__(self, model_dir=None, n_classes=2, weight_column=None,
                label_vocabulary=None, optimizer='Ftrl', config=None,
                loss_reduction='weighted_sum'):
-    super().__init__(model_dir=model_dir, n_classes=n_classes,
-                     weight_column=weight_column,
-                     label_vocabulary=label_vocabulary, optimizer=optimizer,
-                     config=config, loss_reduction=_reduction(loss_reduction))
+    head = _classifier_head(
+        n_classes, weight_column=weight_column,
+        label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
+    super().__init__(head, model_dir=model_dir, optimizer=optimizer,
+                     config=config)
+    self._weight_column = weight_column
 
 
 class BaselineRegressor(baseline.BaselineRegressor):

@@ -95,8 +95,8 @@ class BinaryClassHead(base_head.Head):
           key(_M.RECALL): family.Recall(name=_M.RECALL),
           key(_M.PREDICTION_MEAN): family.Mean(name=_M.PREDICTION_MEAN),
           key(_M.LABEL_MEAN): family.Mean(name=_M.LABEL_MEAN),
-          key(_M.AUC): family.AUC(name=_M.AUC),
-          key(_M.AUC_PR): family.AUC(curve='PR', name=_M.AUC_PR),
+          key(_M.AUC): self._auc(curve='ROC', name=_M.AUC),
+          key(_M.AUC_PR): self._auc(curve='PR', name=_M.AUC_PR),
       }
       # The accuracy of always predicting the more frequent class.
       metrics[key(_M.ACCURACY_BASELINE)] = metrics_lib.accuracy_baseline(
@@ -114,6 +114,11 @@ class BinaryClassHead(base_head.Head):
                       else 'thresholds')
           metrics[name] = cls(name=name, **{argument: threshold})
     return metrics
+
+  def _auc(self, *, curve: str, name: str):
+    """The auc and auc_precision_recall metric (Keras' AUC, as 2.15's TF2
+    heads; see v1.py for the v1 classifiers')."""
+    return metrics_lib.family().AUC(curve=curve, name=name)
 
   def update_metrics(self, eval_metrics, features, logits, labels,
                      regularization_losses=None):

@@ -55,6 +55,35 @@ def accuracy_baseline(*, name: str):
   return AccuracyBaseline(name=name)
 
 
+def trapezoidal_auc(*, curve: str, name: str):
+  """An AUC metric whose result is `tf.compat.v1.metrics.auc`'s (the
+  trapezoidal rule over 200 thresholds, precision and recall smoothed by
+  1e-6), what tf.estimator 2.15's v1 heads reported, the
+  tf.compat.v1.estimator canned classifiers' included. For a PR curve it
+  differs from Keras' AUC, which interpolates between thresholds (2.15's
+  TF2 heads'). Update it as any AUC metric."""
+  base = family().AUC
+
+  class TrapezoidalAUC(base):
+
+    def update_state(self, *args, **kwargs):
+      # Keras 2 runs a metric class of its users' in a tf.function in a
+      # graph, which may not return the update Operation AUC returns.
+      super().update_state(*args, **kwargs)
+
+    def result(self):
+      epsilon = 1.0e-6  # As tf.compat.v1.metrics.auc's compute_auc.
+      tp, fp = self.true_positives, self.false_positives
+      recall = (tp + epsilon) / (tp + self.false_negatives + epsilon)
+      if curve == 'ROC':
+        x, y = fp / (fp + self.true_negatives + epsilon), recall
+      else:
+        x, y = recall, (tp + epsilon) / (tp + fp + epsilon)
+      return tf.reduce_sum((x[:-1] - x[1:]) * (y[:-1] + y[1:]) / 2.)
+
+  return TrapezoidalAUC(curve=curve, name=name)
+
+
 def update_with_broadcast_weights(metric, values, weights) -> None:
   """Updates a mean metric with `values` (as floats) and `weights`
   broadcast to their shape (a [batch, 1] weight for every value of its

@@ -1,0 +1,147 @@
+r"""tf.estimator 2.15's tf.compat.v1.estimator canned estimators on the data
+of canned_reference.py: the programs, and the figures estimator_rt's v1
+classes must reproduce.
+
+    .venv-tf215/bin/python -m scripts.tf_estimator_215.canned_v1_reference
+
+The v1 classes differ from the TF2 ones in what they train with
+(tf.compat.v1.train optimizers, slots named `<variable>/<Optimizer>`), in
+their default loss reduction (SUM: the loss summed over the batch) and a
+named DNN optimizer's learning rate (0.05). Like canned_reference.py, run
+under 2.15 it trains each program TRAIN_STEPS steps (graph seed 42) and
+records evaluate()'s metrics, the first predictions, the checkpoint's
+variables, the export's signatures and what they serve; for FIXTURES it
+keeps the model_dir (checkpoint only) under
+tests/data/tf_estimator_215/canned_v1/<program>/ and records its metrics as
+kept and after training on to CONTINUED_STEPS. Everything goes to
+tests/data/tf_estimator_215/canned_v1/reference.json.
+"""
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import tensorflow as tf
+
+from scripts.tf_estimator_215 import canned_reference as common
+
+FIXTURE_ROOT = os.path.join(os.path.dirname(common.FIXTURE_ROOT),
+                            'canned_v1')
+FIXTURES = ('dnn_classifier', 'wide_deep_classifier')
+
+
+def _programs():
+  """name -> (label kind, feature keys or None, builder(est, dir, config)),
+  `est` a tf.compat.v1.estimator-shaped namespace."""
+  deep, wide = common.columns()
+  return {
+      'dnn_classifier': ('binary', None, lambda est, d, c: est.DNNClassifier(
+          [8, 4], deep, model_dir=d, config=c)),
+      'dnn_regressor_adam': ('regression', None, lambda est, d, c:
+                             est.DNNRegressor([8], deep, model_dir=d,
+                                              optimizer='Adam', config=c)),
+      'linear_classifier_3class': ('multiclass', None, lambda est, d, c:
+                                   est.LinearClassifier(
+                                       wide, model_dir=d, n_classes=3,
+                                       config=c)),
+      'linear_regressor': ('regression', None, lambda est, d, c:
+                           est.LinearRegressor(wide, model_dir=d, config=c)),
+      'wide_deep_classifier': ('binary', None, lambda est, d, c:
+                               est.DNNLinearCombinedClassifier(
+                                   model_dir=d, linear_feature_columns=wide,
+                                   dnn_feature_columns=deep,
+                                   dnn_hidden_units=[8, 4], config=c)),
+      'linear_classifier_adam': ('binary', None, lambda est, d, c:
+                                 est.LinearClassifier(
+                                     wide, model_dir=d, optimizer='Adam',
+                                     config=c)),
+      'wide_deep_regressor_adam': ('regression', None, lambda est, d, c:
+                                   est.DNNLinearCombinedRegressor(
+                                       model_dir=d,
+                                       linear_feature_columns=wide,
+                                       linear_optimizer='Adam',
+                                       dnn_feature_columns=deep,
+                                       dnn_optimizer='Adam',
+                                       dnn_hidden_units=[8], config=c)),
+      # One feature: see canned_reference.FEATURE_KEYS.
+      'baseline_classifier': ('binary', ('x1',), lambda est, d, c:
+                              est.BaselineClassifier(model_dir=d, config=c)),
+  }
+
+
+PROGRAMS = _programs()
+
+
+def build(est, name: str, model_dir: str):
+  """Program `name`'s estimator with `est`'s classes, in `model_dir`."""
+  config = est.RunConfig(tf_random_seed=42, save_checkpoints_steps=1000,
+                         save_summary_steps=1000)
+  return PROGRAMS[name][2](est, model_dir, config)
+
+
+def input_fns(name: str):
+  """(train, eval, predict) input_fns of program `name`."""
+  kind, keys, _ = PROGRAMS[name]
+  return common.input_fns(kind, keys)
+
+
+def _reference(est, name: str, work: str) -> dict:
+  train, evaluate, predict = input_fns(name)
+  model_dir = os.path.join(work, name)
+  estimator = build(est, name, model_dir)
+  estimator.train(train, max_steps=common.TRAIN_STEPS)
+  record = {
+      'metrics': common.jsonable(estimator.evaluate(evaluate)),
+      'predictions': common.first_predictions(estimator, predict),
+      'variables': {n: list(s) for n, s in tf.train.list_variables(
+          estimator.latest_checkpoint())},
+  }
+  export_path = estimator.export_saved_model(
+      os.path.join(work, 'export'), common.serving_receiver_fn(est))
+  record['signatures'] = common.signatures(export_path)
+  record['served'] = common.serve(export_path, common.serialized_examples())
+  if name in FIXTURES:
+    fixture = os.path.join(FIXTURE_ROOT, name)
+    common.keep_checkpoint(model_dir, fixture)
+    kept_copy = os.path.join(work, name + '_kept')
+    shutil.copytree(fixture, kept_copy)
+    record['fixture_metrics'] = common.jsonable(
+        build(est, name, kept_copy).evaluate(evaluate))
+    scratch = os.path.join(work, name + '_continued')
+    shutil.copytree(fixture, scratch)
+    continued = build(est, name, scratch)
+    continued.train(train, max_steps=common.CONTINUED_STEPS)
+    record['continued_metrics'] = common.jsonable(continued.evaluate(evaluate))
+    record['continued_predictions'] = common.first_predictions(continued,
+                                                               predict)
+  return record
+
+
+def main():
+  major, minor = (int(p) for p in tf.__version__.split('.')[:2])
+  if (major, minor) >= (2, 16):
+    sys.exit('Run under TensorFlow 2.15 (.venv-tf215): the point is what '
+             'tf.estimator computed.')
+  from importlib import metadata  # pylint: disable=g-import-not-at-top
+  if os.path.exists(FIXTURE_ROOT):
+    shutil.rmtree(FIXTURE_ROOT)
+  os.makedirs(FIXTURE_ROOT)
+  reference = {'tensorflow': tf.__version__,
+               'tensorflow_estimator': metadata.version(
+                   'tensorflow-estimator'),
+               'command': ('.venv-tf215/bin/python -m '
+                           'scripts.tf_estimator_215.canned_v1_reference'),
+               'programs': {}}
+  with tempfile.TemporaryDirectory() as work:
+    for name in PROGRAMS:
+      print('program', name, flush=True)
+      reference['programs'][name] = _reference(tf.compat.v1.estimator, name,
+                                               work)
+  with open(os.path.join(FIXTURE_ROOT, 'reference.json'), 'w') as f:
+    json.dump(reference, f, indent=1, sort_keys=True)
+
+
+if __name__ == '__main__':
+  main()
