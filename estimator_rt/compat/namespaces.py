@@ -12,7 +12,7 @@ it here:
     the TF2 classes in tf.estimator, the v1 ones in tf.compat.v1.estimator);
   - TensorFlow's own where tf.estimator re-exported them (the
     SessionRunHooks of `tf.compat.v1.train`, VocabInfo);
-  - for what estimator_rt does not support (the RNN estimators, KMeans),
+  - for what estimator_rt does not support (the RNN estimators),
     a placeholder that resolves and refuses in one line when used
     (`not_yet.py`).
 """
@@ -35,9 +35,6 @@ _REFUSED = {
                     'RNNClassifier/RNNEstimator) are not supported by '
                     'estimator_rt; write a model_fn with a Keras RNN layer '
                     'and a head (estimator_rt.head)',
-    'KMeans': 'tf.compat.v1.estimator.experimental.KMeans is not supported '
-              'by estimator_rt (it needs TF1 clustering ops\' session state); '
-              'use a Keras or scikit-learn k-means',
 }
 
 
@@ -189,8 +186,8 @@ def v1() -> types.ModuleType:
   names = _common()
   names.update(_canned(v1=True))
   experimental = dict(names['experimental'])
-  experimental['KMeans'] = not_yet.placeholder('experimental.KMeans',
-                                               _REFUSED['KMeans'])
+  from estimator_rt.canned import kmeans  # pylint: disable=g-import-not-at-top
+  experimental['KMeans'] = kmeans.KMeans
   experimental['dnn_logit_fn_builder'] = dnn.dnn_logit_fn_builder
   experimental['linear_logit_fn_builder'] = linear.linear_logit_fn_builder
   names['experimental'] = _module('estimator.experimental', experimental)
