@@ -43,6 +43,7 @@ from tensorflow.python.ops import clustering_ops
 from estimator_rt import estimator as estimator_lib
 from estimator_rt import export as export_lib
 from estimator_rt.canned import base
+from estimator_rt.errors import TaskLostError
 from estimator_rt.errors import UserInputError
 from estimator_rt.spec import EstimatorSpec
 
@@ -72,6 +73,11 @@ class _LossRelativeChangeHook(tf.compat.v1.train.SessionRunHook):
     self._prev_loss = loss
 
 
+# How long a non-chief task waits for the chief to choose the centers
+# (bounded, so that a task whose chief is gone does not wait forever).
+CHIEF_INITIALIZATION_TIMEOUT_SECS = 600
+
+
 class _InitializeClustersHook(tf.compat.v1.train.SessionRunHook):
   """Chooses the initial centers after the session is created: the chief
   runs `init_op` (which reads input batches) until `is_initialized_var`
@@ -84,8 +90,14 @@ class _InitializeClustersHook(tf.compat.v1.train.SessionRunHook):
 
   def after_create_session(self, session, coord):
     del coord
+    deadline = time.monotonic() + CHIEF_INITIALIZATION_TIMEOUT_SECS
     while not session.run(self._is_initialized_var):
       if not self._is_chief:
+        if time.monotonic() > deadline:
+          raise TaskLostError(
+              'KMeans: the chief did not choose the initial cluster centers '
+              f'within {CHIEF_INITIALIZATION_TIMEOUT_SECS} s; is it running? '
+              'Restart the cluster.')
         time.sleep(1)
         continue
       try:
