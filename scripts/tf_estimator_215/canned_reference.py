@@ -310,27 +310,38 @@ def _reference(est, name: str, work: str) -> dict:
   return record
 
 
-def main():
+def write_reference(*, fixture_root: str, command: str, names, record):
+  """Runs, under TensorFlow 2.15 only, `record(name, work_dir)` for each
+  program name and writes what it returned, with the versions and
+  `command`, to `fixture_root`/reference.json (fixture_root is made anew:
+  `record` keeps its fixtures there)."""
   major, minor = (int(p) for p in tf.__version__.split('.')[:2])
   if (major, minor) >= (2, 16):
     sys.exit('Run under TensorFlow 2.15 (.venv-tf215): the point is what '
              'tf.estimator computed.')
   from importlib import metadata  # pylint: disable=g-import-not-at-top
-  if os.path.exists(FIXTURE_ROOT):
-    shutil.rmtree(FIXTURE_ROOT)
-  os.makedirs(FIXTURE_ROOT)
+  if os.path.exists(fixture_root):
+    shutil.rmtree(fixture_root)
+  os.makedirs(fixture_root)
   reference = {'tensorflow': tf.__version__,
                'tensorflow_estimator': metadata.version(
                    'tensorflow-estimator'),
-               'command': ('.venv-tf215/bin/python '
-                           'scripts/tf_estimator_215/canned_reference.py'),
-               'programs': {}}
+               'command': command, 'programs': {}}
   with tempfile.TemporaryDirectory() as work:
-    for name in PROGRAMS:
+    for name in names:
       print('program', name, flush=True)
-      reference['programs'][name] = _reference(tf.estimator, name, work)
-  with open(os.path.join(FIXTURE_ROOT, 'reference.json'), 'w') as f:
+      reference['programs'][name] = record(name, work)
+  with open(os.path.join(fixture_root, 'reference.json'), 'w') as f:
     json.dump(reference, f, indent=1, sort_keys=True)
+
+
+def main():
+  write_reference(
+      fixture_root=FIXTURE_ROOT,
+      command='.venv-tf215/bin/python scripts/tf_estimator_215/'
+      'canned_reference.py',
+      names=PROGRAMS,
+      record=lambda name, work: _reference(tf.estimator, name, work))
 
 
 if __name__ == '__main__':

@@ -17,11 +17,8 @@ kept and after training on to CONTINUED_STEPS. Everything goes to
 tests/data/tf_estimator_215/canned_v1/reference.json.
 """
 
-import json
 import os
 import shutil
-import sys
-import tempfile
 
 import tensorflow as tf
 
@@ -120,27 +117,13 @@ def _reference(est, name: str, work: str) -> dict:
 
 
 def main():
-  major, minor = (int(p) for p in tf.__version__.split('.')[:2])
-  if (major, minor) >= (2, 16):
-    sys.exit('Run under TensorFlow 2.15 (.venv-tf215): the point is what '
-             'tf.estimator computed.')
-  from importlib import metadata  # pylint: disable=g-import-not-at-top
-  if os.path.exists(FIXTURE_ROOT):
-    shutil.rmtree(FIXTURE_ROOT)
-  os.makedirs(FIXTURE_ROOT)
-  reference = {'tensorflow': tf.__version__,
-               'tensorflow_estimator': metadata.version(
-                   'tensorflow-estimator'),
-               'command': ('.venv-tf215/bin/python -m '
-                           'scripts.tf_estimator_215.canned_v1_reference'),
-               'programs': {}}
-  with tempfile.TemporaryDirectory() as work:
-    for name in PROGRAMS:
-      print('program', name, flush=True)
-      reference['programs'][name] = _reference(tf.compat.v1.estimator, name,
-                                               work)
-  with open(os.path.join(FIXTURE_ROOT, 'reference.json'), 'w') as f:
-    json.dump(reference, f, indent=1, sort_keys=True)
+  common.write_reference(
+      fixture_root=FIXTURE_ROOT,
+      command='.venv-tf215/bin/python -m '
+      'scripts.tf_estimator_215.canned_v1_reference',
+      names=PROGRAMS,
+      record=lambda name, work: _reference(tf.compat.v1.estimator, name,
+                                           work))
 
 
 if __name__ == '__main__':
