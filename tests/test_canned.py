@@ -119,12 +119,23 @@ def test_tf_estimator_215_model_dir_evaluates_and_resumes(tmp_path, name):
   it is, then trained on to step 50, it gives 2.15's numbers for the same
   continuation."""
   kind = programs.PROGRAMS[name][0]
-  train, evaluate, predict = programs.input_fns(
-      kind, programs.FEATURE_KEYS.get(name))
-  model_dir = str(tmp_path / name)
-  shutil.copytree(os.path.join(programs.FIXTURE_ROOT, name), model_dir)
-  estimator = programs.build(namespaces.v2(), name, model_dir)
-  reference = REFERENCE[name]
+  assert_resumes_as_2_15(
+      fixture=os.path.join(programs.FIXTURE_ROOT, name),
+      model_dir=str(tmp_path / name),
+      build=lambda d: programs.build(namespaces.v2(), name, d),
+      input_fns=programs.input_fns(kind, programs.FEATURE_KEYS.get(name)),
+      reference=REFERENCE[name])
+
+
+def assert_resumes_as_2_15(*, fixture, model_dir, build, input_fns,
+                           reference):
+  """A copy of 2.15's model_dir `fixture`, as `build(model_dir)` makes its
+  estimator: evaluated as kept, then trained on to CONTINUED_STEPS, it
+  gives `reference`'s fixture_metrics, continued_metrics and
+  continued_predictions."""
+  train, evaluate, predict = input_fns
+  shutil.copytree(fixture, model_dir)
+  estimator = build(model_dir)
   _assert_close(reference['fixture_metrics'],
                 programs.jsonable(estimator.evaluate(evaluate)), 'as kept')
   estimator.train(train, max_steps=programs.CONTINUED_STEPS)

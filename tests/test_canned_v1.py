@@ -15,7 +15,6 @@ code.)
 
 import json
 import os
-import shutil
 
 import pytest
 import tensorflow as tf
@@ -24,6 +23,7 @@ from estimator_rt.compat import namespaces
 from scripts.tf_estimator_215 import canned_reference as common
 from scripts.tf_estimator_215 import canned_v1_reference as programs
 from test_canned import _assert_close
+from test_canned import assert_resumes_as_2_15
 
 with open(os.path.join(programs.FIXTURE_ROOT, 'reference.json')) as f:
   REFERENCE = json.load(f)['programs']
@@ -67,18 +67,8 @@ def test_tf_estimator_215_v1_model_dir_evaluates_and_resumes(tmp_path, name):
   """A v1 model_dir 2.15 trained to step 30 (its optimizer slots
   included): evaluated as kept, then trained on to step 50, it gives 2.15's
   numbers."""
-  train, evaluate, predict = programs.input_fns(name)
-  model_dir = str(tmp_path / name)
-  shutil.copytree(os.path.join(programs.FIXTURE_ROOT, name), model_dir)
-  estimator = programs.build(namespaces.v1(), name, model_dir)
-  reference = REFERENCE[name]
-  _assert_close(reference['fixture_metrics'],
-                common.jsonable(estimator.evaluate(evaluate)), 'as kept')
-  estimator.train(train, max_steps=common.CONTINUED_STEPS)
-  assert estimator.latest_checkpoint().endswith(
-      f'model.ckpt-{common.CONTINUED_STEPS}')
-  _assert_close(reference['continued_metrics'],
-                common.jsonable(estimator.evaluate(evaluate)), 'continued')
-  _assert_close(reference['continued_predictions'],
-                common.first_predictions(estimator, predict),
-                'continued predictions')
+  assert_resumes_as_2_15(
+      fixture=os.path.join(programs.FIXTURE_ROOT, name),
+      model_dir=str(tmp_path / name),
+      build=lambda d: programs.build(namespaces.v1(), name, d),
+      input_fns=programs.input_fns(name), reference=REFERENCE[name])
