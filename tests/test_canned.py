@@ -224,20 +224,24 @@ def test_an_estimator_factory_that_returns_no_estimator_is_refused(tmp_path):
 
 
 def test_nan_in_a_canned_estimator_never_reaches_a_checkpoint(tmp_path):
-  """A feature that turns infinite at step 15: training stops with
-  NanLossError naming the step, and the newest checkpoint is the last
-  finite one (step 10)."""
+  """An example weight that turns NaN at step 15 makes that step's loss
+  NaN: training stops with NanLossError naming the step, and the newest
+  checkpoint is the last finite one (step 10). (Not a NaN or infinite
+  feature: a ReLU may hide it from the loss, depending on the initial
+  weights, and then the weights diverge instead, which is reported for the
+  loop's steps.)"""
   est = namespaces.v2()
   columns = [tf.feature_column.numeric_column('x')]
   classifier = est.DNNClassifier([4], columns, model_dir=str(tmp_path),
+                                 weight_column='w',
                                  config=est.RunConfig(
                                      save_checkpoints_steps=10))
 
   def input_fn():
-    x = tf.data.Dataset.range(1, 10**6).map(
-        lambda i: tf.where(i >= 15, float('inf'), 1.0))
+    weight = tf.data.Dataset.range(1, 10**6).map(
+        lambda i: tf.where(i >= 15, float('nan'), 1.0))
     return tf.data.Dataset.zip(
-        (x.map(lambda v: {'x': tf.fill([8], v)}),
+        (weight.map(lambda w: {'x': tf.ones([8]), 'w': tf.fill([8], w)}),
          tf.data.Dataset.from_tensors(tf.zeros([8], tf.int64)).repeat()))
 
   with pytest.raises(ert.NanLossError, match='global step 15'):
