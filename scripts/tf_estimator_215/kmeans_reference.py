@@ -126,7 +126,10 @@ def _run_config(kmeans_class, single_threaded: bool):
   session_config = None
   if single_threaded:
     session_config = tf.compat.v1.ConfigProto(
-        inter_op_parallelism_threads=1, intra_op_parallelism_threads=1)
+        inter_op_parallelism_threads=1, intra_op_parallelism_threads=1,
+        # Its own pool: a process-wide one (the default) is sized by the
+        # first session of the process, and a test suite made it earlier.
+        use_per_session_threads=True)
   return RunConfig(tf_random_seed=42, save_checkpoints_steps=1000,
                    save_summary_steps=1000, session_config=session_config)
 
