@@ -656,7 +656,13 @@ def _when_trained_past(tasks, step):
   def past():
     found = re.findall(r'step (\d+)/\d+, loss', tasks['chief:0'].log())
     return bool(found) and int(found[-1]) >= step
-  _cluster.wait_for(past, timeout=180, what=f'the chief past step {step}')
+  try:
+    _cluster.wait_for(past, timeout=180, what=f'the chief past step {step}')
+  except AssertionError as e:
+    # What every task printed: a stall here has been seen once in the
+    # full suite and not reproduced alone.
+    raise AssertionError(f'{e}\n{_cluster.tails(tasks, sorted(tasks))}'
+                         ) from None
 
 
 PS_TASKS = ['ps:0', 'worker:0', 'worker:1', 'chief:0']
