@@ -66,20 +66,11 @@ def trained(tmp_path_factory):
   work = tmp_path_factory.mktemp('canned')
   results = {}
   for name, (kind, _) in programs.PROGRAMS.items():
-    train, evaluate, predict = programs.input_fns(
-        kind, programs.FEATURE_KEYS.get(name))
-    estimator = programs.build(est, name, str(work / name))
-    estimator.train(train, max_steps=programs.TRAIN_STEPS)
-    export_path = estimator.export_saved_model(
-        str(work / 'export'), programs.serving_receiver_fn(est))
-    results[name] = {
-        'metrics': programs.jsonable(estimator.evaluate(evaluate)),
-        'predictions': programs.first_predictions(estimator, predict),
-        'variables': {n: list(s) for n, s in tf.train.list_variables(
-            estimator.latest_checkpoint())},
-        'signatures': programs.signatures(export_path),
-        'export_path': export_path,
-    }
+    record, export_path = programs.train_and_record(
+        est, programs.build(est, name, str(work / name)),
+        programs.input_fns(kind, programs.FEATURE_KEYS.get(name)),
+        str(work / 'export'))
+    results[name] = dict(record, export_path=export_path)
   return results
 
 

@@ -17,7 +17,6 @@ import json
 import os
 
 import pytest
-import tensorflow as tf
 
 from estimator_rt.compat import namespaces
 from scripts.tf_estimator_215 import canned_reference as common
@@ -37,18 +36,9 @@ def trained(tmp_path_factory):
   work = tmp_path_factory.mktemp('canned_v1')
   results = {}
   for name in programs.PROGRAMS:
-    train, evaluate, predict = programs.input_fns(name)
-    estimator = programs.build(v1, name, str(work / name))
-    estimator.train(train, max_steps=common.TRAIN_STEPS)
-    export_path = estimator.export_saved_model(
-        str(work / 'export'), common.serving_receiver_fn(v1))
-    results[name] = {
-        'metrics': common.jsonable(estimator.evaluate(evaluate)),
-        'predictions': common.first_predictions(estimator, predict),
-        'variables': {n: list(s) for n, s in tf.train.list_variables(
-            estimator.latest_checkpoint())},
-        'signatures': common.signatures(export_path),
-    }
+    results[name], _ = common.train_and_record(
+        v1, programs.build(v1, name, str(work / name)),
+        programs.input_fns(name), str(work / 'export'))
   return results
 
 

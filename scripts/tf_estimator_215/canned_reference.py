@@ -277,11 +277,16 @@ def keep_checkpoint(model_dir: str, target: str) -> None:
             f'all_model_checkpoint_paths: "{name}"\n')
 
 
-def _reference(est, name: str, work: str) -> dict:
-  kind = PROGRAMS[name][0]
-  train, evaluate, predict = input_fns(kind, FEATURE_KEYS.get(name))
-  model_dir = os.path.join(work, name)
-  estimator = build(est, name, model_dir)
+def train_and_record(est, estimator, input_fns, export_dir: str):
+  """Trains `estimator` TRAIN_STEPS steps on `input_fns`' train input and
+  exports it under `export_dir` (`est`'s parsing receiver).
+
+  Returns:
+    (record, export path): the record holds evaluate()'s metrics, the first
+    predictions, the checkpoint's variables (name -> shape) and the
+    export's signatures, what 2.15 and estimator_rt are compared on.
+  """
+  train, evaluate, predict = input_fns
   estimator.train(train, max_steps=TRAIN_STEPS)
   record = {
       'metrics': jsonable(estimator.evaluate(evaluate)),
@@ -289,25 +294,46 @@ def _reference(est, name: str, work: str) -> dict:
       'variables': {n: list(s) for n, s in tf.train.list_variables(
           estimator.latest_checkpoint())},
   }
-  export_path = estimator.export_saved_model(os.path.join(work, 'export'),
+  export_path = estimator.export_saved_model(export_dir,
                                              serving_receiver_fn(est))
   record['signatures'] = signatures(export_path)
+  return record, export_path
+
+
+def reference_record(est, *, build, input_fns, model_dir: str, work: str,
+                     fixture=None) -> dict:
+  """What 2.15 computes for one program (`build(model_dir)` makes its
+  estimator): train_and_record's record and what its export serves. With
+  `fixture` (a path), the newest checkpoint is also kept there as a
+  model_dir, and the record gets its metrics as kept and, trained on to
+  CONTINUED_STEPS, its metrics and predictions (both from copies:
+  evaluation writes into model_dir)."""
+  train, evaluate, predict = input_fns
+  record, export_path = train_and_record(est, build(model_dir), input_fns,
+                                         os.path.join(work, 'export'))
   record['served'] = serve(export_path, serialized_examples())
-  if name in FIXTURES:
-    fixture = os.path.join(FIXTURE_ROOT, name)
+  if fixture is not None:
     keep_checkpoint(model_dir, fixture)
-    # Evaluated and trained on in copies: evaluation writes into model_dir.
-    kept_copy = os.path.join(work, name + '_kept')
+    kept_copy = model_dir + '_kept'
     shutil.copytree(fixture, kept_copy)
-    kept = build(est, name, kept_copy)
-    record['fixture_metrics'] = jsonable(kept.evaluate(evaluate))
-    scratch = os.path.join(work, name + '_continued')
+    record['fixture_metrics'] = jsonable(build(kept_copy).evaluate(evaluate))
+    scratch = model_dir + '_continued'
     shutil.copytree(fixture, scratch)
-    continued = build(est, name, scratch)
+    continued = build(scratch)
     continued.train(train, max_steps=CONTINUED_STEPS)
     record['continued_metrics'] = jsonable(continued.evaluate(evaluate))
     record['continued_predictions'] = first_predictions(continued, predict)
   return record
+
+
+def _reference(est, name: str, work: str) -> dict:
+  kind = PROGRAMS[name][0]
+  return reference_record(
+      est, build=lambda model_dir: build(est, name, model_dir),
+      input_fns=input_fns(kind, FEATURE_KEYS.get(name)),
+      model_dir=os.path.join(work, name), work=work,
+      fixture=(os.path.join(FIXTURE_ROOT, name) if name in FIXTURES
+               else None))
 
 
 def write_reference(*, fixture_root: str, command: str, names, record):

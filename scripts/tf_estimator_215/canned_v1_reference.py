@@ -18,7 +18,6 @@ tests/data/tf_estimator_215/canned_v1/reference.json.
 """
 
 import os
-import shutil
 
 import tensorflow as tf
 
@@ -85,35 +84,12 @@ def input_fns(name: str):
 
 
 def _reference(est, name: str, work: str) -> dict:
-  train, evaluate, predict = input_fns(name)
-  model_dir = os.path.join(work, name)
-  estimator = build(est, name, model_dir)
-  estimator.train(train, max_steps=common.TRAIN_STEPS)
-  record = {
-      'metrics': common.jsonable(estimator.evaluate(evaluate)),
-      'predictions': common.first_predictions(estimator, predict),
-      'variables': {n: list(s) for n, s in tf.train.list_variables(
-          estimator.latest_checkpoint())},
-  }
-  export_path = estimator.export_saved_model(
-      os.path.join(work, 'export'), common.serving_receiver_fn(est))
-  record['signatures'] = common.signatures(export_path)
-  record['served'] = common.serve(export_path, common.serialized_examples())
-  if name in FIXTURES:
-    fixture = os.path.join(FIXTURE_ROOT, name)
-    common.keep_checkpoint(model_dir, fixture)
-    kept_copy = os.path.join(work, name + '_kept')
-    shutil.copytree(fixture, kept_copy)
-    record['fixture_metrics'] = common.jsonable(
-        build(est, name, kept_copy).evaluate(evaluate))
-    scratch = os.path.join(work, name + '_continued')
-    shutil.copytree(fixture, scratch)
-    continued = build(est, name, scratch)
-    continued.train(train, max_steps=common.CONTINUED_STEPS)
-    record['continued_metrics'] = common.jsonable(continued.evaluate(evaluate))
-    record['continued_predictions'] = common.first_predictions(continued,
-                                                               predict)
-  return record
+  return common.reference_record(
+      est, build=lambda model_dir: build(est, name, model_dir),
+      input_fns=input_fns(name), model_dir=os.path.join(work, name),
+      work=work,
+      fixture=(os.path.join(FIXTURE_ROOT, name) if name in FIXTURES
+               else None))
 
 
 def main():
