@@ -71,14 +71,14 @@ class BaselineEstimator(base.CannedEstimator):
   """A baseline with any head; tf.estimator 2.15's signature."""
 
   def __init__(self, head, model_dir=None, optimizer='Ftrl', config=None):
-    self._weight_column = getattr(head, '_weight_column', None)
-
+    # The head's (a user's head may have none).
+    weight_column = getattr(head, '_weight_column', None)
     v1 = self._V1
 
     def _model_fn(features, labels, mode):
       return baseline_model_fn(
           features=features, labels=labels, mode=mode, head=head,
-          optimizer=optimizer, weight_column=self._weight_column, v1=v1)
+          optimizer=optimizer, weight_column=weight_column, v1=v1)
 
     super().__init__(_model_fn, model_dir=model_dir, config=config)
 
@@ -94,7 +94,6 @@ class BaselineClassifier(BaselineEstimator):
         label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
     super().__init__(head, model_dir=model_dir, optimizer=optimizer,
                      config=config)
-    self._weight_column = weight_column
 
 
 class BaselineRegressor(BaselineEstimator):
@@ -107,4 +106,3 @@ class BaselineRegressor(BaselineEstimator):
                                 loss_reduction=loss_reduction)
     super().__init__(head, model_dir=model_dir, optimizer=optimizer,
                      config=config)
-    self._weight_column = weight_column

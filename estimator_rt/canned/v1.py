@@ -270,7 +270,6 @@ class BaselineClassifier(baseline.BaselineEstimator):
         label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
     super().__init__(head, model_dir=model_dir, optimizer=optimizer,
                      config=config)
-    self._weight_column = weight_column
 
 
 class BaselineRegressor(baseline.BaselineRegressor):
