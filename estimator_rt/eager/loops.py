@@ -27,8 +27,9 @@ def _replica_weight(features, num_replicas: int, *, loss_is_sum: bool):
 
   A summed loss (a head's loss_reduction=SUM, `EstimatorSpec.loss_is_sum`)
   needs none: the sum over replicas of each one's summed loss is the global
-  batch's, as tf.estimator 2.15 summed it. One replica needs none either. With equal batches (a static batch
-  dimension) the share is 1 / num_replicas. Otherwise the last global batch
+  batch's, as tf.estimator 2.15 summed it. One replica needs none either.
+  With equal batches (a static batch dimension) the share is
+  1 / num_replicas. Otherwise the last global batch
   may be split unevenly, or leave a replica nothing: weighting by batch
   size keeps the update the mean over the examples of the global batch,
   exactly as on one replica. That costs an all-reduce of batch sizes per

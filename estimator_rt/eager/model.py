@@ -175,7 +175,12 @@ class EagerModel:
       self.global_step = tf.Variable(
           0, dtype=tf.int64, trainable=False, name='global_step',
           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-      with self._store.recording(snapshot=_snapshot_rule(mode)):
+      # Outside TRAIN an optimizer is there only because the model_fn makes
+      # it in every mode, and its variables are not the model's (see
+      # below); in TRAIN a train_op's optimizer state is saved with them.
+      with self._store.recording(
+          snapshot=_snapshot_rule(mode),
+          note_optimizer_variables=mode != ModeKeys.TRAIN):
         spec = self._invoke(features, labels)
       self.build_spec = spec
       # Optimizer and metric state is not model state, in any mode: a
@@ -193,12 +198,8 @@ class EagerModel:
         self.metrics = {
             name: metric for name, metric in spec.eval_metric_ops.items()
             if isinstance(metric, keras.metrics.Metric)}
-      if mode != ModeKeys.TRAIN:
-        # An optimizer made in EVAL or PREDICT is there only because the
-        # model_fn makes it in every mode. (In TRAIN, a train_op's
-        # optimizer state is saved among the model's variables.)
-        owned.update(id(v) for v in self._store.variables
-                     if self._store.made_by_an_optimizer(v))
+      owned.update(id(v) for v in self._store.variables
+                   if self._store.made_by_an_optimizer(v))
       self.model_variables = [
           v for v in self._store.variables if id(v) not in owned]
       self.trainable_variables = [

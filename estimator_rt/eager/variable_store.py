@@ -83,7 +83,7 @@ class VariableStore:
     self._owner = owner
     self._variables: List[tf.Variable] = []
     self._snapshots: Dict[int, tf.Tensor] = {}
-    self._optimizer_made: Set[int] = set()
+    self._optimizer_made: Set[int] = set()  # Noted when asked (recording).
 
   @property
   def variables(self) -> List[tf.Variable]:
@@ -91,11 +91,13 @@ class VariableStore:
     return list(self._variables)
 
   def made_by_an_optimizer(self, variable: tf.Variable) -> bool:
-    """Whether a Keras optimizer created `variable` in the build call."""
+    """Whether a Keras optimizer created `variable` in a build call
+    recorded with `note_optimizer_variables`."""
     return id(variable) in self._optimizer_made
 
   @contextlib.contextmanager
-  def recording(self, *, snapshot: Callable[[tf.Variable], bool] = None):
+  def recording(self, *, snapshot: Callable[[tf.Variable], bool] = None,
+                note_optimizer_variables: bool = False):
     """Records variables created inside; optionally remembers their values.
 
     Args:
@@ -103,12 +105,15 @@ class VariableStore:
         creation, so that `reset` can put it back (a TRAIN build call may
         step an optimizer in its train_op or update batch-norm statistics;
         evaluation-local state must start fresh for each evaluation).
+      note_optimizer_variables: note which variables a Keras optimizer
+        creates (`made_by_an_optimizer`); this walks the call stack at
+        every creation, so only the modes that ask pay for it.
     """
 
     def creator(next_creator, **kwargs):
       variable = next_creator(**kwargs)
       self._variables.append(variable)
-      if _made_by_an_optimizer():
+      if note_optimizer_variables and _made_by_an_optimizer():
         self._optimizer_made.add(id(variable))
       if snapshot is not None and snapshot(variable):
         self._snapshots[id(variable)] = tf.identity(variable.read_value())
