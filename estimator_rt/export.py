@@ -8,12 +8,12 @@ with `tf.saved_model.load` in a process that has never seen the model_fn.
 """
 
 import os
-import time
 from typing import Any, Callable, Dict, Mapping, Optional
 
 from absl import logging
 import tensorflow as tf
 
+from estimator_rt import export_dirs
 from estimator_rt.errors import surface_user_errors
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
@@ -452,27 +452,11 @@ def _serving_functions(graph, receiver: ServingInputReceiver
   return functions or {'serving_default': make(None)}
 
 
-def fresh_export_dir(export_dir_base: str) -> str:
-  """`<base>/<unix time>`, later than every export already there.
-
-  Names must grow with export order: exporters keep the largest names, so
-  a name freed by their clean-up must never be handed out again (exports
-  of tiny models come faster than one per second).
-  """
-  timestamp = int(time.time())
-  if tf.io.gfile.isdir(export_dir_base):
-    existing = [int(name.strip('/').split('-')[-1])
-                for name in tf.io.gfile.listdir(export_dir_base)
-                if name.strip('/').split('-')[-1].isdigit()]
-    timestamp = max([timestamp] + [n + 1 for n in existing])
-  return os.path.join(export_dir_base, str(timestamp))
-
-
 def save(graph, receiver: ServingInputReceiver, export_dir_base: str) -> str:
   """Writes a SavedModel of the PREDICT `graph` under `export_dir_base`.
 
-  The model goes to `<export_dir_base>/<unix time>`, written to a temporary
-  name first and renamed, so a reader never sees half an export.
+  The model goes to `<export_dir_base>/<unix time>`, whole or not at all
+  (export_dirs.write_export).
 
   Returns:
     The export directory.
@@ -486,13 +470,9 @@ def save(graph, receiver: ServingInputReceiver, export_dir_base: str) -> str:
   module.model_variables = list(graph.model_variables)
   module.global_step = graph.global_step
   module.serve = list(functions.values())
-  final = fresh_export_dir(export_dir_base)
-  temporary = os.path.join(export_dir_base,
-                           'temp-' + os.path.basename(final))
-  tf.io.gfile.makedirs(export_dir_base)
-  tf.saved_model.save(module, temporary, signatures=signatures)
-  tf.io.gfile.rename(temporary, final)
-  return final
+  return export_dirs.write_export(
+      export_dir_base,
+      lambda path: tf.saved_model.save(module, path, signatures=signatures))
 
 
 def add_extras(export_dir: str, *, assets_extra: Optional[Mapping[str, str]],

@@ -11,7 +11,7 @@ connects), the eager engine (whether its strategy must exist at once) and
 | local             | trains; evaluates after checkpoints; exports            |
 | standalone client | drives remote servers; evaluates and exports locally    |
 | chief             | trains (synchronous) or coordinates (parameter_server); |
-|                   | the only writer of model_dir                            |
+|                   | the only writer of model_dir; never evaluates           |
 | worker            | synchronous: trains; parameter_server: a server (a      |
 |                   | TF1-style model_fn: trains between-graph, then serves)  |
 | ps                | a server holding variables                              |
@@ -93,10 +93,13 @@ class Role:
 
   @property
   def evaluates_in_process(self) -> bool:
-    """Whether train_and_evaluate evaluates in this process: local, a
-    standalone client, or a chief with no evaluator task."""
-    return self.kind in (LOCAL, STANDALONE_CLIENT) or (
-        self.kind == CHIEF and not self.task.has_evaluator)
+    """Whether train_and_evaluate evaluates in this process: local, or a
+    standalone client (the only process of its job). A chief never does,
+    as in tf.estimator 2.15: the evaluator task is often left out of the
+    cluster spec (tf.estimator's own layout), so the chief cannot know
+    whether one runs, and two evaluations of one checkpoint would race for
+    the same export directory."""
+    return self.kind in (LOCAL, STANDALONE_CLIENT)
 
   def serves(self, engine: Optional[str]) -> bool:
     """Whether this task is a server until the chief ends training: a ps,
@@ -129,12 +132,6 @@ def decide(task: Optional[cluster.TaskInfo], strategy_name: str) -> Role:
 
 def _address(role: Role) -> str:
   return role.task.address or '(no address: not listed in the cluster)'
-
-
-def _final(role: Role) -> str:
-  return ('' if role.task.has_evaluator else
-          '; with no evaluator task it then evaluates the final checkpoint '
-          'and exports')
 
 
 def _describe_local(role: Role) -> str:
@@ -179,11 +176,12 @@ def _describe_chief(role: Role) -> str:
             f'compiled loops on {len(task.cluster[cluster.WORKER])} '
             f'worker(s), variables on {task.num_ps} ps; a TF1-style model_fn '
             'instead trains here and on each worker asynchronously), writes '
-            f'checkpoints and summaries to model_dir{_final(role)}; then '
-            'tells the servers that training is done.')
+            'checkpoints and summaries to model_dir (an evaluator task '
+            'evaluates and exports); then tells the servers that training '
+            'is done.')
   return (f'chief: trains with {role.strategy_name} as one of '
           f'{task.num_workers} workers at {_address(role)} and is the only '
-          f'writer of model_dir{_final(role)}.')
+          'writer of model_dir (an evaluator task evaluates and exports).')
 
 
 def _describe_worker(role: Role) -> str:

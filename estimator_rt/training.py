@@ -315,10 +315,23 @@ def _run_training_task(estimator, train_spec, eval_spec, role):
       # restarts the whole cluster.
       _signal_servers(task, preempted=preempted,
                       between_graph=estimator.chosen_engine == engine_choice.GRAPH)
-  if not role.evaluates_in_process:
-    return None, []
-  # No evaluator task: the chief evaluates the final checkpoint itself, so
-  # the job still ends with metrics and exports.
+  del eval_spec  # The evaluator task's (roles.Role.evaluates_in_process).
+  return None, []
+
+
+def evaluate_final_checkpoint(estimator, eval_spec: EvalSpec
+                              ) -> Tuple[Optional[Dict[str, Any]], List[str]]:
+  """Evaluates the newest checkpoint of `estimator.model_dir` and runs the
+  exporters as a final export, in this process.
+
+  For a job that can have no evaluator task (Ray Train's workers-only
+  TF_CONFIG): its chief calls this after `train_and_evaluate`, as the one
+  process that evaluates. Evaluation is not a chief's part otherwise (see
+  `roles.Role.evaluates_in_process`).
+
+  Returns:
+    (the metrics, the export paths written).
+  """
   evaluator = CheckpointEvaluator(estimator=estimator, eval_spec=eval_spec)
   result = evaluator.evaluate(estimator.latest_checkpoint(), is_final=True)
   return result, evaluator.export_results

@@ -4,7 +4,10 @@ Estimator.predict on the same inputs."""
 
 import json
 import os
+import subprocess
+import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -211,3 +214,82 @@ def test_export_without_a_checkpoint_is_a_user_error(tmp_path):
   with pytest.raises(ert.UserInputError, match='No checkpoint'):
     est.export_saved_model(str(tmp_path / 'export'),
                            input_fn=M.global_input_fn(x, batch_size=4))
+
+
+# Writes an export into argv[1] with export_dirs.write_export: the write
+# announces itself (argv[2]/ready-<pid>) and waits for argv[2]/go, so that
+# two such processes rename at the same moment. Prints the export's path.
+_CONCURRENT_EXPORT_SCRIPT = textwrap.dedent('''
+    import os, sys, time
+    from estimator_rt import export_dirs
+
+    base, meeting = sys.argv[1], sys.argv[2]
+
+    def write(path):
+      os.makedirs(path)
+      with open(os.path.join(path, 'writer'), 'w') as f:
+        f.write(str(os.getpid()))
+      open(os.path.join(meeting, f'ready-{os.getpid()}'), 'w').close()
+      deadline = time.time() + 60
+      while not os.path.exists(os.path.join(meeting, 'go')):
+        if time.time() > deadline:
+          sys.exit('never told to go')
+        time.sleep(0.01)
+
+    print(export_dirs.write_export(base, write), flush=True)
+''')
+
+
+def test_two_processes_exporting_at_once_get_distinct_increasing_names(
+    tmp_path):
+  """Two processes renaming their exports into one base in the same second
+  (an evaluator and a chief once did): both succeed, under distinct,
+  consecutive names, each holding its own files, and no temporary
+  directory is left."""
+  base, meeting = tmp_path / 'export' / 'final', tmp_path / 'meeting'
+  meeting.mkdir()
+  script = tmp_path / 'export_once.py'
+  script.write_text(_CONCURRENT_EXPORT_SCRIPT)
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+      [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+       os.environ.get('PYTHONPATH', '')]))
+  writers = [subprocess.Popen(
+      [sys.executable, str(script), str(base), str(meeting)],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for _ in range(2)]
+  try:
+    deadline = time.time() + 120
+    while len(list(meeting.glob('ready-*'))) < 2:
+      assert time.time() < deadline, 'the writers never got ready'
+      assert all(w.poll() is None for w in writers), [
+          w.communicate()[1][-2000:] for w in writers]
+      time.sleep(0.05)
+    (meeting / 'go').touch()
+    outputs = [w.communicate(timeout=60) for w in writers]
+  finally:
+    for w in writers:
+      w.kill()
+  assert [w.returncode for w in writers] == [0, 0], [e[-2000:] for _, e in
+                                                      outputs]
+  paths = [out.strip().splitlines()[-1] for out, _ in outputs]
+  names = sorted(int(os.path.basename(p)) for p in paths)
+  assert names[1] == names[0] + 1, paths
+  assert sorted(os.listdir(base)) == sorted(str(n) for n in names)
+  for writer, path in zip(writers, paths):
+    assert open(os.path.join(path, 'writer')).read() == str(writer.pid)
+
+
+def test_a_failed_export_write_leaves_nothing_behind(tmp_path):
+  """A write that fails half-way leaves no temporary or final directory."""
+  from estimator_rt import export_dirs  # pylint: disable=g-import-not-at-top
+  base = tmp_path / 'export' / 'latest'
+
+  def write(path):
+    os.makedirs(path)
+    (tmp_path / 'export' / 'latest').joinpath(
+        os.path.basename(path), 'half').write_text('x')
+    raise OSError('disk full')
+
+  with pytest.raises(OSError, match='disk full'):
+    export_dirs.write_export(str(base), write)
+  assert os.listdir(base) == []

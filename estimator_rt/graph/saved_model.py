@@ -10,13 +10,13 @@ are initialized when the SavedModel loads (its main op). The export loads
 with `tf.saved_model.load` in a process that has never seen the model_fn.
 """
 
-import os
 from typing import Callable, Dict
 
 from absl import logging
 import tensorflow as tf
 
 from estimator_rt import export as export_lib
+from estimator_rt import export_dirs
 from estimator_rt.errors import UserInputError
 from estimator_rt.graph import compat
 from estimator_rt.graph import model as model_lib
@@ -70,7 +70,7 @@ def export(*, model_fn: Callable, params: dict, config,
   """Writes `<export_dir_base>/<timestamp>` from `checkpoint_path`.
 
   Returns:
-    The export directory (written under a temporary name, then renamed).
+    The export directory (whole or not at all: export_dirs.write_export).
 
   Raises:
     UserInputError: a bad receiver, export_outputs or a checkpoint that
@@ -109,16 +109,15 @@ def export(*, model_fn: Callable, params: dict, config,
             f'{missing[:5]} that the model_fn creates in PREDICT mode.')
     main_op = tf.group(tf.compat.v1.local_variables_initializer(),
                        tf.compat.v1.tables_initializer())
-    final = export_lib.fresh_export_dir(export_dir_base)
-    temporary = os.path.join(export_dir_base,
-                             'temp-' + os.path.basename(final))
-    tf.io.gfile.makedirs(export_dir_base)
-    with tf.compat.v1.Session(config=placement_lib.session_config()) as session:
-      saver.restore(session, checkpoint_path)
-      builder = tf.compat.v1.saved_model.Builder(temporary)
-      builder.add_meta_graph_and_variables(
-          session, [tf.saved_model.SERVING], signature_def_map=signatures,
-          main_op=main_op, strip_default_attrs=True)
-      builder.save()
-  tf.io.gfile.rename(temporary, final)
-  return final
+
+    def write(path: str) -> None:
+      with tf.compat.v1.Session(
+          config=placement_lib.session_config()) as session:
+        saver.restore(session, checkpoint_path)
+        builder = tf.compat.v1.saved_model.Builder(path)
+        builder.add_meta_graph_and_variables(
+            session, [tf.saved_model.SERVING], signature_def_map=signatures,
+            main_op=main_op, strip_default_attrs=True)
+        builder.save()
+
+    return export_dirs.write_export(export_dir_base, write)

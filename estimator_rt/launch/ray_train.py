@@ -14,8 +14,9 @@ worker's node address and a free port, `{"cluster": {"worker": [...]},
 "task": {"type": "worker", "index": <world rank>}}` (as of Ray 2.60,
 `ray/train/tensorflow/config.py`). estimator_rt reads that like any
 TF_CONFIG without a `chief` job: worker 0 (Ray's rank 0) is the chief,
-the only writer of model_dir, and, there being no evaluator task, it
-evaluates the final checkpoint and runs the exporters; the other workers
+the only writer of model_dir, and, as no evaluator task can run, it
+evaluates the final checkpoint and runs the exporters after training (a
+chief does not otherwise: see estimator_rt/roles.py); the other workers
 save into a scratch directory that is removed at exit. The training
 function here (`train_loop_per_worker`) builds an `Estimator` with
 `train_distribute='multi_worker_mirrored'` and calls
@@ -62,6 +63,7 @@ def train_loop_per_worker(config: dict) -> None:
   os.environ.pop('TF_USE_LEGACY_KERAS', None)
   # pylint: disable=g-import-not-at-top
   import estimator_rt as ert
+  from estimator_rt import training
   from estimator_rt import user_fns
   # pylint: enable=g-import-not-at-top
   print(f'TF_CONFIG from Ray Train: {os.environ.get("TF_CONFIG")}',
@@ -76,19 +78,23 @@ def train_loop_per_worker(config: dict) -> None:
   estimator = ert.Estimator(
       user_fns.load_callable(config['model_fn'], flag='model_fn'),
       config=run_config, params=config['params'])
-  metrics, exports = ert.train_and_evaluate(
+  eval_spec = ert.EvalSpec(
+      user_fns.load_callable(config['eval_input_fn'], flag='eval_input_fn'),
+      steps=config['eval_steps'], throttle_secs=0)
+  ert.train_and_evaluate(
       estimator,
       ert.TrainSpec(user_fns.load_callable(config['input_fn'],
                                            flag='input_fn'),
                     max_steps=config['max_steps']),
-      ert.EvalSpec(user_fns.load_callable(config['eval_input_fn'],
-                                          flag='eval_input_fn'),
-                   steps=config['eval_steps'], throttle_secs=0))
-  # Only the chief (Ray's rank 0) evaluates and exports; the others return
-  # no metrics. Ray Train keeps reported metrics only with a Ray checkpoint,
-  # and the checkpoints here are estimator_rt's, in model_dir: print them.
-  if metrics is not None:
-    print(f'Final metrics: {json.dumps(metrics, default=float)}', flush=True)
+      eval_spec)
+  if not estimator.config.is_chief:
+    return
+  # Ray Train's TF_CONFIG has workers only, so no evaluator task can run:
+  # the chief (Ray's rank 0) evaluates the final checkpoint and exports.
+  # Ray Train keeps reported metrics only with a Ray checkpoint, and the
+  # checkpoints here are estimator_rt's, in model_dir: print them.
+  metrics, exports = training.evaluate_final_checkpoint(estimator, eval_spec)
+  print(f'Final metrics: {json.dumps(metrics, default=float)}', flush=True)
   for path in exports:
     print(f'Exported: {path}', flush=True)
 
