@@ -140,6 +140,11 @@ def yield_predictions(batches: Iterable[Dict[str, Any]], *, single: bool,
         yield {k: v[i] for k, v in batch.items()}
 
 
+def _remove_if_empty(directory: str) -> None:
+  if tf.io.gfile.isdir(directory) and not tf.io.gfile.listdir(directory):
+    tf.io.gfile.rmtree(directory)
+
+
 class Engine(abc.ABC):
   """Trains, evaluates, predicts with and exports one model_fn.
 
@@ -214,18 +219,25 @@ class Engine(abc.ABC):
                                  session_hooks=session_hooks,
                                  summary_writer=writer)
     # Everything is built and checked: from here on model_dir is written.
+    made_model_dir = not tf.io.gfile.exists(self.model_dir)
     directory = self._prepare_checkpoint_dir(choice, setup)
+    trained = False
     try:
       final_step = self._run_controller(
           setup, directory=directory, hooks=runtime_hooks + setup.hooks,
           resumed_step=start_step if choice.path else None,
           writer=writer, max_steps=max_steps,
           saving_listeners=saving_listeners if is_chief else ())
+      trained = True
     finally:
       if writer is not None:
         writer.close()
       if directory is not None and directory != self.model_dir:
         tf.io.gfile.rmtree(directory)
+      if not trained and made_model_dir and directory == self.model_dir:
+        # A run that failed before it wrote anything (diverged before its
+        # first save) leaves no empty model_dir behind.
+        _remove_if_empty(self.model_dir)
     logging.info('Training ended at global step %d (started at %d).',
                  final_step, start_step)
 
