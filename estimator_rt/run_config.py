@@ -169,7 +169,8 @@ class RunConfig:
       `tf.compat.v1.distribute` one, taken as its TF2 equivalent), or a
       strategy name ('default', 'one_device', 'mirrored', 'central_storage',
       'multi_worker_mirrored', 'parameter_server'), or None for the
-      default strategy.
+      default strategy; None in a TF_CONFIG cluster with ps tasks means
+      'parameter_server', as in tf.estimator.
     eval_distribute: like `train_distribute`, for evaluation and prediction.
       None reuses the training strategy where that is correct (one process,
       not central_storage), else evaluates without distribution.
@@ -272,6 +273,11 @@ class RunConfig:
         task_info = cluster.client_task(remote_cluster)
     save_checkpoints_steps, save_checkpoints_secs = _checkpoint_schedule(
         save_checkpoints_steps, save_checkpoints_secs)
+    if (train_distribute is None and task_info is not None and
+        task_info.num_ps and not task_info.standalone_client):
+      # tf.estimator 2.15 trained between-graph with the variables on the
+      # ps tasks whenever TF_CONFIG had some and no strategy was given.
+      train_distribute = cluster.PARAMETER_SERVER
     train_distribute = strategies.from_v1(train_distribute)
     eval_distribute = strategies.from_v1(eval_distribute)
     values = dict(locals())
