@@ -357,6 +357,7 @@ def _prepare_process(role):
 def _build_estimator(role, strategy, remote_cluster):
   """(estimator, input_fn, eval_input_fn) from the flags."""
   import estimator_rt as ert  # pylint: disable=g-import-not-at-top
+  from estimator_rt import estimator_factory  # pylint: disable=g-import-not-at-top
   from estimator_rt import user_fns  # pylint: disable=g-import-not-at-top
   model_fn = user_fns.load_callable(FLAGS.model_fn, flag='model_fn')
   input_fn = user_fns.load_callable(FLAGS.input_fn, flag='input_fn')
@@ -386,11 +387,11 @@ def _build_estimator(role, strategy, remote_cluster):
       remote_connect_timeout_secs=FLAGS.remote_connect_timeout_secs,
       checkpoint_input=FLAGS.checkpoint_input,
       jit_compile=FLAGS.jit_compile, engine=FLAGS.engine)
-  if user_fns.is_estimator_factory(model_fn):
+  if estimator_factory.is_estimator_factory(model_fn):
     # A canned estimator (or any Estimator) built by the user's factory,
     # with the config the flags and TF_CONFIG made.
-    estimator = user_fns.call_estimator_factory(model_fn, config=config,
-                                                params=params)
+    estimator = estimator_factory.call_estimator_factory(
+        model_fn, config=config, params=params)
     # Its Estimator has params of its own (a canned one: none); the input_fns
     # still get the job's (--params: batch_size, ...).
     input_fn = _with_params(input_fn, params)

@@ -109,39 +109,6 @@ def check_model_fn(model_fn: Any) -> Callable:
   return model_fn
 
 
-# What an estimator factory takes (see is_estimator_factory).
-_FACTORY_ARGS = ('config', 'params')
-
-
-def is_estimator_factory(fn: Callable) -> bool:
-  """Whether `fn`, named where a model_fn goes (the binary's --model_fn),
-  builds a whole Estimator instead: `fn(config, params)` (either argument
-  optional) returning an `Estimator`, e.g. a canned DNNClassifier. Told
-  apart from a model_fn by its arguments: a model_fn takes `features`, a
-  factory takes nothing but `config` and `params`."""
-  if not callable(fn) or inspect.isclass(fn):
-    return False
-  args = declared_args(fn)
-  return '*' not in args and args <= set(_FACTORY_ARGS)
-
-
-def call_estimator_factory(factory: Callable, *, config, params):
-  """The Estimator `factory(config, params)` builds, checked."""
-  from estimator_rt import estimator as estimator_lib  # pylint: disable=g-import-not-at-top
-  args = declared_args(factory)
-  kwargs = {name: value for name, value in
-            (('config', config), ('params', params)) if name in args}
-  built = factory(**kwargs)
-  if not isinstance(built, estimator_lib.Estimator):
-    raise UserInputError(
-        f'{fn_name(factory)} takes only {sorted(args) or "no arguments"}, so '
-        'it was called as an estimator factory (it is not a model_fn: those '
-        f'take `features`), and returned {type(built).__name__}: {built!r}; '
-        'return an estimator_rt Estimator (e.g. a canned DNNClassifier built '
-        'with the config given).')
-  return built
-
-
 def call_model_fn(model_fn, features, labels, mode, params, config):
   """Calls `model_fn` with the subset of arguments it declares."""
   args = declared_args(model_fn)

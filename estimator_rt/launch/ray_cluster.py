@@ -29,6 +29,7 @@ would no longer hold.
 """
 
 import collections
+import contextlib
 import ctypes
 import json
 import os
@@ -448,36 +449,43 @@ def run_on_ray(*, command: Sequence[str], workers: int, ps: int = 0,
     PlacementError: Ray had no room for every task's actor in time.
   """
   keys = task_keys(workers=workers, ps=ps, chief=chief, evaluator=evaluator)
-  owns_ray = not ray.is_initialized()
-  if owns_ray:
-    ray.init(address=address, **(init_kwargs or {}))
   lock = threading.Lock()
-  group = None
-  try:
-    group = RayCluster(
-        keys=keys, command=list(command), env=env, cwd=cwd or os.getcwd(),
-        cpus_per_task=cpus_per_task, gpus_per_task=gpus_per_task,
-        spread=spread, host=host,
-        placement_timeout_secs=placement_timeout_secs,
-        output_lock=lock)
+  with _connected(address, init_kwargs), contextlib.closing(RayCluster(
+      keys=keys, command=list(command), env=env, cwd=cwd or os.getcwd(),
+      cpus_per_task=cpus_per_task, gpus_per_task=gpus_per_task,
+      spread=spread, host=host,
+      placement_timeout_secs=placement_timeout_secs,
+      output_lock=lock)) as group:
     supervisor = Supervisor(
         group, max_restarts=max_restarts, max_preemptions=max_preemptions,
         grace_secs=grace_secs, timeout_secs=timeout_secs, pid_file=pid_file,
         output_lock=lock)
-    supervisor.log(f'cluster: {json.dumps(group.cluster)}')
-    if on_started is not None:
-      on_started(supervisor)
-    code = 1
-    try:
-      code = supervisor.run()
-    finally:
-      # Also after an exception in the launcher itself: no task outlives
-      # it.
-      group.stop(kill_after=TERMINATE_SECS)
-      supervisor.log(f'exit codes: {json.dumps(group.exit_codes())}')
-    return supervisor.status(code)
+    return supervisor.status(_supervise(group, supervisor, on_started))
+
+
+@contextlib.contextmanager
+def _connected(address: Optional[str], init_kwargs: Optional[dict]):
+  """Connects to Ray unless this process already is; a connection made
+  here is closed (and a 'local' instance stopped) on the way out."""
+  owns_ray = not ray.is_initialized()
+  if owns_ray:
+    ray.init(address=address, **(init_kwargs or {}))
+  try:
+    yield
   finally:
-    if group is not None:
-      group.close()
     if owns_ray:
       ray.shutdown()
+
+
+def _supervise(group: RayCluster, supervisor: Supervisor,
+               on_started: Optional[Callable[[object], None]]) -> int:
+  """Runs the job under `supervisor`; its exit code. No task outlives
+  this, also after an exception in the launcher itself."""
+  supervisor.log(f'cluster: {json.dumps(group.cluster)}')
+  if on_started is not None:
+    on_started(supervisor)
+  try:
+    return supervisor.run()
+  finally:
+    group.stop(kill_after=TERMINATE_SECS)
+    supervisor.log(f'exit codes: {json.dumps(group.exit_codes())}')
