@@ -10,6 +10,7 @@ tf.estimator 2.15 trained resumes, evaluates and exports here, and one
 trained here resumes under 2.15.
 """
 
+import contextlib
 from typing import Any, Mapping, Optional, Sequence
 
 import tensorflow as tf
@@ -95,10 +96,12 @@ def add_layer_summary(value: tf.Tensor, tag: str) -> None:
 
 
 def zero_fraction(value: tf.Tensor) -> tf.Tensor:
-  """The fraction of `value`'s elements that are zero. (Not
-  tf.math.zero_fraction: its graph-mode cond logs a type-inference error
-  on every graph here.)"""
-  return tf.reduce_mean(tf.cast(tf.equal(value, 0), tf.float32))
+  """The fraction of `value`'s elements that are zero, `zero_fraction/
+  fraction` as 2.15 named it. (Not tf.math.zero_fraction: its graph-mode
+  cond logs a type-inference error on every graph here.)"""
+  with tf.name_scope('zero_fraction'):
+    return tf.reduce_mean(tf.cast(tf.equal(value, 0), tf.float32),
+                          name='fraction')
 
 
 def per_replica_loss(loss: tf.Tensor, loss_reduction: str) -> tf.Tensor:
@@ -124,9 +127,21 @@ def estimator_spec(*, head, features, mode, labels, logits,
         parts, per_replica_loss(loss, head.loss_reduction), v1=v1,
         update_ops=update_ops)
 
-  return head.create_estimator_spec(
-      features=features, mode=mode, labels=labels, logits=logits,
-      train_op_fn=train_op_fn if mode == ModeKeys.TRAIN else None)
+  with _model_name_scope(v1.model_scope if v1 is not None else ''):
+    return head.create_estimator_spec(
+        features=features, mode=mode, labels=labels, logits=logits,
+        train_op_fn=train_op_fn if mode == ModeKeys.TRAIN else None)
+
+
+def _model_name_scope(model_scope: str):
+  """Re-enters the name scope `model_scope` of the current one (where the
+  model's layers made their ops), or stays where it is for ''. (A plain
+  name_scope(model_scope) would open a new `<model_scope>_1`.)"""
+  if not model_scope:
+    return contextlib.nullcontext()
+  current = tf.compat.v1.get_default_graph().get_name_scope()
+  return tf.compat.v1.name_scope(
+      f'{current}/{model_scope}/' if current else f'{model_scope}/')
 
 
 def regression_head(label_dimension: int, *, weight_column=None,

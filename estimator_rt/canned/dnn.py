@@ -114,7 +114,8 @@ def dnn_logit_fn_builder(units, hidden_units, feature_columns, activation_fn,
 # classes use the Keras class's own default (Adagrad: 0.001), as in 2.15.
 V1_LEARNING_RATE = 0.05
 # 2.15's v1 DNN partitioned its variables (one part here); see V1Naming.
-V1_NAMING = optimizers.V1Naming(name_scope='dnn/head', slot_prefix='t_0/')
+V1_NAMING = optimizers.V1Naming(name_scope='dnn/head', slot_prefix='t_0/',
+                                model_scope='dnn')
 
 
 def dnn_model_fn(*, features, labels, mode, head, hidden_units,

@@ -53,7 +53,8 @@ def combined_model_fn(*, features, labels, mode, head, linear_feature_columns,
   if linear_feature_columns:
     linear_logits, weights, bias = linear.build_linear(
         units=head.logits_dimension, feature_columns=linear_feature_columns,
-        sparse_combiner=linear_sparse_combiner, features=features)
+        sparse_combiner=linear_sparse_combiner, features=features,
+        ops_scope=linear.V1_OPS_SCOPE if v1 else linear.OPS_SCOPE)
     base.add_layer_summary(linear_logits, 'linear')
     logits.append(linear_logits)
     parts.append(optimizers.Part(
@@ -62,9 +63,18 @@ def combined_model_fn(*, features, labels, mode, head, linear_feature_columns,
         variables=weights + [bias], what='linear_optimizer'))
   return base.estimator_spec(
       head=head, features=features, mode=mode, labels=labels,
-      logits=tf.math.add_n(logits), parts=parts,
+      logits=_sum(logits), parts=parts,
       v1=V1_NAMING if v1 else None,
       update_ops=update_ops)
+
+
+def _sum(logits):
+  """The DNN's logits plus the linear model's, the op `add` as 2.15 made it
+  (programs fetch it by name), or the one part given."""
+  if len(logits) == 1:
+    return logits[0]
+  dnn_logits, linear_logits = logits
+  return tf.math.add(dnn_logits, linear_logits, name='add')
 
 
 def _check_columns(linear_feature_columns, dnn_feature_columns,

@@ -17,6 +17,7 @@ dense ones) plus the bias.
 its own ops; using it is refused in one line.
 """
 
+import contextlib
 import math
 from typing import Dict, Sequence, Tuple
 
@@ -35,7 +36,7 @@ LEARNING_RATE = 0.2
 # 2.15's v1 linear model partitioned its variables (one part here); see
 # V1Naming.
 V1_NAMING = optimizers.V1Naming(name_scope='linear/head',
-                                slot_prefix='part_0/')
+                                slot_prefix='part_0/', model_scope='linear')
 SPARSE_COMBINERS = ('mean', 'sqrtn', 'sum')
 
 
@@ -77,10 +78,22 @@ def _check_sparse_combiner(sparse_combiner) -> None:
         f'{SPARSE_COMBINERS}.')
 
 
+# Where 2.15's linear models made their ops, under their variable scope
+# 'linear/linear_model' (a Keras LinearModel layer named 'linear_model',
+# which the v1 and TF2 estimators nested differently); the logits are
+# `<scope>/<ops scope>/weighted_sum`, each column's sum `.../<column>/
+# weighted_sum`. The variables keep the variable scope's names.
+OPS_SCOPE = 'linear/linear_model/linear/linear_model'
+V1_OPS_SCOPE = 'linear_model/linear_model'
+
+
 def build_linear(*, units: int, feature_columns: Sequence, sparse_combiner,
-                 features, scope: str = 'linear/linear_model'):
+                 features, scope: str = 'linear/linear_model',
+                 ops_scope: str = ''):
   """The linear model's logits on `features`, its weights (without the
-  bias) and its bias; see the module docstring for the variables."""
+  bias) and its bias; see the module docstring for the variables. Its ops
+  are in name scope `<scope>/<ops_scope>` (OPS_SCOPE, V1_OPS_SCOPE:
+  2.15's names)."""
   _check_sparse_combiner(sparse_combiner)
   columns = fc_v2._normalize_feature_columns(feature_columns)  # pylint: disable=protected-access
   for column in columns:
@@ -91,7 +104,8 @@ def build_linear(*, units: int, feature_columns: Sequence, sparse_combiner,
   state = _VariableScopeStateManager()
   cache = fc_v2.FeatureTransformationCache(features)
   weighted_sums, weights = [], []
-  with tf.compat.v1.variable_scope(scope, values=list(features.values())):
+  with tf.compat.v1.variable_scope(scope, values=list(features.values())), \
+      _ops_name_scope(ops_scope):
     for column in columns:
       column_scope = fc_v2._sanitize_column_name_for_variable_scope(column.name)  # pylint: disable=protected-access
       with tf.compat.v1.variable_scope(column_scope):
@@ -113,6 +127,14 @@ def build_linear(*, units: int, feature_columns: Sequence, sparse_combiner,
         tf.math.add_n(weighted_sums, name='weighted_sum_no_bias'), bias,
         name='weighted_sum')
   return logits, weights, bias
+
+
+def _ops_name_scope(ops_scope: str):
+  """Name scope `ops_scope` in the current one; '' stays where it is.
+  (Variables made in it keep their variable scope's names.)"""
+  if not ops_scope:
+    return contextlib.nullcontext()
+  return tf.name_scope(ops_scope)
 
 
 def _fraction_of_zero_weights(variables) -> tf.Tensor:
@@ -168,7 +190,8 @@ def linear_model_fn(*, features, labels, mode, head, feature_columns,
         'usual replacement).')
   logits, weights, bias = build_linear(
       units=head.logits_dimension, feature_columns=feature_columns,
-      sparse_combiner=sparse_combiner, features=features)
+      sparse_combiner=sparse_combiner, features=features,
+      ops_scope=V1_OPS_SCOPE if v1 else OPS_SCOPE)
   add_linear_summaries(weights, bias, head.logits_dimension)
   if optimizer is None:
     optimizer = default_optimizer(feature_columns, v1=v1)

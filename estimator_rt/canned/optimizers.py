@@ -170,9 +170,12 @@ class V1Naming:
   models partitioned their variables, into one part on one machine, and
   the part's name got into the slots': 't_0/', 'part_0/'), and variables of
   no one variable (Adam's beta powers) in name scope `name_scope` (the
-  head's, where 2.15's v1 heads called the train_op_fn)."""
+  head's, where 2.15's v1 heads called the train_op_fn). 2.15's v1
+  model_fn called its head in name scope `model_scope` ('' for the root),
+  which is how the head's ops came to be named `dnn/head/...`."""
   name_scope: str
   slot_prefix: str = ''
+  model_scope: str = ''
 
 
 def train_op(parts: Sequence[Part], loss: tf.Tensor, *,

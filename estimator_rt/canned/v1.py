@@ -19,8 +19,9 @@ import tensorflow as tf
 
 from estimator_rt.canned import base
 from estimator_rt.head import binary_class_head
-from estimator_rt.head import head_utils
 from estimator_rt.head import metrics as metrics_lib
+from estimator_rt.head import multi_class_head
+from estimator_rt.head import regression_head
 from estimator_rt.canned import baseline
 from estimator_rt.canned import dnn
 from estimator_rt.canned import dnn_linear_combined
@@ -48,23 +49,43 @@ def _reduction(loss_reduction: str) -> str:
 
 class _V1BinaryClassHead(binary_class_head.BinaryClassHead):
   """2.15's v1 binary head, as far as it differs: auc and
-  auc_precision_recall are tf.compat.v1.metrics.auc's (trapezoidal)."""
+  auc_precision_recall are tf.compat.v1.metrics.auc's (trapezoidal), and
+  the graph has the v1 heads' op names (base_head.Head._V1_OP_NAMES)."""
+
+  _V1_OP_NAMES = True
 
   def _auc(self, *, curve: str, name: str):
     return metrics_lib.trapezoidal_auc(curve=curve, name=name)
 
 
+class _V1MultiClassHead(multi_class_head.MultiClassHead):
+  """2.15's v1 multi-class head: the v1 heads' op names."""
+
+  _V1_OP_NAMES = True
+
+
+class _V1RegressionHead(regression_head.RegressionHead):
+  """2.15's v1 regression head: the v1 heads' op names."""
+
+  _V1_OP_NAMES = True
+
+
 def _classifier_head(n_classes, *, weight_column, label_vocabulary,
                      loss_reduction):
-  """The head of a v1 canned classifier of `n_classes`."""
-  if n_classes == 2:
-    return _V1BinaryClassHead(
-        weight_column=weight_column, label_vocabulary=label_vocabulary,
-        loss_reduction=_reduction(loss_reduction))
-  return head_utils.binary_or_multi_class_head(
-      n_classes, weight_column=weight_column,
-      label_vocabulary=label_vocabulary,
-      loss_reduction=_reduction(loss_reduction))
+  """The head of a v1 canned classifier of `n_classes` (refused below 2 by
+  MultiClassHead, naming n_classes)."""
+  cls = _V1BinaryClassHead if n_classes == 2 else _V1MultiClassHead
+  kwargs = dict(weight_column=weight_column,
+                label_vocabulary=label_vocabulary,
+                loss_reduction=_reduction(loss_reduction))
+  return cls(**kwargs) if n_classes == 2 else cls(n_classes, **kwargs)
+
+
+def _regression_head(label_dimension, *, weight_column, loss_reduction):
+  """The head of a v1 canned regressor."""
+  return _V1RegressionHead(label_dimension=label_dimension,
+                           weight_column=weight_column,
+                           loss_reduction=_reduction(loss_reduction))
 
 
 def _no_partitioner(estimator_name: str, **partitioners) -> None:
@@ -120,8 +141,8 @@ class DNNRegressor(DNNEstimator):
                input_layer_partitioner=None, config=None,
                warm_start_from=None, loss_reduction='weighted_sum',
                batch_norm=False):
-    head = base.regression_head(label_dimension, weight_column=weight_column,
-                                loss_reduction=_reduction(loss_reduction))
+    head = _regression_head(label_dimension, weight_column=weight_column,
+                            loss_reduction=loss_reduction)
     super().__init__(head, hidden_units, feature_columns, model_dir=model_dir,
                      optimizer=optimizer, activation_fn=activation_fn,
                      dropout=dropout,
@@ -168,8 +189,8 @@ class LinearRegressor(LinearEstimator):
                weight_column=None, optimizer='Ftrl', config=None,
                partitioner=None, warm_start_from=None,
                loss_reduction='weighted_sum', sparse_combiner='sum'):
-    head = base.regression_head(label_dimension, weight_column=weight_column,
-                                loss_reduction=_reduction(loss_reduction))
+    head = _regression_head(label_dimension, weight_column=weight_column,
+                            loss_reduction=loss_reduction)
     super().__init__(head, feature_columns, model_dir=model_dir,
                      optimizer=optimizer, config=config,
                      partitioner=partitioner,
@@ -239,8 +260,8 @@ class DNNLinearCombinedRegressor(DNNLinearCombinedEstimator):
                input_layer_partitioner=None, config=None,
                warm_start_from=None, loss_reduction='weighted_sum',
                batch_norm=False, linear_sparse_combiner='sum'):
-    head = base.regression_head(label_dimension, weight_column=weight_column,
-                                loss_reduction=_reduction(loss_reduction))
+    head = _regression_head(label_dimension, weight_column=weight_column,
+                            loss_reduction=loss_reduction)
     super().__init__(
         head, model_dir=model_dir,
         linear_feature_columns=linear_feature_columns,
@@ -272,12 +293,13 @@ class BaselineClassifier(baseline.BaselineEstimator):
                      config=config)
 
 
-class BaselineRegressor(baseline.BaselineRegressor):
+class BaselineRegressor(baseline.BaselineEstimator):
   """tf.compat.v1.estimator.BaselineRegressor."""
   _V1 = True
 
   def __init__(self, model_dir=None, label_dimension=1, weight_column=None,
                optimizer='Ftrl', config=None, loss_reduction='weighted_sum'):
-    super().__init__(model_dir=model_dir, label_dimension=label_dimension,
-                     weight_column=weight_column, optimizer=optimizer,
-                     config=config, loss_reduction=_reduction(loss_reduction))
+    head = _regression_head(label_dimension, weight_column=weight_column,
+                            loss_reduction=loss_reduction)
+    super().__init__(head, model_dir=model_dir, optimizer=optimizer,
+                     config=config)

@@ -8,8 +8,9 @@ numbers; they return estimator_rt `EstimatorSpec`s and run in both engines
 """
 
 import abc
+import contextlib
 import inspect
-from typing import Any, Dict, Optional
+from typing import Any, Dict, NamedTuple, Optional
 
 from absl import logging
 import tensorflow as tf
@@ -109,14 +110,23 @@ def loss_fn_arguments(loss_fn) -> tuple:
 def reduce_loss(unweighted_loss, weights, loss_reduction) -> tf.Tensor:
   """The weighted loss reduced as Keras reduced it for tf.estimator: SUM
   adds the weighted losses, SUM_OVER_BATCH_SIZE divides that by the number
-  of loss elements (batch size * label dimension), and so does AUTO."""
-  weighted = tf.cast(unweighted_loss, tf.float32)
-  if weights is not None:
-    weighted = weighted * tf.cast(weights, tf.float32)
-  total = tf.reduce_sum(weighted)
-  if loss_reduction == SUM:
-    return total
-  return tf.math.divide_no_nan(total, tf.cast(tf.size(weighted), tf.float32))
+  of loss elements (batch size * label dimension), and so does AUTO.
+
+  Its ops have the names of 2.15's (Keras' and tf.compat.v1.losses'
+  `compute_weighted_loss`): `weighted_loss/Sum` is the summed loss,
+  `weighted_loss/value` the mean; programs fetch them by name.
+  """
+  with tf.name_scope('weighted_loss'):
+    # Multiplied by 1. without weights, as 2.15 did (the same numbers).
+    weights = 1. if weights is None else tf.cast(weights, tf.float32)
+    weighted = tf.math.multiply(tf.cast(unweighted_loss, tf.float32),
+                                weights)
+    total = tf.reduce_sum(weighted)
+    if loss_reduction == SUM:
+      return total
+    with tf.name_scope('num_elements') as scope:
+      count = tf.cast(tf.size(weighted, name=scope), tf.float32)
+    return tf.math.divide_no_nan(tf.reduce_sum(total), count, name='value')
 
 
 def check_logits(logits, logits_dimension: int) -> tf.Tensor:
@@ -355,6 +365,21 @@ def eager_train_spec(*, optimizer, loss, predictions, trainable_variables,
   return spec
 
 
+class LossParts(NamedTuple):
+  """A head's training loss and what it was computed from.
+
+  Attributes:
+    regularized: the training loss with the regularization losses added.
+    loss: the weighted losses reduced, without them.
+    unweighted: the per-example (per-element) losses.
+    weights: the example weights ([batch, 1]), or None.
+  """
+  regularized: tf.Tensor
+  loss: tf.Tensor
+  unweighted: tf.Tensor
+  weights: Optional[tf.Tensor]
+
+
 class Head(abc.ABC):
   """tf.estimator's Head: logits in, EstimatorSpec out.
 
@@ -367,6 +392,13 @@ class Head(abc.ABC):
   _loss_reduction: str = SUM_OVER_BATCH_SIZE
   _weight_column = None
   _loss_fn = None
+  # Whose op names the graph gets: tf.estimator 2.15's heads' (False: the
+  # loss under `<head>/losses`), or, for the tf.compat.v1.estimator canned
+  # estimators, 2.15's v1 heads' (canned/head.py: the loss right under the
+  # head's scope, and in TRAIN with a summed loss the mean loss
+  # `<head>/truediv` and its `average_loss` summary). Programs fetch these
+  # tensors by name (LoggingTensorHook); the numbers are the same.
+  _V1_OP_NAMES = False
 
   def _init_common(self, *, weight_column, loss_reduction, loss_fn, name):
     """What every head's constructor stores, checked."""
@@ -421,15 +453,36 @@ class Head(abc.ABC):
     """The regularized training loss: the weighted per-example losses
     reduced by `loss_reduction`, plus `regularization_losses`."""
     del mode
-    with tf.name_scope('losses'):
+    return self._loss_parts(labels, logits, features,
+                            regularization_losses).regularized
+
+  def _loss_parts(self, labels, logits, features,
+                  regularization_losses) -> 'LossParts':
+    """The training loss and what it was computed from (see LossParts),
+    under 2.15's names (see _V1_OP_NAMES)."""
+    scope = (contextlib.nullcontext() if self._V1_OP_NAMES
+             else tf.name_scope('losses'))
+    with scope:
       logits = check_logits(logits, self.logits_dimension)
       labels = self._processed_labels(logits, labels)
       unweighted, weights = self._unweighted_loss_and_weights(
           logits, labels, features)
       loss = reduce_loss(unweighted, weights, self._loss_reduction)
+      regularized = loss
       if regularization_losses:
-        loss += tf.math.add_n(regularization_losses)
-      return loss
+        regularized = loss + tf.math.add_n(regularization_losses)
+      return LossParts(regularized=regularized, loss=loss,
+                       unweighted=unweighted, weights=weights)
+
+  def _v1_mean_loss(self, parts: 'LossParts') -> Optional[tf.Tensor]:
+    """2.15's v1 heads' mean loss in TRAIN, `<head>/truediv` (the summed
+    loss over the sum of the example weights), or None where they had none
+    (another head family, or a loss that is not a sum)."""
+    if not self._V1_OP_NAMES or self._loss_reduction != SUM:
+      return None
+    weights = 1. if parts.weights is None else parts.weights
+    weight_sum = tf.reduce_sum(weights * tf.ones_like(parts.unweighted))
+    return parts.loss / weight_sum
 
   @abc.abstractmethod
   def predictions(self, logits, keys=None) -> Dict[str, tf.Tensor]:
@@ -485,8 +538,14 @@ class Head(abc.ABC):
       if mode == ModeKeys.PREDICT:
         return EstimatorSpec(mode=ModeKeys.PREDICT, predictions=predictions,
                              export_outputs=self._export_outputs(predictions))
-      loss = self.loss(labels, logits, features=features, mode=mode,
-                       regularization_losses=regularization_losses)
+      # The v1 heads' mean loss needs the parts; other heads keep their
+      # own `loss` (a subclass may define it).
+      parts = (self._loss_parts(labels, logits, features,
+                                regularization_losses)
+               if self._V1_OP_NAMES else None)
+      loss = parts.regularized if parts else self.loss(
+          labels, logits, features=features, mode=mode,
+          regularization_losses=regularization_losses)
       if mode == ModeKeys.EVAL:
         eval_metrics = self.update_metrics(
             self.metrics(regularization_losses=regularization_losses),
@@ -501,12 +560,14 @@ class Head(abc.ABC):
       return self._train_spec(
           loss=loss, predictions=predictions, optimizer=optimizer,
           trainable_variables=trainable_variables, train_op_fn=train_op_fn,
-          update_ops=update_ops, regularization_losses=regularization_losses)
+          update_ops=update_ops, regularization_losses=regularization_losses,
+          loss_parts=parts)
 
   def _train_spec(self, *, loss, predictions, optimizer, trainable_variables,
                   train_op_fn, update_ops, regularization_losses,
-                  eval_metric_ops=None) -> EstimatorSpec:
-    """The TRAIN spec for the head's regularized `loss`."""
+                  eval_metric_ops=None, loss_parts=None) -> EstimatorSpec:
+    """The TRAIN spec for the head's regularized `loss` (`loss_parts`: what
+    it was computed from, for the v1 heads' mean loss)."""
     if (optimizer is not None and train_op_fn is None and
         not metrics_lib.in_graph_engine()):
       # A TF2 model_fn: the eager engine differentiates and applies.
@@ -518,19 +579,27 @@ class Head(abc.ABC):
         optimizer=optimizer, trainable_variables=trainable_variables,
         train_op_fn=train_op_fn, update_ops=update_ops, loss=loss,
         loss_reduction=self.loss_reduction)
-    self._write_loss_summary(loss, regularization_losses)
+    # After the train op, as 2.15 made it (the names are the same).
+    mean_loss = (self._v1_mean_loss(loss_parts) if loss_parts is not None
+                 else None)
+    self._write_loss_summary(loss, regularization_losses, mean_loss)
     return EstimatorSpec(mode=ModeKeys.TRAIN, predictions=predictions,
                          loss=loss, train_op=train_op,
                          eval_metric_ops=eval_metric_ops)
 
-  def _write_loss_summary(self, loss, regularization_losses) -> None:
-    """The training summaries 2.15 wrote: the loss (and the regularization
-    loss) under the head's keys; the graph engine records them."""
+  def _write_loss_summary(self, loss, regularization_losses,
+                          mean_loss=None) -> None:
+    """The training summaries 2.15 wrote: the loss (the v1 heads' mean
+    loss, and the regularization loss) under the head's keys; the graph
+    engine records them."""
     if not metrics_lib.in_graph_engine():
       return
     with tf.compat.v1.name_scope(''):
       tf.compat.v1.summary.scalar(
           self._summary_key(keys_lib.MetricKeys.LOSS), loss)
+      if mean_loss is not None:
+        tf.compat.v1.summary.scalar(
+            self._summary_key(keys_lib.MetricKeys.LOSS_MEAN), mean_loss)
       if regularization_losses:
         tf.compat.v1.summary.scalar(
             self._summary_key(keys_lib.MetricKeys.LOSS_REGULARIZATION),

@@ -62,9 +62,12 @@ class MultiClassHead(base_head.Head):
                                        self._n_classes)
 
   def _default_loss(self, labels, logits):
+    # 2.15's names (tf.compat.v1.losses.sparse_softmax_cross_entropy's).
+    with tf.name_scope('sparse_softmax_cross_entropy_loss'):
+      losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
+          labels=tf.squeeze(labels, -1), logits=logits, name='xentropy')
     # Per example, [batch, 1] like the weights.
-    return tf.expand_dims(tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=tf.squeeze(labels, -1), logits=logits), -1)
+    return tf.expand_dims(losses, -1)
 
   _VALID_KEYS = (_P.LOGITS, _P.PROBABILITIES, _P.CLASS_IDS, _P.CLASSES,
                  _P.ALL_CLASS_IDS, _P.ALL_CLASSES)
@@ -78,11 +81,33 @@ class MultiClassHead(base_head.Head):
     with tf.name_scope('predictions'):
       if _P.LOGITS in keys:
         out[_P.LOGITS] = logits
+      if self._V1_OP_NAMES:
+        # 2.15's v1 head made them in this order, which numbers the names
+        # (class_ids is predictions/ExpandDims_2 there).
+        self._v1_class_predictions(out, keys, logits)
+        return out
       if _P.PROBABILITIES in keys:
         out[_P.PROBABILITIES] = tf.nn.softmax(logits, name=_P.PROBABILITIES)
       base_head.add_class_predictions(out, keys, logits, self._n_classes,
                                       self._label_vocabulary)
     return out
+
+  def _v1_class_predictions(self, out, keys, logits) -> None:
+    """Adds the predictions of `keys` but the logits to `out`, in the order
+    2.15's v1 head made them: all_class_ids, all_classes, class_ids,
+    classes, probabilities."""
+    for key, make in (
+        (_P.ALL_CLASS_IDS, lambda: base_head.all_class_ids(
+            logits, self._n_classes)),
+        (_P.ALL_CLASSES, lambda: base_head.all_classes(
+            logits, self._n_classes, self._label_vocabulary))):
+      if key in keys:
+        out[key] = make()
+    base_head.add_class_predictions(
+        out, [key for key in keys if key in (_P.CLASS_IDS, _P.CLASSES)],
+        logits, self._n_classes, self._label_vocabulary)
+    if _P.PROBABILITIES in keys:
+      out[_P.PROBABILITIES] = tf.nn.softmax(logits, name=_P.PROBABILITIES)
 
   def metrics(self, regularization_losses=None):
     family = metrics_lib.family()

@@ -240,8 +240,11 @@ class MultiHead(base_head.Head):
     # 2.15's MultiHead names its own keys after its (joined) name.
     return f'{key}/{self.name}'
 
-  def _write_loss_summary(self, loss, regularization_losses) -> None:
-    # The merged loss under plain 'loss', as 2.15 wrote it.
+  def _write_loss_summary(self, loss, regularization_losses,
+                          mean_loss=None) -> None:
+    # The merged loss under plain 'loss', as 2.15 wrote it (a MultiHead has
+    # no mean loss: it is no v1 head).
+    del mean_loss
     if not metrics_lib.in_graph_engine():
       return
     with tf.compat.v1.name_scope(''):

@@ -58,7 +58,9 @@ class RegressionHead(base_head.Head):
     return tf.cast(labels, tf.float32)
 
   def _default_loss(self, labels, logits):
-    return tf.math.squared_difference(logits, labels)
+    # 2.15's name (tf.compat.v1.losses.mean_squared_error's).
+    with tf.name_scope('mean_squared_error'):
+      return tf.math.squared_difference(logits, labels)
 
   def predictions(self, logits, keys=None):
     valid = (_P.PREDICTIONS, _P.LOGITS) if self._inverse_link_fn else (
@@ -70,9 +72,10 @@ class RegressionHead(base_head.Head):
     out = {}
     with tf.name_scope('predictions'):
       if _P.PREDICTIONS in keys:
-        value = (self._inverse_link_fn(logits) if self._inverse_link_fn
-                 else logits)
-        out[_P.PREDICTIONS] = tf.identity(value, name=_P.PREDICTIONS)
+        # The logits themselves (or the inverse link's result), by their
+        # own name, as 2.15 predicted them.
+        out[_P.PREDICTIONS] = (self._inverse_link_fn(logits)
+                               if self._inverse_link_fn else logits)
       if _P.LOGITS in keys:
         out[_P.LOGITS] = logits
     return out
