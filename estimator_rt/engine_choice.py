@@ -20,16 +20,24 @@ The rule (`choose_engine`), so that no setting is needed:
      Training on a model_dir that has one continues in its engine.
   3. Otherwise (a fresh model_dir) the eager engine starts, and its first
      call of the model_fn (the build call, before anything is written)
-     tells: the model_fn is TF1-style, and the graph engine takes over, when
-     that call raises TensorFlow's RuntimeError for an API that only works
-     in a graph (its message names eager execution: `Optimizer.minimize`
-     of a loss tensor, `tf.compat.v1.metrics`, `tf.compat.v1.placeholder`,
-     `Saver`, ...) or returns a `Scaffold` or `SessionRunHook`s, which only
-     a session can honour (`errors.GraphModelFnError`). Anything else
-     stays in the eager engine, errors included, which it reports.
+     tells: the model_fn goes to the graph engine, as tf.estimator always
+     built a graph, when that call does not run eagerly
+     (`errors.GraphModelFnError`): it raises TensorFlow's RuntimeError for
+     an API that only works in a graph (its message names eager
+     execution: `Optimizer.minimize` of a loss tensor,
+     `tf.compat.v1.metrics`, `tf.compat.v1.placeholder`, `Saver`, ...), or
+     anything else (a library's own check, `tensor.op` on an eager
+     tensor, ...), or it returns a `Scaffold` or `SessionRunHook`s, which
+     only a session can honour. Only model_fns that run eagerly stay in
+     the eager engine. What the graph engine then raises is what is
+     reported. Not sent to a graph: estimator_rt's own `UserInputError`s
+     (the same in both engines) and TensorFlow op errors raised on the
+     input's values (an InvalidArgumentError: a graph would meet them at
+     its first step).
 
 A TF1-style model_fn on a model_dir the eager engine wrote gets one error
-saying so (rule 2 against rule 3).
+saying so (rule 2 against rule 3); a model_fn that merely fails there gets
+its own error.
 """
 
 import importlib
@@ -43,6 +51,7 @@ from estimator_rt import roles
 from estimator_rt.eager import model as eager_model
 from estimator_rt import user_fns
 from estimator_rt.errors import GraphModelFnError
+from estimator_rt.errors import UserInputError
 from estimator_rt.graph import compat as graph_compat
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.run_config import RunConfig
@@ -82,8 +91,13 @@ def graph_reason(*, model_fn: Callable, input_fn: Callable, params: dict,
     with tf.distribute.get_strategy().scope():
       spec = user_fns.call_model_fn(model_fn, features, labels,
                                     ModeKeys.TRAIN, params, config)
+  except UserInputError:
+    raise
   except Exception as e:  # pylint: disable=broad-except
-    return eager_model.graph_only_reason(e)
+    # As in the eager engine's build call: whatever stops the model_fn
+    # running eagerly sends it to a graph, as tf.estimator always built one.
+    return (eager_model.graph_only_reason(e) or
+            eager_model.eager_failure_reason(e))
   session_only = eager_model.session_only_fields(spec)
   return f'it returns {session_only}' if session_only else None
 

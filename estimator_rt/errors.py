@@ -8,6 +8,7 @@ Errors raised by TensorFlow for other reasons propagate unchanged.
 
 import functools
 import reprlib
+from typing import Optional
 
 
 class UserInputError(ValueError):
@@ -97,16 +98,23 @@ class ModelFnError(UserInputError):
 
 
 class GraphModelFnError(ModelFnError):
-  """The eager engine met a TF1-style model_fn (one that only works in a
-  graph); `Estimator` then runs it in the graph engine (see engine_choice.py).
+  """The eager engine met a model_fn that does not run eagerly; `Estimator`
+  then runs it in the graph engine (see engine_choice.py).
 
   Attributes:
     reason: what gave it away, for the log line.
+    eager_error: None when the model_fn is TF1-style for certain (it used a
+      graph-only API, or returned what only a session runs); otherwise it
+      merely failed when called eagerly, and this is that failure, as the
+      eager engine reports it where no graph is tried (a model_dir the
+      eager engine wrote).
   """
 
-  def __init__(self, message: str, *, reason: str):
+  def __init__(self, message: str, *, reason: str,
+               eager_error: Optional[Exception] = None):
     super().__init__(message)
     self.reason = reason
+    self.eager_error = eager_error
 
 
 class InputFnError(UserInputError):

@@ -119,6 +119,9 @@ class Estimator:
     try:
       return work(self._engine_of(kind or engine_choice.EAGER))
     except GraphModelFnError as e:
+      if kind is not None and e.eager_error is not None:
+        # The engine is settled: this is the model_fn's own failure.
+        raise e.eager_error from e.__cause__
       if kind == engine_choice.EAGER and self._config.engine == 'auto':
         raise UserInputError(
             f'model_dir {self.model_dir!r} holds checkpoints of a TF2 '
@@ -128,8 +131,8 @@ class Estimator:
         ) from e
       if kind is not None:
         raise
-      logging.info('model_fn %s is TF1-style (%s): running it in the graph '
-                   'engine.', user_fns.fn_name(self._model_fn), e.reason)
+      logging.info('model_fn %s does not run eagerly (%s): running it in the '
+                   'graph engine.', user_fns.fn_name(self._model_fn), e.reason)
       self._kind = self._last_kind = engine_choice.GRAPH
       return work(self._engine_of(engine_choice.GRAPH))
 

@@ -277,6 +277,54 @@ def test_each_kind_of_model_fn_gets_its_engine_without_a_setting(tmp_path):
                                     'global_step'] == 5
 
 
+def _library_checked_model_fn(features, labels, mode):
+  """A model_fn behind a library's own check (TF-GAN's gan_model raises
+  `ValueError: tfgan.gan_model doesn't work when executing eagerly`)."""
+  if tf.executing_eagerly():
+    raise ValueError("mylib.build doesn't work when executing eagerly.")
+  return _tf1_model_fn(features, labels, mode)
+
+
+def _broken_model_fn(features, labels, mode):
+  del labels, mode
+  raise ValueError(f'the model_fn is broken (features {features.shape})')
+
+
+def test_a_model_fn_that_refuses_eager_execution_in_any_way_gets_a_graph(
+    tmp_path):
+  """tf.estimator always built a graph: a model_fn that fails eagerly with
+  any exception, not only TensorFlow's graph-only RuntimeError, trains in
+  the graph engine."""
+  estimator = estimator_rt.Estimator(_library_checked_model_fn,
+                                     model_dir=str(tmp_path / 'm'))
+  estimator.train(_input_fn, max_steps=5)
+  assert estimator.chosen_engine == engine_choice.GRAPH
+  assert _is_name_based(estimator.model_dir)
+  assert checkpoint_steps(estimator.model_dir) == [5]
+
+
+def test_a_model_fn_failing_in_both_engines_is_reported_once(tmp_path):
+  """A model_fn that fails in a graph too gets the graph engine's error
+  (tf.estimator's), one ModelFnError; nothing is written. On a model_dir
+  the eager engine wrote, it gets the eager engine's own error, not a
+  claim that it is TF1-style."""
+  model_dir = str(tmp_path / 'm')
+  with pytest.raises(estimator_rt.ModelFnError,
+                     match=r'_broken_model_fn failed .*broken \(features'
+                     ) as raised:
+    estimator_rt.Estimator(_broken_model_fn, model_dir=model_dir).train(
+        _input_fn, max_steps=3)
+  assert not isinstance(raised.value, estimator_rt.errors.GraphModelFnError)
+  assert not os.path.exists(model_dir)
+  estimator_rt.Estimator(_keras_model_fn, model_dir=model_dir).train(
+      _input_fn, max_steps=3)
+  with pytest.raises(estimator_rt.ModelFnError,
+                     match='_broken_model_fn failed in mode') as raised:
+    estimator_rt.Estimator(_broken_model_fn, model_dir=model_dir).train(
+        _input_fn, max_steps=6)
+  assert 'TF1-style' not in str(raised.value)
+
+
 def test_a_tf1_model_fn_on_a_tf2_model_dir_is_refused_in_one_line(tmp_path):
   model_dir = str(tmp_path / 'm')
   estimator_rt.Estimator(_keras_model_fn, model_dir=model_dir).train(

@@ -55,6 +55,12 @@ def graph_only_reason(error: BaseException) -> Optional[str]:
   return None
 
 
+def eager_failure_reason(error: BaseException) -> str:
+  """Why a model_fn that failed when called eagerly is tried in a graph."""
+  return ('it fails when called eagerly: '
+          f'{user_fns.describe_exception(error)}')
+
+
 def session_only_fields(spec) -> Optional[str]:
   """'a Scaffold' or 'SessionRunHooks' if `spec` has what only a monitored
   session can honour, else None."""
@@ -181,7 +187,7 @@ class EagerModel:
       with self._store.recording(
           snapshot=_snapshot_rule(mode),
           note_optimizer_variables=mode != ModeKeys.TRAIN):
-        spec = self._invoke(features, labels)
+        spec = self._invoke(features, labels, eagerly=True)
       self.build_spec = spec
       # Optimizer and metric state is not model state, in any mode: a
       # model_fn may build its optimizer and metrics unconditionally, and
@@ -239,7 +245,9 @@ class EagerModel:
   def uses_optimizer(self) -> bool:
     return self.optimizer is not None
 
-  def _invoke(self, features, labels) -> EstimatorSpec:
+  def _invoke(self, features, labels, *, eagerly: bool) -> EstimatorSpec:
+    """Calls the model_fn; `eagerly` for the build call, which also tells
+    whether the model_fn runs eagerly at all (see engine_choice.py)."""
     try:
       with _global_step_scope(self.global_step):
         spec = user_fns.call_model_fn(self._model_fn, features, labels,
@@ -256,7 +264,16 @@ class EagerModel:
         raise GraphModelFnError(
             f'model_fn {user_fns.fn_name(self._model_fn)} is TF1-style and '
             f'needs a graph: {reason}', reason=reason) from e
-      raise self._failed(e, features, labels) from e
+      failed = self._failed(e, features, labels)
+      if eagerly:
+        # tf.estimator always built a graph: a model_fn that fails when
+        # called eagerly, whatever it raises (a library's own "doesn't work
+        # when executing eagerly" check, `tensor.op` on an eager tensor),
+        # gets a graph before anything is reported.
+        raise GraphModelFnError(
+            str(failed), reason=eager_failure_reason(e),
+            eager_error=failed) from e
+      raise failed from e
     session_only = session_only_fields(spec)
     if session_only is not None:
       raise GraphModelFnError(
@@ -295,7 +312,7 @@ class EagerModel:
   def call(self, features, labels) -> EstimatorSpec:
     """Calls the model_fn on the built variables (inside compiled code)."""
     with self._store.reusing():
-      spec = self._invoke(features, labels)
+      spec = self._invoke(features, labels, eagerly=False)
     if self.mode == ModeKeys.TRAIN and (
         (spec.optimizer is None) != (self.build_spec.optimizer is None)):
       raise ModelFnError(
