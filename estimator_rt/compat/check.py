@@ -32,7 +32,7 @@ from estimator_rt.compat import scan
 from estimator_rt.compat import tf_breaks
 
 RUNS = 'runs here'
-DIFFERS = 'runs with a difference'
+DIFFERS = 'runs with a documented difference'
 REFUSED = 'refused'
 TF_BREAK = 'breaks on TensorFlow 2.16+'
 STATUSES = (RUNS, DIFFERS, REFUSED, TF_BREAK)
@@ -94,9 +94,11 @@ def python_files(paths: Sequence[str]) -> List[str]:
       files.append(path)
     elif os.path.isdir(path):
       files.extend(_walk(path))
+    elif not os.path.exists(path):
+      raise CheckArgumentError(f'--check: DIR {path!r} does not exist')
     else:
       raise CheckArgumentError(
-          f'--check: {path!r} is neither a directory nor a file')
+          f'--check: DIR {path!r} is neither a directory nor a file')
   return files
 
 
