@@ -19,6 +19,7 @@ import re
 import pytest
 
 from conftest import run_python
+from estimator_rt.compat import check
 from estimator_rt.compat import differences
 from estimator_rt.compat import scan
 
@@ -95,7 +96,7 @@ CODEBASE = {
         'estimator_lib  # tensorflow_estimator.python.estimator.estimator',
         'estimator_lib.Estimator  '
         '# tensorflow_estimator.python.estimator.estimator.Estimator',
-        'estimator_lib._no_such_helper  '
+        'estimator_lib._no_such_helper.__doc__  '
         '# tensorflow_estimator.python.estimator.estimator._no_such_helper',
         'from tensorflow_estimator.python.estimator.canned import head as '
         'head_lib  # tensorflow_estimator.python.estimator.canned.head',
@@ -474,3 +475,22 @@ def test_every_registered_difference_is_reported_with_its_line(report):
 ])
 def test_scan_resolves_aliases(source, expected):
   assert [u.qualified for u in scan.scan_source(source)] == expected
+
+
+@pytest.mark.parametrize('written,failed,reported', [
+    ('tensorflow.python.estimator.canned.dnn', 3,
+     'tensorflow.python.estimator.canned.dnn'),
+    ('tensorflow.compat.v2.compat.v1.estimator.EvalSpec.__init__', 6,
+     'tensorflow.compat.v2.compat.v1.estimator.EvalSpec'),
+    ('tensorflow_estimator.python.estimator.run_config.TaskType.WORKER', 5,
+     'tensorflow_estimator.python.estimator.run_config.TaskType'),
+    ('tensorflow_estimator.python.estimator.canned.head._regression_head.x',
+     6, 'tensorflow_estimator.python.estimator.canned.head._regression_head'),
+])
+def test_a_name_that_does_not_resolve_is_cut_after_its_module_path(
+    written, failed, reported):
+  """`written`'s part number `failed` (1-based) does not resolve: the name
+  reported ends at the first part not named as modules are."""
+  parts = written.split('.')
+  length = check._failed_name_length(parts, failed)  # pylint: disable=protected-access
+  assert '.'.join(parts[:length]) == reported

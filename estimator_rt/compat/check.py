@@ -18,7 +18,8 @@ kept beside it:
 
 The name reported is the prefix of what the code wrote up to the first
 object that is not a module (`tf.estimator.ModeKeys.TRAIN` is a use of
-`tf.estimator.ModeKeys`), or all of it when it does not resolve.
+`tf.estimator.ModeKeys`); when it does not resolve, up to the first part
+not named as modules are (see `_failed_name_length`).
 """
 
 import dataclasses
@@ -207,9 +208,7 @@ class Classifier:
     parts = qualified.split('.')
     n, value, message = resolve(parts)
     if value is None:
-      # All the code wrote: which part names the object is unknown when
-      # the path to it fails (`...compat.v2.compat.v1.estimator.Estimator`).
-      name = display(qualified)
+      name = display('.'.join(parts[:_failed_name_length(parts, n)]))
       if 'estimator_rt' not in message:
         message += ('; estimator_rt.compat does not serve it: use tf.estimator '
                     'or tf.compat.v1.estimator')
@@ -223,6 +222,22 @@ class Classifier:
     if difference is not None:
       return name, DIFFERS, difference
     return name, RUNS, ''
+
+
+def _failed_name_length(parts: Sequence[str], failed: int) -> int:
+  """How many of `parts` name what the code uses when `parts[failed - 1]`
+  does not resolve: up to the first part after it that is not named as
+  modules are (lowercase, PEP 8), so that `...compat.v1.estimator.
+  EvalSpec` and `tensorflow.python.estimator.canned.dnn` are reported
+  whole, and `run_config.TaskType.WORKER` as `run_config.TaskType`."""
+  end = failed
+  while end < len(parts) and _module_like(parts[end - 1]):
+    end += 1
+  return end
+
+
+def _module_like(part: str) -> bool:
+  return part == part.lower() and not part.startswith('_')
 
 
 def _qualified(public_name: str) -> str:
