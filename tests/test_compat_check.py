@@ -347,6 +347,21 @@ def test_differences_are_the_registrys_lines(report):
       'tf.contrib was removed in TensorFlow 2.0')
 
 
+def test_files_are_reported_in_order(report):
+  """Directories walked in sorted order, a file's uses by line, a skipped
+  file in its place."""
+  result, _ = report
+  files = []
+  for line in result.stdout.splitlines():
+    match = re.match(r'^codebase/(\S+?):(\d+): ', line)
+    if match:
+      files.append((match.group(1), int(match.group(2))))
+  top = sorted(f for f in CODEBASE if '/' not in f)
+  assert list(dict.fromkeys(f for f, _ in files)) == top + ['sub/broken.py']
+  assert files == sorted(files, key=lambda f: (
+      (top + ['sub/broken.py']).index(f[0]), f[1]))
+
+
 def test_unparsable_file_is_reported_and_skipped_and_nothing_imported(report):
   result, codebase = report
   assert 'codebase/sub/broken.py:2: skipped: syntax error' in result.stdout
@@ -388,7 +403,8 @@ def test_exit_0_when_every_use_runs(tmp_path):
                 'tf.contrib.slim'],
       'py2.py': ['print "hello"'],
   })
-  result = _check(tmp_path, 'codebase')
+  # ok.py twice (in its DIR, and by name): checked once.
+  result = _check(tmp_path, 'codebase', 'codebase/ok.py')
   assert result.returncode == 0, result.stdout + result.stderr[-3000:]
   uses = _uses(result.stdout)
   assert uses[('ok.py', 2)] == [('tf.estimator.RunConfig', DIFFERS,
@@ -397,6 +413,9 @@ def test_exit_0_when_every_use_runs(tmp_path):
   assert uses[('ok.py', 3)] == [('tf.estimator.LinearClassifier', RUNS, '')]
   assert uses[('ok.py', 4)][0][:2] == ('tf.contrib.slim', TF_BREAK)
   assert 'codebase/py2.py:1: skipped: syntax error' in result.stdout
+  assert result.stdout.count('codebase/ok.py:2: ') == 1, result.stdout
+  assert 'summary: 2 files scanned, 2 uses of 2 tf.estimator names, ' \
+      '1 skipped (not parsed)' in result.stdout, result.stdout
   assert result.stdout.splitlines()[-1] == (
       'result: every tf.estimator use runs here (exit 0)')
 

@@ -69,7 +69,9 @@ class Skipped:
 
 @dataclasses.dataclass
 class Result:
-  files: int
+  """The files scanned (in order), what was found in them, and those that
+  could not be scanned."""
+  files: List[str]
   findings: List[Finding]
   skipped: List[Skipped]
 
@@ -100,7 +102,14 @@ def python_files(paths: Sequence[str]) -> List[str]:
     else:
       raise CheckArgumentError(
           f'--check: DIR {path!r} is neither a directory nor a file')
-  return files
+  # A file reached twice (a DIR and a directory inside it) counts once.
+  seen = set()
+  unique = []
+  for path in files:
+    if os.path.realpath(path) not in seen:
+      seen.add(os.path.realpath(path))
+      unique.append(path)
+  return unique
 
 
 def _walk(directory: str) -> List[str]:
@@ -124,7 +133,9 @@ def scan_file(path: str):
   except SyntaxError as e:  # Includes IndentationError, TabError.
     return None, Skipped(path, e.lineno or 0, f'syntax error: {e.msg}')
   except (ValueError, OSError) as e:  # Null bytes; unreadable.
-    return None, Skipped(path, 0, f'{type(e).__name__}: {e}')
+    return None, Skipped(path, 0, f'{type(e).__name__}: {_one_line(e)}')
+  except RecursionError:  # A generated expression thousands deep.
+    return None, Skipped(path, 0, 'nested too deeply to scan')
 
 
 def display(qualified: str) -> str:
@@ -271,4 +282,4 @@ def check(paths: Sequence[str]) -> Result:
         classifier = Classifier()
       name, status, detail = classifier.classify(use.qualified)
       findings.append(Finding(path, use.line, name, status, detail))
-  return Result(files=len(files), findings=findings, skipped=skipped)
+  return Result(files=files, findings=findings, skipped=skipped)

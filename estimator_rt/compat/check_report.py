@@ -31,11 +31,11 @@ def lines(result: check.Result) -> List[str]:
   """The report of `result`, as lines."""
   entries = [(f.path, f.line, _use_line(f)) for f in result.findings]
   entries += [(s.path, s.line,
-               f'{s.path}:{s.line}: skipped: {s.reason} (file not checked)')
+               f'{s.path}{f":{s.line}" if s.line else ""}: skipped: '
+               f'{s.reason} (file not checked)')
               for s in result.skipped]
-  # Files in scan order, then lines: findings of one file stay together.
-  order = {path: i for i, path in enumerate(
-      dict.fromkeys(e[0] for e in entries))}
+  # Files in scan order, then lines.
+  order = {path: i for i, path in enumerate(result.files)}
   out = [text for _, _, text in sorted(
       entries, key=lambda e: (order[e[0]], e[1]))]
   out.append('')
@@ -52,7 +52,7 @@ def _summary(result: check.Result) -> List[str]:
   estimator_uses = [f for f in result.findings
                     if f.status != check.TF_BREAK]
   names = {f.name for f in estimator_uses}
-  out = [f'summary: {_plural(result.files, "file")} scanned, '
+  out = [f'summary: {_plural(len(result.files), "file")} scanned, '
          f'{_plural(len(estimator_uses), "use")} of '
          f'{_plural(len(names), "tf.estimator name")}'
          + (f', {len(result.skipped)} skipped (not parsed)'
