@@ -483,6 +483,7 @@ def test_every_registered_difference_is_reported_with_its_line(report):
      '    return tf.estimator.X',
      ['tensorflow.estimator.X']),
     ('import tensorflow as tf\nf = lambda tf: tf.estimator', []),
+    ('import tensorflow as tf\ndel tf\ntf.estimator.X', []),
     ('import tensorflow as tf\n[tf.estimator for tf in xs]', []),
     ('from . import estimator\nestimator.X', []),
     ('import tensorflow as tf\ntf.estimator_thing.X', []),

@@ -30,6 +30,9 @@ objects:
     helper) raises AttributeError naming the module and the name, and a
     module path that held no public object raises ModuleNotFoundError.
 
+`python -m estimator_rt.compat --check DIR...` tells, without running it,
+what of this a codebase uses and whether each use runs here (check.py).
+
 Where it stops: private names of tensorflow_estimator, and the parts of the
 API that estimator_rt refuses in one line (see the README's "Moving from
 tf.estimator").

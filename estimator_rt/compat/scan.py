@@ -305,7 +305,10 @@ class _Scanner:
       self.block(node.body, table, outer)
     elif isinstance(node, ast.Delete):
       for target in node.targets:
-        self._bind_or_forget([target], None, table)
+        if isinstance(target, ast.Name):
+          table.pop(target.id, None)
+        else:  # `del tf.estimator.X` or `del d[k]`: reads what it deletes in.
+          self.expression(getattr(target, 'value', None), table)
     else:
       self._compound(node, table, outer)
 
