@@ -171,6 +171,10 @@ import estimator_rt
 assert tf.estimator.Estimator is estimator_rt.Estimator
 assert tf.compat.v1.estimator.Estimator is estimator_rt.Estimator
 assert tf.compat.v2.estimator.RunConfig is estimator_rt.RunConfig
+assert tf.compat.v2.compat.v1.estimator is tf.compat.v1.estimator
+assert tf.compat.v1.compat.v2.estimator is tf.estimator
+from tensorflow.compat.v2.compat.v1.estimator import DNNClassifier
+assert DNNClassifier is tf.compat.v1.estimator.DNNClassifier
 assert tf_estimator is tf.estimator and te.estimator is tf.estimator
 assert model_fn_lib.EstimatorSpec is estimator_rt.EstimatorSpec
 assert export_output.PredictOutput is estimator_rt.export.PredictOutput

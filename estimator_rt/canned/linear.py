@@ -206,6 +206,11 @@ class LinearSDCA:
   """tf.estimator.experimental.LinearSDCA: accepted with 2.15's signature;
   a linear estimator given one refuses to train (see linear.py)."""
 
+  # What it is for is refused, so it is marked as estimator_rt.compat.
+  # not_yet's placeholders are (`python -m estimator_rt.compat --check`).
+  not_yet = ('training with LinearSDCA is not supported by estimator_rt; '
+             'use a gradient optimizer (the default Ftrl)')
+
   def __init__(self, example_id_column, num_loss_partitions=1,
                num_table_shards=None, symmetric_l1_regularization=0.0,
                symmetric_l2_regularization=1.0, adaptive=False):

@@ -13,7 +13,8 @@ or, for a program left as it is:
 `install()` (explicit, idempotent) makes these resolve to estimator_rt's
 objects:
 
-  - `tf.estimator`, `tf.compat.v2.estimator` and `tf.compat.v1.estimator`,
+  - `tf.estimator`, `tf.compat.v2.estimator` and `tf.compat.v1.estimator`
+    (and their nestings, `tf.compat.v2.compat.v1.estimator`, ...),
     with every one of tf.estimator 2.15's public names (see
     namespaces.py; the few that estimator_rt does not support, the RNN
     estimators, resolve to placeholders that refuse in one
@@ -28,6 +29,9 @@ objects:
     public names it held in 2.15; asking it for anything else (a private
     helper) raises AttributeError naming the module and the name, and a
     module path that held no public object raises ModuleNotFoundError.
+
+`python -m estimator_rt.compat --check DIR...` tells, without running it,
+what of this a codebase uses and whether each use runs here (check.py).
 
 Where it stops: private names of tensorflow_estimator, and the parts of the
 API that estimator_rt refuses in one line (see the README's "Moving from
@@ -164,12 +168,16 @@ def install() -> None:
         'already imported; install() must come first (or run the program '
         'with python -m estimator_rt.compat).')
   v1, v2 = namespaces.v1(), namespaces.v2()
+  # TensorFlow nests its compat namespaces (tf.compat.v2.compat.v1 is a
+  # module of its own); 2.15 had `estimator` in each.
   for path, namespace in (('tensorflow', v2), ('tensorflow.compat.v2', v2),
-                          ('tensorflow.compat.v1', v1)):
+                          ('tensorflow.compat.v1', v1),
+                          ('tensorflow.compat.v2.compat.v1', v1),
+                          ('tensorflow.compat.v2.compat.v2', v2),
+                          ('tensorflow.compat.v1.compat.v1', v1),
+                          ('tensorflow.compat.v1.compat.v2', v2)):
     tf_api.set_attribute(path, 'estimator', namespace)
-  sys.modules['tensorflow.estimator'] = v2
-  sys.modules['tensorflow.compat.v2.estimator'] = v2
-  sys.modules['tensorflow.compat.v1.estimator'] = v1
+    sys.modules[f'{path}.estimator'] = namespace
   # Ahead of the path finders: an installed tensorflow_estimator package
   # (made for TensorFlow 2.15) must not be imported.
   sys.meta_path.insert(0, _Finder(_load_paths()))

@@ -1,5 +1,12 @@
 """tf.estimator names that estimator_rt does not provide: they resolve, and
-using one raises one line saying so and what to use instead."""
+using one raises one line saying so and what to use instead.
+
+Such an object carries that line as its `not_yet` attribute; so does any
+other object of the layer that refuses whatever its arguments
+(InMemoryEvaluatorHook, tpu.experimental.EmbeddingConfigSpec, LinearSDCA).
+`python -m estimator_rt.compat --check` reports a name resolving to one as
+refused, with that line.
+"""
 
 from estimator_rt.errors import UserInputError
 

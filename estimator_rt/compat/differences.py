@@ -1,0 +1,101 @@
+"""tf.estimator names that run here with a documented difference.
+
+`python -m estimator_rt.compat --check` reports a name that resolves to one
+of these objects as "runs with a documented difference", with its line. A
+name is matched by the object it resolves to, so every path to that object
+(`tf.estimator.RunConfig`, `tf.compat.v1.estimator.RunConfig`,
+`tensorflow_estimator.python.estimator.run_config.RunConfig`) gets the
+same line. Keys are public names as a program writes them; each value is
+one line, taken from the README ("Moving from tf.estimator", "Canned
+estimators", "Differences from tf.estimator"). tests/test_compat_check.py
+checks that every key resolves to a real object.
+"""
+
+_ESTIMATOR = (
+    'TF2 model_fns run steps_per_loop steps per compiled call; a '
+    'non-finite loss or weight always stops training, unsaved; a model_dir '
+    'holding another model and TRAIN/EVAL SavedModel exports are refused; '
+    'the learning rate is not restored from checkpoints')
+_SESSION_RUN_HOOK = (
+    'runs around every step in the graph engine (TF1-style model_fns, '
+    'canned estimators); with a TF2 model_fn only StopAtStepHook, '
+    'NanTensorHook and StepCounterHook run, other SessionRunHooks are '
+    'refused')
+_INPUT_FN = (
+    'a tf.data pipeline: with shuffle=True the order differs from 2.15\'s '
+    'queues; num_threads has no effect')
+_V1_CANNED = (
+    'the v1 classes\' summaries have the TF2 classes\' tags, and graph op '
+    'names of their partitioned variables, metrics and train op differ '
+    'from 2.15\'s (checkpoints and fetched tensors match)')
+_HEAD = (
+    'loss_reduction=AUTO in a TF2 model_fn on N replicas trains as one '
+    'device on the global batch (2.15 left the loss undivided)')
+
+DIFFERENCES = {
+    'tf.estimator.Estimator': _ESTIMATOR,
+    'tf.estimator.RunConfig': (
+        'device_fn, protocol, keep_checkpoint_every_n_hours, '
+        'experimental_distribute, experimental_max_worker_delay_secs, '
+        'session_creation_timeout_secs, checkpoint_save_graph_def have no '
+        'effect (one warning); for a TF2 model_fn eval_distribute=None '
+        'evaluates with a one-process training strategy (2.15: one device)'),
+    'tf.estimator.WarmStartSettings': (
+        'all of it runs for TF1-style model_fns (graph engine); a TF2 '
+        'model_fn accepts only the default selection (\'.*\', no vocabulary '
+        'or name maps)'),
+    'tf.compat.v1.estimator.tpu.TPUEstimator': (
+        'runs as tf.estimator ran it on CPU (use_tpu=False); use_tpu=True '
+        'is refused: no TPU here'),
+    'tf.compat.v1.estimator.tpu.TPUConfig': (
+        'its TPU settings have no effect without a TPU'),
+    'tf.compat.v1.estimator.tpu.RunConfig': (
+        'a RunConfig (same differences); its TPU settings have no effect '
+        'without a TPU'),
+    'tf.compat.v1.estimator.inputs.numpy_input_fn': _INPUT_FN,
+    'tf.compat.v1.estimator.inputs.pandas_input_fn': _INPUT_FN,
+    'tf.keras.estimator.model_to_estimator': (
+        'runs for Keras 3 models and compiled tf_keras Sequential/'
+        'functional ones; a subclassed tf_keras model is refused'),
+    'tf.compat.v1.keras.estimator.model_to_estimator': (
+        'runs for Keras 3 models and compiled tf_keras Sequential/'
+        'functional ones; a subclassed tf_keras model is refused'),
+    'tensorflow_estimator.python.estimator.keras_lib.model_to_estimator': (
+        'runs for Keras 3 models and compiled tf_keras Sequential/'
+        'functional ones; a subclassed tf_keras model is refused'),
+    'tf.compat.v1.estimator.DNNClassifier': _V1_CANNED,
+    'tf.compat.v1.estimator.DNNRegressor': _V1_CANNED,
+    'tf.compat.v1.estimator.DNNEstimator': _V1_CANNED,
+    'tf.compat.v1.estimator.LinearClassifier': _V1_CANNED,
+    'tf.compat.v1.estimator.LinearRegressor': _V1_CANNED,
+    'tf.compat.v1.estimator.LinearEstimator': _V1_CANNED,
+    'tf.compat.v1.estimator.DNNLinearCombinedClassifier': _V1_CANNED + (
+        '; the linear part\'s bias and fraction_of_zero_weights summaries '
+        'are not written'),
+    'tf.compat.v1.estimator.DNNLinearCombinedRegressor': _V1_CANNED + (
+        '; the linear part\'s bias and fraction_of_zero_weights summaries '
+        'are not written'),
+    'tf.compat.v1.estimator.DNNLinearCombinedEstimator': _V1_CANNED + (
+        '; the linear part\'s bias and fraction_of_zero_weights summaries '
+        'are not written'),
+    'tf.estimator.DNNLinearCombinedClassifier': (
+        'the linear part\'s bias and fraction_of_zero_weights summaries are '
+        'not written'),
+    'tf.estimator.DNNLinearCombinedRegressor': (
+        'the linear part\'s bias and fraction_of_zero_weights summaries are '
+        'not written'),
+    'tf.estimator.DNNLinearCombinedEstimator': (
+        'the linear part\'s bias and fraction_of_zero_weights summaries are '
+        'not written'),
+    'tf.estimator.BinaryClassHead': _HEAD,
+    'tf.estimator.MultiClassHead': _HEAD,
+    'tf.estimator.MultiLabelHead': _HEAD,
+    'tf.estimator.RegressionHead': _HEAD,
+    'tf.estimator.PoissonRegressionHead': _HEAD,
+    'tf.estimator.LogisticRegressionHead': _HEAD,
+}
+DIFFERENCES.update({
+    f'tf.estimator.{hook}': _SESSION_RUN_HOOK for hook in (
+        'CheckpointSaverHook', 'FeedFnHook', 'FinalOpsHook',
+        'GlobalStepWaiterHook', 'LoggingTensorHook', 'ProfilerHook',
+        'SessionRunHook', 'SummarySaverHook')})
