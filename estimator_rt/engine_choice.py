@@ -51,7 +51,6 @@ from estimator_rt import roles
 from estimator_rt.eager import model as eager_model
 from estimator_rt import user_fns
 from estimator_rt.errors import GraphModelFnError
-from estimator_rt.errors import UserInputError
 from estimator_rt.graph import compat as graph_compat
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.run_config import RunConfig
@@ -87,19 +86,10 @@ def graph_reason(*, model_fn: Callable, input_fn: Callable, params: dict,
   except GraphModelFnError as e:
     return e.reason  # It returns tensors: only a graph reads them.
   features, labels = inputs.split_element(next(iter(dataset.take(1))))
-  try:
-    with tf.distribute.get_strategy().scope():
-      spec = user_fns.call_model_fn(model_fn, features, labels,
-                                    ModeKeys.TRAIN, params, config)
-  except UserInputError:
-    raise
-  except Exception as e:  # pylint: disable=broad-except
-    # As in the eager engine's build call: whatever stops the model_fn
-    # running eagerly sends it to a graph, as tf.estimator always built one.
-    return (eager_model.graph_only_reason(e) or
-            eager_model.eager_failure_reason(e))
-  session_only = eager_model.session_only_fields(spec)
-  return f'it returns {session_only}' if session_only else None
+  with tf.distribute.get_strategy().scope():
+    return eager_model.graph_reason_of_call(
+        model_fn=model_fn, features=features, labels=labels,
+        mode=ModeKeys.TRAIN, params=params, config=config)
 
 
 def is_object_based(checkpoint_path: str) -> bool:

@@ -108,13 +108,17 @@ class GraphModelFnError(ModelFnError):
       merely failed when called eagerly, and this is that failure, as the
       eager engine reports it where no graph is tried (a model_dir the
       eager engine wrote).
+    first_batch: with `eager_error`, the shapes of the batch it failed on
+      (a graph's error knows only the static ones).
   """
 
   def __init__(self, message: str, *, reason: str,
-               eager_error: Optional[Exception] = None):
+               eager_error: Optional[Exception] = None,
+               first_batch: Optional[str] = None):
     super().__init__(message)
     self.reason = reason
     self.eager_error = eager_error
+    self.first_batch = first_batch
 
 
 class InputFnError(UserInputError):

@@ -16,6 +16,7 @@ from estimator_rt import user_fns
 from estimator_rt import warm_starting
 from estimator_rt.errors import check_count
 from estimator_rt.errors import GraphModelFnError
+from estimator_rt.errors import ModelFnError
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.run_config import RunConfig
@@ -134,7 +135,16 @@ class Estimator:
       logging.info('model_fn %s does not run eagerly (%s): running it in the '
                    'graph engine.', user_fns.fn_name(self._model_fn), e.reason)
       self._kind = self._last_kind = engine_choice.GRAPH
-      return work(self._engine_of(engine_choice.GRAPH))
+      try:
+        return work(self._engine_of(engine_choice.GRAPH))
+      except ModelFnError as graph_error:
+        if e.first_batch is None or type(graph_error) is not ModelFnError:
+          raise
+        # It fails in a graph too: the graph's error is tf.estimator's, and
+        # the batch the eager call failed on adds the real shapes.
+        raise ModelFnError(
+            f'{graph_error} (on its first batch: {e.first_batch})'
+        ) from graph_error
 
   def _probe(self, input_fn: Callable) -> str:
     """Rule 3 of engine_choice.py asked outside any strategy (see

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import estimator_rt as ert
-from estimator_rt import export as export_lib
+from estimator_rt import export_dirs
 from estimator_rt import summaries
 import _models as M
 
@@ -134,7 +134,7 @@ def test_latest_exporter_keeps_the_newest_exports_when_exports_are_fast(
     tmp_path, monkeypatch):
   """Exports within one second, made deterministic by freezing the clock
   the export directory names come from."""
-  monkeypatch.setattr(export_lib, 'time',
+  monkeypatch.setattr(export_dirs, 'time',
                       types.SimpleNamespace(time=lambda: 1_700_000_000.0))
   est, train_fn, _ = _setup(tmp_path, save_checkpoints_steps=10)
   est.train(train_fn, max_steps=40)

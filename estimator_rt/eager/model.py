@@ -12,7 +12,7 @@ built in different processes restore each other's checkpoints.
 import contextlib
 import re
 import threading
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 import keras
 import tensorflow as tf
@@ -59,6 +59,28 @@ def eager_failure_reason(error: BaseException) -> str:
   """Why a model_fn that failed when called eagerly is tried in a graph."""
   return ('it fails when called eagerly: '
           f'{user_fns.describe_exception(error)}')
+
+
+def graph_reason_of_call(*, model_fn: Callable, features, labels, mode: str,
+                         params: dict, config) -> Optional[str]:
+  """Calls `model_fn` eagerly as the eager engine's build call does (the
+  global step readable, at 0); why it needs a graph (see engine_choice.py),
+  or None when it runs eagerly. Nothing it creates is kept."""
+  step = tf.Variable(0, dtype=tf.int64, trainable=False, name='global_step')
+  try:
+    with _global_step_scope(step):
+      spec = user_fns.call_model_fn(model_fn, features, labels, mode, params,
+                                    config)
+  except UserInputError:
+    raise
+  except _USER_OP_ERRORS:
+    return None  # Its input's values are wrong: the eager engine says so.
+  except _RUNTIME_ERRORS:
+    raise
+  except Exception as e:  # pylint: disable=broad-except
+    return graph_only_reason(e) or eager_failure_reason(e)
+  session_only = session_only_fields(spec)
+  return f'it returns {session_only}' if session_only else None
 
 
 def session_only_fields(spec) -> Optional[str]:
@@ -271,8 +293,9 @@ class EagerModel:
         # when executing eagerly" check, `tensor.op` on an eager tensor),
         # gets a graph before anything is reported.
         raise GraphModelFnError(
-            str(failed), reason=eager_failure_reason(e),
-            eager_error=failed) from e
+            str(failed), reason=eager_failure_reason(e), eager_error=failed,
+            first_batch=(f'features {_shapes(features)} and labels '
+                         f'{_shapes(labels)}')) from e
       raise failed from e
     session_only = session_only_fields(spec)
     if session_only is not None:
