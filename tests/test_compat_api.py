@@ -199,7 +199,7 @@ except ModuleNotFoundError as e:
 def test_module_paths_it_does_not_implement_are_not_stand_ins(tmp_path):
   """A module path that held no public object (a private module, or 2.15's
   test code) is not served as an empty module: importing it fails in one
-  line, and a finder placed ahead of the layer's (as the runner of 2.15's own
+  line saying so (`from package import module` too), and a finder placed ahead of the layer's (as the runner of 2.15's own
   tests places one) serves it under the layer's packages."""
   testing_module = tmp_path / 'dnn_testing_utils.py'
   testing_module.write_text('from tensorflow_estimator.python.estimator '
@@ -212,10 +212,14 @@ import estimator_rt.compat
 estimator_rt.compat.install()
 for name in ('canned.dnn_testing_utils', 'canned.v1', 'head.head_utils',
              'canned.optimizers', 'util'):
-  try:
-    __import__('tensorflow_estimator.python.estimator.' + name)
-  except ModuleNotFoundError as e:
-    print(str(e).split(':')[0], len(str(e).splitlines()))
+  package, _, module = ('tensorflow_estimator.python.estimator.' +
+                        name).rpartition('.')
+  for fromlist in ((), (module,)):  # import a.b.c; from a.b import c.
+    try:
+      __import__(package + '.' + module if not fromlist else package,
+                 fromlist=fromlist)
+    except ModuleNotFoundError as e:
+      print(str(e).split(':')[0], len(str(e).splitlines()))
 
 class TestCodeFinder:
   def find_spec(self, fullname, path=None, target=None):
@@ -238,4 +242,5 @@ print('served ahead')
   assert result.stdout.splitlines() == [
       package + name + ' is not provided by estimator_rt 1'
       for name in ('canned.dnn_testing_utils', 'canned.v1', 'head.head_utils',
-                   'canned.optimizers', 'util')] + ['served ahead']
+                   'canned.optimizers', 'util') for _ in range(2)] + [
+                       'served ahead']

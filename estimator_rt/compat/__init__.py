@@ -142,12 +142,15 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     if fullname not in self._modules and fullname not in self._packages:
       # Raised rather than returning None: the path finders would otherwise
       # import an installed tensorflow_estimator's module (made for
-      # TensorFlow 2.15) in its place.
+      # TensorFlow 2.15) in its place. Its `name` is left unset: the import
+      # system drops a ModuleNotFoundError named after the module that
+      # `from package import module` asked for, and says only "cannot import
+      # name 'module' ... (unknown location)".
       raise ModuleNotFoundError(
           f'{fullname} is not provided by estimator_rt: only the module '
           'paths that held tf.estimator 2.15\'s public objects are (not its '
           'private modules, nor the test code it shipped). Import the public '
-          'tf.estimator names instead.', name=fullname)
+          'tf.estimator names instead.')
     return importlib.machinery.ModuleSpec(
         fullname, self, is_package=fullname in self._packages)
 
