@@ -65,6 +65,29 @@ UNSERVED_FILE = '''
 from tensorflow_estimator.python.estimator.canned import optimizers
 '''
 
+# pytest makes each TestCase when it collects the file: one that reads a
+# private name there fails the class's collection, not the file's others.
+BROKEN_CLASS_FILE = '''
+import tensorflow as tf
+from tensorflow_estimator.python.estimator import model_fn
+
+
+class BrokenInInitTest(tf.test.TestCase):
+
+  def __init__(self, method_name='runTest'):
+    super().__init__(method_name)
+    self.spec = model_fn._TPU_ESTIMATOR_SPEC
+
+  def test_never(self):
+    pass
+
+
+class OtherTest(tf.test.TestCase):
+
+  def test_ok(self):
+    pass
+'''
+
 
 def _write_tree(root):
   top = root / PACKAGE_DIR
@@ -73,6 +96,7 @@ def _write_tree(root):
   (top / 'canned' / 'sample_testing_utils.py').write_text(TESTING_MODULE)
   (top / 'canned' / 'sample_test.py').write_text(TEST_FILE)
   (top / 'optimizers_test.py').write_text(UNSERVED_FILE)
+  (top / 'canned' / 'broken_class_test.py').write_text(BROKEN_CLASS_FILE)
   (top / 'canned' / 'optimizers.py').write_text('PRODUCT = True\n')
 
 
@@ -80,7 +104,8 @@ def test_test_code_is_the_test_files_and_their_testing_modules(tmp_path):
   _write_tree(tmp_path)
   found = test_code.find_test_code(str(tmp_path))
   package = test_code.PACKAGE
-  assert sorted(found) == [f'{package}.canned.sample_test',
+  assert sorted(found) == [f'{package}.canned.broken_class_test',
+                           f'{package}.canned.sample_test',
                            f'{package}.canned.sample_testing_utils',
                            f'{package}.optimizers_test']
 
@@ -92,13 +117,20 @@ def test_runs_each_file_against_estimator_rt_and_compares(tmp_path):
   reference = tmp_path / 'results_215.json'
   passing = {'outcome': 'passed'}
   reference.write_text(json.dumps({
-      'about': '2.15', 'files': {'canned/sample_test.py': {'seconds': 1},
-                                 'optimizers_test.py': {'seconds': 1}},
+      'about': '2.15',
+      'files': {'canned/sample_test.py': {'seconds': 1},
+                'canned/broken_class_test.py': {'seconds': 1},
+                'optimizers_test.py': {'seconds': 1}},
       'tests': {f'canned/sample_test.py::SampleTest::{name}': passing
                 for name in ('test_passes', 'test_main_block_ran',
                              'test_fails', 'test_a_subtest_fails',
-                             'test_private_name')} |
-               {'optimizers_test.py::OptimizersTest::test_x': passing}}))
+                             'test_private_name')} | {
+                                 'canned/broken_class_test.py::OtherTest::'
+                                 'test_ok': passing,
+                                 'canned/broken_class_test.py::'
+                                 'BrokenInInitTest::test_never': passing,
+                                 'optimizers_test.py::OptimizersTest::'
+                                 'test_x': passing}}))
   result = subprocess.run(
       [sys.executable, os.path.join(SCRIPTS, 'run_own_tests.py'),
        '--source', str(source), '--out', str(out), '--table', str(table),
@@ -121,9 +153,16 @@ def test_runs_each_file_against_estimator_rt_and_compares(tmp_path):
   assert results['files']['optimizers_test.py']['error'].startswith(
       'import error: ModuleNotFoundError: tensorflow_estimator.python.'
       'estimator.canned.optimizers is not provided by estimator_rt')
+  assert tests['test_ok'] == passing
+  assert 'test_never' not in tests
+  assert results['files']['canned/broken_class_test.py']['error'].startswith(
+      'collection error: AttributeError: tensorflow_estimator.python.'
+      'estimator.model_fn._TPU_ESTIMATOR_SPEC is not provided')
   text = table.read_text()
   assert '| canned/sample_test.py | 5 | 2 | 40% |' in text
-  assert '| **all 2 files** | **6** | **2** | **33%** |' in text
+  assert ('| canned/broken_class_test.py (collection error: AttributeError) '
+          '| 2 | 1 | 50% |') in text
+  assert '| **all 3 files** | **8** | **3** | **38%** |' in text
   assert ('| 1 | ValueError: first line | canned/sample_test.py (1) |'
           in text)
 
@@ -149,3 +188,6 @@ def test_reasons_group_without_their_numbers_and_paths():
       group('AssertionError: 1 != 2 at /tmp/xyz/model.ckpt-9'))
   assert group('ValueError: dense_1/kernel:0') == (
       'ValueError: dense_1/kernel:N')
+  assert group('InputFnError: input_fn a.b_test:T.test_x.<locals>.<lambda> '
+               'returned tuple') == (
+                   'InputFnError: input_fn <function> returned tuple')

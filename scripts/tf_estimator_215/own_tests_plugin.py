@@ -38,7 +38,7 @@ import test_code
 _SOURCE = os.environ.get('OWN_TESTS_SOURCE', '')
 _TARGET = os.environ.get('OWN_TESTS_TARGET', 'estimator_rt')
 _LOG = os.environ.get('OWN_TESTS_LOG', '')
-_REASON_CHARACTERS = 300
+_REASON_CHARACTERS = 1000
 
 
 def _log(record: Dict[str, object]) -> None:
