@@ -198,3 +198,53 @@ except ModuleNotFoundError as e:
                              '.model_fn._TPU_ESTIMATOR_SPEC is not provided')
   assert lines[1].startswith('unknown: tensorflow_estimator.python.estimator'
                              '.no_such_module is not provided')
+
+
+def test_module_paths_it_does_not_implement_are_not_stand_ins(tmp_path):
+  """A module path that held no public object (a private module, or 2.15's
+  test code) is not served as an empty module: importing it fails in one
+  line saying so (`from package import module` too), and a finder placed ahead of the layer's (as the runner of 2.15's own
+  tests places one) serves it under the layer's packages."""
+  testing_module = tmp_path / 'dnn_testing_utils.py'
+  testing_module.write_text('from tensorflow_estimator.python.estimator '
+                            'import model_fn\nSPEC = model_fn.EstimatorSpec\n')
+  code = f'''
+import importlib.util
+import sys
+import estimator_rt
+import estimator_rt.compat
+estimator_rt.compat.install()
+for name in ('canned.dnn_testing_utils', 'canned.v1', 'head.head_utils',
+             'canned.optimizers', 'util'):
+  package, _, module = ('tensorflow_estimator.python.estimator.' +
+                        name).rpartition('.')
+  for fromlist in ((), (module,)):  # import a.b.c; from a.b import c.
+    try:
+      __import__(package + '.' + module if not fromlist else package,
+                 fromlist=fromlist)
+    except ModuleNotFoundError as e:
+      print(str(e).split(':')[0], len(str(e).splitlines()))
+
+class TestCodeFinder:
+  def find_spec(self, fullname, path=None, target=None):
+    if fullname.endswith('.canned.dnn_testing_utils'):
+      return importlib.util.spec_from_file_location(
+          fullname, {str(testing_module)!r})
+    return None
+
+sys.meta_path.insert(0, TestCodeFinder())
+from tensorflow_estimator.python.estimator.canned import dnn_testing_utils
+assert dnn_testing_utils.SPEC is estimator_rt.EstimatorSpec
+print('served ahead')
+'''
+  result = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                          text=True, timeout=120, cwd=REPO_ROOT,
+                          env=dict(os.environ, PYTHONPATH=REPO_ROOT,
+                                   TF_CPP_MIN_LOG_LEVEL='2'))
+  assert result.returncode == 0, result.stderr[-3000:]
+  package = 'tensorflow_estimator.python.estimator.'
+  assert result.stdout.splitlines() == [
+      package + name + ' is not provided by estimator_rt 1'
+      for name in ('canned.dnn_testing_utils', 'canned.v1', 'head.head_utils',
+                   'canned.optimizers', 'util') for _ in range(2)] + [
+                       'served ahead']

@@ -27,8 +27,13 @@ objects:
     made from tf.estimator 2.15 by
     scripts/tf_estimator_215/list_module_paths.py). Such a module holds the
     public names it held in 2.15; asking it for anything else (a private
-    helper) raises AttributeError naming the module and the name, and a
-    module path that held no public object raises ModuleNotFoundError.
+    helper) raises AttributeError naming the module and the name. A module
+    path that held no public object (a private module, or the test code that
+    2.15 shipped in its package, such as canned/dnn_testing_utils) is not
+    served, not even as an empty module: importing it raises
+    ModuleNotFoundError, unless a finder placed ahead of this one on
+    sys.meta_path serves it (as the runner of 2.15's own tests,
+    scripts/tf_estimator_215/run_own_tests.py, does for test code).
 
 `python -m estimator_rt.compat --check DIR...` tells, without running it,
 what of this a codebase uses and whether each use runs here (check.py).
@@ -44,7 +49,7 @@ import json
 import os
 import sys
 import types
-from typing import Dict, Optional
+from typing import Dict, Optional, Set
 
 _ROOT = 'tensorflow_estimator'
 _PACKAGE = 'tensorflow_estimator.python.estimator'
@@ -109,13 +114,28 @@ class _ServedModule(types.ModuleType):
         'compat/__init__.py); use the public tf.estimator name.')
 
 
+def _implemented(paths: Dict[str, Dict[str, str]]) -> Set[str]:
+  """The module paths of the table that hold at least one name here."""
+  return {path for path, names in paths.items()
+          if names or path in _EXTRA_NAMES}
+
+
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-  """Imports `tensorflow_estimator` and its module paths from the table."""
+  """Imports `tensorflow_estimator` and its module paths from the table.
+
+  It serves the module paths it implements (those holding at least one of
+  2.15's public names, or a name of _EXTRA_NAMES) and the packages on the way
+  to them, and nothing else: a path that held no public object would only be
+  an empty stand-in, hiding that it is not implemented until a name is read
+  from it, and hiding it from a finder placed ahead of this one to serve it
+  (2.15's testing modules, for its own tests).
+  """
 
   def __init__(self, paths: Dict[str, Dict[str, str]]):
     self._paths = paths
+    self._modules = _implemented(paths)
     self._packages = {_ROOT}
-    for path in paths:
+    for path in self._modules:
       parts = path.split('.')
       self._packages.update('.'.join(parts[:i]) for i in range(1, len(parts)))
 
@@ -123,17 +143,26 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     del path, target
     if fullname != _ROOT and not fullname.startswith(_ROOT + '.'):
       return None
-    if fullname not in self._paths and fullname not in self._packages:
+    if fullname not in self._modules and fullname not in self._packages:
+      # Raised rather than returning None: the path finders would otherwise
+      # import an installed tensorflow_estimator's module (made for
+      # TensorFlow 2.15) in its place. Its `name` is left unset: the import
+      # system drops a ModuleNotFoundError named after the module that
+      # `from package import module` asked for, and says only "cannot import
+      # name 'module' ... (unknown location)".
       raise ModuleNotFoundError(
-          f'{fullname} is not provided by estimator_rt: it held none of '
-          'tf.estimator 2.15\'s public objects. Import the public '
-          'tf.estimator names instead.', name=fullname)
+          f'{fullname} is not provided by estimator_rt: only the module '
+          'paths that held tf.estimator 2.15\'s public objects are (not its '
+          'private modules, nor the test code it shipped). Import the public '
+          'tf.estimator names instead.')
     return importlib.machinery.ModuleSpec(
         fullname, self, is_package=fullname in self._packages)
 
   def create_module(self, spec):
     module = _ServedModule(spec.name)
     if spec.name in self._packages:
+      # No directory: its submodules are the ones this finder serves (or a
+      # finder ahead of it), never files of an installed tensorflow_estimator.
       module.__path__ = []
     return module
 

@@ -10,14 +10,22 @@ records which of its attributes are objects of tf.estimator's public API
 (by identity), and under which public name, into
 estimator_rt/compat/module_paths.json; the compatibility layer serves those
 modules with estimator_rt's objects of the same public names.
+
+Test code that 2.15 shipped in its package (its test files, its testing
+modules such as canned/dnn_testing_utils.py, and canned/v1, which holds
+nothing else; test_code.py says which) is left out: those module paths are
+not the product's to serve.
 """
 
 import importlib
+import importlib.util
 import json
 import os
 import pkgutil
 import sys
 import types
+
+import test_code
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _REPO_ROOT = os.path.dirname(os.path.dirname(_HERE))
@@ -47,6 +55,14 @@ def _public_objects(tf):
   return found
 
 
+def _is_test_code(info: pkgutil.ModuleInfo) -> bool:
+  """Whether the module `info` of the installed package is test code."""
+  origin = importlib.util.find_spec(info.name).origin
+  if info.ispkg:
+    return test_code.is_test_only_package(os.path.dirname(origin))
+  return test_code.is_test_code(origin)
+
+
 def main():
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if tuple(int(p) for p in tf.__version__.split('.')[:2]) >= (2, 16):
@@ -55,7 +71,7 @@ def main():
   package = importlib.import_module(PACKAGE)
   modules = {}
   for info in pkgutil.walk_packages(package.__path__, PACKAGE + '.'):
-    if '.api.' in info.name or info.name.endswith('_test'):
+    if '.api.' in info.name or _is_test_code(info):
       continue
     try:
       module = importlib.import_module(info.name)

@@ -7,9 +7,10 @@
 #   DIR defaults to .venv-tf215 at the repository root.
 #
 # It is made on demand only (the fixture script, the legacy-program
-# comparison and the benchmark's tf.estimator peer use it); `make test` never
-# builds it. Running it again is cheap: a complete environment (marked by a
-# stamp file holding the pinned requirements) is left as it is.
+# comparison, the benchmark's tf.estimator peer and run_own_tests.py --215
+# use it); `make test` never builds it. Running it again is cheap: a complete
+# environment (marked by a stamp file holding the pinned requirements) is
+# left as it is.
 #
 # Interpreter: TensorFlow 2.15.1 has wheels for CPython 3.9-3.11 only. The
 # first of $PYTHON, python3.11, python3.10, python3.9, python3 whose version
@@ -23,10 +24,27 @@ readonly STAMP="${VENV_DIR}/.tf_estimator_215_installed"
 # numpy<2: TensorFlow 2.15's wheels are built against numpy 1.x, and pip would
 # otherwise be free to pick numpy 2 for packages installed later.
 readonly REQUIREMENTS="tensorflow-cpu==2.15.1 tensorflow-estimator==2.15.0 numpy<2"
+# What tf.estimator 2.15's own tests need besides (run_own_tests.py --215):
+# pytest runs them, pandas_io's tests and kmeans_test import pandas and
+# scikit-learn (versions that still support numpy 1.x). Installed on top,
+# with a stamp of their own, so that an environment made before them is
+# completed rather than rebuilt.
+readonly TEST_REQUIREMENTS="pytest pandas<2.3 scikit-learn<1.6"
+readonly TEST_STAMP="${VENV_DIR}/.tf_estimator_215_test_installed"
 
 start_seconds=${SECONDS}
 
+install_test_requirements() {
+  if [[ -f "${TEST_STAMP}" && "$(cat "${TEST_STAMP}")" == "${TEST_REQUIREMENTS}" ]]; then
+    return 0
+  fi
+  # shellcheck disable=SC2086  # the requirements are meant to split into words
+  "${VENV_DIR}/bin/python" -m pip install --quiet ${TEST_REQUIREMENTS} "numpy<2"
+  echo "${TEST_REQUIREMENTS}" > "${TEST_STAMP}"
+}
+
 if [[ -f "${STAMP}" && "$(cat "${STAMP}")" == "${REQUIREMENTS}" ]]; then
+  install_test_requirements
   echo "tf.estimator 2.15 environment already complete: ${VENV_DIR}"
   echo "took $((SECONDS - start_seconds)) s"
   exit 0
@@ -54,7 +72,7 @@ fi
 echo "Creating ${VENV_DIR} with $("${python_bin}" --version 2>&1) (${python_bin})"
 
 # A half-made environment from an interrupted run is rebuilt from scratch.
-rm -f "${STAMP}"
+rm -f "${STAMP}" "${TEST_STAMP}"
 "${python_bin}" -m venv --clear "${VENV_DIR}"
 "${VENV_DIR}/bin/python" -m pip install --quiet --upgrade pip
 # shellcheck disable=SC2086  # the requirements are meant to split into words
@@ -72,5 +90,6 @@ print('python', sys.version.split()[0], '| tensorflow', tf.__version__,
 EOF
 
 echo "${REQUIREMENTS}" > "${STAMP}"
+install_test_requirements
 echo "tf.estimator 2.15 environment ready: ${VENV_DIR} ($(du -sh "${VENV_DIR}" | cut -f1))"
 echo "took $((SECONDS - start_seconds)) s"
