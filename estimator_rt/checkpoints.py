@@ -35,7 +35,6 @@ STATE_FILE = 'checkpoint'
 # checkpoint left in model_dir restores, and nothing is destroyed.
 UNUSABLE_DIR = 'unusable_checkpoints'
 _STEP_RE = re.compile(r'-(\d+)$')
-_NAME_RE = re.compile(re.escape(CHECKPOINT_NAME) + r'-(\d+)$')
 _INDEX_RE = re.compile(re.escape(CHECKPOINT_NAME) + r'-(\d+)\.index$')
 _DATA_RE = re.compile(re.escape(CHECKPOINT_NAME) + r'-(\d+)\.data-\d+-of-\d+$')
 # What an interrupted save leaves: TensorFlow's shard directory
@@ -46,12 +45,28 @@ _LEFTOVER_RE = re.compile(
     re.escape(STATE_FILE) + r'\.tmp')
 
 
+# The global step's key in name-based (graph engine, tf.estimator) and
+# object-based (eager engine) checkpoints.
+_GLOBAL_STEP_KEYS = ('global_step', 'global_step/.ATTRIBUTES/VARIABLE_VALUE')
+
+
 def checkpoint_step(path: str) -> int:
-  """The global step a checkpoint path was saved at (from its name)."""
+  """The global step a checkpoint was saved at: from its name
+  (`<prefix>-<step>`), or, for one saved without a step in its name (a TF1
+  `Saver().save(session, 'model.ckpt')`, which tf.estimator took from the
+  state file), from the global step it holds (0 if none)."""
   match = _STEP_RE.search(path)
-  if not match:
-    raise ValueError(f'checkpoint path {path!r} does not end in -<step>.')
-  return int(match.group(1))
+  if match:
+    return int(match.group(1))
+  try:
+    reader = tf.train.load_checkpoint(path)
+  except (tf.errors.OpError, ValueError) as e:
+    raise ValueError(f'checkpoint {path!r} has no step in its name and '
+                     f'cannot be read ({_one_line(e, 120)}).') from e
+  for key in _GLOBAL_STEP_KEYS:
+    if reader.has_tensor(key):
+      return int(reader.get_tensor(key))
+  return 0
 
 
 def _one_line(error: BaseException, limit: int = 300) -> str:
@@ -109,9 +124,13 @@ def checkpoint_candidates(directory: Optional[str]) -> List[str]:
       found[os.path.join(directory, name[:-len('.index')])] = int(
           match.group(1))
   for path in _state_file_names(directory):
-    if path not in found and _NAME_RE.search(os.path.basename(path)) and (
-        tf.io.gfile.exists(path + '.index')):
-      found[path] = checkpoint_step(path)
+    # Any prefix the state file names counts, whatever its name, as it did
+    # for tf.estimator (programs and tests saved with their own Saver).
+    if path not in found and tf.io.gfile.exists(path + '.index'):
+      try:
+        found[path] = checkpoint_step(path)
+      except ValueError:
+        continue  # An unreadable index: not a candidate, as a missing one.
   return sorted(found, key=lambda p: (found[p], p), reverse=True)
 
 

@@ -52,6 +52,24 @@ def _is_metric_pair(value: Any) -> bool:
               for v in value))
 
 
+# What a Scaffold can ask of a session; an empty one (EstimatorSpec's
+# default) asks none of it.
+_SCAFFOLD_FIELDS = ('init_op', 'init_feed_dict', 'init_fn', 'ready_op',
+                    'ready_for_local_init_op', 'local_init_op',
+                    'local_init_feed_dict', 'summary_op', 'saver')
+
+
+def has_session_scaffold(spec) -> bool:
+  """Whether `spec.scaffold` asks anything of a monitored session (an init
+  op or function, a Saver, ...), which only the graph engine honours."""
+  scaffold = getattr(spec, 'scaffold', None)
+  if scaffold is None:
+    return False
+  return any(getattr(scaffold, name, None) is not None
+             for name in _SCAFFOLD_FIELDS) or (
+                 getattr(scaffold, '_copy_from_scaffold', None) is not None)
+
+
 class EstimatorSpec:
   """What a `model_fn` returns for one mode.
 
@@ -150,7 +168,11 @@ class EstimatorSpec:
           f'EstimatorSpec(mode={mode!r}): `scaffold` must be a '
           f'tf.compat.v1.train.Scaffold, got {type(scaffold).__name__}: '
           f'{scaffold!r}')
-    self.scaffold = scaffold
+    # tf.estimator's default: an empty Scaffold, which code written for it
+    # finalizes (`spec.scaffold.finalize()`); it asks nothing of a session
+    # (`has_session_scaffold`).
+    self.scaffold = (scaffold if scaffold is not None else
+                     tf.compat.v1.train.Scaffold())
     self._validate()
 
   def _validate(self):

@@ -14,6 +14,7 @@ import os
 import sys
 from typing import Any, Callable, Optional
 
+import numpy as np
 import tensorflow as tf
 
 from estimator_rt.errors import GraphModelFnError
@@ -137,12 +138,23 @@ def input_fn_takes_context(input_fn: Callable) -> bool:
 _MODE_OF_ROLE = {'train': 'train', 'eval': 'eval', 'evaluate': 'eval',
                  'predict': 'infer', 'export': 'infer'}
 
+# What tf.estimator took as a feature or label value besides a tensor: its
+# input_fns could return NumPy arrays and Python lists or numbers (tests
+# and small programs did), which the model_fn's ops turned into constants.
+_ARRAY_LIKE = (np.ndarray, np.generic, int, float, bool, str, bytes)
+
+
 def _is_tensors(value) -> bool:
-  """Features, or (features, labels), as tensors (tf.estimator's other
-  input_fn result, e.g. an iterator's get_next())."""
+  """Features, or (features, labels), as tensors or array-likes
+  (tf.estimator's other input_fn result, e.g. an iterator's get_next(), or
+  constants)."""
+  if isinstance(value, (str, bytes, int, float, bool)):
+    return False  # A bare value is a mistake (a file name, a count).
   parts = tf.nest.flatten(value)
-  return bool(parts) and all(tf.is_tensor(p) or isinstance(
-      p, tf.compat.v1.SparseTensorValue) for p in parts)
+  return bool(parts) and all(
+      tf.is_tensor(p) or
+      isinstance(p, (tf.compat.v1.SparseTensorValue,) + _ARRAY_LIKE)
+      for p in parts)
 
 
 def call_input_fn(input_fn: Callable, params: dict,

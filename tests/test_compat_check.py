@@ -299,7 +299,12 @@ def test_every_use_is_reported_at_its_line_with_its_status(report):
     status = dict((u[0], u[1]) for u in uses[(file, line)])[name]
     if name in UNSETTLED_NAMES:
       got = _what_a_program_gets(UNSETTLED_CODE[name])
-      assert status == (RUNS if got is None else REFUSED), (name, got)
+      # A tensorflow.python.estimator path, served, is the same object as
+      # its tensorflow_estimator twin, with the same status.
+      twin = name.replace('tensorflow.python.estimator',
+                          'tensorflow_estimator.python.estimator', 1)
+      assert status == (STATUS.get(twin, RUNS) if got is None else REFUSED), (
+          name, got)
     else:
       assert status == STATUS[name], (file, line, name, status)
   # Nothing else: no use where the comments announce none.

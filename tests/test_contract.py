@@ -371,15 +371,32 @@ def test_input_fn_without_context_is_split_across_replicas(tmp_path):
 
 
 @pytest.mark.parametrize('bad', [
-    lambda: [1.0, 2.0],
-    lambda: np.zeros([4, 2], np.float32),
     lambda: None,
-], ids=['list', 'ndarray', 'none'])
+    lambda: 'a file name',
+    lambda: {'x': object()},
+], ids=['none', 'string', 'object'])
 def test_input_fn_not_returning_a_dataset(tmp_path, bad):
   est = ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path / 'm'),
                       config=M.quiet_config())
   with pytest.raises(ert.InputFnError, match='tf.data.Dataset'):
     est.train(bad, max_steps=5)
+  assert _nothing_written(tmp_path / 'm')
+
+
+@pytest.mark.parametrize('constants', [
+    lambda: [1.0, 2.0],
+    lambda: np.zeros([4, 2], np.float32),
+], ids=['list', 'ndarray'])
+def test_input_fn_returning_constants_is_read_as_tf_estimator_did(
+    tmp_path, constants):
+  """tf.estimator passed NumPy arrays and Python values an input_fn
+  returned to the model_fn (a len-2 list or tuple is (features, labels));
+  a model_fn that indexes features by key then fails, in one ModelFnError,
+  and nothing is written."""
+  est = ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path / 'm'),
+                      config=M.quiet_config())
+  with pytest.raises(ert.ModelFnError, match="got 'x'"):
+    est.train(constants, max_steps=5)
   assert _nothing_written(tmp_path / 'm')
 
 

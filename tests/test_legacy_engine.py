@@ -325,6 +325,26 @@ def test_a_model_fn_failing_in_both_engines_is_reported_once(tmp_path):
   assert 'TF1-style' not in str(raised.value)
 
 
+def test_a_checkpoint_saved_without_a_step_is_found_by_the_state_file(
+    tmp_path):
+  """tf.estimator took the newest checkpoint from the state file, whatever
+  its name: a program's own `Saver().save(session, 'model.ckpt')` (2.15's
+  tests write their fixtures so) is evaluated at the step it holds."""
+  model_dir = str(tmp_path / 'm')
+  with tf.Graph().as_default():
+    tf.compat.v1.get_variable('w', initializer=[[2.0]])
+    step = tf.compat.v1.train.create_global_step()
+    with tf.compat.v1.Session() as session:
+      session.run(tf.compat.v1.global_variables_initializer())
+      session.run(step.assign(7))
+      tf.compat.v1.train.Saver().save(session,
+                                      os.path.join(model_dir, 'model.ckpt'))
+  metrics = estimator_rt.Estimator(_tf1_model_fn, model_dir=model_dir
+                                   ).evaluate(_input_fn, steps=1)
+  assert metrics['global_step'] == 7
+  assert metrics['loss'] == pytest.approx(0.0)  # w = 2: the labels, 2x.
+
+
 def test_a_tf1_model_fn_on_a_tf2_model_dir_is_refused_in_one_line(tmp_path):
   model_dir = str(tmp_path / 'm')
   estimator_rt.Estimator(_keras_model_fn, model_dir=model_dir).train(

@@ -43,46 +43,11 @@ API that estimator_rt refuses in one line (see the README's "Moving from
 tf.estimator").
 """
 
-import importlib.abc
-import importlib.machinery
-import json
-import os
 import sys
-import types
-from typing import Dict, Optional, Set
 
-_ROOT = 'tensorflow_estimator'
-_PACKAGE = 'tensorflow_estimator.python.estimator'
+from estimator_rt.compat import finder as finder_lib
+
 _installed = False
-
-
-# Module paths whose non-public names real code reads too, served by
-# estimator_rt's objects ('module:attribute'): the heads' key classes, and
-# what tf_keras's tf.keras.estimator.model_to_estimator calls.
-_EXTRA_NAMES = {
-    f'{_PACKAGE}.canned.metric_keys': {
-        'MetricKeys': 'estimator_rt.head.keys:MetricKeys'},
-    f'{_PACKAGE}.canned.prediction_keys': {
-        'PredictionKeys': 'estimator_rt.head.keys:PredictionKeys'},
-    f'{_PACKAGE}.keras_lib': {
-        'model_to_estimator':
-            'estimator_rt.keras_estimator:model_to_estimator_for_compat'},
-}
-
-
-def _extra(module_name: str) -> Dict[str, object]:
-  import importlib  # pylint: disable=g-import-not-at-top
-  found = {}
-  for name, target in _EXTRA_NAMES.get(module_name, {}).items():
-    module, attribute = target.split(':')
-    found[name] = getattr(importlib.import_module(module), attribute)
-  return found
-
-
-def _load_paths() -> Dict[str, Dict[str, str]]:
-  with open(os.path.join(os.path.dirname(__file__),
-                         'module_paths.json')) as f:
-    return json.load(f)
 
 
 def resolve(public_name: str):
@@ -101,88 +66,6 @@ def resolve(public_name: str):
   raise KeyError(public_name)
 
 
-class _ServedModule(types.ModuleType):
-  """A tensorflow_estimator module path served by estimator_rt: its public
-  names, and a one-line AttributeError for anything else."""
-
-  def __getattr__(self, name: str):
-    if name.startswith('__'):
-      raise AttributeError(name)
-    raise AttributeError(
-        f'{self.__name__}.{name} is not provided by estimator_rt: only the '
-        'names that tf.estimator 2.15 made public are (see estimator_rt/'
-        'compat/__init__.py); use the public tf.estimator name.')
-
-
-def _implemented(paths: Dict[str, Dict[str, str]]) -> Set[str]:
-  """The module paths of the table that hold at least one name here."""
-  return {path for path, names in paths.items()
-          if names or path in _EXTRA_NAMES}
-
-
-class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-  """Imports `tensorflow_estimator` and its module paths from the table.
-
-  It serves the module paths it implements (those holding at least one of
-  2.15's public names, or a name of _EXTRA_NAMES) and the packages on the way
-  to them, and nothing else: a path that held no public object would only be
-  an empty stand-in, hiding that it is not implemented until a name is read
-  from it, and hiding it from a finder placed ahead of this one to serve it
-  (2.15's testing modules, for its own tests).
-  """
-
-  def __init__(self, paths: Dict[str, Dict[str, str]]):
-    self._paths = paths
-    self._modules = _implemented(paths)
-    self._packages = {_ROOT}
-    for path in self._modules:
-      parts = path.split('.')
-      self._packages.update('.'.join(parts[:i]) for i in range(1, len(parts)))
-
-  def find_spec(self, fullname, path=None, target=None):
-    del path, target
-    if fullname != _ROOT and not fullname.startswith(_ROOT + '.'):
-      return None
-    if fullname not in self._modules and fullname not in self._packages:
-      # Raised rather than returning None: the path finders would otherwise
-      # import an installed tensorflow_estimator's module (made for
-      # TensorFlow 2.15) in its place. Its `name` is left unset: the import
-      # system drops a ModuleNotFoundError named after the module that
-      # `from package import module` asked for, and says only "cannot import
-      # name 'module' ... (unknown location)".
-      raise ModuleNotFoundError(
-          f'{fullname} is not provided by estimator_rt: only the module '
-          'paths that held tf.estimator 2.15\'s public objects are (not its '
-          'private modules, nor the test code it shipped). Import the public '
-          'tf.estimator names instead.')
-    return importlib.machinery.ModuleSpec(
-        fullname, self, is_package=fullname in self._packages)
-
-  def create_module(self, spec):
-    module = _ServedModule(spec.name)
-    if spec.name in self._packages:
-      # No directory: its submodules are the ones this finder serves (or a
-      # finder ahead of it), never files of an installed tensorflow_estimator.
-      module.__path__ = []
-    return module
-
-  def exec_module(self, module):
-    from estimator_rt.compat import namespaces  # pylint: disable=g-import-not-at-top
-    if module.__name__ == _ROOT:
-      module.estimator = namespaces.v2()
-    for name, public in self._paths.get(module.__name__, {}).items():
-      setattr(module, name, resolve(public))
-    for name, value in _extra(module.__name__).items():
-      setattr(module, name, value)
-
-
-def _finder() -> Optional[_Finder]:
-  for finder in sys.meta_path:
-    if isinstance(finder, _Finder):
-      return finder
-  return None
-
-
 def install() -> None:
   """Makes tf.estimator's names and module paths resolve to estimator_rt
   (see the module docstring). Idempotent; imports TensorFlow."""
@@ -191,7 +74,8 @@ def install() -> None:
     return
   from estimator_rt import tf_api  # pylint: disable=g-import-not-at-top
   from estimator_rt.compat import namespaces  # pylint: disable=g-import-not-at-top
-  if 'tensorflow_estimator' in sys.modules and _finder() is None:
+  if ('tensorflow_estimator' in sys.modules and
+      finder_lib.installed_finder() is None):
     raise ImportError(
         'estimator_rt.compat.install(): the real tensorflow_estimator is '
         'already imported; install() must come first (or run the program '
@@ -209,7 +93,7 @@ def install() -> None:
     sys.modules[f'{path}.estimator'] = namespace
   # Ahead of the path finders: an installed tensorflow_estimator package
   # (made for TensorFlow 2.15) must not be imported.
-  sys.meta_path.insert(0, _Finder(_load_paths()))
+  sys.meta_path.insert(0, finder_lib.Finder(finder_lib.load_paths()))
   _installed = True
 
 

@@ -22,6 +22,7 @@ from estimator_rt.errors import GraphModelFnError
 from estimator_rt.errors import ModelFnError
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
+from estimator_rt import spec as spec_lib
 from estimator_rt.spec import EstimatorSpec
 from estimator_rt.eager.variable_store import VariableStore
 
@@ -86,7 +87,7 @@ def graph_reason_of_call(*, model_fn: Callable, features, labels, mode: str,
 def session_only_fields(spec) -> Optional[str]:
   """'a Scaffold' or 'SessionRunHooks' if `spec` has what only a monitored
   session can honour, else None."""
-  if getattr(spec, 'scaffold', None) is not None:
+  if spec_lib.has_session_scaffold(spec):
     return 'a Scaffold'
   for field in ('training_chief_hooks', 'training_hooks', 'evaluation_hooks',
                 'prediction_hooks'):

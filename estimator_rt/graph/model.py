@@ -58,6 +58,18 @@ def _spec_of(tensor):
       tensor, tf.Tensor) else tf.type_spec_from_value(tensor)
 
 
+def _as_tensors(value):
+  """An input_fn's features or labels with NumPy arrays, lists and numbers
+  made constants of this graph (a dict's values one by one: a list is one
+  value, not a structure)."""
+  if value is None or tf.is_tensor(value) or isinstance(
+      value, tf.compat.v1.SparseTensorValue):
+    return value
+  if isinstance(value, dict):
+    return {key: _as_tensors(item) for key, item in value.items()}
+  return tf.convert_to_tensor(value)
+
+
 def read_input(input_fn: Callable, params: dict, *, role: str, config,
                shard: Callable = lambda dataset: dataset) -> GraphInput:
   """Calls `input_fn` in the current graph, ready to read it element by
@@ -71,7 +83,9 @@ def read_input(input_fn: Callable, params: dict, *, role: str, config,
   result = user_fns.call_input_fn(input_fn, params, None, role=role,
                                   config=config, allow_tensors=True)
   if not isinstance(result, tf.data.Dataset):
-    features, labels = inputs.split_element(result)
+    features, labels = inputs.split_element(
+        tuple(result) if isinstance(result, list) else result)
+    features, labels = _as_tensors(features), _as_tensors(labels)
     return GraphInput(elements=lambda: (features, labels),
                       initializer=tf.no_op(),
                       features_spec=tf.nest.map_structure(_spec_of, features))
