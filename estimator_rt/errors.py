@@ -125,6 +125,21 @@ class InputFnError(UserInputError):
   """The `input_fn` returned something the runtime cannot use."""
 
 
+# Where tf.estimator 2.15 raised TypeError for bad input, these are raised:
+# code that catches 2.15's exception (its tests' assertRaises(TypeError),
+# libraries' `except TypeError`) still does, and the binary still exits 2.
+# Their messages start with 2.15's phrase and go on with estimator_rt's.
+
+
+class UserTypeError(UserInputError, TypeError):
+  """Bad user input of the wrong type, where tf.estimator raised TypeError."""
+
+
+class ModelFnTypeError(ModelFnError, TypeError):
+  """A model_fn result of the wrong type, where tf.estimator raised
+  TypeError."""
+
+
 class IncompatibleCheckpointError(UserInputError):
   """A checkpoint does not hold the variables the model_fn creates."""
 
