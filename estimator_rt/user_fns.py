@@ -201,6 +201,12 @@ def call_input_fn(input_fn: Callable, params: dict,
         f'{role} {fn_name(input_fn)} raised {describe_exception(e)}'
         f'{where_in(input_fn, e)}') from e
   if not isinstance(dataset, tf.data.Dataset) and _is_tensors(dataset):
+    if isinstance(dataset, (list, tuple)) and len(dataset) != 2:
+      raise InputFnError(
+          f'input_fn should return (features, labels) as a len 2 tuple: '
+          f'{role} {fn_name(input_fn)} returned a {type(dataset).__name__} '
+          f'of {len(dataset)} items. Return a tf.data.Dataset of (features, '
+          'labels) or of features, or (features, labels) as tensors.')
     if allow_tensors:
       return dataset
     raise GraphModelFnError(
