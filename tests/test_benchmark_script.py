@@ -119,23 +119,22 @@ def test_bare_loop_computes_what_the_model_fn_computes(workload,
                              rtol=1e-6)
 
 
-def test_distributed_benchmark_runs_every_side_on_both_clusters(
-    python_runner):
-  """--distributed: the bare TF2 program, the runtime and a standalone
-  client each train W2 on a multi_worker_mirrored cluster (2 workers) and
-  a parameter_server cluster (chief, 2 workers, 1 ps) of real loopback
-  processes, reach the global step asked for, and the report has their
-  ratios and the target."""
+def test_distributed_benchmark_runs_every_side_on_a_cluster(python_runner):
+  """--distributed multi_worker_mirrored: the bare TF2 program, the
+  runtime and a standalone client each train W2 on a cluster of 2 real
+  loopback workers, reach the global step asked for, and the report has
+  their ratios and the target. (The parameter_server cluster goes through
+  the same sides and report; it is left to `make bench-distributed`, its
+  twelve processes being the costliest run of the suite.)"""
   proc = python_runner(
-      ['-m', 'scripts.bench', '--distributed', '--rounds', '1',
-       '--distributed_steps', '200', '--json', '--timeout', '240'],
+      ['-m', 'scripts.bench', '--distributed', 'multi_worker_mirrored',
+       '--rounds', '1', '--distributed_steps', '200', '--json',
+       '--timeout', '240'],
       timeout=1200)
   assert proc.returncode == 0, proc.stderr[-5000:]
   report = json.loads(proc.stdout)
-  assert report['distributed_steps'] == {'multi_worker_mirrored': 200,
-                                         'parameter_server': 200}
-  assert list(report['distributed']) == ['multi_worker_mirrored',
-                                         'parameter_server']
+  assert report['distributed_steps'] == {'multi_worker_mirrored': 200}
+  assert list(report['distributed']) == ['multi_worker_mirrored']
   for strategy, summary in report['distributed'].items():
     speeds = summary['steps_per_sec']
     assert set(speeds) == {'bare', 'runtime', 'client'}, strategy
