@@ -16,6 +16,11 @@ $(STAMP): setup.cfg setup.py pyproject.toml estimator_rt/_bind_guard.c
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# Libraries built on tf.estimator that tests/test_libraries.py runs on
+# estimator_rt. --no-deps: they pin TensorFlow releases that had
+# tf.estimator, and need nothing the test environment lacks.
+LIBRARIES := tensorflow-ranking==0.5.5 deepctr==0.9.4
+
 # What only the tests need: Ray (the optional `ray` extra) for
 # tests/test_ray.py, and a one-node Slurm (Debian's slurm-wlm and munge,
 # installed as root if sbatch is missing) for tests/test_slurm.py, whose
@@ -24,6 +29,7 @@ setup-test: $(TEST_STAMP) schedulers
 
 $(TEST_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test,ray]'
+	$(PY) -m pip install --quiet --no-deps $(LIBRARIES)
 	touch $(TEST_STAMP)
 
 schedulers:
