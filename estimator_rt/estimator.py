@@ -10,6 +10,7 @@ import tensorflow as tf
 from estimator_rt import checkpoints
 from estimator_rt import engine_choice
 from estimator_rt import export as export_lib
+from estimator_rt import log_handlers
 from estimator_rt import preemption
 from estimator_rt import summaries
 from estimator_rt import user_fns
@@ -58,6 +59,7 @@ class Estimator:
                config: Optional[RunConfig] = None,
                params: Optional[Dict[str, Any]] = None,
                warm_start_from: Optional[str] = None):
+    log_handlers.use_root_handler()
     self._model_fn = user_fns.check_model_fn(model_fn)
     config = config or RunConfig()
     if not isinstance(config, RunConfig):

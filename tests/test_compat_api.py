@@ -248,3 +248,42 @@ print('served ahead')
       for name in ('canned.dnn_testing_utils', 'canned.v1', 'head.head_utils',
                    'canned.optimizers', 'util') for _ in range(2)] + [
                        'served ahead']
+
+
+_LOGGING_PROGRAM = """
+import numpy as np
+import tensorflow as tf
+
+def model_fn(features, labels, mode):
+  w = tf.compat.v1.get_variable('w', [1, 1])
+  loss = tf.reduce_mean(tf.square(tf.matmul(features, w) - labels),
+                        name='the_loss')
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+      loss, global_step=tf.compat.v1.train.get_global_step())
+  return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+def input_fn():
+  x = np.ones((8, 1), np.float32)
+  return tf.data.Dataset.from_tensor_slices((x, 2 * x)).repeat().batch(4)
+
+tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
+tf.estimator.Estimator(model_fn, model_dir=MODEL_DIR).train(
+    input_fn, steps=3, hooks=[tf.compat.v1.train.LoggingTensorHook(
+        {'logged': 'the_loss'}, every_n_iter=1)])
+"""
+
+
+def test_each_tensorflow_log_line_is_printed_once(tmp_path):
+  """A tf.estimator program imports TensorFlow before estimator_rt, whose
+  absl logging then gave the root logger a handler beside TensorFlow's:
+  every LoggingTensorHook line came out twice."""
+  program = tmp_path / 'program.py'
+  program.write_text(_LOGGING_PROGRAM.replace(
+      'MODEL_DIR', repr(str(tmp_path / 'm'))))
+  result = subprocess.run(
+      [sys.executable, '-m', 'estimator_rt.compat', str(program)],
+      capture_output=True, text=True, timeout=120, cwd=REPO_ROOT,
+      env=dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2'))
+  assert result.returncode == 0, result.stderr[-3000:]
+  logged = [l for l in result.stderr.splitlines() if 'logged = ' in l]
+  assert len(logged) == 3, result.stderr[-3000:]
