@@ -115,15 +115,18 @@ def _tails(processes) -> str:
   return '\n'.join(parts)
 
 
-def _check_model_dir(model_dir: str, *, final_step: int, where: str) -> None:
-  """The newest checkpoint is at `final_step`, the last evaluation is of
-  it, no step was evaluated twice, and each exporter exported exactly once
-  per evaluation (latest) or once (final), nothing half-written."""
+def _check_model_dir(model_dir: str, *, final_step: int, where: str,
+                     overshoot: int = 0) -> None:
+  """The newest checkpoint is at `final_step` (up to `overshoot` steps
+  past it), the last evaluation is of it, no step was evaluated twice, and
+  each exporter exported exactly once per evaluation (latest) or once
+  (final), nothing half-written."""
   steps = _cluster.checkpoint_steps(model_dir)
-  assert steps and steps[-1] == final_step, (where, steps)
+  assert steps and final_step <= steps[-1] <= final_step + overshoot, (
+      where, steps)
   evaluated = [step for step, _ in summaries.read_scalars(
       os.path.join(model_dir, 'eval')).get('loss', [])]
-  assert evaluated and evaluated[-1] == final_step, (where, evaluated)
+  assert evaluated and evaluated[-1] == steps[-1], (where, evaluated)
   assert len(set(evaluated)) == len(evaluated), (where, evaluated)
   export = os.path.join(model_dir, 'export')
   assert sorted(os.listdir(export)) == ['final', 'latest'], (where, export)
@@ -205,7 +208,7 @@ def _layout(layout: str):
 def test_a_cluster_of_mixed_entry_points(tmp_path, layout, rotation, model):
   """One cluster job per (layout, model): task i runs entry point
   (i + rotation) % 3. Every task exits 0; the chief saves the final
-  checkpoint at max_steps; only the evaluator evaluates (never one
+  checkpoint at max_steps (one past it at most between-graph); only the evaluator evaluates (never one
   checkpoint twice) and exports, once per exporter per evaluation."""
   spec, tasks, strategy = _layout(layout)
   processes = {}
@@ -220,5 +223,11 @@ def test_a_cluster_of_mixed_entry_points(tmp_path, layout, rotation, model):
                        log_path)
   codes = _wait_all(processes, timeout=CLUSTER_SECS)
   assert codes == {name: 0 for name in processes}, _tails(processes)
+  # Between-graph (TF1-style and canned models on parameter servers, as
+  # tf.estimator trained them) the chief and the worker step asynchronously:
+  # each stops once it sees max_steps, so the other's step in flight may
+  # land after it, one step past at most (tf.estimator's overshoot too).
+  between_graph = layout == 'parameter_server' and model != 'tf2'
   _check_model_dir(str(tmp_path / model), final_step=CLUSTER_STEPS,
-                   where=f'{layout} {model}')
+                   where=f'{layout} {model}',
+                   overshoot=1 if between_graph else 0)

@@ -86,10 +86,12 @@ def sequential_head_wrapper(est):
   """SequentialHeadWrapper: not in tf.estimator's public API (2.15's RNN
   estimators used it), so found by module."""
   del est
-  if 'tensorflow_estimator' in sys.modules:
-    from tensorflow_estimator.python.estimator.head import sequential_head  # pylint: disable=g-import-not-at-top
-  else:
+  # estimator_rt's compat finder also serves `tensorflow_estimator` once a
+  # program imported it, so the test is which runtime is installed.
+  try:
     from estimator_rt.head import sequential_head  # pylint: disable=g-import-not-at-top
+  except ImportError:  # TensorFlow 2.15's venv: no estimator_rt there.
+    from tensorflow_estimator.python.estimator.head import sequential_head  # pylint: disable=g-import-not-at-top
   return sequential_head.SequentialHeadWrapper
 
 
