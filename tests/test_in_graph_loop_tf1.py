@@ -20,6 +20,7 @@ import tensorflow as tf
 
 import estimator_rt as ert
 from estimator_rt import summaries
+from estimator_rt import tpu
 from estimator_rt.graph import engine as graph_engine
 from _models import checkpoint_steps
 from _models import ckpt_path
@@ -238,3 +239,31 @@ def test_the_fallback_graph_is_built_anew(tmp_path, caplog):
   assert not any(op.name.startswith('training_loop')
                  for op in graph.get_operations())
   assert built.train_op.graph is graph
+
+
+def test_tpu_estimator_without_a_tpu_loops_iterations_per_loop(tmp_path,
+                                                               caplog):
+  """TPUEstimator(use_tpu=False) trains in the in-graph loop, in loops of
+  TPUConfig.iterations_per_loop steps (tf.estimator's TPU loop length)."""
+
+  def model_fn(features, labels, mode, params):
+    spec = TF1_MODEL_FNS['W1'](features, labels, mode, params)
+    return tpu.TPUEstimatorSpec(mode, loss=spec.loss,
+                                    train_op=spec.train_op)
+
+  estimator = tpu.TPUEstimator(
+      model_fn=model_fn, model_dir=str(tmp_path), use_tpu=False,
+      train_batch_size=16,
+      config=tpu.RunConfig(
+          save_summary_steps=0, log_step_count_steps=0,
+          tpu_config=tpu.TPUConfig(iterations_per_loop=7)))
+  recorder = LoopRecorder()
+  estimator.train(lambda params: WORKLOADS['W1']['input_fn'](params),
+                  hooks=[recorder], max_steps=20)
+  assert 'one session run per loop of up to 7 steps' in caplog.text
+  assert recorder.steps == [7, 14, 20]
+  with pytest.raises(ert.UserInputError, match='iterations_per_loop=.7x.'):
+    tpu.TPUEstimator(
+        model_fn=model_fn, use_tpu=False, train_batch_size=16,
+        config=tpu.RunConfig(
+            tpu_config=tpu.TPUConfig(iterations_per_loop='7x')))
