@@ -21,7 +21,9 @@ import sys
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-PYTHONS = {'runtime': os.path.join(_REPO, '.venv', 'bin', 'python'),
+# The runtime side runs under the Python running this (the project's
+# environment, as `make bench-canned` runs it).
+PYTHONS = {'runtime': sys.executable,
            'tf_estimator': os.path.join(_REPO, '.venv-tf215', 'bin',
                                         'python')}
 TIMEOUT_SECS = 900

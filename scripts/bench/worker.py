@@ -120,33 +120,17 @@ def run_keras_fit(workload: str, total_steps: int, record) -> None:
             callbacks=[_FitBoundaries(record)])
 
 
-class _EveryLoopOfSteps(ert.Hook):
-  """The graph engine runs one step per session run, and so calls hooks
-  after every step: record the first step and then every STEPS_PER_LOOP
-  steps, as the loop boundaries of the other sides."""
-
-  def __init__(self, record):
-    self._record = record
-
-  def after_loop(self, result):
-    if result.global_step == 1 or result.global_step % STEPS_PER_LOOP == 0:
-      self._record(result.global_step, None)
-    return None
-
-
 def run_graph_engine(workload: str, total_steps: int, record) -> None:
-  """The workload's TF1-style model_fn in the graph engine, with the same
-  settings as run_runtime."""
+  """The workload's TF1-style model_fn (`tf1_model_fns`) in the graph
+  engine, with run_runtime's settings and loops (the in-graph loop: one
+  session run per loop)."""
   spec = WORKLOADS[workload]
   with tempfile.TemporaryDirectory(prefix='bench_ert_graph_') as model_dir:
     estimator = ert.Estimator(
         TF1_MODEL_FNS[workload], model_dir=model_dir,
-        config=ert.RunConfig(save_checkpoints_steps=10 * total_steps,
-                             log_step_count_steps=100,
-                             save_summary_steps=100),
-        params=dict(spec['params']))
+        config=runtime_config(total_steps), params=dict(spec['params']))
     estimator.train(spec['input_fn'], max_steps=total_steps,
-                    hooks=[_EveryLoopOfSteps(record)])
+                    hooks=[BoundaryHook(record)])
 
 
 def run_runtime(workload: str, total_steps: int, record, *,
