@@ -25,7 +25,7 @@ from estimator_rt.graph import engine as graph_engine
 from _models import checkpoint_steps
 from _models import ckpt_path
 from _models import LoopRecorder
-from scripts.bench.workloads import TF1_MODEL_FNS
+from scripts.bench.workloads import tf1_model_fn
 from scripts.bench.workloads import WORKLOADS
 
 LOOP_LINE = 'runs its steps in an in-graph loop'
@@ -54,7 +54,7 @@ def _estimator(workload, model_dir, *, steps_per_loop):
                          steps_per_loop=steps_per_loop, save_summary_steps=10,
                          save_checkpoints_steps=25, keep_checkpoint_max=0,
                          log_step_count_steps=0)
-  return ert.Estimator(_with_summaries(TF1_MODEL_FNS[workload]),
+  return ert.Estimator(_with_summaries(tf1_model_fn(workload)),
                        config=config, params=params), spec['input_fn']
 
 
@@ -151,39 +151,41 @@ class _PerStep(tf.compat.v1.train.SessionRunHook):
 def _with(**spec_fields):
   """W1's TF1 model_fn returning its spec with `spec_fields` replaced
   (each value a function of nothing, called in the model_fn)."""
+  w1 = tf1_model_fn('W1')
 
   def model_fn(features, labels, mode, params):
-    spec = TF1_MODEL_FNS['W1'](features, labels, mode, params)
+    spec = w1(features, labels, mode, params)
     return spec._replace(**{k: make() for k, make in spec_fields.items()})
 
   return model_fn
 
 
-def _placeholder_model_fn(features, labels, mode, params):
-  spec = TF1_MODEL_FNS['W1'](features, labels, mode, params)
-  scale = tf.compat.v1.placeholder_with_default(1.0, [], name='scale')
-  return spec._replace(loss=spec.loss * scale)
+def _placeholder():
+  return tf.compat.v1.placeholder_with_default(1.0, [], name='scale')
 
 
+# Each case: (a function making the model_fn, SessionRunHooks given to
+# train(), the reason logged).
 _FALLBACKS = {
     'tensor initial value': (
-        _linear, [], 'building its step in a tf.while_loop failed: '
+        lambda: _linear, [], 'building its step in a tf.while_loop failed: '
         'ValueError: Argument `initial_value`'),
     'training_hooks': (
-        _with(training_hooks=lambda: [_PerStep()]), [],
+        lambda: _with(training_hooks=lambda: [_PerStep()]), [],
         'it returns training hooks [_PerStep]'),
     'Scaffold init_fn': (
-        _with(scaffold=lambda: tf.compat.v1.train.Scaffold(
+        lambda: _with(scaffold=lambda: tf.compat.v1.train.Scaffold(
             init_fn=lambda scaffold, session: None)), [],
         'its Scaffold has an init_fn'),
     'Scaffold ready_op': (
-        _with(scaffold=lambda: tf.compat.v1.train.Scaffold(
+        lambda: _with(scaffold=lambda: tf.compat.v1.train.Scaffold(
             ready_op=tf.constant([], tf.string))), [],
         'its Scaffold has a ready_op'),
     'placeholder': (
-        _placeholder_model_fn, [], "it creates the placeholder"),
+        lambda: _with(predictions=_placeholder), [],
+        'it creates the placeholder'),
     'per-step SessionRunHook': (
-        TF1_MODEL_FNS['W1'], [_PerStep()],
+        lambda: tf1_model_fn('W1'), [_PerStep()],
         'hooks=[_PerStep] given to train() see every step'),
 }
 
@@ -191,7 +193,8 @@ _FALLBACKS = {
 @pytest.mark.parametrize('case', sorted(_FALLBACKS))
 def test_what_cannot_loop_runs_one_step_per_run_with_one_line(tmp_path,
                                                               caplog, case):
-  model_fn, hooks, reason = _FALLBACKS[case]
+  make_model_fn, hooks, reason = _FALLBACKS[case]
+  model_fn = make_model_fn()
   estimator = ert.Estimator(
       model_fn, model_dir=str(tmp_path / 'm'), params={'batch_size': 16},
       config=ert.RunConfig(steps_per_loop=10, save_summary_steps=0,
@@ -246,8 +249,10 @@ def test_tpu_estimator_without_a_tpu_loops_iterations_per_loop(tmp_path,
   """TPUEstimator(use_tpu=False) trains in the in-graph loop, in loops of
   TPUConfig.iterations_per_loop steps (tf.estimator's TPU loop length)."""
 
+  w1 = tf1_model_fn('W1')
+
   def model_fn(features, labels, mode, params):
-    spec = TF1_MODEL_FNS['W1'](features, labels, mode, params)
+    spec = w1(features, labels, mode, params)
     return tpu.TPUEstimatorSpec(mode, loss=spec.loss,
                                     train_op=spec.train_op)
 

@@ -58,7 +58,8 @@ from scripts.bench.protocol import exit_at_once
 from scripts.bench.protocol import STEPS_PER_LOOP
 from scripts.bench.protocol import write_result
 from scripts.bench.workloads import build_bare
-from scripts.bench.workloads import TF1_MODEL_FNS
+from scripts.bench import tf1_model_fns
+from scripts.bench.workloads import tf1_model_fn
 from scripts.bench.workloads import WORKLOADS
 
 _IMPORTS_DONE_WALL = time.time()
@@ -127,7 +128,7 @@ def run_graph_engine(workload: str, total_steps: int, record) -> None:
   spec = WORKLOADS[workload]
   with tempfile.TemporaryDirectory(prefix='bench_ert_graph_') as model_dir:
     estimator = ert.Estimator(
-        TF1_MODEL_FNS[workload], model_dir=model_dir,
+        tf1_model_fn(workload), model_dir=model_dir,
         config=runtime_config(total_steps), params=dict(spec['params']))
     estimator.train(spec['input_fn'], max_steps=total_steps,
                     hooks=[BoundaryHook(record)])
@@ -213,9 +214,9 @@ def main(argv=None) -> int:
   # As under an absl binary (estimator_rt.main): the runtime's INFO lines
   # (steps/s every 100 steps, checkpoints) are really written, to stderr.
   absl_logging.set_verbosity(absl_logging.INFO)
-  if args.side == 'graph' and args.workload not in TF1_MODEL_FNS:
+  if args.side == 'graph' and args.workload not in tf1_model_fns.WORKLOADS:
     parser.error(f'--side=graph: no TF1-style model_fn for {args.workload}; '
-                 f'there are {sorted(TF1_MODEL_FNS)}.')
+                 f'there are {tf1_model_fns.WORKLOADS}.')
   run = {'bare': run_bare, 'graph': run_graph_engine,
          'keras_fit': run_keras_fit,
          'runtime': functools.partial(run_runtime,

@@ -101,12 +101,16 @@ def tf1_hyperparameters(workload: str) -> dict:
       WORKLOADS[workload]['bare_optimizer']())}
 
 
-# W1's and W2's models written as tf.estimator users wrote them, which the
-# graph engine runs (and tf.estimator 2.15, with --engine graph --peers).
-TF1_MODEL_FNS = {
-    workload: tf1_model_fns.make_model_fn(workload, ert.EstimatorSpec,
-                                          tf1_hyperparameters(workload))
-    for workload in tf1_model_fns.WORKLOADS}
+def tf1_model_fn(workload: str):
+  """W1's or W2's model written as tf.estimator users wrote it, which the
+  graph engine runs (and tf.estimator 2.15, with --engine graph --peers).
+
+  Made on demand, not at import: making the Keras optimizer whose settings
+  it takes starts TensorFlow's runtime, after which a multi-worker strategy
+  can no longer be created in the process (the cluster workers import this
+  module)."""
+  return tf1_model_fns.make_model_fn(workload, ert.EstimatorSpec,
+                                     tf1_hyperparameters(workload))
 
 
 def build_bare(workload: str):
