@@ -181,6 +181,14 @@ _FALLBACKS = {
         lambda: _with(scaffold=lambda: tf.compat.v1.train.Scaffold(
             ready_op=tf.constant([], tf.string))), [],
         'its Scaffold has a ready_op'),
+    'Scaffold Saver': (
+        lambda: _with(scaffold=lambda: tf.compat.v1.train.Scaffold(
+            saver=tf.compat.v1.train.Saver(max_to_keep=3))), [],
+        "its Scaffold's Saver was built in the step"),
+    'Scaffold local_init_op': (
+        lambda: _with(scaffold=lambda: tf.compat.v1.train.Scaffold(
+            local_init_op=tf.no_op())), [],
+        "its Scaffold's local_init_op was built in the step"),
     'placeholder': (
         lambda: _with(predictions=_placeholder), [],
         'it creates the placeholder'),

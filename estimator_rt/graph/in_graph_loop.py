@@ -155,8 +155,7 @@ def _graph_of(item) -> Optional[tf.Graph]:
       item, (tf.Operation, tf.Tensor)) else None
 
 
-def _scaffold_problem(scaffold, body: tf.Graph, outer: tf.Graph
-                      ) -> Optional[str]:
+def _scaffold_problem(scaffold, outer: tf.Graph) -> Optional[str]:
   """What in a model_fn's Scaffold needs one step per run, or None."""
   if scaffold is None:
     return None
@@ -170,7 +169,10 @@ def _scaffold_problem(scaffold, body: tf.Graph, outer: tf.Graph
   if scaffold.init_feed_dict:
     return 'its Scaffold has an init_feed_dict'
   for field in ('init_op', 'local_init_op', 'summary_op'):
-    if _graph_of(getattr(scaffold, field)) is body:
+    # Built in the step's body (or a function in it): the outer graph
+    # cannot run it.
+    graph = _graph_of(getattr(scaffold, field))
+    if graph is not None and graph is not outer:
       return f'its Scaffold\'s {field} was built in the step'
   saver = scaffold.saver
   if isinstance(saver, tf.compat.v1.train.Saver):
@@ -270,7 +272,7 @@ def build(*, model_fn: Callable, batches: Callable, params: dict, config,
   problem = (
       (hooks and f'it returns training hooks '
                  f'[{per_loop_hooks.names(hooks)}] (they see every step)') or
-      _scaffold_problem(spec.scaffold, built['graph'], outer) or
+      _scaffold_problem(spec.scaffold, outer) or
       _body_problem(built['graph']) or
       (len(outer.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)) >
        queue_runners and 'it adds queue runners'))
