@@ -280,3 +280,30 @@ def test_tpu_estimator_without_a_tpu_loops_iterations_per_loop(tmp_path,
         model_fn=model_fn, use_tpu=False, train_batch_size=16,
         config=tpu.RunConfig(
             tpu_config=tpu.TPUConfig(iterations_per_loop='7x')))
+
+
+def test_only_a_loop_build_that_failed_costs_a_second_graph(tmp_path):
+  """A reason known before the model_fn is built (here a per-step hook)
+  builds one step per run in the graph the input was read into; a loop
+  build that failed halfway starts a new graph, calling the input_fn once
+  more."""
+  calls, seen = [], []
+
+  def input_fn(params):
+    calls.append(1)
+    return WORKLOADS['W1']['input_fn'](params)
+
+  def input_fn_calls(model_fn, hooks):
+    calls.clear()
+    ert.Estimator(model_fn, model_dir=str(tmp_path / str(len(seen))),
+                  params={'batch_size': 16},
+                  config=ert.RunConfig(steps_per_loop=10,
+                                       save_summary_steps=0,
+                                       log_step_count_steps=0)).train(
+                                           input_fn, hooks=hooks, max_steps=2)
+    seen.append(len(calls))
+    return len(calls)
+
+  looped = input_fn_calls(tf1_model_fn('W1'), [])
+  assert input_fn_calls(tf1_model_fn('W1'), [_PerStep()]) == looped
+  assert input_fn_calls(_linear, []) == looped + 1

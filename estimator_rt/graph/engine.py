@@ -90,7 +90,9 @@ class GraphEngine(engine_lib.Engine):
   def _training_graph(self, input_fn, placement, session_hooks):
     """Builds training into a new graph: the in-graph loop where it can
     run (in_graph_loop.py), else one step per session run, logging why in
-    one line.
+    one line. Only a loop whose build failed halfway costs a second graph
+    (and a second call of the input_fn and the model_fn, as tf.estimator
+    called them once per graph).
 
     Returns:
       (graph, data, built, session_hooks, runtime_hooks): `built` is an
@@ -100,44 +102,44 @@ class GraphEngine(engine_lib.Engine):
     """
     loop_hooks, per_step_hooks = per_loop_hooks.split(session_hooks)
     name = user_fns.fn_name(self._model_fn)
+    reason = in_graph_loop.refusal(
+        steps_per_loop=self._config.steps_per_loop, placement=placement,
+        per_step_hooks=per_step_hooks)
 
-    def read():
-      self._seed()
-      data = model_lib.read_input(
-          input_fn, self._params, role='train input_fn', config=self._config,
-          shard=placement.shard, overlap=True)
-      self._features_spec = data.features_spec
-      return data
+    def build(loop: bool):
+      graph = tf.Graph()
+      with graph.as_default(), compat.keras_names_per_graph():
+        self._seed()
+        data = model_lib.read_input(
+            input_fn, self._params, role='train input_fn',
+            config=self._config, shard=placement.shard, overlap=True)
+        self._features_spec = data.features_spec
+        why_not = in_graph_loop.input_refusal(data) if loop else None
+        if loop and why_not is None:
+          try:
+            return graph, data, in_graph_loop.build(
+                model_fn=self._model_fn, batches=data.next_batch,
+                params=self._params, config=self._config,
+                placement=placement,
+                with_summaries=bool(self._config.save_summary_steps)), None
+          except in_graph_loop.CannotLoop as e:
+            # The graph may hold a half-built body: build in a new one.
+            return None, None, None, str(e)
+        logging.info('model_fn %s runs one training step per session run: '
+                     '%s.', name, why_not or reason)
+        return graph, data, model_lib.build(
+            model_fn=self._model_fn, mode=ModeKeys.TRAIN,
+            batches=data.next_batch, params=self._params,
+            config=self._config, placement=placement), None
 
-    graph = tf.Graph()
-    with graph.as_default(), compat.keras_names_per_graph():
-      data = read()
-      reason = in_graph_loop.refusal(
-          steps_per_loop=self._config.steps_per_loop, placement=placement,
-          per_step_hooks=per_step_hooks, data=data)
-      if reason is None:
-        try:
-          built = in_graph_loop.build(
-              model_fn=self._model_fn, batches=data.next_batch,
-              params=self._params, config=self._config, placement=placement,
-              with_summaries=bool(self._config.save_summary_steps))
-        except in_graph_loop.CannotLoop as e:
-          reason = str(e)
-    if reason is None:
+    graph, data, built, reason = build(loop=reason is None)
+    if graph is None:
+      graph, data, built, _ = build(loop=False)
+    if isinstance(built, in_graph_loop.LoopModel):
       logging.info('model_fn %s runs its steps in an in-graph loop: one '
                    'session run per loop of up to %d steps.', name,
                    self._config.steps_per_loop)
       return graph, data, built, [], loop_hooks
-    logging.info('model_fn %s runs one training step per session run: %s.',
-                 name, reason)
-    # The loop's graph may hold a half-built body: build in a new one.
-    graph = tf.Graph()
-    with graph.as_default(), compat.keras_names_per_graph():
-      data = read()
-      built = model_lib.build(
-          model_fn=self._model_fn, mode=ModeKeys.TRAIN,
-          batches=data.next_batch, params=self._params,
-          config=self._config, placement=placement)
     return graph, data, built, list(session_hooks), []
 
   def _build_training(self, input_fn, *, latest, session_hooks,

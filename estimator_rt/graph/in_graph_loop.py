@@ -28,12 +28,12 @@ reason once) when the build fails (a variable whose initial value is a
 tensor the model_fn computed cannot be lifted out of the body) or shows
 something that needs a `session.run` per step: training hooks, a Scaffold
 with an init_fn, ready ops or a feed, a Scaffold op, Saver or summary op
-built in the body, a placeholder, a queue runner. Before any build,
-`refusal` names what rules the loop out whatever the model_fn: one step per
-loop asked for, replicated or between-graph training, SessionRunHooks given
-to train() that need every step (see per_loop_hooks.py), an input_fn that
-returns tensors instead of a dataset (a session run evaluates them once,
-however many steps it holds).
+built in the body, a placeholder, a queue runner. Before that, `refusal`
+names what rules the loop out whatever the model_fn: one step per loop
+asked for, replicated or between-graph training, SessionRunHooks given to
+train() that need every step (see per_loop_hooks.py); and `input_refusal`
+an input_fn that returns tensors instead of a dataset (a session run
+evaluates them once, however many steps it holds).
 """
 
 import dataclasses
@@ -53,17 +53,16 @@ class CannotLoop(Exception):
   the message says why."""
 
 
-def refusal(*, steps_per_loop: int, placement, per_step_hooks: Sequence,
-            data: model_lib.GraphInput) -> Optional[str]:
+def refusal(*, steps_per_loop: int, placement, per_step_hooks: Sequence
+            ) -> Optional[str]:
   """Why training cannot run in the in-graph loop whatever the model_fn
-  builds, or None.
+  and the input, or None.
 
   Args:
     steps_per_loop: RunConfig.steps_per_loop.
     placement: where training runs (placement.py).
     per_step_hooks: the SessionRunHooks given to train() that need every
       step (`per_loop_hooks.split`).
-    data: the training input, as read in the graph.
   """
   if steps_per_loop <= 1:
     return 'steps_per_loop=1'
@@ -75,6 +74,12 @@ def refusal(*, steps_per_loop: int, placement, per_step_hooks: Sequence,
   if per_step_hooks:
     return (f'hooks=[{per_loop_hooks.names(per_step_hooks)}] given to train() '
             'see every step (before_run/after_run)')
+  return None
+
+
+def input_refusal(data: model_lib.GraphInput) -> Optional[str]:
+  """Why the training input, as read in the graph, cannot feed the loop,
+  or None."""
   if not data.from_dataset:
     return ('the input_fn returned tensors, not a tf.data.Dataset (a session '
             'run evaluates them once, however many steps it runs)')
