@@ -161,7 +161,8 @@ def _with(**spec_fields):
 
 
 def _placeholder():
-  return tf.compat.v1.placeholder_with_default(1.0, [], name='scale')
+  # Not on the training path, so one step per run need not feed it.
+  return tf.compat.v1.placeholder(tf.float32, [], name='scale')
 
 
 # Each case: (a function making the model_fn, SessionRunHooks given to
@@ -307,3 +308,22 @@ def test_only_a_loop_build_that_failed_costs_a_second_graph(tmp_path):
   looped = input_fn_calls(tf1_model_fn('W1'), [])
   assert input_fn_calls(tf1_model_fn('W1'), [_PerStep()]) == looped
   assert input_fn_calls(_linear, []) == looped + 1
+
+
+def test_a_placeholder_with_a_default_keeps_the_loop(tmp_path, caplog):
+  """Keras 2's learning phase is a placeholder_with_default: nothing feeds
+  it in the loop, so it takes its default at every step, as it would in
+  one step per run."""
+  w1 = tf1_model_fn('W1')
+
+  def model_fn(features, labels, mode, params):
+    spec = w1(features, labels, mode, params)
+    scale = tf.compat.v1.placeholder_with_default(1.0, [], name='scale')
+    return spec._replace(loss=spec.loss * scale)
+
+  ert.Estimator(model_fn, model_dir=str(tmp_path), params={'batch_size': 16},
+                config=ert.RunConfig(steps_per_loop=10, save_summary_steps=0,
+                                     log_step_count_steps=0)).train(
+                                         WORKLOADS['W1']['input_fn'],
+                                         max_steps=20)
+  assert LOOP_LINE in caplog.text and FALLBACK_LINE not in caplog.text

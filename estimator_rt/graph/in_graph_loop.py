@@ -190,12 +190,14 @@ def _scaffold_problem(scaffold, outer: tf.Graph) -> Optional[str]:
 
 def _body_problem(body: tf.Graph) -> Optional[str]:
   """What the loop body's own ops show needs one step per run, or None:
-  a placeholder the model_fn made (the body's inputs and captures are
-  placeholders too, and are not the model_fn's)."""
+  a placeholder the model_fn made, which a run must feed (the body's inputs
+  and captures are placeholders too, and are not the model_fn's). A
+  `placeholder_with_default` (Keras 2's learning phase) is fine: only a
+  per-step hook or a Scaffold's feed could feed it, and both rule the loop
+  out already."""
   inputs = {tensor.op for tensor in body.inputs}
   for op in body.get_operations():
-    if op.type in ('Placeholder', 'PlaceholderWithDefault') and (
-        op not in inputs):
+    if op.type == 'Placeholder' and op not in inputs:
       return f'it creates the placeholder {op.name!r} (fed per run)'
   return None
 
