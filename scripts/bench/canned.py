@@ -75,7 +75,8 @@ def main():
     label = (f'{workload} ({"with" if user_prefetch == "yes" else "without"}'
              " the user's prefetch)")
     keys = ('steps_per_sec', 'steady_steps_per_sec',
-            'train_and_evaluate_secs', 'input_batches_per_sec')
+            'train_and_evaluate_secs', 'input_batches_per_sec',
+            'call_cpu_ms_per_step')
     median = {side: {key: statistics.median(r[key] for r in runs)
                      for key in keys}
               for side, runs in results.items()}
@@ -90,8 +91,13 @@ def main():
           f'{runtime["train_and_evaluate_secs"]:.1f} tf.estimator '
           f'{reference["train_and_evaluate_secs"]:.1f} ratio '
           f'{runtime["train_and_evaluate_secs"] / reference["train_and_evaluate_secs"]:.2f}x; '
-          f'input alone {runtime["input_batches_per_sec"]:.0f} batches/s '
-          f'({args.rounds} rounds)', flush=True)
+          f'input alone {runtime["input_batches_per_sec"]:.0f} batches/s; '
+          f'CPU ms/step of the call runtime '
+          f'{runtime["call_cpu_ms_per_step"]:.2f} tf.estimator '
+          f'{reference["call_cpu_ms_per_step"]:.2f} ratio '
+          f'{reference["call_cpu_ms_per_step"] / runtime["call_cpu_ms_per_step"]:.2f}x '
+          f'({args.rounds} rounds; load average {os.getloadavg()[0]:.1f})',
+          flush=True)
     for side, runs in results.items():
       print(f'  {side} rounds: ' + '; '.join(
           ', '.join(f'{key.replace("_per_sec", "/s")} {r[key]:.0f}'

@@ -25,7 +25,8 @@ steps/s` is the second one's steps over its wall time, graph building and
 session start included, as a user's call pays them; `steady steps/s` is
 the difference of the two calls' steps over the difference of their times,
 which cancels what every call pays once (the steps/s tf.estimator logged as
-global_step/sec). `input batches/s`: the train input_fn's dataset alone,
+global_step/sec). `call CPU ms/step`: the process's CPU time (all threads)
+over the long call's steps. `input batches/s`: the train input_fn's dataset alone,
 read to its `--steps`-th batch with nothing else running (a ceiling for
 steps/s on both sides). Then the wall time of `train_and_evaluate` in a fresh
 model_dir to `--tae_steps` with a checkpoint every `--tae_steps / 2` steps
@@ -147,9 +148,10 @@ def main():
     start = time.perf_counter()
     estimator.train(train_input_fn, steps=short_steps)
     short_seconds = time.perf_counter() - start
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     estimator.train(train_input_fn, steps=args.steps)
     train_seconds = time.perf_counter() - start
+    train_cpu_seconds = time.process_time() - cpu_start
   # The input_fn alone: how many batches/s its dataset gives with nothing
   # else running (the same pipeline on both sides), a ceiling for steps/s;
   # always the prefetched one, so that both variants have one ceiling.
@@ -176,6 +178,10 @@ def main():
       'steps_per_sec': args.steps / train_seconds,
       'steady_steps_per_sec': ((args.steps - short_steps) /
                                max(train_seconds - short_seconds, 1e-9)),
+      # The process's CPU time (all threads) per step of the long call:
+      # what a side costs, less sensitive than wall time to other
+      # processes on the machine.
+      'call_cpu_ms_per_step': 1000 * train_cpu_seconds / args.steps,
       'train_and_evaluate_secs': tae_seconds,
       'input_batches_per_sec': input_batches_per_sec}), flush=True)
 
