@@ -3,16 +3,13 @@ in_graph_loop.py): the benchmark's W1 and W2 model_fns train in it and
 compute what one step per session run computes; what cannot be a loop body
 falls back to one step per run with one log line naming why.
 
-Equivalence: both runs resume one checkpoint (the loop's graph numbers its
-ops differently, so a seeded initializer draws other initial weights in
-it; from the same checkpoint everything else is the same computation), and
-train to step 1 + 57 over loops of up to 20 steps, cut at the checkpoint
-steps (25) and summary steps (10). They must end with the same loss (1e-5),
-the same checkpoints (steps, names, values) and the same summaries at the
-same steps, the model_fn's own included.
+Equivalence: both runs start from scratch with the same graph seed (the
+seeded initializers draw the same initial weights in either graph) and
+train 57 steps, over loops of up to 20 steps cut at the checkpoint steps
+(25) and summary steps (10), or one step per run. They must end with the
+same loss (1e-5), the same checkpoints (steps, names, values) and the same
+summaries at the same steps, the model_fn's own included.
 """
-
-import shutil
 
 import numpy as np
 import pytest
@@ -30,7 +27,7 @@ from scripts.bench.workloads import WORKLOADS
 
 LOOP_LINE = 'runs its steps in an in-graph loop'
 FALLBACK_LINE = 'runs one training step per session run: '
-START, STEPS = 1, 57
+STEPS = 57
 
 
 def _with_summaries(model_fn):
@@ -77,12 +74,7 @@ def _info_logs(caplog):
 @pytest.mark.parametrize('workload', ['W1', 'W2'])
 def test_the_loop_computes_what_one_step_per_run_computes(tmp_path, caplog,
                                                           workload):
-  start = tmp_path / 'start'
-  _train(workload, start, caplog, steps_per_loop=1, max_steps=START)
   looped, stepped = tmp_path / 'looped', tmp_path / 'stepped'
-  shutil.copytree(start, looped)
-  shutil.copytree(start, stepped)
-
   loops, looped_log = _train(workload, looped, caplog, steps_per_loop=20,
                              steps=STEPS)
   steps, stepped_log = _train(workload, stepped, caplog, steps_per_loop=1,
@@ -91,15 +83,15 @@ def test_the_loop_computes_what_one_step_per_run_computes(tmp_path, caplog,
   assert LOOP_LINE in looped_log and FALLBACK_LINE not in looped_log
   assert LOOP_LINE not in stepped_log
   assert f'{FALLBACK_LINE}steps_per_loop=1' in stepped_log
-  end = START + STEPS
+  end = STEPS
   # Loops end at the summary and checkpoint steps, one session run each.
   assert [r.global_step for r in loops.results] == [
       10, 20, 25, 30, 40, 50, end]
-  assert [r.global_step for r in steps.results] == list(range(2, end + 1))
+  assert [r.global_step for r in steps.results] == list(range(1, end + 1))
   np.testing.assert_allclose(loops.results[-1].loss, steps.results[-1].loss,
                              rtol=1e-5)
   assert checkpoint_steps(looped) == checkpoint_steps(stepped) == [
-      START, 25, 50, end]
+      25, 50, end]
   for step in (25, 50, end):
     ours = tf.train.load_checkpoint(ckpt_path(str(looped), step))
     theirs = tf.train.load_checkpoint(ckpt_path(str(stepped), step))
@@ -111,9 +103,8 @@ def test_the_loop_computes_what_one_step_per_run_computes(tmp_path, caplog,
                                  atol=1e-6, err_msg=f'{name} at {step}')
   looped_scalars = summaries.read_scalars(str(looped))
   stepped_scalars = summaries.read_scalars(str(stepped))
-  # The controller's loss is also written when training ends (the start's
-  # run ended at step 1).
-  expected = {'loss': [1, 10, 20, 30, 40, 50, end],
+  # The controller's loss is also written when training ends.
+  expected = {'loss': [10, 20, 30, 40, 50, end],
               'model_loss': [10, 20, 30, 40, 50]}
   for tag, tag_steps in expected.items():
     assert [s for s, _ in looped_scalars[tag]] == tag_steps, tag
