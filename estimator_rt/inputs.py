@@ -21,6 +21,7 @@ from typing import Any, Callable, Tuple
 from absl import logging
 import tensorflow as tf
 
+from estimator_rt import input_overlap
 from estimator_rt import user_fns
 from estimator_rt.errors import InputFnError
 
@@ -93,6 +94,7 @@ def make_input(strategy: tf.distribute.Strategy,
                sample_only: bool = False,
                coordinator=None,
                replicate: bool = False,
+               overlap: bool = False,
                config: Any = None) -> DistributedInput:
   """Calls `input_fn` and distributes its dataset with `strategy`.
 
@@ -118,6 +120,9 @@ def make_input(strategy: tf.distribute.Strategy,
       by the chief restores them all (checkpoint_input). input_fns that
       take an input_context are refused when there are several replicas:
       their batches are per replica.
+    overlap: prefetch each dataset the input_fn returns onto the step
+      (`input_overlap.overlapped`: the same elements in the same order);
+      training passes True.
 
   Raises:
     InputFnError: the input_fn returned no dataset or an empty one.
@@ -133,6 +138,9 @@ def make_input(strategy: tf.distribute.Strategy,
         'checkpoint_input off.')
   call = functools.partial(user_fns.call_input_fn, input_fn, params,
                            role=role, config=config)
+  if overlap:
+    plain_call = call
+    call = lambda context: input_overlap.overlapped(plain_call(context))
   local = call(tf.distribute.InputContext(
       num_input_pipelines=1, input_pipeline_id=0,
       num_replicas_in_sync=strategy.num_replicas_in_sync)

@@ -12,6 +12,7 @@ this one. `use_tpu=True` is refused in one line: there is no TPU here.
 
 import collections
 import contextlib
+import re
 from typing import Any, Callable, Optional
 
 from absl import logging
@@ -33,6 +34,23 @@ class InputPipelineConfig:
   SLICED = 5
 
 
+def loop_steps(iterations_per_loop) -> Optional[int]:
+  """The steps of one training loop that `TPUConfig.iterations_per_loop`
+  asks for: its count (an int, or digits); None for tf.estimator's
+  time-based form ('<N>s', '<N>m', '<N>h'), whose loops the runtime already
+  cuts by time.
+
+  Raises:
+    UserInputError: anything else (tf.estimator refused it too).
+  """
+  match = re.fullmatch(r'([1-9][0-9]*)([smh]?)', str(iterations_per_loop))
+  if match is None or isinstance(iterations_per_loop, bool):
+    raise UserInputError(
+        f'TPUConfig: iterations_per_loop={iterations_per_loop!r} must be a '
+        "positive integer or a time '<N>s', '<N>m' or '<N>h'.")
+  return None if match.group(2) else int(match.group(1))
+
+
 class TPUConfig(collections.namedtuple('TPUConfig', [
     'iterations_per_loop', 'num_shards', 'num_cores_per_replica',
     'per_host_input_for_training', 'tpu_job_name',
@@ -41,8 +59,10 @@ class TPUConfig(collections.namedtuple('TPUConfig', [
     'experimental_host_call_every_n_steps',
     'experimental_allow_per_host_v2_parallel_get_next',
     'experimental_feed_hook'])):
-  """tf.estimator's TPU settings; none of them has an effect without a TPU
-  (the training loop's length is RunConfig's steps_per_loop)."""
+  """tf.estimator's TPU settings. Without a TPU only `iterations_per_loop`
+  has an effect: a TPUEstimator trains in loops of that many steps, one
+  session run each (the graph engine's in-graph loop, as TPUEstimator's
+  loop on a TPU), in place of RunConfig's steps_per_loop."""
 
   def __new__(cls, iterations_per_loop=2, num_shards=None,
               num_cores_per_replica=None, per_host_input_for_training=True,
@@ -151,6 +171,13 @@ class TPUEstimator(Estimator):
                export_saved_model_api_version=None):
     del batch_axis, eval_on_tpu, export_to_tpu, export_to_cpu
     del export_saved_model_api_version
+    tpu_config = getattr(config, 'tpu_config', None)
+    if tpu_config is not None:
+      steps = loop_steps(tpu_config.iterations_per_loop)
+      if steps is not None:
+        # replace() keeps the other settings (and makes a plain RunConfig,
+        # which is what the engines read).
+        config = config.replace(steps_per_loop=steps)
     if use_tpu:
       raise UserInputError(
           'TPUEstimator(use_tpu=True): estimator_rt runs on CPUs and GPUs; '

@@ -96,14 +96,16 @@ def nan_model_fn(nan_at_step=None, *, where='loss', replica=None):
 def graph_nan_model_fn(nan_at_step=None, *, where='loss'):
   """nan_model_fn's regressor written TF1-style, for the graph engine: the
   same layers and starting weights in `tf.compat.v1` variables, SGD 0.05
-  through `minimize(global_step=...)`, poisoned the same way."""
+  through `minimize(global_step=...)`, poisoned the same way. The initial
+  values are NumPy arrays, not tensors, so that training runs in the
+  in-graph loop (a tensor made in the step cannot be lifted out of it)."""
   weights = initial_weights(0)
 
   def dense(name, x, index, activation=None):
-    kernel = tf.compat.v1.get_variable(
-        f'{name}/kernel', initializer=tf.constant(weights[index]))
-    bias = tf.compat.v1.get_variable(
-        f'{name}/bias', initializer=tf.constant(weights[index + 1]))
+    kernel = tf.compat.v1.get_variable(f'{name}/kernel',
+                                       initializer=weights[index])
+    bias = tf.compat.v1.get_variable(f'{name}/bias',
+                                     initializer=weights[index + 1])
     y = tf.matmul(x, kernel) + bias
     return activation(y) if activation else y
 
@@ -194,6 +196,23 @@ def first_loop_step(recorder):
   return recorder.results[0].global_step - recorder.results[0].steps
 
 
+IN_GRAPH_LOOP_LINE = 'runs its steps in an in-graph loop'
+
+
+def assert_graph_engine_looped(engine, caplog):
+  """The graph engine ran the faulty training in its in-graph loop (so the
+  test covers faults inside a session run of many steps)."""
+  if engine == 'graph':
+    assert IN_GRAPH_LOOP_LINE in caplog.text
+
+
+@pytest.fixture
+def info_logs(caplog):
+  # An earlier test that parsed absl flags leaves absl at WARNING.
+  caplog.set_level('INFO', logger='absl')
+  return caplog
+
+
 # ----------------------------------------------------------------- NaN
 @pytest.mark.parametrize('engine', ENGINES)
 @pytest.mark.parametrize('nan_at_step, where, reported, newest', [
@@ -205,7 +224,7 @@ def first_loop_step(recorder):
     (40, 'gradient', 'global steps 31-40', 20),  # loss finite, weights NaN
 ])
 def test_nan_stops_at_its_step_and_never_reaches_a_checkpoint(
-    tmp_path, nan_at_step, where, reported, newest, engine):
+    tmp_path, nan_at_step, where, reported, newest, engine, info_logs):
   model_dir = tmp_path / 'm'
   poisoned = NAN_MODEL_FNS[engine](nan_at_step, where=where)
   with pytest.raises(ert.NanLossError) as raised:
@@ -214,6 +233,7 @@ def test_nan_stops_at_its_step_and_never_reaches_a_checkpoint(
   message = str(raised.value)
   assert reported in message, message
   assert f'newest checkpoint, at step {newest}' in message, message
+  assert_graph_engine_looped(engine, info_logs)
   assert checkpoint_steps(model_dir) == [20]
   assert_every_checkpoint_usable(model_dir)
   # The same command, input fixed, carries on from the last finite one.
@@ -333,7 +353,8 @@ DAMAGE = {
 @pytest.mark.parametrize('damage', sorted(DAMAGE))
 def test_damaged_newest_checkpoint_falls_back_to_the_one_before(tmp_path,
                                                                 damage,
-                                                                engine):
+                                                                engine,
+                                                                info_logs):
   model_dir = str(tmp_path / 'm')
   train_five_checkpoints(model_dir, engine)
   intact = file_digests(model_dir, {10, 20, 30, 40})
@@ -348,6 +369,7 @@ def test_damaged_newest_checkpoint_falls_back_to_the_one_before(tmp_path,
   recorder = LoopRecorder()
   est.train(input_fn, hooks=[recorder], max_steps=70)
   assert first_loop_step(recorder) == 40
+  assert_graph_engine_looped(engine, info_logs)
   assert checkpoint_steps(model_dir) == [10, 20, 30, 40, 50, 60, 70]
   assert read_global_step(ckpt_path(model_dir, 50)) == 50
   # The damaged files were moved aside, not destroyed; the good ones are
@@ -571,7 +593,9 @@ def _run_big_model_training(module, model_dir, max_steps):
       [sys.executable, '-m', 'estimator_rt.main', f'--model_fn={module}:model_fn',
        f'--input_fn={module}:input_fn', '--mode=train',
        f'--model_dir={model_dir}', f'--max_steps={max_steps}',
-       '--save_checkpoints_steps=1', '--steps_per_loop=1',
+       # Loops of two steps: in the graph engine, two steps per session run
+       # of the in-graph loop.
+       '--save_checkpoints_steps=2', '--steps_per_loop=2',
        '--keep_checkpoint_max=0', '--save_summary_steps=0'],
       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -611,6 +635,8 @@ def test_process_killed_in_the_middle_of_a_save_resumes_cleanly(tmp_path,
       rerun.kill()
   assert rerun.returncode == 0, stderr[-3000:]
   assert f'global step {newest}' in stderr  # Restored there, not step 0.
+  if engine == 'graph':
+    assert IN_GRAPH_LOOP_LINE in stderr
   assert checkpoint_steps(model_dir)[-1] == newest + 2
   assert_no_leftovers(model_dir)
   for step in checkpoint_steps(model_dir):

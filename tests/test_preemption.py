@@ -69,12 +69,13 @@ def test_sigterm_in_process_saves_at_the_loop_end_and_resumes(tmp_path):
 
 @pytest.mark.parametrize('engine', ['eager', 'graph'])
 def test_a_signal_while_training_is_built_stops_at_the_first_loop_end(
-    tmp_path, engine):
+    tmp_path, engine, caplog):
   """A signal that comes while train() builds its model and loop (here sent
   from the input_fn) is a request, not an exit at once: synchronous workers
   are signalled one after another, and one still building must reach the
   loop end where they all agree to save and stop."""
   model_dir = str(tmp_path / 'm')
+  caplog.set_level('INFO', logger='absl')
   sent = []
 
   def input_fn():
@@ -91,6 +92,8 @@ def test_a_signal_while_training_is_built_stops_at_the_first_loop_end(
   assert sent
   assert raised.value.global_step == 10  # The first loop's end.
   assert checkpoint_steps(model_dir) == [10]
+  if engine == 'graph':
+    assert 'in-graph loop' in caplog.text
 
 
 def _slow(loss):
@@ -255,6 +258,9 @@ def test_sigterm_saves_at_the_signal_step_exits_143_and_resumes(
   # The same command, asked to go a little further, resumes there.
   if engine == 'graph':
     assert 'running it in the graph engine' in run.output
+  if engine in ('graph', 'canned'):
+    # One device: the signal came during a session run of many steps.
+    assert ('in-graph loop' in run.output) == (not strategy_flags)
   again = Running(_binary_args(engine, model_dir, step + 150,
                                *strategy_flags))
   assert again.wait(timeout=180) == 0, again.output[-4000:]

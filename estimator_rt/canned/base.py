@@ -17,7 +17,6 @@ import tensorflow as tf
 
 from estimator_rt import estimator as estimator_lib
 from estimator_rt.errors import UserInputError
-from estimator_rt.graph import in_graph_loop
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.run_config import RunConfig
 
@@ -58,9 +57,8 @@ class CannedEstimator(estimator_lib.Estimator):
                warm_start_from=None):
     # Our own code, written for graphs: AutoGraph (which a strategy's
     # call_for_each_replica applies) has nothing to convert in it and warned
-    # that it could not; and it runs several steps per session run.
-    model_fn = in_graph_loop.mark_loop_safe(
-        tf.autograph.experimental.do_not_convert(model_fn))
+    # that it could not.
+    model_fn = tf.autograph.experimental.do_not_convert(model_fn)
     super().__init__(
         model_fn=model_fn, model_dir=model_dir,
         config=graph_engine_config(config, estimator_name=type(self).__name__),

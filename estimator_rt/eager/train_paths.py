@@ -69,10 +69,13 @@ class StrategyPath:
       replicate: checkpoint_input: every worker iterates the global batches
         itself and each replica takes its rows (see inputs.make_input).
     """
+    # checkpoint_input saves the iterator: its state stays the user's
+    # pipeline's, with no prefetch buffer of the runtime's in it.
     return inputs.make_input(
         self.strategy, input_fn, params,
         auto_shard_policy=self._config.auto_shard_policy,
-        role='train input_fn', replicate=replicate, config=self._config)
+        role='train input_fn', replicate=replicate,
+        overlap=not replicate, config=self._config)
 
   def make_loop(self, graph, data: inputs.DistributedInput,
                 input_fn: Callable, params: dict, *,

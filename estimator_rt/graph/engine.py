@@ -26,6 +26,7 @@ from estimator_rt import checkpoints
 from estimator_rt import controller
 from estimator_rt import engine as engine_lib
 from estimator_rt import inputs
+from estimator_rt import per_loop_hooks
 from estimator_rt import summaries
 from estimator_rt import user_fns
 from estimator_rt.errors import check_count
@@ -86,6 +87,61 @@ class GraphEngine(engine_lib.Engine):
       tf.compat.v1.set_random_seed(self._config.tf_random_seed)
 
   # -------------------------------------------------------------- train
+  def _training_graph(self, input_fn, placement, session_hooks):
+    """Builds training into a new graph: the in-graph loop where it can
+    run (in_graph_loop.py), else one step per session run, logging why in
+    one line. Only a loop whose build failed halfway costs a second graph
+    (and a second call of the input_fn and the model_fn, as tf.estimator
+    called them once per graph).
+
+    Returns:
+      (graph, data, built, session_hooks, runtime_hooks): `built` is an
+      `in_graph_loop.LoopModel` or a `model.GraphModel`; the SessionRunHooks
+      the session runs, and the runtime hooks that stand in for the rest
+      (in the loop, `per_loop_hooks`' equivalents of per-loop-safe hooks).
+    """
+    loop_hooks, per_step_hooks = per_loop_hooks.split(session_hooks)
+    name = user_fns.fn_name(self._model_fn)
+    reason = in_graph_loop.refusal(
+        steps_per_loop=self._config.steps_per_loop, placement=placement,
+        per_step_hooks=per_step_hooks)
+
+    def build(loop: bool):
+      graph = tf.Graph()
+      with graph.as_default(), compat.keras_names_per_graph():
+        self._seed()
+        data = model_lib.read_input(
+            input_fn, self._params, role='train input_fn',
+            config=self._config, shard=placement.shard, overlap=True)
+        self._features_spec = data.features_spec
+        why_not = in_graph_loop.input_refusal(data) if loop else None
+        if loop and why_not is None:
+          try:
+            return graph, data, in_graph_loop.build(
+                model_fn=self._model_fn, batches=data.next_batch,
+                params=self._params, config=self._config,
+                placement=placement,
+                with_summaries=bool(self._config.save_summary_steps)), None
+          except in_graph_loop.CannotLoop as e:
+            # The graph may hold a half-built body: build in a new one.
+            return None, None, None, str(e)
+        logging.info('model_fn %s runs one training step per session run: '
+                     '%s.', name, why_not or reason)
+        return graph, data, model_lib.build(
+            model_fn=self._model_fn, mode=ModeKeys.TRAIN,
+            batches=data.next_batch, params=self._params,
+            config=self._config, placement=placement), None
+
+    graph, data, built, reason = build(loop=reason is None)
+    if graph is None:
+      graph, data, built, _ = build(loop=False)
+    if isinstance(built, in_graph_loop.LoopModel):
+      logging.info('model_fn %s runs its steps in an in-graph loop: one '
+                   'session run per loop of up to %d steps.', name,
+                   self._config.steps_per_loop)
+      return graph, data, built, [], loop_hooks
+    return graph, data, built, list(session_hooks), []
+
   def _build_training(self, input_fn, *, latest, session_hooks,
                       summary_writer) -> engine_lib.TrainingSetup:
     """See `engine.Engine._build_training`."""
@@ -97,28 +153,9 @@ class GraphEngine(engine_lib.Engine):
       inputs.require_repeating(
           self._repeats_forever(input_fn, 'train input_fn') is not False,
           what='multi_worker_mirrored training of a TF1-style model_fn')
-    graph = tf.Graph()
-    with graph.as_default(), compat.keras_names_per_graph():
-      self._seed()
-      data = model_lib.read_input(input_fn, self._params,
-                                  role='train input_fn', config=self._config,
-                                  shard=placement.shard)
-      self._features_spec = data.features_spec
-      if in_graph_loop.can_loop(model_fn=self._model_fn, placement=placement,
-                                session_hooks=session_hooks):
-        built = in_graph_loop.build(
-            model_fn=self._model_fn, batches=data.next_batch,
-            params=self._params, config=self._config, placement=placement,
-            with_summaries=bool(self._config.save_summary_steps))
-        logging.info('model_fn %s runs its steps in an in-graph loop: one '
-                     'session run per loop of up to %d steps.',
-                     user_fns.fn_name(self._model_fn),
-                     self._config.steps_per_loop)
-      else:
-        built = model_lib.build(
-            model_fn=self._model_fn, mode=ModeKeys.TRAIN,
-            batches=data.next_batch, params=self._params,
-            config=self._config, placement=placement)
+    graph, data, built, session_hooks, runtime_hooks = self._training_graph(
+        input_fn, placement, session_hooks)
+    with graph.as_default():
       saver, keep = self._saver(built.spec.scaffold)
       if latest is not None:
         self._check_fits(latest, built.spec.scaffold)
@@ -138,7 +175,7 @@ class GraphEngine(engine_lib.Engine):
         train_loop=loop, iterator=None,
         checkpoint=session_loop.SaverWriter(saver, loop),
         global_step=loop.global_step, max_to_keep=keep, agree=agree,
-        asynchronous=placement.between_graph,
+        asynchronous=placement.between_graph, hooks=runtime_hooks,
         session=lambda: self._training_session(graph, loop, placement,
                                                latest))
 

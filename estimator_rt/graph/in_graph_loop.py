@@ -21,41 +21,69 @@ back out of the outer graph's collections after the build. The body's
 `tf.compat.v1.summary` ops are merged there, at the last step of a run
 that asks for them (when a summary is due), and are a loop output.
 
-Not every TF1-style model_fn is safe in a loop: a variable whose initial
-value is a tensor the model_fn computed, a `Scaffold`, or SessionRunHooks
-(they would see one `run` per loop, not per step) are not. So a model_fn
-opts in (`mark_loop_safe`; the canned estimators do), and the engine uses
-the loop only where the rest allows it (see `can_loop`).
+Whether a model_fn's step can be a loop body is decided by building it
+there, not by guessing: `build` builds the loop, and raises `CannotLoop`
+(the engine then builds one step per run in a new graph, and logs the
+reason once) when the build fails (a variable whose initial value is a
+tensor the model_fn computed cannot be lifted out of the body) or shows
+something that needs a `session.run` per step: training hooks, a Scaffold
+with an init_fn, ready ops or a feed, a Scaffold op, Saver or summary op
+built in the body, a placeholder, a queue runner. Before that, `refusal`
+names what rules the loop out whatever the model_fn: one step per loop
+asked for, replicated or between-graph training, SessionRunHooks given to
+train() that need every step (see per_loop_hooks.py); and `input_refusal`
+an input_fn that returns tensors instead of a dataset (a session run
+evaluates them once, however many steps it holds).
 """
 
 import dataclasses
-from typing import Callable
+from typing import Callable, Optional, Sequence
 
 import tensorflow as tf
 
+from estimator_rt import per_loop_hooks
 from estimator_rt import user_fns
 from estimator_rt.errors import ModelFnError
 from estimator_rt.graph import model as model_lib
 from estimator_rt.mode_keys import ModeKeys
 
-_LOOP_SAFE_ATTRIBUTE = '_estimator_rt_loop_safe'
+
+class CannotLoop(Exception):
+  """The model_fn's training step cannot be the body of the in-graph loop;
+  the message says why."""
 
 
-def mark_loop_safe(model_fn: Callable) -> Callable:
-  """Declares that `model_fn` may be built inside a `tf.while_loop` (see
-  the module docstring); returns it."""
-  setattr(model_fn, _LOOP_SAFE_ATTRIBUTE, True)
-  return model_fn
+def refusal(*, steps_per_loop: int, placement, per_step_hooks: Sequence
+            ) -> Optional[str]:
+  """Why training cannot run in the in-graph loop whatever the model_fn
+  and the input, or None.
+
+  Args:
+    steps_per_loop: RunConfig.steps_per_loop.
+    placement: where training runs (placement.py).
+    per_step_hooks: the SessionRunHooks given to train() that need every
+      step (`per_loop_hooks.split`).
+  """
+  if steps_per_loop <= 1:
+    return 'steps_per_loop=1'
+  if placement.between_graph:
+    return 'between-graph (parameter-server) training'
+  if placement.multi_worker or placement.num_replicas != 1:
+    return (f'training is replicated ({placement.num_replicas} replicas); '
+            'the loop is built for one device')
+  if per_step_hooks:
+    return (f'hooks=[{per_loop_hooks.names(per_step_hooks)}] given to train() '
+            'see every step (before_run/after_run)')
+  return None
 
 
-def can_loop(*, model_fn: Callable, placement, session_hooks) -> bool:
-  """Whether training runs in the in-graph loop: the model_fn opted in, the
-  placement is one device (replicated and between-graph training keep one
-  step per run), and no SessionRunHook was given (its before_run/after_run
-  mean one step)."""
-  return bool(getattr(model_fn, _LOOP_SAFE_ATTRIBUTE, False) and
-              placement.num_replicas == 1 and not placement.multi_worker and
-              not placement.between_graph and not session_hooks)
+def input_refusal(data: model_lib.GraphInput) -> Optional[str]:
+  """Why the training input, as read in the graph, cannot feed the loop,
+  or None."""
+  if not data.from_dataset:
+    return ('the input_fn returned tensors, not a tf.data.Dataset (a session '
+            'run evaluates them once, however many steps it runs)')
+  return None
 
 
 @dataclasses.dataclass
@@ -126,21 +154,73 @@ def _summaries_again(summaries) -> tf.Tensor:
   return tf.raw_ops.MergeSummary(inputs=[again(t) for t in summaries])
 
 
+def _graph_of(item) -> Optional[tf.Graph]:
+  """The graph an op or tensor belongs to (None for anything else)."""
+  return getattr(item, 'graph', None) if isinstance(
+      item, (tf.Operation, tf.Tensor)) else None
+
+
+def _scaffold_problem(scaffold, outer: tf.Graph) -> Optional[str]:
+  """What in a model_fn's Scaffold needs one step per run, or None."""
+  if scaffold is None:
+    return None
+  if scaffold.init_fn is not None:
+    return 'its Scaffold has an init_fn'
+  for field in ('ready_op', 'ready_for_local_init_op'):
+    # Scaffold fills these in itself at finalize(); set now, they are the
+    # model_fn's.
+    if getattr(scaffold, field) is not None:
+      return f'its Scaffold has a {field}'
+  if scaffold.init_feed_dict:
+    return 'its Scaffold has an init_feed_dict'
+  for field in ('init_op', 'local_init_op', 'summary_op'):
+    # Built in the step's body (or a function in it): the outer graph
+    # cannot run it.
+    graph = _graph_of(getattr(scaffold, field))
+    if graph is not None and graph is not outer:
+      return f'its Scaffold\'s {field} was built in the step'
+  saver = scaffold.saver
+  if isinstance(saver, tf.compat.v1.train.Saver):
+    try:
+      outer.as_graph_element(saver.saver_def.save_tensor_name)
+    except (KeyError, ValueError):
+      return 'its Scaffold\'s Saver was built in the step'
+  return None
+
+
+def _body_problem(body: tf.Graph) -> Optional[str]:
+  """What the loop body's own ops show needs one step per run, or None:
+  a placeholder the model_fn made, which a run must feed (the body's inputs
+  and captures are placeholders too, and are not the model_fn's). A
+  `placeholder_with_default` (Keras 2's learning phase) is fine: only a
+  per-step hook or a Scaffold's feed could feed it, and both rule the loop
+  out already."""
+  inputs = {tensor.op for tensor in body.inputs}
+  for op in body.get_operations():
+    if op.type == 'Placeholder' and op not in inputs:
+      return f'it creates the placeholder {op.name!r} (fed per run)'
+  return None
+
+
 def build(*, model_fn: Callable, batches: Callable, params: dict, config,
           placement, with_summaries: bool) -> LoopModel:
   """Builds the training loop of `model_fn` into the current graph.
 
   Args:
-    model_fn: a model_fn marked with `mark_loop_safe`.
+    model_fn: the user's model_fn.
     batches: `GraphInput.next_batch`.
     params, config: passed to the model_fn.
-    placement: a one-device placement (see `can_loop`).
+    placement: a one-device placement (see `refusal`).
     with_summaries: merge the body's summaries into `LoopModel.summary`.
 
   Raises:
-    ModelFnError: the model_fn failed or returned something unusable.
+    CannotLoop: the model_fn's step cannot be the loop's body (the reason
+      is the message). The current graph is then unusable: build one step
+      per run in a new one.
   """
   outer = tf.compat.v1.get_default_graph()
+  queue_runners = len(outer.get_collection(
+      tf.compat.v1.GraphKeys.QUEUE_RUNNERS))
   with placement.variable_scope():
     global_step = tf.compat.v1.train.get_or_create_global_step()
   num_steps = tf.compat.v1.placeholder(tf.int32, [], name='steps_per_run')
@@ -158,6 +238,7 @@ def build(*, model_fn: Callable, batches: Callable, params: dict, config,
   def body(step, loss, finite, summary):
     del loss, finite, summary  # Each step makes its own.
     graph = tf.compat.v1.get_default_graph()
+    built['graph'] = graph
     model = model_lib.build(model_fn=model_fn, mode=ModeKeys.TRAIN,
                             batches=batches, params=params, config=config,
                             placement=placement)
@@ -180,20 +261,31 @@ def build(*, model_fn: Callable, batches: Callable, params: dict, config,
     del loss, summary
     return tf.logical_and(step < num_steps, finite)
 
-  steps_run, last_loss, loss_finite, summary = tf.while_loop(
-      cond, body, [tf.constant(0), tf.constant(float('nan')),
-                   tf.constant(True), tf.constant('')],
-      name='training_loop')
+  try:
+    steps_run, last_loss, loss_finite, summary = tf.while_loop(
+        cond, body, [tf.constant(0), tf.constant(float('nan')),
+                     tf.constant(True), tf.constant('')],
+        name='training_loop')
+  except Exception as e:  # pylint: disable=broad-except
+    # Whatever failed here fails again, in its own words, in the one-step
+    # build if it is not the loop's doing.
+    cause = e.__cause__ if isinstance(e, ModelFnError) and (
+        e.__cause__ is not None) else e
+    raise CannotLoop(f'building its step in a tf.while_loop failed: '
+                     f'{user_fns.describe_exception(cause)}') from e
   _remove_from_collections(outer)
-  model = built['model']
-  spec = model.spec
-  if spec.training_hooks or spec.training_chief_hooks or (
-      spec.scaffold is not None and spec.scaffold.init_fn is not None):
-    raise ModelFnError(
-        f'model_fn {user_fns.fn_name(model_fn)} is marked loop-safe '
-        '(in_graph_loop.mark_loop_safe) but returned training hooks or a '
-        'Scaffold init_fn, which need one step per session run.')
-  return LoopModel(spec=model.spec, global_step=global_step,
+  spec = built['model'].spec
+  hooks = list(spec.training_hooks) + list(spec.training_chief_hooks)
+  problem = (
+      (hooks and f'it returns training hooks '
+                 f'[{per_loop_hooks.names(hooks)}] (they see every step)') or
+      _scaffold_problem(spec.scaffold, outer) or
+      _body_problem(built['graph']) or
+      (len(outer.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)) >
+       queue_runners and 'it adds queue runners'))
+  if problem:
+    raise CannotLoop(problem)
+  return LoopModel(spec=spec, global_step=global_step,
                    num_steps=num_steps, record_summaries=record_summaries,
                    steps_run=steps_run,
                    last_loss=last_loss, loss_finite=loss_finite,

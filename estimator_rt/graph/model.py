@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from absl import logging
 import tensorflow as tf
 
+from estimator_rt import input_overlap
 from estimator_rt import inputs
 from estimator_rt import user_fns
 from estimator_rt.errors import InputFnError
@@ -42,11 +43,14 @@ class GraphInput:
       as tf.estimator used: a one-shot one cannot capture lookup tables or
       variables the dataset uses).
     features_spec: the TensorSpec(s) of an element's features.
+    from_dataset: whether the input_fn returned a dataset (False: tensors,
+      which every `session.run` evaluates once, whatever it runs).
   """
 
   elements: Callable[[], Tuple[Any, Any]]
   initializer: tf.Operation
   features_spec: Any
+  from_dataset: bool = True
 
   def next_batch(self) -> Tuple[Any, Any]:
     """(features, labels) tensors of the next element (labels may be None)."""
@@ -71,11 +75,14 @@ def _as_tensors(value):
 
 
 def read_input(input_fn: Callable, params: dict, *, role: str, config,
-               shard: Callable = lambda dataset: dataset) -> GraphInput:
+               shard: Callable = lambda dataset: dataset,
+               overlap: bool = False) -> GraphInput:
   """Calls `input_fn` in the current graph, ready to read it element by
   element (of this worker's `shard` of it). An input_fn that returns
   tensors instead of a dataset (an iterator's `get_next()`, as tf.estimator
   allowed) is read as it is: the graph evaluates them again at every step.
+  `overlap`: the iterator's `get_next` runs ahead of the step
+  (`input_overlap.overlapped`; training passes True).
 
   Raises:
     InputFnError: the input_fn failed or returned no dataset.
@@ -88,8 +95,11 @@ def read_input(input_fn: Callable, params: dict, *, role: str, config,
     features, labels = _as_tensors(features), _as_tensors(labels)
     return GraphInput(elements=lambda: (features, labels),
                       initializer=tf.no_op(),
-                      features_spec=tf.nest.map_structure(_spec_of, features))
+                      features_spec=tf.nest.map_structure(_spec_of, features),
+                      from_dataset=False)
   dataset = shard(result)
+  if overlap:
+    dataset = input_overlap.overlapped(dataset)
   iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
   features_spec, _ = inputs.split_element(dataset.element_spec)
   return GraphInput(

@@ -237,7 +237,8 @@ class InGraphSessionLoop(SessionLoop):
   Args:
     loop: the `in_graph_loop.LoopModel` built into the training graph.
     Others: as for `SessionLoop` (`hooks` are only the runtime's own
-      run-once hooks: `in_graph_loop.can_loop` keeps SessionRunHooks out).
+      run-once hooks: SessionRunHooks that need every step rule the
+      loop out, see `in_graph_loop.refusal`).
   """
 
   def __init__(self, *, loop, creator, hooks: List[SessionRunHook],

@@ -2,6 +2,7 @@
 tf.estimator 2.15's running the same program, in the same run.
 
     python -m scripts.bench.canned [--rounds 3] [--workloads C1,C2]
+        [--user_prefetch both|yes|no]
 
 (or `make bench-canned`). Needs .venv-tf215
 (scripts/tf_estimator_215/make_venv.sh). Each round runs each side of each
@@ -9,7 +10,10 @@ workload in a fresh process (scripts/bench/canned_worker.py, which says
 what is measured), alternating which side goes first; prints the medians
 and the ratios runtime/tf.estimator of call and steady steps/s (higher is
 better for the runtime) and of train_and_evaluate wall time (lower is
-better).
+better). Each workload runs twice (`--user_prefetch both`, the default):
+with the train input_fn ending in the user's own `.prefetch(2)`, and
+without it, where the runtime prefetches for the user and tf.estimator 2.15
+did not.
 """
 
 import argparse
@@ -21,7 +25,9 @@ import sys
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-PYTHONS = {'runtime': os.path.join(_REPO, '.venv', 'bin', 'python'),
+# The runtime side runs under the Python running this (the project's
+# environment, as `make bench-canned` runs it).
+PYTHONS = {'runtime': sys.executable,
            'tf_estimator': os.path.join(_REPO, '.venv-tf215', 'bin',
                                         'python')}
 TIMEOUT_SECS = 900
@@ -46,25 +52,36 @@ def main():
   parser.add_argument('--rounds', type=int, default=3)
   parser.add_argument('--workloads', default='C1,C2')
   parser.add_argument('--steps', type=int, default=None)
+  parser.add_argument('--user_prefetch', choices=('both', 'yes', 'no'),
+                      default='both',
+                      help="whether the train input_fn ends in the user's "
+                      'own .prefetch(2); both: each workload both ways')
   args = parser.parse_args()
   for side, python in PYTHONS.items():
     if not os.path.exists(python):
       sys.exit(f'{python} is missing ({side} side); see this module.')
-  extra = ['--steps', str(args.steps)] if args.steps else []
-  for workload in args.workloads.split(','):
+  steps = ['--steps', str(args.steps)] if args.steps else []
+  prefetch = ['yes', 'no'] if args.user_prefetch == 'both' else [
+      args.user_prefetch]
+  for workload, user_prefetch in [(w, p) for w in args.workloads.split(',')
+                                  for p in prefetch]:
+    extra = steps + ['--user_prefetch', user_prefetch]
     results = {'runtime': [], 'tf_estimator': []}
     for round_index in range(args.rounds):
       order = (['runtime', 'tf_estimator'] if round_index % 2 == 0 else
                ['tf_estimator', 'runtime'])
       for side in order:
         results[side].append(run_side(side, workload, extra))
+    label = (f'{workload} ({"with" if user_prefetch == "yes" else "without"}'
+             " the user's prefetch)")
     keys = ('steps_per_sec', 'steady_steps_per_sec',
-            'train_and_evaluate_secs', 'input_batches_per_sec')
+            'train_and_evaluate_secs', 'input_batches_per_sec',
+            'call_cpu_ms_per_step')
     median = {side: {key: statistics.median(r[key] for r in runs)
                      for key in keys}
               for side, runs in results.items()}
     runtime, reference = median['runtime'], median['tf_estimator']
-    print(f'{workload}: call steps/s runtime {runtime["steps_per_sec"]:.0f} '
+    print(f'{label}: call steps/s runtime {runtime["steps_per_sec"]:.0f} '
           f'tf.estimator {reference["steps_per_sec"]:.0f} ratio '
           f'{runtime["steps_per_sec"] / reference["steps_per_sec"]:.2f}x; '
           f'steady steps/s runtime {runtime["steady_steps_per_sec"]:.0f} '
@@ -74,8 +91,13 @@ def main():
           f'{runtime["train_and_evaluate_secs"]:.1f} tf.estimator '
           f'{reference["train_and_evaluate_secs"]:.1f} ratio '
           f'{runtime["train_and_evaluate_secs"] / reference["train_and_evaluate_secs"]:.2f}x; '
-          f'input alone {runtime["input_batches_per_sec"]:.0f} batches/s '
-          f'({args.rounds} rounds)', flush=True)
+          f'input alone {runtime["input_batches_per_sec"]:.0f} batches/s; '
+          f'CPU ms/step of the call runtime '
+          f'{runtime["call_cpu_ms_per_step"]:.2f} tf.estimator '
+          f'{reference["call_cpu_ms_per_step"]:.2f} ratio '
+          f'{reference["call_cpu_ms_per_step"] / runtime["call_cpu_ms_per_step"]:.2f}x '
+          f'({args.rounds} rounds; load average {os.getloadavg()[0]:.1f})',
+          flush=True)
     for side, runs in results.items():
       print(f'  {side} rounds: ' + '; '.join(
           ', '.join(f'{key.replace("_per_sec", "/s")} {r[key]:.0f}'

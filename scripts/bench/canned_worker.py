@@ -25,11 +25,13 @@ steps/s` is the second one's steps over its wall time, graph building and
 session start included, as a user's call pays them; `steady steps/s` is
 the difference of the two calls' steps over the difference of their times,
 which cancels what every call pays once (the steps/s tf.estimator logged as
-global_step/sec). `input batches/s`: the train input_fn's dataset alone,
+global_step/sec). `call CPU ms/step`: the process's CPU time (all threads)
+over the long call's steps. `input batches/s`: the train input_fn's dataset alone,
 read to its `--steps`-th batch with nothing else running (a ceiling for
 steps/s on both sides). Then the wall time of `train_and_evaluate` in a fresh
 model_dir to `--tae_steps` with a checkpoint every `--tae_steps / 2` steps
-and evaluation after each.
+and evaluation after each. `--user_prefetch no`: the train input_fn does
+not end in `.prefetch(2)`.
 """
 
 import argparse
@@ -83,9 +85,12 @@ def _c2_columns(tf):
   return wide, deep
 
 
-def build(est, tf, workload: str, config):
+def build(est, tf, workload: str, config, *, user_prefetch: bool = True):
   """(estimator, train input_fn, eval input_fn) of `workload`, with the
-  canned classes of `est` (tf.estimator or estimator_rt)."""
+  canned classes of `est` (tf.estimator or estimator_rt); `user_prefetch`:
+  the train input_fn ends in `.prefetch(2)` (else it does not, and the
+  runtime adds its own, see estimator_rt/input_overlap.py; tf.estimator
+  2.15 added none)."""
   if workload == 'C1':
     features, labels = _c1_data()
     batch = 128
@@ -103,7 +108,8 @@ def build(est, tf, workload: str, config):
 
   def train_input_fn():
     dataset = tf.data.Dataset.from_tensor_slices((features, labels))
-    return dataset.repeat().batch(batch, drop_remainder=True).prefetch(2)
+    dataset = dataset.repeat().batch(batch, drop_remainder=True)
+    return dataset.prefetch(2) if user_prefetch else dataset
 
   def eval_input_fn():
     dataset = tf.data.Dataset.from_tensor_slices((features, labels))
@@ -120,7 +126,11 @@ def main():
   parser.add_argument('--warmup', type=int, default=100)
   parser.add_argument('--steps', type=int, default=4000)
   parser.add_argument('--tae_steps', type=int, default=1000)
+  parser.add_argument('--user_prefetch', choices=('yes', 'no'),
+                      default='yes',
+                      help='whether the train input_fn ends in .prefetch(2)')
   args = parser.parse_args()
+  user_prefetch = args.user_prefetch == 'yes'
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if args.side == 'tf_estimator':
     est = tf.estimator
@@ -131,17 +141,20 @@ def main():
   config = est.RunConfig(save_checkpoints_steps=10 * args.steps, **quiet)
   with tempfile.TemporaryDirectory() as model_dir:
     estimator, train_input_fn, eval_input_fn = build(
-        est, tf, args.workload, config.replace(model_dir=model_dir))
+        est, tf, args.workload, config.replace(model_dir=model_dir),
+        user_prefetch=user_prefetch)
     estimator.train(train_input_fn, max_steps=args.warmup)
     short_steps = args.steps // 4
     start = time.perf_counter()
     estimator.train(train_input_fn, steps=short_steps)
     short_seconds = time.perf_counter() - start
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     estimator.train(train_input_fn, steps=args.steps)
     train_seconds = time.perf_counter() - start
+    train_cpu_seconds = time.process_time() - cpu_start
   # The input_fn alone: how many batches/s its dataset gives with nothing
-  # else running (the same pipeline on both sides), a ceiling for steps/s.
+  # else running (the same pipeline on both sides), a ceiling for steps/s;
+  # always the prefetched one, so that both variants have one ceiling.
   _, train_input_fn, _ = build(est, tf, args.workload, config)
   batches = train_input_fn().take(args.steps)
   batches.reduce(0, lambda count, _: count + 1)  # Warm-up.
@@ -152,8 +165,8 @@ def main():
     config = est.RunConfig(model_dir=model_dir,
                            save_checkpoints_steps=args.tae_steps // 2,
                            **quiet)
-    estimator, train_input_fn, eval_input_fn = build(est, tf, args.workload,
-                                                     config)
+    estimator, train_input_fn, eval_input_fn = build(
+        est, tf, args.workload, config, user_prefetch=user_prefetch)
     start = time.perf_counter()
     est.train_and_evaluate(
         estimator, est.TrainSpec(train_input_fn, max_steps=args.tae_steps),
@@ -161,9 +174,14 @@ def main():
     tae_seconds = time.perf_counter() - start
   print('CANNED_RESULT ' + json.dumps({
       'side': args.side, 'workload': args.workload,
+      'user_prefetch': user_prefetch,
       'steps_per_sec': args.steps / train_seconds,
       'steady_steps_per_sec': ((args.steps - short_steps) /
                                max(train_seconds - short_seconds, 1e-9)),
+      # The process's CPU time (all threads) per step of the long call:
+      # what a side costs, less sensitive than wall time to other
+      # processes on the machine.
+      'call_cpu_ms_per_step': 1000 * train_cpu_seconds / args.steps,
       'train_and_evaluate_secs': tae_seconds,
       'input_batches_per_sec': input_batches_per_sec}), flush=True)
 

@@ -47,9 +47,11 @@ def write_peer_data(workloads: List[str], directory: str, *,
 def _command(side: str, workload: str, steps: int, *, jit_compile: bool,
              graph_engine: bool, peer_data_dir: Optional[str]) -> List[str]:
   if side == 'tf_estimator':
+    # With the graph engine, both sides run the same TF1-style model_fn.
     return module_command('tf_estimator_worker', '--workload', workload,
                           '--steps', str(steps), '--data',
                           peer_data_path(workload, peer_data_dir),
+                          *(['--tf1_model_fn'] if graph_engine else []),
                           python=PEER_PYTHON)
   worker_side = 'graph' if (side == 'runtime' and graph_engine) else side
   command = module_command('worker', '--side', worker_side, '--workload',

@@ -16,8 +16,6 @@ import sys
 import numpy as np
 
 from input_fns import digits
-from model_fns import cnn
-from model_fns import mlp
 from scripts.bench import tf_estimator_worker
 from scripts.bench import workloads
 from scripts.bench.tf_estimator_worker import WORKLOADS
@@ -42,46 +40,6 @@ def _one_pass_arrays(input_fn, params):
   batches = list(one_pass.as_numpy_iterator())
   return (np.concatenate([features['x'] for features, _ in batches]),
           np.concatenate([labels for _, labels in batches]))
-
-
-def _optimizer_params(optimizer) -> dict:
-  """The bare side's Keras optimizer as params of a tf.compat.v1 one.
-
-  Raises:
-    ValueError: the optimizer is not plain SGD or Adam (momentum, AMSGrad,
-      weight decay, clipping, EMA...), which the peer does not mirror.
-  """
-  config = optimizer.get_config()
-  kind = type(optimizer).__name__
-  extras = {key: config.get(key) for key in
-            ('weight_decay', 'clipnorm', 'global_clipnorm', 'clipvalue')
-            if config.get(key) is not None}
-  if config.get('use_ema'):
-    extras['use_ema'] = True
-  learning_rate = config['learning_rate']
-  if isinstance(learning_rate, bool) or not isinstance(learning_rate,
-                                                       (int, float)):
-    extras['learning_rate'] = learning_rate
-  if kind == 'SGD':
-    if config.get('momentum') or config.get('nesterov'):
-      extras['momentum'] = config.get('momentum')
-    params = {'optimizer': 'sgd', 'learning_rate': float(learning_rate)}
-  elif kind == 'Adam':
-    if config.get('amsgrad'):
-      extras['amsgrad'] = True
-    params = {'optimizer': 'adam', 'learning_rate': float(learning_rate),
-              'beta_1': float(config['beta_1']),
-              'beta_2': float(config['beta_2']),
-              # Keras' default is 1e-7 and tf.compat.v1's 1e-8: carried over
-              # explicitly, as every other hyperparameter.
-              'epsilon': float(config['epsilon'])}
-  else:
-    raise ValueError(f'the bare side uses a {kind} optimizer; the '
-                     'tf.estimator side mirrors only SGD and Adam.')
-  if extras:
-    raise ValueError(f'the bare side\'s {kind} has settings the tf.estimator '
-                     f'side does not mirror: {extras}')
-  return params
 
 
 def _check_same_batches(project_dataset, dataset, num_batches: int) -> None:
@@ -144,15 +102,10 @@ def write_data(workload: str, path: str) -> None:
 
   model = spec['bare_model']()
   model.build((None,) + tuple(x.shape[1:]))
-  model_params = {'W1': {},
-                  'W2': {key: mlp.DEFAULT_PARAMS[key]
-                         for key in ('hidden_units', 'n_classes')},
-                  'W3': {'n_classes': cnn.DEFAULT_PARAMS['n_classes']}}
   meta = {
       'workload': workload,
       **pipeline,
-      'params': {**model_params[workload],
-                 **_optimizer_params(spec['bare_optimizer']())},
+      'params': workloads.tf1_hyperparameters(workload),
       'variable_shapes': [list(v.shape) for v in model.trainable_variables],
   }
   np.savez(path, x=x, y=y, meta=np.array(json.dumps(meta)))

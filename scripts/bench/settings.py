@@ -41,6 +41,13 @@ PEER_SPEED_TARGETS = {
     'keras_fit': {'W1': 1.0, 'W2': 1.0, 'W3': 1.0},
     'tf_estimator': {'W1': 3.0, 'W2': 1.8, 'W3': None},
 }
+# With --engine graph (TF1-style model_fns, W1 and W2; issue 28): the
+# smallest steps/s ratios runtime/bare and runtime/peer.
+GRAPH_SPEED_TARGETS = {'W1': 0.8, 'W2': 0.8}
+GRAPH_PEER_SPEED_TARGETS = {
+    'keras_fit': {'W1': None, 'W2': None},
+    'tf_estimator': {'W1': 2.0, 'W2': 2.0},
+}
 # Largest peak-RSS ratio runtime/bare.
 MEMORY_TARGET = 1.2
 

@@ -36,6 +36,7 @@ import json
 import tempfile
 import time
 
+from scripts.bench import tf1_model_fns
 from scripts.bench.protocol import add_run_flags
 from scripts.bench.protocol import check_steps
 from scripts.bench.protocol import exit_at_once
@@ -92,19 +93,6 @@ def _load_data(path: str, workload: str):
 # Each returns the TRAIN EstimatorSpec (the benchmark only trains), its
 # sizes and hyperparameters from `params`.
 
-def _optimizer(params):
-  """The tf.compat.v1 optimizer of the bare side's kind and settings."""
-  # The learning rate is Keras' float32 value: tf.compat.v1 casts it to
-  # float32 too, so both sides step with the same number.
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  if params['optimizer'] == 'sgd':
-    return tf.compat.v1.train.GradientDescentOptimizer(
-        params['learning_rate'])
-  return tf.compat.v1.train.AdamOptimizer(
-      params['learning_rate'], beta1=params['beta_1'], beta2=params['beta_2'],
-      epsilon=params['epsilon'])
-
-
 def _train_spec(mode, loss, params, eval_metric_ops=None):
   """The TRAIN EstimatorSpec minimizing `loss`, counting the global step;
   in EVAL, the loss and `eval_metric_ops` (the project's model_fns' metric,
@@ -113,7 +101,7 @@ def _train_spec(mode, loss, params, eval_metric_ops=None):
   if mode == tf.estimator.ModeKeys.EVAL:
     return tf.estimator.EstimatorSpec(mode, loss=loss,
                                       eval_metric_ops=eval_metric_ops)
-  train_op = _optimizer(params).minimize(
+  train_op = tf1_model_fns.v1_optimizer(params).minimize(
       loss, global_step=tf.compat.v1.train.get_global_step())
   return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
 
@@ -196,19 +184,24 @@ def _input_fn(x, y, meta):
 
 
 def _estimator(workload, meta, model_dir: str, *,
-               save_checkpoints_steps: int):
+               save_checkpoints_steps: int, tf1_model_fn: bool = False):
   """The workload's tf.estimator.Estimator, with the runtime side's
-  summaries and step-rate/loss log lines every 100 steps."""
+  summaries and step-rate/loss log lines every 100 steps; `tf1_model_fn`:
+  the model_fn the graph engine runs (`tf1_model_fns`), not MODEL_FNS'."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   config = tf.estimator.RunConfig(
       model_dir=model_dir, save_checkpoints_steps=save_checkpoints_steps,
       save_summary_steps=100, log_step_count_steps=100)
+  model_fn = (tf1_model_fns.make_model_fn(workload, tf.estimator.EstimatorSpec,
+                                          meta['params'])
+              if tf1_model_fn else MODEL_FNS[workload])
   return tf.estimator.Estimator(
-      _with_variable_check(MODEL_FNS[workload], meta['variable_shapes']),
+      _with_variable_check(model_fn, meta['variable_shapes']),
       config=config, params=dict(meta['params']))
 
 
-def train(workload, steps, x, y, meta, record) -> int:
+def train(workload, steps, x, y, meta, record, *,
+          tf1_model_fn: bool = False) -> int:
   """Trains with tf.estimator; calls `record(global_step)` at boundaries.
 
   Returns:
@@ -251,7 +244,8 @@ def train(workload, steps, x, y, meta, record) -> int:
     # The runtime side's settings: a checkpoint only at the end (the
     # interval is past the run).
     estimator = _estimator(workload, meta, model_dir,
-                           save_checkpoints_steps=10 * steps)
+                           save_checkpoints_steps=10 * steps,
+                           tf1_model_fn=tf1_model_fn)
     estimator.train(_input_fn(x, y, meta), hooks=[BoundaryHook()],
                     max_steps=steps)
     return int(estimator.get_variable_value('global_step'))
@@ -287,8 +281,15 @@ def main(argv=None) -> int:
                       help='run train_and_evaluate instead (a checkpoint '
                       'every CHECKPOINT_EVERY steps, EVAL_STEPS batches '
                       'evaluated after each) and report when it ended')
+  parser.add_argument('--tf1_model_fn', action='store_true',
+                      help='train the TF1-style model_fn the graph engine '
+                      'runs (scripts.bench.tf1_model_fns; W1 and W2) instead '
+                      'of the Keras 2 layers one')
   args = parser.parse_args(argv)
   check_steps(parser, args)
+  if args.tf1_model_fn and args.workload not in tf1_model_fns.WORKLOADS:
+    parser.error(f'--tf1_model_fn: {args.workload} has none; '
+                 f'{tf1_model_fns.WORKLOADS} have.')
 
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   # tf.estimator and tf.keras load on first use: load them now, so that
@@ -320,7 +321,8 @@ def main(argv=None) -> int:
     if not first_step_wall:
       first_step_wall.append(time.time())
 
-  final_step = train(args.workload, args.steps, x, y, meta, record)
+  final_step = train(args.workload, args.steps, x, y, meta, record,
+                     tf1_model_fn=args.tf1_model_fn)
   if not boundaries or args.steps != final_step or (
       args.steps != boundaries[-1][0]):
     raise RuntimeError(

@@ -58,7 +58,8 @@ from scripts.bench.protocol import exit_at_once
 from scripts.bench.protocol import STEPS_PER_LOOP
 from scripts.bench.protocol import write_result
 from scripts.bench.workloads import build_bare
-from scripts.bench.workloads import TF1_MODEL_FNS
+from scripts.bench import tf1_model_fns
+from scripts.bench.workloads import tf1_model_fn
 from scripts.bench.workloads import WORKLOADS
 
 _IMPORTS_DONE_WALL = time.time()
@@ -120,33 +121,17 @@ def run_keras_fit(workload: str, total_steps: int, record) -> None:
             callbacks=[_FitBoundaries(record)])
 
 
-class _EveryLoopOfSteps(ert.Hook):
-  """The graph engine runs one step per session run, and so calls hooks
-  after every step: record the first step and then every STEPS_PER_LOOP
-  steps, as the loop boundaries of the other sides."""
-
-  def __init__(self, record):
-    self._record = record
-
-  def after_loop(self, result):
-    if result.global_step == 1 or result.global_step % STEPS_PER_LOOP == 0:
-      self._record(result.global_step, None)
-    return None
-
-
 def run_graph_engine(workload: str, total_steps: int, record) -> None:
-  """The workload's TF1-style model_fn in the graph engine, with the same
-  settings as run_runtime."""
+  """The workload's TF1-style model_fn (`tf1_model_fns`) in the graph
+  engine, with run_runtime's settings and loops (the in-graph loop: one
+  session run per loop)."""
   spec = WORKLOADS[workload]
   with tempfile.TemporaryDirectory(prefix='bench_ert_graph_') as model_dir:
     estimator = ert.Estimator(
-        TF1_MODEL_FNS[workload], model_dir=model_dir,
-        config=ert.RunConfig(save_checkpoints_steps=10 * total_steps,
-                             log_step_count_steps=100,
-                             save_summary_steps=100),
-        params=dict(spec['params']))
+        tf1_model_fn(workload), model_dir=model_dir,
+        config=runtime_config(total_steps), params=dict(spec['params']))
     estimator.train(spec['input_fn'], max_steps=total_steps,
-                    hooks=[_EveryLoopOfSteps(record)])
+                    hooks=[BoundaryHook(record)])
 
 
 def run_runtime(workload: str, total_steps: int, record, *,
@@ -229,9 +214,9 @@ def main(argv=None) -> int:
   # As under an absl binary (estimator_rt.main): the runtime's INFO lines
   # (steps/s every 100 steps, checkpoints) are really written, to stderr.
   absl_logging.set_verbosity(absl_logging.INFO)
-  if args.side == 'graph' and args.workload not in TF1_MODEL_FNS:
+  if args.side == 'graph' and args.workload not in tf1_model_fns.WORKLOADS:
     parser.error(f'--side=graph: no TF1-style model_fn for {args.workload}; '
-                 f'there are {sorted(TF1_MODEL_FNS)}.')
+                 f'there are {tf1_model_fns.WORKLOADS}.')
   run = {'bare': run_bare, 'graph': run_graph_engine,
          'keras_fit': run_keras_fit,
          'runtime': functools.partial(run_runtime,

@@ -21,6 +21,7 @@ from input_fns import synthetic
 from model_fns import cnn
 from model_fns import linear
 from model_fns import mlp
+from scripts.bench import tf1_model_fns
 
 
 def _linear_model():
@@ -53,37 +54,7 @@ def _classifier_loss(labels, logits):
       class_ids, logits)
 
 
-# The same models written as tf.estimator users wrote them (tf.compat.v1
-# layers, losses and optimizers), which the graph engine runs: the same
-# layers, loss, optimizer and learning rate as the workloads' model_fns.
-def _tf1_linear_model_fn(features, labels, mode, params):
-  del mode, params
-  x = features['x'] if isinstance(features, dict) else features
-  predictions = tf.squeeze(tf.compat.v1.layers.dense(x, 1), axis=-1)
-  loss = tf.compat.v1.losses.mean_squared_error(
-      tf.cast(labels, tf.float32), predictions)
-  train_op = tf.compat.v1.train.GradientDescentOptimizer(
-      linear.DEFAULT_PARAMS['learning_rate']).minimize(
-          loss, global_step=tf.compat.v1.train.get_global_step())
-  return ert.EstimatorSpec(ert.ModeKeys.TRAIN, loss=loss, train_op=train_op)
 
-
-def _tf1_mlp_model_fn(features, labels, mode, params):
-  del mode, params
-  net = features['x'] if isinstance(features, dict) else features
-  net = tf.reshape(net, [tf.shape(net)[0], -1])
-  for units in mlp.DEFAULT_PARAMS['hidden_units']:
-    net = tf.compat.v1.layers.dense(net, units, activation=tf.nn.relu)
-  logits = tf.compat.v1.layers.dense(net, mlp.DEFAULT_PARAMS['n_classes'])
-  loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(
-      tf.reshape(tf.cast(labels, tf.int64), [-1]), logits)
-  train_op = tf.compat.v1.train.AdamOptimizer(
-      mlp.DEFAULT_PARAMS['learning_rate']).minimize(
-          loss, global_step=tf.compat.v1.train.get_global_step())
-  return ert.EstimatorSpec(ert.ModeKeys.TRAIN, loss=loss, train_op=train_op)
-
-
-TF1_MODEL_FNS = {'W1': _tf1_linear_model_fn, 'W2': _tf1_mlp_model_fn}
 
 
 WORKLOADS = {
@@ -115,6 +86,31 @@ WORKLOADS = {
         bare_optimizer=lambda: keras.optimizers.Adam(
             cnn.DEFAULT_PARAMS['learning_rate'])),
 }
+
+
+def tf1_hyperparameters(workload: str) -> dict:
+  """What the TF1-style model_fns (`tf1_model_fns`) and the tf.estimator
+  side take from the project: layer sizes from the model_fns'
+  DEFAULT_PARAMS, the optimizer's kind and settings from the bare side's
+  Keras optimizer."""
+  layers = {'W1': {},
+            'W2': {key: mlp.DEFAULT_PARAMS[key]
+                   for key in ('hidden_units', 'n_classes')},
+            'W3': {'n_classes': cnn.DEFAULT_PARAMS['n_classes']}}[workload]
+  return {**layers, **tf1_model_fns.optimizer_params(
+      WORKLOADS[workload]['bare_optimizer']())}
+
+
+def tf1_model_fn(workload: str):
+  """W1's or W2's model written as tf.estimator users wrote it, which the
+  graph engine runs (and tf.estimator 2.15, with --engine graph --peers).
+
+  Made on demand, not at import: making the Keras optimizer whose settings
+  it takes starts TensorFlow's runtime, after which a multi-worker strategy
+  can no longer be created in the process (the cluster workers import this
+  module)."""
+  return tf1_model_fns.make_model_fn(workload, ert.EstimatorSpec,
+                                     tf1_hyperparameters(workload))
 
 
 def build_bare(workload: str):

@@ -1,0 +1,320 @@
+"""The in-graph loop for users' TF1-style model_fns (estimator_rt/graph/
+in_graph_loop.py): the benchmark's W1 and W2 model_fns train in it and
+compute what one step per session run computes; what cannot be a loop body
+falls back to one step per run with one log line naming why.
+
+Equivalence: both runs start from scratch with the same graph seed (the
+seeded initializers draw the same initial weights in either graph) and
+train 57 steps, over loops of up to 20 steps cut at the checkpoint steps
+(25) and summary steps (10), or one step per run. They must end with the
+same loss (1e-5), the same checkpoints (steps, names, values) and the same
+summaries at the same steps, the model_fn's own included.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import estimator_rt as ert
+from estimator_rt import summaries
+from estimator_rt import tpu
+from estimator_rt.graph import engine as graph_engine
+from _models import checkpoint_steps
+from _models import ckpt_path
+from _models import LoopRecorder
+from scripts.bench.workloads import tf1_model_fn
+from scripts.bench.workloads import WORKLOADS
+
+LOOP_LINE = 'runs its steps in an in-graph loop'
+FALLBACK_LINE = 'runs one training step per session run: '
+STEPS = 57
+
+
+def _with_summaries(model_fn):
+  """`model_fn` that also writes its loss and a weight's histogram as
+  tf.compat.v1 summaries (what a model's own summaries look like)."""
+
+  def model_fn_with_summaries(features, labels, mode, params):
+    spec = model_fn(features, labels, mode, params)
+    tf.compat.v1.summary.scalar('model_loss', spec.loss)
+    tf.compat.v1.summary.histogram(
+        'first_weights', tf.compat.v1.trainable_variables()[0])
+    return spec
+
+  return model_fn_with_summaries
+
+
+def _estimator(workload, model_dir, *, steps_per_loop):
+  spec = WORKLOADS[workload]
+  params = dict(spec['params'], batch_size=16)
+  config = ert.RunConfig(model_dir=str(model_dir), tf_random_seed=3,
+                         steps_per_loop=steps_per_loop, save_summary_steps=10,
+                         save_checkpoints_steps=25, keep_checkpoint_max=0,
+                         log_step_count_steps=0)
+  return ert.Estimator(_with_summaries(tf1_model_fn(workload)),
+                       config=config, params=params), spec['input_fn']
+
+
+def _train(workload, model_dir, caplog, *, steps_per_loop, **kwargs):
+  caplog.clear()
+  estimator, input_fn = _estimator(workload, model_dir,
+                                   steps_per_loop=steps_per_loop)
+  recorder = LoopRecorder()
+  estimator.train(input_fn, hooks=[recorder], **kwargs)
+  return recorder, caplog.text
+
+
+@pytest.fixture(autouse=True)
+def _info_logs(caplog):
+  # The lines are absl's: an earlier test that parsed absl flags leaves its
+  # verbosity at WARNING, so set the absl logger itself.
+  caplog.set_level('INFO', logger='absl')
+
+
+@pytest.mark.parametrize('workload', ['W1', 'W2'])
+def test_the_loop_computes_what_one_step_per_run_computes(tmp_path, caplog,
+                                                          workload):
+  looped, stepped = tmp_path / 'looped', tmp_path / 'stepped'
+  loops, looped_log = _train(workload, looped, caplog, steps_per_loop=20,
+                             steps=STEPS)
+  steps, stepped_log = _train(workload, stepped, caplog, steps_per_loop=1,
+                              steps=STEPS)
+
+  assert LOOP_LINE in looped_log and FALLBACK_LINE not in looped_log
+  assert LOOP_LINE not in stepped_log
+  assert f'{FALLBACK_LINE}steps_per_loop=1' in stepped_log
+  end = STEPS
+  # Loops end at the summary and checkpoint steps, one session run each.
+  assert [r.global_step for r in loops.results] == [
+      10, 20, 25, 30, 40, 50, end]
+  assert [r.global_step for r in steps.results] == list(range(1, end + 1))
+  np.testing.assert_allclose(loops.results[-1].loss, steps.results[-1].loss,
+                             rtol=1e-5)
+  assert checkpoint_steps(looped) == checkpoint_steps(stepped) == [
+      25, 50, end]
+  for step in (25, 50, end):
+    ours = tf.train.load_checkpoint(ckpt_path(str(looped), step))
+    theirs = tf.train.load_checkpoint(ckpt_path(str(stepped), step))
+    names = sorted(ours.get_variable_to_shape_map())
+    assert names == sorted(theirs.get_variable_to_shape_map())
+    for name in names:
+      np.testing.assert_allclose(ours.get_tensor(name),
+                                 theirs.get_tensor(name), rtol=1e-5,
+                                 atol=1e-6, err_msg=f'{name} at {step}')
+  looped_scalars = summaries.read_scalars(str(looped))
+  stepped_scalars = summaries.read_scalars(str(stepped))
+  # The controller's loss is also written when training ends.
+  expected = {'loss': [10, 20, 30, 40, 50, end],
+              'model_loss': [10, 20, 30, 40, 50]}
+  for tag, tag_steps in expected.items():
+    assert [s for s, _ in looped_scalars[tag]] == tag_steps, tag
+    assert [s for s, _ in stepped_scalars[tag]] == tag_steps, tag
+    np.testing.assert_allclose([v for _, v in looped_scalars[tag]],
+                               [v for _, v in stepped_scalars[tag]],
+                               rtol=1e-5, err_msg=tag)
+
+
+def _linear(features, labels, mode, params):
+  """W1's model_fn with a variable whose initial value is a tensor the
+  model_fn computed: cannot be lifted out of a loop body."""
+  del params
+  offset = tf.compat.v1.get_variable(
+      'offset', initializer=tf.zeros([1]) + 0.5)
+  predictions = tf.squeeze(tf.compat.v1.layers.dense(features['x'], 1),
+                           axis=-1) + offset
+  loss = tf.compat.v1.losses.mean_squared_error(labels, predictions)
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+      loss, global_step=tf.compat.v1.train.get_global_step())
+  return ert.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+class _PerStep(tf.compat.v1.train.SessionRunHook):
+  """Counts the session runs it sees."""
+
+  def __init__(self):
+    self.runs = 0
+
+  def after_run(self, run_context, run_values):
+    del run_context, run_values
+    self.runs += 1
+
+
+def _with(**spec_fields):
+  """W1's TF1 model_fn returning its spec with `spec_fields` replaced
+  (each value a function of nothing, called in the model_fn)."""
+  w1 = tf1_model_fn('W1')
+
+  def model_fn(features, labels, mode, params):
+    spec = w1(features, labels, mode, params)
+    return spec._replace(**{k: make() for k, make in spec_fields.items()})
+
+  return model_fn
+
+
+def _placeholder():
+  # Not on the training path, so one step per run need not feed it.
+  return tf.compat.v1.placeholder(tf.float32, [], name='scale')
+
+
+# Each case: (a function making the model_fn, SessionRunHooks given to
+# train(), the reason logged).
+_FALLBACKS = {
+    'tensor initial value': (
+        lambda: _linear, [], 'building its step in a tf.while_loop failed: '
+        'ValueError: Argument `initial_value`'),
+    'training_hooks': (
+        lambda: _with(training_hooks=lambda: [_PerStep()]), [],
+        'it returns training hooks [_PerStep]'),
+    'Scaffold init_fn': (
+        lambda: _with(scaffold=lambda: tf.compat.v1.train.Scaffold(
+            init_fn=lambda scaffold, session: None)), [],
+        'its Scaffold has an init_fn'),
+    'Scaffold ready_op': (
+        lambda: _with(scaffold=lambda: tf.compat.v1.train.Scaffold(
+            ready_op=tf.constant([], tf.string))), [],
+        'its Scaffold has a ready_op'),
+    'Scaffold Saver': (
+        lambda: _with(scaffold=lambda: tf.compat.v1.train.Scaffold(
+            saver=tf.compat.v1.train.Saver(max_to_keep=3))), [],
+        "its Scaffold's Saver was built in the step"),
+    'Scaffold local_init_op': (
+        lambda: _with(scaffold=lambda: tf.compat.v1.train.Scaffold(
+            local_init_op=tf.no_op())), [],
+        "its Scaffold's local_init_op was built in the step"),
+    'placeholder': (
+        lambda: _with(predictions=_placeholder), [],
+        'it creates the placeholder'),
+    'per-step SessionRunHook': (
+        lambda: tf1_model_fn('W1'), [_PerStep()],
+        'hooks=[_PerStep] given to train() see every step'),
+}
+
+
+@pytest.mark.parametrize('case', sorted(_FALLBACKS))
+def test_what_cannot_loop_runs_one_step_per_run_with_one_line(tmp_path,
+                                                              caplog, case):
+  make_model_fn, hooks, reason = _FALLBACKS[case]
+  model_fn = make_model_fn()
+  estimator = ert.Estimator(
+      model_fn, model_dir=str(tmp_path / 'm'), params={'batch_size': 16},
+      config=ert.RunConfig(steps_per_loop=10, save_summary_steps=0,
+                           log_step_count_steps=0))
+  recorder = LoopRecorder()
+  estimator.train(WORKLOADS['W1']['input_fn'], hooks=[recorder, *hooks],
+                  max_steps=20)
+  lines = [r.getMessage() for r in caplog.records
+           if FALLBACK_LINE in r.getMessage()]
+  assert len(lines) == 1, lines
+  assert reason in lines[0], lines[0]
+  assert LOOP_LINE not in caplog.text
+  assert recorder.steps[-1] == 20
+  for hook in hooks:
+    assert hook.runs == 20  # Every step, one run each.
+
+
+def test_per_loop_safe_session_hooks_keep_the_loop(tmp_path, caplog):
+  """StopAtStepHook stops at its step inside the loop's cut; StepCounterHook
+  and NanTensorHook are the controller's own work."""
+  estimator, input_fn = _estimator('W1', tmp_path / 'm', steps_per_loop=20)
+  recorder = LoopRecorder()
+  estimator.train(input_fn, max_steps=100, hooks=[
+      recorder, tf.compat.v1.train.StopAtStepHook(last_step=33),
+      tf.compat.v1.train.StepCounterHook(every_n_steps=5),
+      tf.compat.v1.train.NanTensorHook(tf.constant(0.0))])
+  assert LOOP_LINE in caplog.text and FALLBACK_LINE not in caplog.text
+  assert recorder.steps == [10, 20, 25, 30, 33]
+
+
+def test_the_fallback_graph_is_built_anew(tmp_path, caplog):
+  """The fallback's graph holds no half-built loop: its variables are the
+  model_fn's and the runtime's only, under their usual names."""
+  engine = graph_engine.GraphEngine(
+      model_fn=_linear, config=ert.RunConfig(model_dir=str(tmp_path)),
+      params={'batch_size': 16}, warm_start_from=None,
+      temporary_model_dir=False)
+  placement = graph_engine.placement_lib.SingleDevicePlacement()
+  graph, _, built, _, _ = engine._training_graph(  # pylint: disable=protected-access
+      WORKLOADS['W1']['input_fn'], placement, [])
+  assert FALLBACK_LINE in caplog.text
+  names = sorted(v.op.name for v in graph.get_collection(
+      tf.compat.v1.GraphKeys.GLOBAL_VARIABLES))
+  assert names == ['dense/bias', 'dense/kernel', 'global_step', 'offset']
+  assert not any(op.name.startswith('training_loop')
+                 for op in graph.get_operations())
+  assert built.train_op.graph is graph
+
+
+def test_tpu_estimator_without_a_tpu_loops_iterations_per_loop(tmp_path,
+                                                               caplog):
+  """TPUEstimator(use_tpu=False) trains in the in-graph loop, in loops of
+  TPUConfig.iterations_per_loop steps (tf.estimator's TPU loop length)."""
+
+  w1 = tf1_model_fn('W1')
+
+  def model_fn(features, labels, mode, params):
+    spec = w1(features, labels, mode, params)
+    return tpu.TPUEstimatorSpec(mode, loss=spec.loss,
+                                    train_op=spec.train_op)
+
+  estimator = tpu.TPUEstimator(
+      model_fn=model_fn, model_dir=str(tmp_path), use_tpu=False,
+      train_batch_size=16,
+      config=tpu.RunConfig(
+          save_summary_steps=0, log_step_count_steps=0,
+          tpu_config=tpu.TPUConfig(iterations_per_loop=7)))
+  recorder = LoopRecorder()
+  estimator.train(lambda params: WORKLOADS['W1']['input_fn'](params),
+                  hooks=[recorder], max_steps=20)
+  assert 'one session run per loop of up to 7 steps' in caplog.text
+  assert recorder.steps == [7, 14, 20]
+  with pytest.raises(ert.UserInputError, match='iterations_per_loop=.7x.'):
+    tpu.TPUEstimator(
+        model_fn=model_fn, use_tpu=False, train_batch_size=16,
+        config=tpu.RunConfig(
+            tpu_config=tpu.TPUConfig(iterations_per_loop='7x')))
+
+
+def test_only_a_loop_build_that_failed_costs_a_second_graph(tmp_path):
+  """A reason known before the model_fn is built (here a per-step hook)
+  builds one step per run in the graph the input was read into; a loop
+  build that failed halfway starts a new graph, calling the input_fn once
+  more."""
+  calls, seen = [], []
+
+  def input_fn(params):
+    calls.append(1)
+    return WORKLOADS['W1']['input_fn'](params)
+
+  def input_fn_calls(model_fn, hooks):
+    calls.clear()
+    ert.Estimator(model_fn, model_dir=str(tmp_path / str(len(seen))),
+                  params={'batch_size': 16},
+                  config=ert.RunConfig(steps_per_loop=10,
+                                       save_summary_steps=0,
+                                       log_step_count_steps=0)).train(
+                                           input_fn, hooks=hooks, max_steps=2)
+    seen.append(len(calls))
+    return len(calls)
+
+  looped = input_fn_calls(tf1_model_fn('W1'), [])
+  assert input_fn_calls(tf1_model_fn('W1'), [_PerStep()]) == looped
+  assert input_fn_calls(_linear, []) == looped + 1
+
+
+def test_a_placeholder_with_a_default_keeps_the_loop(tmp_path, caplog):
+  """Keras 2's learning phase is a placeholder_with_default: nothing feeds
+  it in the loop, so it takes its default at every step, as it would in
+  one step per run."""
+  w1 = tf1_model_fn('W1')
+
+  def model_fn(features, labels, mode, params):
+    spec = w1(features, labels, mode, params)
+    scale = tf.compat.v1.placeholder_with_default(1.0, [], name='scale')
+    return spec._replace(loss=spec.loss * scale)
+
+  ert.Estimator(model_fn, model_dir=str(tmp_path), params={'batch_size': 16},
+                config=ert.RunConfig(steps_per_loop=10, save_summary_steps=0,
+                                     log_step_count_steps=0)).train(
+                                         WORKLOADS['W1']['input_fn'],
+                                         max_steps=20)
+  assert LOOP_LINE in caplog.text and FALLBACK_LINE not in caplog.text
