@@ -39,8 +39,13 @@ schedulers:
 run: setup
 	$(PY) -m estimator_rt.main
 
+# Two test processes (pytest-xdist), each taking whole test files, so a
+# file's module fixtures are built once; the slow multi-process files go
+# first (tests/conftest.py) so that neither process is left with a long
+# tail.
 test: setup setup-test
-	$(PY) -m pytest -q --durations=25 tests
+	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder \
+	    --durations=25 tests
 
 bench: setup
 	$(PY) -m scripts.bench
