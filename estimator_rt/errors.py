@@ -140,6 +140,11 @@ class ModelFnTypeError(ModelFnError, TypeError):
   TypeError."""
 
 
+class SubclassError(UserInputError, NotImplementedError):
+  """A user's subclass of a runtime class (a head) lacks a method it must
+  define, where tf.estimator raised NotImplementedError."""
+
+
 class IncompatibleCheckpointError(UserInputError):
   """A checkpoint does not hold the variables the model_fn creates."""
 

@@ -685,21 +685,28 @@ def test_constructors_and_methods_have_2_15s_signatures():
 
 
 def test_bad_arguments_are_named():
-  with pytest.raises(UserInputError, match='n_classes=2'):
+  """2.15's message first (programs match it), naming the value."""
+  with pytest.raises(UserInputError, match='n_classes must be > 2: 2'):
     head_lib.MultiClassHead(2)
-  with pytest.raises(UserInputError, match='n_classes=1'):
+  with pytest.raises(UserInputError,
+                     match='n_classes must be > 1 for multi-label '
+                     r'classification\. Given: 1'):
     head_lib.MultiLabelHead(1)
-  with pytest.raises(UserInputError, match=r'thresholds=\(1\.5,\)'):
+  with pytest.raises(UserInputError,
+                     match=r'thresholds not in \(0, 1\): \(1\.5,\)'):
     head_lib.BinaryClassHead(thresholds=[1.5])
-  with pytest.raises(UserInputError, match="loss_reduction='none'"):
+  with pytest.raises(UserInputError, match='Invalid loss_reduction: none'):
     head_lib.RegressionHead(loss_reduction='none')
   with pytest.raises(UserInputError, match='classes_for_class_based_metrics'):
     head_lib.MultiLabelHead(3, classes_for_class_based_metrics=[3])
-  with pytest.raises(UserInputError, match='has no name'):
+  with pytest.raises(UserInputError,
+                     match='All given heads must have name specified'):
     head_lib.MultiHead([head_lib.BinaryClassHead()])
-  with pytest.raises(UserInputError, match='head_weights'):
+  with pytest.raises(UserInputError,
+                     match='heads and head_weights must have the same size'):
     head_lib.MultiHead([head_lib.BinaryClassHead(name='a')], [1., 2.])
-  with pytest.raises(UserInputError, match="argument 'logits'"):
+  with pytest.raises(UserInputError,
+                     match='loss_fn must contain argument: logits'):
     head_lib.BinaryClassHead(loss_fn=lambda labels: labels)
 
 
@@ -726,7 +733,7 @@ def test_binary_or_multi_class_head_picks_as_2_15():
       4, None, None, 'sum_over_batch_size')
   assert isinstance(multi, head_lib.MultiClassHead)
   assert multi.logits_dimension == 4
-  with pytest.raises(UserInputError, match='n_classes=1'):
+  with pytest.raises(UserInputError, match='n_classes must be > 2: 1'):
     head_utils.binary_or_multi_class_head(1, None, None, 'sum')
 
 

@@ -50,7 +50,7 @@ def _reduction(loss_reduction: str) -> str:
 class _V1BinaryClassHead(binary_class_head.BinaryClassHead):
   """2.15's v1 binary head, as far as it differs: auc and
   auc_precision_recall are tf.compat.v1.metrics.auc's (trapezoidal), and
-  the graph has the v1 heads' op names (base_head.Head._V1_OP_NAMES)."""
+  the graph has the v1 heads' op names (base_head.SingleHead._V1_OP_NAMES)."""
 
   _V1_OP_NAMES = True
 

@@ -55,6 +55,11 @@ _EXTRA_NAMES = {
         'MetricKeys': 'estimator_rt.head.keys:MetricKeys'},
     f'{PACKAGE}.canned.prediction_keys': {
         'PredictionKeys': 'estimator_rt.head.keys:PredictionKeys'},
+    # The spec a head's _create_tpu_estimator_spec returns (2.15's base of
+    # TPUEstimatorSpec; estimator_rt's TPUEstimatorSpec has its fields and
+    # as_estimator_spec).
+    f'{PACKAGE}.model_fn': {
+        '_TPUEstimatorSpec': 'estimator_rt.tpu:TPUEstimatorSpec'},
     f'{PACKAGE}.keras_lib': {
         'model_to_estimator':
             'estimator_rt.keras_estimator:model_to_estimator_for_compat'},

@@ -9,7 +9,6 @@ numbers; they return estimator_rt `EstimatorSpec`s and run in both engines
 
 import abc
 import contextlib
-import inspect
 from typing import Any, Dict, NamedTuple, Optional
 
 from absl import logging
@@ -17,7 +16,9 @@ import tensorflow as tf
 
 from estimator_rt import export as export_lib
 from estimator_rt.errors import GraphModelFnError
+from estimator_rt.errors import SubclassError
 from estimator_rt.errors import UserInputError
+from estimator_rt.head import checks
 from estimator_rt.head import keys as keys_lib
 from estimator_rt.head import metrics as metrics_lib
 from estimator_rt.mode_keys import ModeKeys
@@ -38,23 +39,40 @@ def validate_loss_reduction(loss_reduction) -> None:
   """Refuses what 2.15 refused: NONE and anything not a reduction."""
   if loss_reduction not in _REDUCTIONS:
     raise UserInputError(
-        f'loss_reduction={loss_reduction!r} must be one of {_REDUCTIONS} '
-        '(tf.losses.Reduction.SUM_OVER_BATCH_SIZE, SUM or AUTO; a head '
-        'needs a scalar loss, so not NONE).')
+        f'Invalid loss_reduction: {loss_reduction}. See `tf.losses.Reduction` '
+        f'for valid options: a head takes one of {_REDUCTIONS} (it needs a '
+        'scalar loss, so not NONE).')
 
 
-def validate_label_vocabulary(label_vocabulary, n_classes=None) -> None:
-  """A label_vocabulary is None or a list/tuple; with `n_classes` (the
-  multi-class heads), one entry per class."""
-  if label_vocabulary is None:
-    return
-  if not isinstance(label_vocabulary, (list, tuple)):
+def validate_n_classes(n_classes):
+  """`n_classes` as given, checked to be > 2 (a Python int; a tensor is
+  checked when the graph runs, as 2.15 did)."""
+  if isinstance(n_classes, int) and n_classes <= 2:
     raise UserInputError(
-        f'label_vocabulary={label_vocabulary!r} must be a list or tuple.')
-  if n_classes is not None and len(label_vocabulary) != n_classes:
+        f'n_classes must be > 2: {n_classes}. (BinaryClassHead is the head '
+        'for two classes.)')
+  return n_classes
+
+
+def validate_update_ops(update_ops=None) -> None:
+  if update_ops is not None and not isinstance(update_ops, (list, tuple)):
     raise UserInputError(
-        f'label_vocabulary has {len(label_vocabulary)} entries; '
-        f'n_classes={n_classes} needs as many.')
+        f'update_ops should be a list or a tuple. Given type: '
+        f'{type(update_ops)}.')
+
+
+def validate_trainable_variables(trainable_variables=None) -> None:
+  """What `create_estimator_spec(optimizer=...)` needs in a graph: the
+  variables to train, as a list (TF2 has no TRAINABLE_VARIABLES collection
+  to take them from)."""
+  if trainable_variables is None:
+    raise UserInputError(
+        'trainable_variables cannot be None. Given None: give the list of '
+        'variables the optimizer trains.')
+  if not isinstance(trainable_variables, (list, tuple)):
+    raise UserInputError(
+        'trainable_variables should be a list or a tuple. Given type: '
+        f'{type(trainable_variables)}.')
 
 
 def add_class_predictions(out, keys, class_logits, n_classes,
@@ -73,38 +91,6 @@ def add_class_predictions(out, keys, class_logits, n_classes,
   if _P.ALL_CLASSES in keys:
     out[_P.ALL_CLASSES] = all_classes(class_logits, n_classes,
                                       label_vocabulary)
-
-
-def validate_thresholds(thresholds) -> tuple:
-  """`thresholds` as a tuple, each checked to lie in (0, 1)."""
-  thresholds = tuple(thresholds) if thresholds else ()
-  for threshold in thresholds:
-    if not 0.0 < threshold < 1.0:
-      raise UserInputError(
-          f'thresholds={thresholds!r}: each must be in (0, 1), got '
-          f'{threshold!r}.')
-  return thresholds
-
-
-def loss_fn_arguments(loss_fn) -> tuple:
-  """The arguments `loss_fn` declares, checked as 2.15 checked them:
-  labels and logits required, features and loss_reduction allowed."""
-  try:
-    arguments = tuple(inspect.signature(loss_fn).parameters)
-  except (TypeError, ValueError):  # A builtin: trust it with the two.
-    return ('labels', 'logits')
-  for required in ('labels', 'logits'):
-    if required not in arguments:
-      raise UserInputError(
-          f'loss_fn={loss_fn!r} must take an argument {required!r}; it takes '
-          f'{list(arguments)}.')
-  unexpected = set(arguments) - {'labels', 'logits', 'features',
-                                 'loss_reduction', 'self'}
-  if unexpected:
-    raise UserInputError(
-        f'loss_fn={loss_fn!r} has unexpected arguments {sorted(unexpected)} '
-        '(it may take labels, logits, features).')
-  return arguments
 
 
 def reduce_loss(unweighted_loss, weights, loss_reduction) -> tf.Tensor:
@@ -129,75 +115,15 @@ def reduce_loss(unweighted_loss, weights, loss_reduction) -> tf.Tensor:
     return tf.math.divide_no_nan(tf.reduce_sum(total), count, name='value')
 
 
-def check_logits(logits, logits_dimension: int) -> tf.Tensor:
-  """`logits` as a float tensor whose last dimension is `logits_dimension`."""
-  logits = tf.convert_to_tensor(logits)
-  if logits.shape.rank == 1 and logits_dimension == 1:
-    logits = tf.expand_dims(logits, -1)
-  last = logits.shape[-1] if logits.shape.rank else None
-  if last is not None and last != logits_dimension:
-    raise UserInputError(
-        f'logits of shape {logits.shape} must have last dimension '
-        f'{logits_dimension} (the head\'s logits_dimension).')
-  return tf.cast(logits, tf.float32) if not logits.dtype.is_floating else \
-      logits
-
-
-def dense_labels(labels, logits, label_dimension: int) -> tf.Tensor:
-  """Labels as a dense tensor shaped like the logits' batch with
-  `label_dimension` last: [batch] becomes [batch, 1]."""
-  if labels is None:
-    raise UserInputError(
-        'labels are None in TRAIN or EVAL: the input_fn must yield '
-        '(features, labels).')
-  if isinstance(labels, tf.SparseTensor):
-    labels = tf.sparse.to_dense(labels, default_value='' if
-                                labels.dtype == tf.string else 0)
-  labels = tf.convert_to_tensor(labels)
-  if labels.shape.rank == 1 or (labels.shape.rank == logits.shape.rank - 1):
-    labels = tf.expand_dims(labels, -1)
-  last = labels.shape[-1]
-  if last is not None and last != label_dimension:
-    raise UserInputError(
-        f'labels of shape {labels.shape} must have last dimension '
-        f'{label_dimension} (the head\'s label dimension).')
-  return labels
-
-
-def example_weights(features, weight_column, logits) -> Optional[tf.Tensor]:
-  """The weight column's values as [batch, 1] floats, or None."""
-  if weight_column is None:
-    return None
-  if isinstance(weight_column, str):
-    key = weight_column
-    weights = features.get(key) if isinstance(features, dict) else None
-  else:
-    key = getattr(weight_column, 'key', None)
-    weights = features.get(key) if isinstance(features, dict) else None
-    normalizer = getattr(weight_column, 'normalizer_fn', None)
-    if weights is not None and normalizer is not None:
-      weights = normalizer(weights)
-  if weights is None:
-    raise UserInputError(
-        f'weight_column={key!r} is not among the features '
-        f'{sorted(features) if isinstance(features, dict) else features!r}.')
-  weights = tf.cast(tf.convert_to_tensor(weights), tf.float32)
-  if weights.shape.rank == 1:
-    weights = tf.expand_dims(weights, -1)
-  del logits
-  return weights
-
-
-def check_label_range(labels, n_classes: int, message: str = None):
-  """`labels` with the checks that they lie in [0, n_classes - 1]."""
-  checks = [
-      tf.compat.v1.debugging.assert_less_equal(
-          labels, tf.cast(n_classes - 1, labels.dtype),
-          message=message or f'Labels must be <= {n_classes} - 1'),
-      tf.compat.v1.debugging.assert_non_negative(
-          labels, message=message or 'Labels must be >= 0')]
-  with tf.control_dependencies(checks):
-    return tf.identity(labels)
+# 2.15's checks, under the names its base_head module gave them.
+check_dense_labels_match_logits_and_reshape = (
+    checks.check_dense_labels_match_logits_and_reshape)
+check_logits_final_dim = checks.check_logits_final_dim
+get_weights_and_check_match_logits = checks.get_weights_and_check_match_logits
+check_label_range = checks.check_label_range
+call_loss_fn = checks.call_loss_fn
+validate_loss_fn_args = checks.validate_loss_fn_args
+check_prediction_keys = checks.check_prediction_keys
 
 
 def label_ids(labels, label_vocabulary, *, head: str) -> tf.Tensor:
@@ -249,8 +175,8 @@ def classification_output(scores, n_classes: int, label_vocabulary=None):
 
 def graph_optimizer(optimizer):
   """`optimizer` as a Keras 2 optimizer with `get_updates` (what 2.15's
-  heads called): a `tf_keras.optimizers.legacy` instance, or a tf_keras
-  optimizer name ('sgd', 'Adagrad', ...) made into one."""
+  heads called): a `tf_keras.optimizers` instance (legacy or not), or a
+  tf_keras optimizer name ('sgd', 'Adagrad', ...) made into one."""
   if isinstance(optimizer, str):
     import tf_keras  # pylint: disable=g-import-not-at-top
     try:
@@ -261,51 +187,49 @@ def graph_optimizer(optimizer):
           'optimizer name.') from e
   if not callable(getattr(optimizer, 'get_updates', None)):
     raise UserInputError(
-        f'create_estimator_spec: optimizer={optimizer!r} has no get_updates; '
-        'in a TF1-style model_fn (graph engine) give a Keras 2 optimizer, '
+        'The given optimizer is not a tf.keras.optimizers.Optimizer '
+        f'instance. Received optimizer of type {type(optimizer)}: in a '
+        'TF1-style model_fn (graph engine) give a Keras 2 optimizer, '
         'tf_keras.optimizers.legacy.* (what tf.keras.optimizers.legacy was '
         'in 2.15), or a TF2 model_fn a Keras 3 one.')
   return optimizer
 
 
-def create_train_op(*, optimizer, trainable_variables, train_op_fn,
-                    update_ops, loss, loss_reduction):
-  """The train op of 2.15's heads, built under the root name scope
-  'training' (so a Keras 2 optimizer's slots are named as 2.15 named them,
-  and 2.15's checkpoints load):
+def create_estimator_spec_train_op(
+    head_name=None, optimizer=None, trainable_variables=None,
+    train_op_fn=None, update_ops=None, regularized_training_loss=None,
+    loss_reduction=SUM_OVER_BATCH_SIZE):
+  """The train op of 2.15's heads (its signature), built under the root
+  name scope 'training' (so a Keras 2 optimizer's slots are named as 2.15
+  named them, and 2.15's checkpoints load):
 
   - with `optimizer`: `optimizer.get_updates(loss, trainable_variables)`,
-    the mean loss first divided by the number of replicas (each replica's
-    gradients are summed). It increments `optimizer.iterations`, which is
-    the global step only if the model_fn made it so
-    (`optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()`,
-    as 2.15's canned estimators did); otherwise the graph engine counts the
-    step itself.
+    a SUM_OVER_BATCH_SIZE loss first divided by the number of replicas
+    (each replica's gradients are summed). It increments
+    `optimizer.iterations`, which is the global step only if the model_fn
+    made it so (`optimizer.iterations =
+    tf.compat.v1.train.get_or_create_global_step()`, as 2.15's canned
+    estimators did); otherwise the graph engine counts the step itself.
   - with `train_op_fn`: `train_op_fn(loss)`.
 
-  Either is grouped with `update_ops`.
+  Either is grouped with `update_ops`. `head_name` is not used (2.15 did
+  not use it either).
+
+  Raises:
+    UserInputError: both or neither of optimizer and train_op_fn, or a bad
+      optimizer, trainable_variables or update_ops (2.15's messages).
   """
-  if update_ops is not None and not isinstance(update_ops, (list, tuple)):
-    raise UserInputError(
-        f'create_estimator_spec: update_ops must be a list or tuple, got '
-        f'{type(update_ops).__name__}: {update_ops!r}')
+  del head_name
+  validate_update_ops(update_ops)
+  loss = regularized_training_loss
   with tf.compat.v1.name_scope(''):  # Leaves the head's scope, as 2.15 did.
     with tf.name_scope('training'):
       if optimizer is not None:
         if train_op_fn is not None:
           raise UserInputError(
-              'create_estimator_spec: give optimizer or train_op_fn, not '
-              'both.')
+              'train_op_fn and optimizer cannot both be set: give one.')
         optimizer = graph_optimizer(optimizer)
-        if trainable_variables is None:
-          raise UserInputError(
-              'create_estimator_spec: optimizer needs trainable_variables '
-              '(TF2 has no TRAINABLE_VARIABLES collection to take them '
-              'from); got None.')
-        if not isinstance(trainable_variables, (list, tuple)):
-          raise UserInputError(
-              'create_estimator_spec: trainable_variables must be a list or '
-              f'tuple, got {type(trainable_variables).__name__}.')
+        validate_trainable_variables(trainable_variables)
         if loss_reduction == SUM_OVER_BATCH_SIZE:
           replicas = tf.distribute.get_strategy().num_replicas_in_sync
           if replicas > 1:
@@ -315,11 +239,57 @@ def create_train_op(*, optimizer, trainable_variables, train_op_fn,
         train_op = train_op_fn(loss)
       else:
         raise UserInputError(
-            'create_estimator_spec in TRAIN: give optimizer or train_op_fn; '
-            'both were None.')
-      if update_ops:
+            'train_op_fn and optimizer cannot both be None: in TRAIN give '
+            'create_estimator_spec one of them.')
+      if update_ops is not None:
         train_op = tf.group(train_op, *update_ops)
       return train_op
+
+
+def create_train_op(*, optimizer, trainable_variables, train_op_fn,
+                    update_ops, loss, loss_reduction):
+  """`create_estimator_spec_train_op` with estimator_rt's argument names."""
+  return create_estimator_spec_train_op(
+      optimizer=optimizer, trainable_variables=trainable_variables,
+      train_op_fn=train_op_fn, update_ops=update_ops,
+      regularized_training_loss=loss, loss_reduction=loss_reduction)
+
+
+def create_estimator_spec_summary(regularized_training_loss,
+                                  regularization_losses=None,
+                                  summary_key_fn=None) -> None:
+  """2.15's training summaries: the loss, and the regularization loss when
+  `regularization_losses` is given, under their keys (`summary_key_fn`
+  names them for a head: 'loss/<head name>'), at the root name scope."""
+  keys = keys_lib.MetricKeys
+  key = summary_key_fn or (lambda name: name)
+  with tf.compat.v1.name_scope(''):
+    tf.compat.v1.summary.scalar(key(keys.LOSS), regularized_training_loss)
+    if regularization_losses is not None:
+      tf.compat.v1.summary.scalar(key(keys.LOSS_REGULARIZATION),
+                                  tf.math.add_n(regularization_losses))
+
+
+def update_metric_with_broadcast_weights(eval_metric, values, weights):
+  """2.15's: updates a mean metric with `values` (as float32) and
+  `weights` broadcast to their shape."""
+  values = tf.cast(values, tf.float32)
+  if weights is not None:
+    weights = tf.compat.v2.__internal__.ops.broadcast_weights(weights, values)
+  eval_metric.update_state(values=values, sample_weight=weights)
+
+
+def create_eval_metrics_tuple(fn, kwargs):
+  """2.15's helper for TPUEstimatorSpec's `eval_metrics`: `(metric_fn,
+  tensors)`, where `metric_fn(**tensors)` calls `fn` with `kwargs` (its
+  non-tensor values bound, since TPUEstimator passes tensors only)."""
+  tensors = {k: v for k, v in kwargs.items() if tf.is_tensor(v)}
+  others = {k: v for k, v in kwargs.items() if not tf.is_tensor(v)}
+
+  def metric_fn(**given):
+    return fn(**dict(others, **given))
+
+  return metric_fn, tensors
 
 
 _warned_trainable_variables = []
@@ -381,34 +351,20 @@ class LossParts(NamedTuple):
 
 
 class Head(abc.ABC):
-  """tf.estimator's Head: logits in, EstimatorSpec out.
+  """tf.estimator's Head (2.15's `tf.estimator.Head`): logits in,
+  EstimatorSpec out.
 
-  Subclasses define `logits_dimension`, `loss`, `predictions`, `metrics`,
-  `update_metrics` and `_export_outputs(predictions)`; this class builds
-  the EstimatorSpec for each mode from them.
+  What a head defines: `name`, `logits_dimension`, `loss_reduction`,
+  `loss`, `predictions`, `metrics`, `update_metrics`, and either
+  `create_estimator_spec` or `_create_tpu_estimator_spec` (whose
+  TPUEstimatorSpec `create_estimator_spec` then turns into an
+  EstimatorSpec, as 2.15 did). The heads here derive from `SingleHead`
+  (one logits tensor) or define create_estimator_spec (MultiHead,
+  SequentialHeadWrapper).
   """
 
   _name: Optional[str] = None
   _loss_reduction: str = SUM_OVER_BATCH_SIZE
-  _weight_column = None
-  _loss_fn = None
-  # Whose op names the graph gets: tf.estimator 2.15's heads' (False: the
-  # loss under `<head>/losses`), or, for the tf.compat.v1.estimator canned
-  # estimators, 2.15's v1 heads' (canned/head.py: the loss right under the
-  # head's scope, and in TRAIN with a summed loss the mean loss
-  # `<head>/truediv` and its `average_loss` summary). Programs fetch these
-  # tensors by name (LoggingTensorHook); the numbers are the same.
-  _V1_OP_NAMES = False
-
-  def _init_common(self, *, weight_column, loss_reduction, loss_fn, name):
-    """What every head's constructor stores, checked."""
-    validate_loss_reduction(loss_reduction)
-    if loss_fn is not None:
-      loss_fn_arguments(loss_fn)
-    self._weight_column = weight_column
-    self._loss_reduction = loss_reduction
-    self._loss_fn = loss_fn
-    self._name = name
 
   @property
   def name(self) -> Optional[str]:
@@ -426,63 +382,12 @@ class Head(abc.ABC):
     return self._loss_reduction
 
   def _summary_key(self, key: str) -> str:
-    return f'{key}/{self._name}' if self._name else key
+    return f'{key}/{self.name}' if self.name else key
 
-  # The three below are what the single heads here define, and the default
-  # `loss` and `create_estimator_spec` use; not abstract, so that a user's
-  # subclass written for 2.15 (which did not have them) can be made.
-  def _processed_labels(self, logits, labels) -> tf.Tensor:
-    """`labels` as the loss takes them (dense, ids, float)."""
-    raise NotImplementedError(f'{type(self).__name__}._processed_labels')
-
-  def _default_loss(self, labels, logits) -> tf.Tensor:
-    """The unreduced loss when no `loss_fn` was given."""
-    raise NotImplementedError(f'{type(self).__name__}._default_loss')
-
-  def _unweighted_loss_and_weights(self, logits, labels, features):
-    if self._loss_fn is not None:
-      extra = ({'features': features}
-               if 'features' in loss_fn_arguments(self._loss_fn) else {})
-      unweighted = self._loss_fn(labels=labels, logits=logits, **extra)
-    else:
-      unweighted = self._default_loss(labels, logits)
-    return unweighted, example_weights(features, self._weight_column, logits)
-
+  @abc.abstractmethod
   def loss(self, labels, logits, features=None, mode=None,
            regularization_losses=None):
-    """The regularized training loss: the weighted per-example losses
-    reduced by `loss_reduction`, plus `regularization_losses`."""
-    del mode
-    return self._loss_parts(labels, logits, features,
-                            regularization_losses).regularized
-
-  def _loss_parts(self, labels, logits, features,
-                  regularization_losses) -> 'LossParts':
-    """The training loss and what it was computed from (see LossParts),
-    under 2.15's names (see _V1_OP_NAMES)."""
-    scope = (contextlib.nullcontext() if self._V1_OP_NAMES
-             else tf.name_scope('losses'))
-    with scope:
-      logits = check_logits(logits, self.logits_dimension)
-      labels = self._processed_labels(logits, labels)
-      unweighted, weights = self._unweighted_loss_and_weights(
-          logits, labels, features)
-      loss = reduce_loss(unweighted, weights, self._loss_reduction)
-      regularized = loss
-      if regularization_losses:
-        regularized = loss + tf.math.add_n(regularization_losses)
-      return LossParts(regularized=regularized, loss=loss,
-                       unweighted=unweighted, weights=weights)
-
-  def _v1_mean_loss(self, parts: 'LossParts') -> Optional[tf.Tensor]:
-    """2.15's v1 heads' mean loss in TRAIN, `<head>/truediv` (the summed
-    loss over the sum of the example weights), or None where they had none
-    (another head family, or a loss that is not a sum)."""
-    if not self._V1_OP_NAMES or self._loss_reduction != SUM:
-      return None
-    weights = 1. if parts.weights is None else parts.weights
-    weight_sum = tf.reduce_sum(weights * tf.ones_like(parts.unweighted))
-    return parts.loss / weight_sum
+    """The regularized training loss, a scalar."""
 
   @abc.abstractmethod
   def predictions(self, logits, keys=None) -> Dict[str, tf.Tensor]:
@@ -498,70 +403,43 @@ class Head(abc.ABC):
     """Updates `eval_metrics` (from `metrics()`) with one batch; returns
     them. (2.15's abstract signature has `mode`; its heads leave it out.)"""
 
-  def _export_outputs(self, predictions) -> Dict[str, Any]:
-    """The export signatures of a PREDICT spec."""
-    raise NotImplementedError(f'{type(self).__name__}._export_outputs')
-
-  def _check_prediction_keys(self, keys, valid):
-    for key in keys:
-      if key not in valid:
-        raise UserInputError(
-            f'predictions: key {key!r} is not one of this head\'s '
-            f'{list(valid)}.')
-
   def create_estimator_spec(self, features, mode, logits, labels=None,
                             optimizer=None, trainable_variables=None,
                             train_op_fn=None, update_ops=None,
                             regularization_losses=None) -> EstimatorSpec:
-    """The EstimatorSpec of `mode` for `logits`.
+    """The EstimatorSpec of `mode` for `logits`: for a head that defines
+    `_create_tpu_estimator_spec` only, its TPUEstimatorSpec as an
+    EstimatorSpec (see SingleHead.create_estimator_spec for the arguments).
 
-    Args:
-      features: the input_fn's features (the weight column is read here).
-      mode: a ModeKeys value.
-      logits: [batch, logits_dimension] (or [batch] for one dimension).
-      labels: required in TRAIN and EVAL.
-      optimizer: in TRAIN, in a TF1-style model_fn (graph engine), a Keras 2
-        optimizer (`tf_keras.optimizers.legacy.*` or a tf_keras name):
-        train_op = optimizer.get_updates(loss, trainable_variables), as in
-        2.15 (see `create_train_op` about the global step); in a TF2
-        model_fn (eager engine), a Keras 3 optimizer, returned in the spec
-        for the runtime to apply to every trainable variable.
-      trainable_variables: a list of what `optimizer` trains (required in
-        the graph engine; not used in the eager engine).
-      train_op_fn: in TRAIN, `train_op_fn(loss)` -> train op, instead of an
-        optimizer.
-      update_ops: ops to run with each training step (batch norm).
-      regularization_losses: scalars added to the training loss.
+    Raises:
+      SubclassError: (a NotImplementedError) the head defines neither.
     """
-    with tf.name_scope(self._name or 'head'):
-      predictions = self.predictions(logits)
-      if mode == ModeKeys.PREDICT:
-        return EstimatorSpec(mode=ModeKeys.PREDICT, predictions=predictions,
-                             export_outputs=self._export_outputs(predictions))
-      # The v1 heads' mean loss needs the parts; other heads keep their
-      # own `loss` (a subclass may define it).
-      parts = (self._loss_parts(labels, logits, features,
-                                regularization_losses)
-               if self._V1_OP_NAMES else None)
-      loss = parts.regularized if parts else self.loss(
-          labels, logits, features=features, mode=mode,
+    try:
+      tpu_spec = self._create_tpu_estimator_spec(
+          features=features, mode=mode, logits=logits, labels=labels,
+          optimizer=optimizer, trainable_variables=trainable_variables,
+          train_op_fn=train_op_fn, update_ops=update_ops,
           regularization_losses=regularization_losses)
-      if mode == ModeKeys.EVAL:
-        eval_metrics = self.update_metrics(
-            self.metrics(regularization_losses=regularization_losses),
-            features, logits, labels,
-            regularization_losses=regularization_losses)
-        return EstimatorSpec(
-            mode=ModeKeys.EVAL, predictions=predictions, loss=loss,
-            eval_metric_ops=eval_metrics)
-      if mode != ModeKeys.TRAIN:
-        raise UserInputError(f'create_estimator_spec: mode={mode!r} is not '
-                             'one of train, eval, infer.')
-      return self._train_spec(
-          loss=loss, predictions=predictions, optimizer=optimizer,
-          trainable_variables=trainable_variables, train_op_fn=train_op_fn,
-          update_ops=update_ops, regularization_losses=regularization_losses,
-          loss_parts=parts)
+    except NotImplementedError as e:
+      raise SubclassError(
+          'Subclasses of Head must implement `create_estimator_spec()` or '
+          f'_create_tpu_estimator_spec(). {type(self).__name__} implements '
+          'neither.') from e
+    return tpu_spec.as_estimator_spec()
+
+  def _create_tpu_estimator_spec(self, features, mode, logits, labels=None,
+                                 optimizer=None, trainable_variables=None,
+                                 train_op_fn=None, update_ops=None,
+                                 regularization_losses=None):
+    """A TPUEstimatorSpec for `mode`; heads that have none (all here) leave
+    this as it is.
+
+    Raises:
+      SubclassError: (a NotImplementedError) always, here.
+    """
+    raise SubclassError(
+        'TPUEstimatorSpec not available for this model head. '
+        f'({type(self).__name__} defines create_estimator_spec only.)')
 
   def _train_spec(self, *, loss, predictions, optimizer, trainable_variables,
                   train_op_fn, update_ops, regularization_losses,
@@ -587,6 +465,11 @@ class Head(abc.ABC):
                          loss=loss, train_op=train_op,
                          eval_metric_ops=eval_metric_ops)
 
+  def _v1_mean_loss(self, parts: 'LossParts') -> Optional[tf.Tensor]:
+    """The v1 heads' mean loss (see SingleHead); None here."""
+    del parts
+    return None
+
   def _write_loss_summary(self, loss, regularization_losses,
                           mean_loss=None) -> None:
     """The training summaries 2.15 wrote: the loss (the v1 heads' mean
@@ -594,13 +477,171 @@ class Head(abc.ABC):
     engine records them."""
     if not metrics_lib.in_graph_engine():
       return
-    with tf.compat.v1.name_scope(''):
-      tf.compat.v1.summary.scalar(
-          self._summary_key(keys_lib.MetricKeys.LOSS), loss)
-      if mean_loss is not None:
+    create_estimator_spec_summary(loss, regularization_losses,
+                                  summary_key_fn=self._summary_key)
+    if mean_loss is not None:
+      with tf.compat.v1.name_scope(''):
         tf.compat.v1.summary.scalar(
             self._summary_key(keys_lib.MetricKeys.LOSS_MEAN), mean_loss)
-      if regularization_losses:
-        tf.compat.v1.summary.scalar(
-            self._summary_key(keys_lib.MetricKeys.LOSS_REGULARIZATION),
-            tf.math.add_n(regularization_losses))
+
+
+class SingleHead(Head):
+  """The heads over one logits tensor (BinaryClassHead, MultiClassHead,
+  MultiLabelHead, RegressionHead): what they share.
+
+  A subclass defines `logits_dimension`, `_processed_labels(logits,
+  labels)` (the labels as the loss takes them, checked), `_default_loss`
+  (the unreduced loss without a `loss_fn`), `predictions`, `metrics`,
+  `update_metrics` and `_export_outputs(predictions)`; this class computes
+  the loss as 2.15 did and builds the EstimatorSpec of each mode.
+  """
+
+  _weight_column = None
+  _loss_fn = None
+  # The last dimension of the unreduced loss (`loss_fn`'s is checked) and
+  # whether weights may have one per logit (RegressionHead's).
+  _LOSS_DIMENSION_IS_LOGITS_DIMENSION = False
+  _PER_LOGIT_WEIGHTS = False
+  # Whose op names the graph gets: tf.estimator 2.15's heads' (False: the
+  # loss under `<head>/losses`), or, for the tf.compat.v1.estimator canned
+  # estimators, 2.15's v1 heads' (canned/head.py: the loss right under the
+  # head's scope, and in TRAIN with a summed loss the mean loss
+  # `<head>/truediv` and its `average_loss` summary). Programs fetch these
+  # tensors by name (LoggingTensorHook); the numbers are the same.
+  _V1_OP_NAMES = False
+
+  def _init_common(self, *, weight_column, loss_reduction, loss_fn, name):
+    """What every head's constructor stores, checked."""
+    validate_loss_reduction(loss_reduction)
+    if loss_fn:
+      validate_loss_fn_args(loss_fn)
+    self._weight_column = weight_column
+    self._loss_reduction = loss_reduction
+    self._loss_fn = loss_fn
+    self._name = name
+
+  def _processed_labels(self, logits, labels) -> tf.Tensor:
+    """`labels` as the loss takes them (dense, ids, float), checked."""
+    raise SubclassError(f'{type(self).__name__}._processed_labels')
+
+  def _default_loss(self, labels, logits) -> tf.Tensor:
+    """The unreduced loss when no `loss_fn` was given."""
+    raise SubclassError(f'{type(self).__name__}._default_loss')
+
+  def _unweighted_loss_and_weights(self, logits, labels, features):
+    """The unreduced loss ([D0, ... DN, 1], or one per label dimension)
+    and the example weights (1. without a weight column), as 2.15 computed
+    them."""
+    if self._loss_fn:
+      unweighted = call_loss_fn(
+          loss_fn=self._loss_fn, labels=labels, logits=logits,
+          features=features,
+          expected_loss_dim=(self.logits_dimension if
+                             self._LOSS_DIMENSION_IS_LOGITS_DIMENSION else 1))
+    else:
+      unweighted = self._default_loss(labels, logits)
+    weights = get_weights_and_check_match_logits(
+        features=features, weight_column=self._weight_column, logits=logits,
+        allow_per_logit_weights=self._PER_LOGIT_WEIGHTS)
+    return unweighted, weights
+
+  def loss(self, labels, logits, features=None, mode=None,
+           regularization_losses=None):
+    """The regularized training loss: the weighted per-example losses
+    reduced by `loss_reduction`, plus `regularization_losses`."""
+    del mode
+    return self._loss_parts(labels, logits, features,
+                            regularization_losses).regularized
+
+  def _loss_parts(self, labels, logits, features,
+                  regularization_losses) -> 'LossParts':
+    """The training loss and what it was computed from (see LossParts),
+    under 2.15's names (see _V1_OP_NAMES)."""
+    scope = (contextlib.nullcontext() if self._V1_OP_NAMES
+             else tf.name_scope('losses'))
+    with scope:
+      logits = check_logits_final_dim(logits, self.logits_dimension)
+      labels = self._processed_labels(logits, labels)
+      unweighted, weights = self._unweighted_loss_and_weights(
+          logits, labels, features)
+      loss = reduce_loss(unweighted, weights, self._loss_reduction)
+      regularized = loss
+      if regularization_losses is not None:
+        regularized = loss + tf.math.add_n(regularization_losses)
+      return LossParts(regularized=regularized, loss=loss,
+                       unweighted=unweighted, weights=weights)
+
+  def _v1_mean_loss(self, parts: 'LossParts') -> Optional[tf.Tensor]:
+    """2.15's v1 heads' mean loss in TRAIN, `<head>/truediv` (the summed
+    loss over the sum of the example weights), or None where they had none
+    (another head family, or a loss that is not a sum)."""
+    if not self._V1_OP_NAMES or self._loss_reduction != SUM:
+      return None
+    weights = 1. if parts.weights is None else parts.weights
+    weight_sum = tf.reduce_sum(weights * tf.ones_like(parts.unweighted))
+    return parts.loss / weight_sum
+
+  def _export_outputs(self, predictions) -> Dict[str, Any]:
+    """The export signatures of a PREDICT spec."""
+    raise SubclassError(f'{type(self).__name__}._export_outputs')
+
+  def _check_prediction_keys(self, keys, valid):
+    check_prediction_keys(keys, valid)
+
+  def create_estimator_spec(self, features, mode, logits, labels=None,
+                            optimizer=None, trainable_variables=None,
+                            train_op_fn=None, update_ops=None,
+                            regularization_losses=None) -> EstimatorSpec:
+    """The EstimatorSpec of `mode` for `logits`.
+
+    Args:
+      features: the input_fn's features (the weight column is read here).
+      mode: a ModeKeys value.
+      logits: [D0, ... DN, logits_dimension] (often [batch, dimension]).
+      labels: required in TRAIN and EVAL.
+      optimizer: in TRAIN, in a TF1-style model_fn (graph engine), a Keras 2
+        optimizer (`tf_keras.optimizers.legacy.*` or a tf_keras name):
+        train_op = optimizer.get_updates(loss, trainable_variables), as in
+        2.15 (see `create_estimator_spec_train_op` about the global step);
+        in a TF2 model_fn (eager engine), a Keras 3 optimizer, returned in
+        the spec for the runtime to apply to every trainable variable.
+      trainable_variables: a list of what `optimizer` trains (required in
+        the graph engine; not used in the eager engine).
+      train_op_fn: in TRAIN, `train_op_fn(loss)` -> train op, instead of an
+        optimizer.
+      update_ops: ops to run with each training step (batch norm).
+      regularization_losses: scalars added to the training loss.
+
+    In a graph, EVAL's `eval_metric_ops` are `(value, update_op)` pairs
+    (2.15's EstimatorSpec made them so of the metric objects); in the eager
+    engine, Keras metric objects.
+    """
+    with tf.name_scope(self._name or 'head'):
+      predictions = self.predictions(logits)
+      if mode == ModeKeys.PREDICT:
+        return EstimatorSpec(mode=ModeKeys.PREDICT, predictions=predictions,
+                             export_outputs=self._export_outputs(predictions))
+      # The v1 heads' mean loss needs the parts; other heads call their
+      # own `loss` (a subclass may define it), as 2.15's did.
+      parts = (self._loss_parts(labels, logits, features,
+                                regularization_losses)
+               if self._V1_OP_NAMES else None)
+      loss = parts.regularized if parts else self.loss(
+          labels, logits, features=features, mode=mode,
+          regularization_losses=regularization_losses)
+      if mode == ModeKeys.EVAL:
+        eval_metrics = self.update_metrics(
+            self.metrics(regularization_losses=regularization_losses),
+            features, logits, labels,
+            regularization_losses=regularization_losses)
+        return EstimatorSpec(
+            mode=ModeKeys.EVAL, predictions=predictions, loss=loss,
+            eval_metric_ops=metrics_lib.as_eval_metric_ops(eval_metrics))
+      if mode != ModeKeys.TRAIN:
+        raise UserInputError(f'create_estimator_spec: mode={mode!r} is not '
+                             'one of train, eval, infer.')
+      return self._train_spec(
+          loss=loss, predictions=predictions, optimizer=optimizer,
+          trainable_variables=trainable_variables, train_op_fn=train_op_fn,
+          update_ops=update_ops, regularization_losses=regularization_losses,
+          loss_parts=parts)

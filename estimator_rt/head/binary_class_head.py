@@ -12,6 +12,7 @@ predict.
 
 import tensorflow as tf
 
+from estimator_rt.errors import UserInputError
 from estimator_rt.head import base_head
 from estimator_rt.head import keys as keys_lib
 from estimator_rt.head import metrics as metrics_lib
@@ -21,7 +22,7 @@ _P = keys_lib.PredictionKeys
 _M = keys_lib.MetricKeys
 
 
-class BinaryClassHead(base_head.Head):
+class BinaryClassHead(base_head.SingleHead):
   """A head for binary classification; tf.estimator 2.15's signature.
 
   Args:
@@ -39,8 +40,17 @@ class BinaryClassHead(base_head.Head):
                label_vocabulary=None,
                loss_reduction=base_head.SUM_OVER_BATCH_SIZE, loss_fn=None,
                name=None):
-    base_head.validate_label_vocabulary(label_vocabulary)
-    thresholds = base_head.validate_thresholds(thresholds)
+    if label_vocabulary is not None and not isinstance(label_vocabulary,
+                                                       (list, tuple)):
+      raise UserInputError(
+          'label_vocabulary should be a list or a tuple. Given type: '
+          f'{type(label_vocabulary)}')
+    thresholds = tuple(thresholds) if thresholds else ()
+    for threshold in thresholds:
+      if not 0. < threshold < 1.:
+        raise UserInputError(
+            f'thresholds not in (0, 1): {thresholds}. Each threshold is a '
+            'probability above which an example is predicted positive.')
     self._init_common(weight_column=weight_column,
                       loss_reduction=loss_reduction, loss_fn=loss_fn,
                       name=name)
@@ -52,12 +62,19 @@ class BinaryClassHead(base_head.Head):
     return 1
 
   def _processed_labels(self, logits, labels):
-    labels = base_head.dense_labels(labels, logits, 1)
+    labels = base_head.check_dense_labels_match_logits_and_reshape(
+        labels, logits, 1)
     labels = base_head.label_ids(labels, self._label_vocabulary,
                                  head='BinaryClassHead')
     return base_head.check_label_range(tf.cast(labels, tf.float32), 2)
 
   def _default_loss(self, labels, logits):
+    if (labels.shape.is_fully_defined() and logits.shape.is_fully_defined()
+        and labels.shape != logits.shape):
+      # 2.15's message (its sigmoid loss op's, in a graph).
+      raise UserInputError(
+          'logits and labels must have the same shape '
+          f'({logits.shape} vs {labels.shape}).')
     return tf.nn.sigmoid_cross_entropy_with_logits(labels=labels,
                                                    logits=logits)
 
@@ -68,7 +85,7 @@ class BinaryClassHead(base_head.Head):
     if keys:
       self._check_prediction_keys(keys, self._VALID_KEYS)
     keys = keys or self._VALID_KEYS
-    logits = base_head.check_logits(logits, 1)
+    logits = base_head.check_logits_final_dim(logits, 1)
     out = {}
     with tf.name_scope('predictions'):
       if _P.LOGITS in keys:
@@ -123,7 +140,7 @@ class BinaryClassHead(base_head.Head):
   def update_metrics(self, eval_metrics, features, logits, labels,
                      regularization_losses=None):
     key = self._summary_key
-    logits = base_head.check_logits(logits, 1)
+    logits = base_head.check_logits_final_dim(logits, 1)
     predictions = self.predictions(logits, [_P.CLASS_IDS, _P.LOGISTIC])
     class_ids = predictions[_P.CLASS_IDS]
     logistic = predictions[_P.LOGISTIC]
@@ -135,11 +152,11 @@ class BinaryClassHead(base_head.Head):
     for metric_key in (_M.ACCURACY, _M.PRECISION, _M.RECALL):
       eval_metrics[key(metric_key)].update_state(labels, class_ids,
                                                  sample_weight=weights)
-    metrics_lib.update_with_broadcast_weights(
+    base_head.update_metric_with_broadcast_weights(
         eval_metrics[key(_M.PREDICTION_MEAN)], logistic, weights)
-    metrics_lib.update_with_broadcast_weights(
+    base_head.update_metric_with_broadcast_weights(
         eval_metrics[key(_M.LABEL_MEAN)], labels, weights)
-    metrics_lib.update_with_broadcast_weights(
+    base_head.update_metric_with_broadcast_weights(
         eval_metrics[key(_M.ACCURACY_BASELINE)], labels, weights)
     for metric_key in (_M.AUC, _M.AUC_PR):
       metrics_lib.update_auc(eval_metrics[key(metric_key)], labels, logistic,

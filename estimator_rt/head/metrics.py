@@ -5,8 +5,9 @@ tf.estimator 2.15's heads made Keras metric objects, called their
 the same, with the metric classes of the engine that calls the model_fn:
 
   - the graph engine (a TF1-style model_fn built in a `tf.Graph`): Keras 2
-    (`tf_keras`) metrics, whose `update_state` builds graph ops; the engine
-    turns each into a `(value, update_op)` pair, as 2.15's Estimator did;
+    (`tf_keras`) metrics, whose `update_state` builds graph ops; a head's
+    EVAL spec holds each as a `(value, update_op)` pair, as 2.15's
+    EstimatorSpec made them (`as_eval_metric_ops`);
   - the eager engine (a model_fn traced by `tf.function`): Keras 3 metrics,
     which the engine resets and reduces across replicas.
 
@@ -84,17 +85,6 @@ def trapezoidal_auc(*, curve: str, name: str):
   return TrapezoidalAUC(curve=curve, name=name)
 
 
-def update_with_broadcast_weights(metric, values, weights) -> None:
-  """Updates a mean metric with `values` (as floats) and `weights`
-  broadcast to their shape (a [batch, 1] weight for every value of its
-  example)."""
-  values = tf.cast(values, tf.float32)
-  if weights is not None:
-    weights = tf.broadcast_to(tf.cast(weights, tf.float32),
-                              tf.shape(values))
-  metric.update_state(values, sample_weight=weights)
-
-
 def update_auc(metric, labels, predictions, weights) -> None:
   """Updates an AUC (or a thresholded) metric with weights broadcast to the
   predictions' shape, as 2.15 did (a multi-label example's weight applies
@@ -104,3 +94,29 @@ def update_auc(metric, labels, predictions, weights) -> None:
     weights = tf.broadcast_to(tf.cast(weights, tf.float32),
                               tf.shape(predictions))
   metric.update_state(labels, predictions, sample_weight=weights)
+
+
+def as_eval_metric_ops(eval_metrics):
+  """`eval_metrics` (metric objects by key) as an EstimatorSpec's
+  eval_metric_ops: in a graph, `(result, update_op)` pairs, as 2.15's
+  EstimatorSpec made them (its tests and programs index them), the
+  metrics' variables added to LOCAL_VARIABLES (initialized before each
+  evaluation, never saved) and METRIC_VARIABLES; in the eager engine, the
+  Keras 3 metric objects, which it resets and reduces itself. A value
+  that is no metric object (a pair already) is kept."""
+  if not in_graph_engine():
+    return eval_metrics
+  ops = {}
+  for key, metric in eval_metrics.items():
+    updates = getattr(metric, 'updates', None)
+    if not updates or not callable(getattr(metric, 'result', None)):
+      ops[key] = metric
+      continue
+    for collection in (tf.compat.v1.GraphKeys.LOCAL_VARIABLES,
+                       tf.compat.v1.GraphKeys.METRIC_VARIABLES):
+      present = {id(v) for v in tf.compat.v1.get_collection(collection)}
+      for variable in metric.variables:
+        if id(variable) not in present:
+          tf.compat.v1.add_to_collection(collection, variable)
+    ops[key] = (metric.result(), tf.group(*updates))
+  return ops

@@ -19,7 +19,7 @@ _P = keys_lib.PredictionKeys
 _M = keys_lib.MetricKeys
 
 
-class MultiClassHead(base_head.Head):
+class MultiClassHead(base_head.SingleHead):
   """A head for classification into `n_classes` (> 2); 2.15's signature.
 
   Args:
@@ -35,15 +35,23 @@ class MultiClassHead(base_head.Head):
   def __init__(self, n_classes, weight_column=None, label_vocabulary=None,
                loss_reduction=base_head.SUM_OVER_BATCH_SIZE, loss_fn=None,
                name=None):
-    if n_classes is None or isinstance(n_classes, bool) or n_classes <= 2:
+    if n_classes is None:
       raise UserInputError(
-          f'n_classes={n_classes!r} must be > 2 (BinaryClassHead is the '
-          'head for two classes).')
-    base_head.validate_label_vocabulary(label_vocabulary, n_classes)
+          'n_classes cannot be None: give the number of classes (> 2).')
+    if label_vocabulary is not None and not isinstance(label_vocabulary,
+                                                       (list, tuple)):
+      raise UserInputError(
+          'label_vocabulary should be a list or a tuple. Given type: '
+          f'{type(label_vocabulary)}')
+    if label_vocabulary is not None and len(label_vocabulary) != n_classes:
+      raise UserInputError(
+          '"label_vocabulary" does not have "n_classes" items. '
+          f'len(label_vocabulary)={len(label_vocabulary)}, '
+          f'n_classes={n_classes}, label_vocabulary={label_vocabulary}')
     self._init_common(weight_column=weight_column,
                       loss_reduction=loss_reduction, loss_fn=loss_fn,
                       name=name)
-    self._n_classes = n_classes
+    self._n_classes = base_head.validate_n_classes(n_classes)
     self._label_vocabulary = label_vocabulary
 
   @property
@@ -51,15 +59,20 @@ class MultiClassHead(base_head.Head):
     return self._n_classes
 
   def _processed_labels(self, logits, labels):
-    labels = base_head.dense_labels(labels, logits, 1)
+    labels = base_head.check_dense_labels_match_logits_and_reshape(
+        labels, logits, 1)
+    if self._label_vocabulary is None:
+      if not labels.dtype.is_integer:
+        raise UserInputError(
+            f'Labels dtype should be integer. Instead got {labels.dtype}. '
+            '(Give label_vocabulary for string labels.)')
+    elif labels.dtype != tf.string:
+      raise UserInputError(
+          'Labels dtype should be string if there is a vocabulary. Instead '
+          f'got {labels.dtype}')
     labels = base_head.label_ids(labels, self._label_vocabulary,
                                  head='MultiClassHead')
-    if labels.dtype.is_floating:
-      raise UserInputError(
-          f'MultiClassHead: labels must be integer class ids, got '
-          f'{labels.dtype.name}.')
-    return base_head.check_label_range(tf.cast(labels, tf.int64),
-                                       self._n_classes)
+    return base_head.check_label_range(labels, self._n_classes)
 
   def _default_loss(self, labels, logits):
     # 2.15's names (tf.compat.v1.losses.sparse_softmax_cross_entropy's).
@@ -76,7 +89,7 @@ class MultiClassHead(base_head.Head):
     if keys:
       self._check_prediction_keys(keys, self._VALID_KEYS)
     keys = keys or self._VALID_KEYS
-    logits = base_head.check_logits(logits, self._n_classes)
+    logits = base_head.check_logits_final_dim(logits, self._n_classes)
     out = {}
     with tf.name_scope('predictions'):
       if _P.LOGITS in keys:
@@ -123,7 +136,7 @@ class MultiClassHead(base_head.Head):
   def update_metrics(self, eval_metrics, features, logits, labels,
                      regularization_losses=None):
     key = self._summary_key
-    logits = base_head.check_logits(logits, self._n_classes)
+    logits = base_head.check_logits_final_dim(logits, self._n_classes)
     class_ids = self.predictions(logits, [_P.CLASS_IDS])[_P.CLASS_IDS]
     label_ids = self._processed_labels(logits, labels)
     unweighted, weights = self._unweighted_loss_and_weights(

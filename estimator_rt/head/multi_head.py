@@ -46,16 +46,18 @@ class MultiHead(base_head.Head):
 
   def __init__(self, heads, head_weights=None):
     if not heads:
-      raise UserInputError(f'heads={heads!r}: give at least one head.')
+      raise UserInputError(
+          f'Must specify heads. Given: {heads}: give at least one head.')
     if head_weights and len(head_weights) != len(heads):
       raise UserInputError(
-          f'head_weights={head_weights!r} has {len(head_weights)} entries '
-          f'for {len(heads)} heads; give one per head.')
+          'heads and head_weights must have the same size. Given '
+          f'len(heads): {len(heads)}. Given len(head_weights): '
+          f'{len(head_weights)}.')
     for head in heads:
       if head.name is None:
         raise UserInputError(
-            f'heads: {head!r} has no name; every head of a MultiHead needs '
-            'one (its metric keys, predictions and labels are named by it).')
+            f'All given heads must have name specified. Given: {head}: its '
+            'metric keys, predictions and labels are named by it.')
     names = [head.name for head in heads]
     if len(set(names)) != len(names):
       raise UserInputError(f'heads: names {names} must be distinct.')
@@ -79,8 +81,8 @@ class MultiHead(base_head.Head):
     reductions = [head.loss_reduction for head in self._heads]
     if len(set(reductions)) > 1:
       raise UserInputError(
-          f'MultiHead: the heads\' loss_reduction must be the same, got '
-          f'{reductions}.')
+          'The loss_reduction must be the same for different heads. Given: '
+          f'{reductions}')
     return reductions[0]
 
   def _split_logits(self, logits) -> Dict[str, tf.Tensor]:
@@ -92,9 +94,10 @@ class MultiHead(base_head.Head):
       last = logits.shape[-1] if logits.shape.rank else None
       if last is not None and last != sum(widths):
         raise UserInputError(
-            f'MultiHead: logits of shape {logits.shape} cannot be split '
-            f'among heads of logits dimensions {widths}: the last dimension '
-            f'must be {sum(widths)}.')
+            f'Could not split logits of shape {logits.shape.as_list()!r} '
+            'among the heads with individual logits dimensions: '
+            f'{widths!r}. The last dimension of the logits tensor should '
+            f'equal {sum(widths)} but is {last}.')
       parts = tf.split(logits, widths, axis=-1)
       return {head.name: part for head, part in zip(self._heads, parts)}
 
@@ -104,19 +107,19 @@ class MultiHead(base_head.Head):
       missing = sorted(set(names) - set(logits))
       if missing:
         raise UserInputError(
-            f'MultiHead: logits has no values for head(s) {missing}.')
+            f'logits has missing values for head(s): {missing}')
       logits_by_head = logits
     else:
       logits_by_head = self._split_logits(logits)
     if labels is not None:
       if not isinstance(labels, dict):
         raise UserInputError(
-            f'MultiHead: labels must be a dict by head name, got '
-            f'{type(labels).__name__}: {labels!r}')
+            f'labels must be a dict. Given: {labels} (a dict by head '
+            'name).')
       missing = sorted(set(names) - set(labels))
       if missing:
         raise UserInputError(
-            f'MultiHead: labels has no values for head(s) {missing}.')
+            f'labels has missing values for head(s): {missing}')
     return logits_by_head
 
   def _merged_loss(self, losses, regularization_losses):
@@ -226,11 +229,12 @@ class MultiHead(base_head.Head):
             self.metrics(regularization_losses=regularization_losses),
             features, logits_by_head, labels,
             regularization_losses=regularization_losses)
-        return EstimatorSpec(mode=ModeKeys.EVAL, predictions=predictions,
-                             loss=loss, eval_metric_ops=eval_metrics)
+        return EstimatorSpec(
+            mode=ModeKeys.EVAL, predictions=predictions, loss=loss,
+            eval_metric_ops=metrics_lib.as_eval_metric_ops(eval_metrics))
       if mode != ModeKeys.TRAIN:
-        raise UserInputError(f'MultiHead.create_estimator_spec: mode={mode!r} '
-                             'is not one of train, eval, infer.')
+        raise UserInputError(f'mode={mode} unrecognized: give one of train, '
+                             'eval, infer.')
       return self._train_spec(
           loss=loss, predictions=predictions, optimizer=optimizer,
           trainable_variables=trainable_variables, train_op_fn=train_op_fn,
@@ -264,9 +268,10 @@ class MultiHead(base_head.Head):
       default = first[keys_lib.DEFAULT_SERVING_KEY]
     else:
       raise UserInputError(
-          f'MultiHead: head {self._heads[0].name!r} has no '
-          f'{keys_lib.DEFAULT_SERVING_KEY!r} export output among '
-          f'{sorted(first)}.')
+          f'{self._heads[0].name} did not specify default export_outputs. '
+          f'Given: {first} Suggested fix: Use one of the heads in '
+          f'tf.estimator, or include key {keys_lib.DEFAULT_SERVING_KEY} in '
+          'export_outputs.')
     outputs = {keys_lib.DEFAULT_SERVING_KEY: default}
     merged_predict = {}
     for head, spec in zip(self._heads, specs):

@@ -16,6 +16,7 @@ import tensorflow as tf
 from estimator_rt import export as export_lib
 from estimator_rt.errors import UserInputError
 from estimator_rt.head import base_head
+from estimator_rt.head import checks
 from estimator_rt.head import keys as keys_lib
 from estimator_rt.head import metrics as metrics_lib
 
@@ -23,7 +24,7 @@ _P = keys_lib.PredictionKeys
 _M = keys_lib.MetricKeys
 
 
-class MultiLabelHead(base_head.Head):
+class MultiLabelHead(base_head.SingleHead):
   """A head for multi-label classification; tf.estimator 2.15's signature.
 
   Labels are either a dense integer indicator tensor [batch, n_classes] of
@@ -56,13 +57,24 @@ class MultiLabelHead(base_head.Head):
                label_vocabulary=None,
                loss_reduction=base_head.SUM_OVER_BATCH_SIZE, loss_fn=None,
                classes_for_class_based_metrics=None, name=None):
-    if (n_classes is None or isinstance(n_classes, bool) or
-        not isinstance(n_classes, int) or n_classes < 2):
+    if n_classes is None or n_classes < 2:
       raise UserInputError(
-          f'n_classes={n_classes!r} must be an int > 1 for multi-label '
-          'classification.')
-    thresholds = base_head.validate_thresholds(thresholds)
-    base_head.validate_label_vocabulary(label_vocabulary, n_classes)
+          'n_classes must be > 1 for multi-label classification. Given: '
+          f'{n_classes}')
+    thresholds = tuple(thresholds) if thresholds else ()
+    for threshold in thresholds:
+      if not 0. < threshold < 1.:
+        raise UserInputError(
+            f'thresholds must be in (0, 1) range. Given: {threshold}')
+    if label_vocabulary is not None:
+      if not isinstance(label_vocabulary, (list, tuple)):
+        raise UserInputError(
+            'label_vocabulary must be a list or tuple. Given type: '
+            f'{type(label_vocabulary)}')
+      if len(label_vocabulary) != n_classes:
+        raise UserInputError(
+            f'Length of label_vocabulary must be n_classes ({n_classes}). '
+            f'Given: {len(label_vocabulary)}')
     self._init_common(weight_column=weight_column,
                       loss_reduction=loss_reduction, loss_fn=loss_fn,
                       name=name)
@@ -79,19 +91,16 @@ class MultiLabelHead(base_head.Head):
     if isinstance(classes[0], str):
       if not self._label_vocabulary:
         raise UserInputError(
-            f'classes_for_class_based_metrics={classes!r} are strings; give '
-            'label_vocabulary too.')
-      missing = [c for c in classes if c not in self._label_vocabulary]
-      if missing:
-        raise UserInputError(
-            f'classes_for_class_based_metrics: {missing!r} are not in '
-            f'label_vocabulary={self._label_vocabulary!r}.')
+            'label_vocabulary must be provided when '
+            'classes_for_class_based_metrics are strings.')
+      # list.index's ValueError ("'z' is not in list") names a missing one,
+      # as in 2.15.
       return tuple(list(self._label_vocabulary).index(c) for c in classes)
     for class_id in classes:
-      if not 0 <= class_id < self._n_classes:
+      if class_id < 0 or class_id >= self._n_classes:
         raise UserInputError(
-            f'classes_for_class_based_metrics={classes!r}: each must be in '
-            f'[0, {self._n_classes - 1}].')
+            'All classes_for_class_based_metrics must be in range [0, '
+            f'{self._n_classes - 1}]. Given: {class_id}')
     return classes
 
   @property
@@ -105,38 +114,41 @@ class MultiLabelHead(base_head.Head):
     return self._label_vocabulary[class_id]
 
   def _processed_labels(self, logits, labels):
-    """Labels as an int64 indicator [batch, n_classes]."""
+    """Labels as an int64 indicator [D0, ... DN, n_classes], from a dense
+    0/1 indicator or a SparseTensor of class ids (strings of the
+    vocabulary), checked."""
     if labels is None:
-      raise UserInputError(
-          'labels are None in TRAIN or EVAL: the input_fn must yield '
-          '(features, labels).')
+      raise UserInputError(checks.LABEL_NONE_MESSAGE)
     if isinstance(labels, tf.SparseTensor):
+      values = labels.values
       if labels.dtype == tf.string:
         if self._label_vocabulary is None:
           raise UserInputError(
               'MultiLabelHead: labels are strings; give label_vocabulary.')
-        ids = base_head.label_ids(labels.values, self._label_vocabulary,
+        ids = base_head.label_ids(values, self._label_vocabulary,
                                   head='MultiLabelHead')
+        indicator = tf.sparse.to_indicator(
+            tf.SparseTensor(labels.indices, ids, labels.dense_shape),
+            self._n_classes)
       else:
-        if not labels.dtype.is_integer:
+        if not values.dtype.is_integer:
           raise UserInputError(
-              'MultiLabelHead: sparse labels must hold integer class ids, '
-              f'got {labels.dtype.name}.')
-        ids = tf.cast(labels.values, tf.int64)
-      ids = base_head.check_label_range(
-          ids, self._n_classes,
-          message=('labels must be an integer SparseTensor with values in '
-                   f'[0, {self._n_classes})'))
-      sparse_ids = tf.SparseTensor(labels.indices, ids, labels.dense_shape)
-      labels = tf.cast(tf.sparse.to_indicator(sparse_ids, self._n_classes),
-                       tf.int64)
+              f'Labels dtype should be integer. Instead got {values.dtype}.')
+        checked = base_head.check_label_range(
+            values, self._n_classes,
+            message=('labels must be an integer SparseTensor with values in '
+                     f'[0, {self._n_classes})'))
+        with tf.control_dependencies(
+            [] if tf.executing_eagerly() else [checked]):
+          indicator = tf.sparse.to_indicator(labels, self._n_classes)
+      labels = tf.cast(indicator, tf.int64)
     else:
-      labels = tf.convert_to_tensor(labels)
       labels = base_head.check_label_range(
           labels, 2,
           message='labels must be an integer indicator Tensor with values '
           'in [0, 1]')
-    return base_head.dense_labels(labels, logits, self._n_classes)
+    return base_head.check_dense_labels_match_logits_and_reshape(
+        labels, logits, self._n_classes)
 
   def _default_loss(self, labels, logits):
     per_class = tf.nn.sigmoid_cross_entropy_with_logits(
@@ -152,7 +164,7 @@ class MultiLabelHead(base_head.Head):
     if keys:
       self._check_prediction_keys(keys, self._VALID_KEYS)
     keys = keys or self._VALID_KEYS
-    logits = base_head.check_logits(logits, self._n_classes)
+    logits = base_head.check_logits_final_dim(logits, self._n_classes)
     out = {}
     with tf.name_scope('predictions'):
       if _P.LOGITS in keys:
@@ -207,7 +219,7 @@ class MultiLabelHead(base_head.Head):
   def update_metrics(self, eval_metrics, features, logits, labels,
                      regularization_losses=None):
     key = self._summary_key
-    logits = base_head.check_logits(logits, self._n_classes)
+    logits = base_head.check_logits_final_dim(logits, self._n_classes)
     labels = self._processed_labels(logits, labels)
     unweighted, weights = self._unweighted_loss_and_weights(logits, labels,
                                                             features)
@@ -232,7 +244,7 @@ class MultiLabelHead(base_head.Head):
       mean_key, auc_key, auc_pr_key = self._class_keys(class_id)
       class_probabilities = probabilities[..., class_id:class_id + 1]
       class_labels = labels[..., class_id:class_id + 1]
-      metrics_lib.update_with_broadcast_weights(
+      base_head.update_metric_with_broadcast_weights(
           eval_metrics[mean_key], class_probabilities, weights)
       for metric_key in (auc_key, auc_pr_key):
         eval_metrics[metric_key].update_state(

@@ -19,7 +19,7 @@ _P = keys_lib.PredictionKeys
 _M = keys_lib.MetricKeys
 
 
-class RegressionHead(base_head.Head):
+class RegressionHead(base_head.SingleHead):
   """A head for regression on `label_dimension` values; 2.15's signature.
 
   Args:
@@ -39,19 +39,26 @@ class RegressionHead(base_head.Head):
     if (isinstance(label_dimension, bool) or
         not isinstance(label_dimension, int) or label_dimension < 1):
       raise UserInputError(
-          f'label_dimension={label_dimension!r} must be an int >= 1.')
+          f'Invalid label_dimension {label_dimension}: it must be an int >= '
+          '1, the number of values per example.')
     self._init_common(weight_column=weight_column,
                       loss_reduction=loss_reduction, loss_fn=loss_fn,
                       name=name)
     self._logits_dimension = label_dimension
     self._inverse_link_fn = inverse_link_fn
 
+  # The unreduced loss has a value per label dimension, and so may the
+  # weights (2.15's).
+  _LOSS_DIMENSION_IS_LOGITS_DIMENSION = True
+  _PER_LOGIT_WEIGHTS = True
+
   @property
   def logits_dimension(self) -> int:
     return self._logits_dimension
 
   def _processed_labels(self, logits, labels):
-    labels = base_head.dense_labels(labels, logits, self._logits_dimension)
+    labels = base_head.check_dense_labels_match_logits_and_reshape(
+        labels, logits, self._logits_dimension)
     if labels.dtype == tf.string:
       raise UserInputError('RegressionHead: labels must be numbers, got '
                            'strings.')
@@ -68,7 +75,7 @@ class RegressionHead(base_head.Head):
     if keys:
       self._check_prediction_keys(keys, valid)
     keys = keys or valid
-    logits = base_head.check_logits(logits, self._logits_dimension)
+    logits = base_head.check_logits_final_dim(logits, self._logits_dimension)
     out = {}
     with tf.name_scope('predictions'):
       if _P.PREDICTIONS in keys:
@@ -97,16 +104,16 @@ class RegressionHead(base_head.Head):
   def update_metrics(self, eval_metrics, features, logits, labels,
                      regularization_losses=None):
     key = self._summary_key
-    logits = base_head.check_logits(logits, self._logits_dimension)
+    logits = base_head.check_logits_final_dim(logits, self._logits_dimension)
     predicted = self.predictions(logits, [_P.PREDICTIONS])[_P.PREDICTIONS]
     labels = self._processed_labels(logits, labels)
     unweighted, weights = self._unweighted_loss_and_weights(logits, labels,
                                                             features)
     eval_metrics[key(_M.LOSS_MEAN)].update_state(unweighted,
                                                  sample_weight=weights)
-    metrics_lib.update_with_broadcast_weights(
+    base_head.update_metric_with_broadcast_weights(
         eval_metrics[key(_M.PREDICTION_MEAN)], predicted, weights)
-    metrics_lib.update_with_broadcast_weights(
+    base_head.update_metric_with_broadcast_weights(
         eval_metrics[key(_M.LABEL_MEAN)], labels, weights)
     if regularization_losses is not None:
       eval_metrics[key(_M.LOSS_REGULARIZATION)].update_state(

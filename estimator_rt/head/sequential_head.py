@@ -9,11 +9,13 @@ the rest; in PREDICT the static head's predictions keep their sequence
 shape and the mask is predicted too.
 """
 
+import abc
 from collections.abc import Iterable
 
 import tensorflow as tf
 
 from estimator_rt.errors import UserInputError
+from estimator_rt.errors import UserTypeError
 from estimator_rt.head import base_head
 from estimator_rt.head import multi_head
 from estimator_rt.mode_keys import ModeKeys
@@ -23,40 +25,53 @@ class _SequentialHead(base_head.Head):
   """A head whose inputs are sequences; it names the mask feature."""
 
   @property
+  @abc.abstractmethod
   def input_sequence_mask_key(self):
     """The key of the sequence mask among the features."""
-    raise NotImplementedError
 
 
 # 2.15 kept this base class private (`_SequentialHead`); the public name is
 # for code that subclasses it or checks isinstance against it here.
 SequentialHead = _SequentialHead
 
+_MASK_MISMATCH = 'Tensor shape is incompatible with provided mask.'
+
 
 def _flatten_tensor(tensor, sequence_mask, expected_length):
-  """[batch, steps, D...] -> [kept steps, D...] (D = 1 for rank 2); a
-  SparseTensor's values are taken as they are (its indices sorted)."""
+  """[batch, steps, D...] -> [kept steps, D...] (D = 1 for rank 2): the
+  steps `sequence_mask` keeps, or a SparseTensor's values (its indices
+  sorted).
+
+  Raises:
+    UserInputError: `tensor` has fewer than 2 dimensions, is neither a
+      Tensor nor a SparseTensor, or (eagerly) does not fit the mask.
+  """
   rank = tensor.shape.rank
   if rank is None or rank < 2:
     raise UserInputError(
-        f'SequentialHeadWrapper: a tensor to flatten must have at least 2 '
-        f'dimensions [batch, steps, ...], got shape {tensor.shape}.')
+        'Input tensor expected to have at least 2 dimensions, got '
+        f'{rank} instead: [batch, steps, ...].')
   if isinstance(tensor, tf.SparseTensor):
     flat = tf.sparse.reorder(tensor).values
     if rank > 2:
-      flat = tf.reshape(flat, tf.concat([[-1], tf.shape(tensor)[2:]],
-                                        axis=0))
-  else:
+      flat = tf.reshape(flat, tf.concat([[-1], tensor.shape[2:]], axis=0))
+  elif isinstance(tensor, tf.Tensor):
     flat = tf.boolean_mask(tensor, sequence_mask)
+  else:
+    raise UserInputError(
+        '`tensor` expected to be a `Tensor` or  `SparseTensor` got '
+        f'`{tensor}` instead.')
   if rank == 2:
     flat = tf.expand_dims(flat, -1)
-    expected_shape = tf.stack([expected_length, 1])
+    expected_shape = tf.concat([[expected_length], [1]], axis=0)
   else:
-    expected_shape = tf.concat([[expected_length], tf.shape(tensor)[2:]],
-                               axis=0)
-  check = tf.debugging.assert_equal(
-      tf.shape(flat), expected_shape,
-      message='Tensor shape is incompatible with provided mask.')
+    expected_shape = tf.concat([[expected_length], tensor.shape[2:]], axis=0)
+  if tf.executing_eagerly():
+    if tuple(flat.shape.as_list()) != tuple(expected_shape.numpy()):
+      raise UserInputError(_MASK_MISMATCH)
+    return flat
+  check = tf.compat.v1.debugging.assert_equal(
+      tf.compat.v1.shape(flat), expected_shape, message=_MASK_MISMATCH)
   with tf.control_dependencies([check]):
     return tf.identity(flat)
 
@@ -80,23 +95,24 @@ class SequentialHeadWrapper(_SequentialHead):
   def __init__(self, static_head, sequence_length_mask='sequence_length_mask',
                feature_columns=None):
     if not isinstance(sequence_length_mask, str):
-      raise TypeError(
-          f'sequence_length_mask={sequence_length_mask!r} must be a string '
-          '(a feature key).')
+      raise UserTypeError(
+          '`sequence_mask` column must be a string. Given type: '
+          f'{type(sequence_length_mask)}.')
     feature_columns = feature_columns or []
+    if not isinstance(feature_columns, Iterable):
+      raise UserTypeError(
+          '`feature_columns` must be either a string or an iterable of '
+          f'strings got {type(feature_columns)} instead.')
     if isinstance(feature_columns, str):
       feature_columns = [feature_columns]
-    if not isinstance(feature_columns, Iterable):
-      raise TypeError(
-          f'feature_columns={feature_columns!r} must be a string or an '
-          'iterable of strings.')
     feature_columns = list(feature_columns)
     for column in feature_columns:
       if not isinstance(column, str):
-        raise TypeError(f'feature_columns: {column!r} is not a string.')
+        raise UserTypeError(
+            f'Column must a string. Given type: {type(column)}.')
     if isinstance(static_head, multi_head.MultiHead):
       raise UserInputError(
-          'SequentialHeadWrapper: static_head may not be a MultiHead.')
+          '`MultiHead` is not supported with `SequentialHeadWrapper`.')
     self._static_head = static_head
     self._sequence_length_mask = sequence_length_mask
     self._feature_columns = feature_columns
@@ -128,19 +144,21 @@ class SequentialHeadWrapper(_SequentialHead):
   def _flatten(self, labels, logits, features):
     """(labels, logits, the feature_columns' features), each reduced to
     the steps the mask keeps."""
-    key = self._sequence_length_mask
+    key = self.input_sequence_mask_key
     if not isinstance(features, dict) or key not in features:
       found = list(features) if isinstance(features, dict) else features
       raise UserInputError(
-          f'SequentialHeadWrapper: the sequence mask feature {key!r} is not '
-          f'among the features {found!r}.')
-    mask = features[key]
+          f'The provided sequence_length_mask key `{key}` should be included '
+          f'in the features dictionary, but was not found. Found keys: '
+          f'{found}.')
+    mask = tf.convert_to_tensor(features[key])
     if mask.shape.rank != 2:
       raise UserInputError(
-          f'SequentialHeadWrapper: the mask {key!r} must have 2 dimensions '
-          f'[batch, steps], got shape {mask.shape}.')
+          f'Mask is expected to have two dimensions, got {mask.shape.rank} '
+          'instead: [batch, steps].')
     with tf.name_scope('flatten'):
       length = tf.math.reduce_sum(tf.cast(mask, tf.int32))
+      # A 0/1 mask too (tf.boolean_mask takes booleans only).
       mask = tf.cast(mask, tf.bool)
       flat_logits = _flatten_tensor(logits, mask, length)
       flat_labels = _flatten_tensor(labels, mask, length)
@@ -148,8 +166,7 @@ class SequentialHeadWrapper(_SequentialHead):
       for column in self._feature_columns:
         if column not in features:
           raise UserInputError(
-              f'SequentialHeadWrapper: feature_columns names {column!r}, '
-              'which is not among the features.')
+              f'`{column}` column expected in features dictionary.')
         flat_features[column] = _flatten_tensor(features[column], mask,
                                                 length)
       return flat_labels, flat_logits, flat_features
@@ -188,8 +205,8 @@ class SequentialHeadWrapper(_SequentialHead):
       spec = self._static_head.create_estimator_spec(
           features=features, mode=mode, logits=logits)
       predictions = dict(spec.predictions)
-      predictions[self._sequence_length_mask] = features[
-          self._sequence_length_mask]
+      predictions[self.input_sequence_mask_key] = features[
+          self.input_sequence_mask_key]
       return spec._replace(predictions=predictions)  # pylint: disable=protected-access
     flat_labels, flat_logits, flat_features = self._flatten(
         labels, logits, features)

@@ -1,0 +1,5 @@
+"""tf.estimator 2.15's `canned/prediction_keys.py`: `PredictionKeys`, the
+keys of the heads' predictions (estimator_rt's)."""
+
+# pylint: disable=unused-import
+from estimator_rt.head.keys import PredictionKeys

@@ -1,0 +1,5 @@
+"""tf.estimator 2.15's `head/multi_head.py`: `MultiHead`, estimator_rt's."""
+
+# pylint: disable=unused-import
+from estimator_rt.head.multi_head import MultiHead
+from estimator_rt.mode_keys import ModeKeys
