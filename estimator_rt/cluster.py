@@ -195,6 +195,10 @@ def validate_cluster(cluster, *, where: str = 'TF_CONFIG cluster'
           f'lists, got {type(cluster).__name__}: {shorten(cluster)}')
   jobs = {}
   for job, addresses in cluster.items():
+    if job == 'master':
+      _fail(f"{where} has unknown job 'master' (tf.estimator's legacy name "
+            "for the chief); estimator_rt runs a 'chief' job: rename it, and "
+            'add an evaluator task (a chief does not evaluate here).')
     if job not in JOB_NAMES:
       _fail(f'{where} has unknown job {shorten(job)}; jobs are '
             f'{list(JOB_NAMES)}.')
@@ -310,7 +314,7 @@ class TaskInfo:
             f' at {self.address or "(not in cluster)"} in a cluster of {jobs}')
 
 
-def _load_json(raw, *, what: str):
+def load_json(raw, *, what: str):
   """The JSON value of `raw`, bounded in size and nesting."""
   if not isinstance(raw, str):
     _fail(f'{what} must be JSON text, got {type(raw).__name__}: '
@@ -339,14 +343,20 @@ def parse_tf_config(raw: Optional[str]) -> Optional[TaskInfo]:
   """
   if raw is None or not raw.strip():
     return None
-  config = _load_json(raw, what='TF_CONFIG')
+  config = load_json(raw, what='TF_CONFIG')
   if not isinstance(config, dict):
     _fail(f'TF_CONFIG must be a JSON object, got {type(config).__name__}: '
           f'{shorten(raw)}')
   if 'cluster' not in config or config['cluster'] in (None, {}):
-    if config.get('task'):
-      _fail('TF_CONFIG has a "task" but no "cluster"; give both, or neither '
-            'for local training.')
+    task = config.get('task')
+    if task and not (isinstance(task, Mapping) and
+                     task.get('type', WORKER) == WORKER and
+                     str(task.get('index', 0)).strip() == '0'):
+      # tf.estimator 2.15 took a task without a cluster for local training
+      # only if it was worker 0.
+      _fail('TF_CONFIG has a "task" but no "cluster": give both, or neither '
+            'for local training (without a cluster, the task must be '
+            f'worker 0; got {shorten(task)}).')
     return None
   cluster = validate_cluster(config['cluster'])
   task = config.get('task')

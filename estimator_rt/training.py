@@ -1,202 +1,877 @@
 """`train_and_evaluate`: train, evaluate each new checkpoint, export; and
 the role each task of a TF_CONFIG cluster plays in it.
 
-What each role does (local, standalone client, chief, worker, ps,
-evaluator) is decided once, in roles.py; `train_and_evaluate` runs the part
-of the role this process has.
+Its shape is tf.estimator 2.15's, names included (this module is also
+`tensorflow_estimator.python.estimator.training` under the compatibility
+layer): `train_and_evaluate` makes a `_TrainingExecutor`, whose `run()`
+calls `run_<task type>()` (`run_local` without a cluster); local training
+evaluates from a `CheckpointSaverListener` (`_NewCheckpointListenerForEvaluate`)
+after new checkpoints, the evaluator task in a loop
+(`_start_continuous_evaluation`), both through `_TrainingExecutor._Evaluator`
+and a `_ContinuousEvalListener`. What each cluster task does (chief,
+worker, ps: see roles.py) is estimator_rt's: the roles decided once from
+the task and the strategy; a ps exits when the chief is done; workers of a
+TF2 model_fn in parameter-server training serve the chief's coordinator.
+
+Where estimator_rt differs from 2.15 on purpose (each is in the README's
+differences list): evaluation never at step 0 and always of the final
+checkpoint, with a final export even when the input ended before
+max_steps; an evaluator that looks for new checkpoints every
+`_POLL_SECS` and does not hold the final one back for `throttle_secs`;
+no worker start delays; `EvalSpec.start_delay_secs` defaults to 0; hooks
+may also be estimator_rt hooks and saving listeners callables; the return
+value is (metrics, every export path) in every role.
 """
 
-import dataclasses
+import collections
+import json
 import os
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from absl import logging
 import tensorflow as tf
+from tensorflow.python.training import basic_session_run_hooks
 
 from estimator_rt import checkpoints
 from estimator_rt import cluster
 from estimator_rt import engine_choice
 from estimator_rt import evaluator as evaluator_lib
+from estimator_rt import hooks as hooks_lib
 from estimator_rt import roles
 from estimator_rt import server as server_lib
-from estimator_rt.preemption import PREEMPTED_EXIT_CODE
 from estimator_rt.errors import check_count
 from estimator_rt.errors import MAX_INT32
 from estimator_rt.errors import PreemptedError
+from estimator_rt.errors import shorten
 from estimator_rt.errors import TaskLostError
 from estimator_rt.errors import UserInputError
+from estimator_rt.errors import UserTypeError
+from estimator_rt.preemption import PREEMPTED_EXIT_CODE
+
+# tf.estimator 2.15's constants. Workers are not delayed here (see the
+# module docstring): the two delay constants are kept for code reading them.
+_MAX_DELAY_SECS = 60
+_DELAY_SECS_PER_WORKER = 5
+_TF_CONFIG_ENV = 'TF_CONFIG'
+_ENVIRONMENT_KEY = 'environment'
+_ENVIRONMENT_GOOGLE_VALUE = 'google'
+_TRAINER_JOBS = ('chief', 'master', 'worker')
+_GLOBAL_STEP = tf.compat.v1.GraphKeys.GLOBAL_STEP  # 'global_step'
+
+# How often the evaluator task looks for a new checkpoint when it found
+# none (tf.estimator waited throttle_secs).
+_POLL_SECS = evaluator_lib.POLL_SECS
 
 
 class ChiefLostError(RuntimeError):
   """A server task's chief vanished before it signalled the end of training."""
 
 
-@dataclasses.dataclass(frozen=True)
-class TrainSpec:
-  """What to train on and for how long.
+# ---------------------------------------------------------------------------
+# The specs.
+
+
+def _validate_input_fn(input_fn):
+  if not callable(input_fn):
+    raise UserTypeError(
+        f'`input_fn` must be callable, given: {shorten(input_fn)}')
+
+
+def _is_hook(hook) -> bool:
+  """A SessionRunHook (2.15's only kind), or an estimator_rt hook: a Hook,
+  an object with some of its methods, or a callable."""
+  return (isinstance(hook, tf.compat.v1.train.SessionRunHook) or
+          isinstance(hook, hooks_lib.Hook) or callable(hook) or
+          any(hasattr(hook, m) for m in hooks_lib.HOOK_METHODS))
+
+
+def _validate_hooks(hooks) -> tuple:
+  hooks = tuple(hooks or [])
+  for hook in hooks:
+    if not _is_hook(hook):
+      raise UserTypeError(
+          'All hooks must be `SessionRunHook` instances, given: '
+          f'{shorten(hook)} (or estimator_rt hooks: a Hook, an object with '
+          f'some of {list(hooks_lib.HOOK_METHODS)}, or a callable).')
+  return hooks
+
+
+def _validate_saving_listeners(saving_listeners) -> tuple:
+  saving_listeners = tuple(saving_listeners or [])
+  for listener in saving_listeners:
+    if not (isinstance(listener, tf.compat.v1.train.CheckpointSaverListener)
+            or callable(listener)):
+      raise UserTypeError(
+          'All saving_listeners must be `CheckpointSaverListener` instances, '
+          f'given: {shorten(listener)} (or a callable fn(checkpoint_path, '
+          'global_step)).')
+  return saving_listeners
+
+
+def _is_exporter(exporter) -> bool:
+  from estimator_rt import exporters as exporters_lib  # pylint: disable=g-import-not-at-top
+  return isinstance(exporter, exporters_lib.Exporter)
+
+
+def _validate_exporters(exporters) -> tuple:
+  """`exporters` (an Exporter, an iterable of them, or None) as a tuple of
+  Exporters with unique, non-empty string names."""
+  if not exporters:
+    return ()
+  if _is_exporter(exporters):
+    exporters = [exporters]
+  try:
+    exporters = list(exporters)
+  except TypeError:
+    exporters = None
+  if exporters is None or not all(_is_exporter(e) for e in exporters):
+    raise UserTypeError(
+        '`exporters` must be an Exporter, an iterable of Exporter, or '
+        f'`None`, found {shorten(exporters)}.')
+  names = []
+  for exporter in exporters:
+    if not exporter.name:
+      raise UserInputError(
+          'An Exporter cannot have a name that is `None` or empty. All '
+          f'exporter names: {[e.name for e in exporters]}')
+    if not isinstance(exporter.name, str):
+      raise UserInputError(
+          f'An Exporter must have a string name. Given: '
+          f'{type(exporter.name)}')
+    if exporter.name in names:
+      raise UserInputError(
+          '`exporters` must have unique names. Such a name cannot be `None`. '
+          f'All exporter names: {[e.name for e in exporters]}')
+    names.append(exporter.name)
+  return tuple(exporters)
+
+
+def _check_positive_count(where: str, value, *, phrase: str,
+                          maximum: Optional[int] = None):
+  if value is not None and not isinstance(value, bool) and isinstance(
+      value, (int, float)) and value <= 0:
+    raise UserInputError(f'{phrase}, given: {value} ({where} must be a '
+                         'positive integer or None).')
+  bounds = {} if maximum is None else {'maximum': maximum}
+  check_count(where, value, **bounds)
+
+
+def _check_secs(where: str, value, *, phrase: str):
+  if (isinstance(value, bool) or not isinstance(value, (int, float)) or
+      value != value or value < 0):
+    raise UserInputError(f'{phrase}, given: {shorten(value)} ({where}).')
+
+
+class TrainSpec(
+    collections.namedtuple(
+        'TrainSpec', ['input_fn', 'max_steps', 'hooks', 'saving_listeners'])):
+  """What to train on and for how long (tf.estimator 2.15's TrainSpec).
 
   Attributes:
     input_fn: the training input_fn.
-    max_steps: train up to this global step (None: until input ends).
-    hooks: hooks for the training loop.
-    saving_listeners: called after each checkpoint save with (path, step)
-      (also CheckpointSaverListener objects, as in tf.estimator).
+    max_steps: train up to this global step (None: until the input ends).
+    hooks: hooks for training: `tf.compat.v1.train.SessionRunHook`s, or
+      estimator_rt hooks (see hooks.py).
+    saving_listeners: run after each checkpoint save:
+      `tf.compat.v1.train.CheckpointSaverListener`s, or callables
+      `fn(checkpoint_path, global_step)`.
   """
 
-  input_fn: Callable
-  max_steps: Optional[int] = None
-  hooks: Sequence[Any] = ()
-  saving_listeners: Sequence[Any] = ()
-
-  def __post_init__(self):
-    object.__setattr__(self, 'hooks', tuple(self.hooks or ()))
-    object.__setattr__(self, 'saving_listeners',
-                       tuple(self.saving_listeners or ()))
-    if not callable(self.input_fn):
-      raise UserInputError(
-          f'TrainSpec: input_fn={self.input_fn!r} is not callable.')
-    check_count('TrainSpec: max_steps', self.max_steps)
+  def __new__(cls, input_fn, max_steps=None, hooks=None,
+              saving_listeners=None):
+    _validate_input_fn(input_fn)
+    _check_positive_count('TrainSpec: max_steps', max_steps,
+                          phrase='Must specify max_steps > 0')
+    return super().__new__(
+        cls, input_fn=input_fn, max_steps=max_steps,
+        hooks=_validate_hooks(hooks),
+        saving_listeners=_validate_saving_listeners(saving_listeners))
 
 
-@dataclasses.dataclass(frozen=True)
-class EvalSpec:
-  """What to evaluate on, how often, and what to export.
+class EvalSpec(
+    collections.namedtuple('EvalSpec', [
+        'input_fn', 'steps', 'name', 'hooks', 'exporters', 'start_delay_secs',
+        'throttle_secs'
+    ])):
+  """What to evaluate on, how often, and what to export (tf.estimator
+  2.15's EvalSpec).
 
   Attributes:
     input_fn: the evaluation input_fn.
     steps: batches per evaluation (None: until the input ends).
     name: evaluation name; summaries go to model_dir/eval_<name>.
-    hooks: hooks run at the end of each evaluation.
-    exporters: Exporter objects run after each evaluation.
+    hooks: hooks run during each evaluation.
+    exporters: an Exporter, an iterable of them, or None; run after each
+      evaluation.
     start_delay_secs: a separate evaluator task waits this long before its
       first evaluation (unused in local mode). Default 0: tf.estimator's 120
       only delayed the first result, since the evaluator waits for a
       checkpoint anyway.
     throttle_secs: evaluate a new checkpoint only if this many seconds
       passed since the last evaluation began. The final checkpoint is
-      always evaluated.
+      always evaluated, and never held back.
   """
 
-  input_fn: Callable
-  steps: Optional[int] = 100
-  name: Optional[str] = None
-  hooks: Sequence[Any] = ()
-  exporters: Sequence[Any] = ()
-  start_delay_secs: float = 0
-  throttle_secs: float = 600
-
-  def __post_init__(self):
-    object.__setattr__(self, 'hooks', tuple(self.hooks or ()))
-    if self.exporters is None:
-      object.__setattr__(self, 'exporters', ())
-    if not callable(self.input_fn):
-      raise UserInputError(
-          f'EvalSpec: input_fn={self.input_fn!r} is not callable.')
-    check_count('EvalSpec: steps', self.steps, maximum=MAX_INT32)
-    if self.throttle_secs < 0:
-      raise UserInputError(
-          f'EvalSpec: throttle_secs={self.throttle_secs!r} must be >= 0.')
-    if not isinstance(self.exporters, (list, tuple)):
-      object.__setattr__(self, 'exporters', (self.exporters,))
-    names = [e.name for e in self.exporters]
-    if len(set(names)) != len(names):
-      raise UserInputError(
-          f'EvalSpec: exporter names {names} must be unique.')
+  def __new__(cls, input_fn, steps=100, name=None, hooks=None,
+              exporters=None, start_delay_secs=0, throttle_secs=600):
+    _validate_input_fn(input_fn)
+    _check_positive_count('EvalSpec: steps', steps,
+                          phrase='Must specify steps > 0', maximum=MAX_INT32)
+    if name is not None and not isinstance(name, str):
+      raise UserTypeError(f'`name` must be string, given: {shorten(name)}')
+    hooks = _validate_hooks(hooks)
+    exporters = _validate_exporters(exporters)
+    _check_secs('EvalSpec: start_delay_secs', start_delay_secs,
+                phrase='Must specify start_delay_secs >= 0')
+    _check_secs('EvalSpec: throttle_secs', throttle_secs,
+                phrase='Must specify throttle_secs >= 0')
+    return super().__new__(
+        cls, input_fn=input_fn, steps=steps, name=name, hooks=hooks,
+        exporters=exporters, start_delay_secs=start_delay_secs,
+        throttle_secs=throttle_secs)
 
 
-class CheckpointEvaluator:
-  """Evaluates checkpoints once each and runs the exporters after.
-
-  Shared by local train_and_evaluate and the evaluator task: it remembers
-  which global steps it evaluated, so no checkpoint is evaluated twice.
-  """
-
-  def __init__(self, *, estimator, eval_spec: EvalSpec):
-    self._estimator = estimator
-    self._spec = eval_spec
-    self.evaluated_steps: List[int] = []
-    self.last_result: Optional[Dict[str, Any]] = None
-    self.export_results: List[str] = []
-    # exporter name -> the checkpoint it last exported: no checkpoint is
-    # exported twice by one exporter.
-    self._exported: Dict[str, str] = {}
-
-  def evaluate(self, checkpoint_path: str, *,
-               is_final: bool) -> Optional[Dict[str, Any]]:
-    """Evaluates `checkpoint_path` unless its step was evaluated already."""
-    step = checkpoints.checkpoint_step(checkpoint_path)
-    if step in self.evaluated_steps:
-      return None
-    result = self._estimator.evaluate(
-        self._spec.input_fn, steps=self._spec.steps, hooks=self._spec.hooks,
-        checkpoint_path=checkpoint_path, name=self._spec.name)
-    self.evaluated_steps.append(step)
-    self.last_result = result
-    self.export(checkpoint_path, is_final=is_final)
-    return result
-
-  def export(self, checkpoint_path: str, *, is_final: bool) -> None:
-    """Runs each exporter on the last evaluated checkpoint, unless that
-    exporter already exported it."""
-    for exporter in self._spec.exporters:
-      if self._exported.get(exporter.name) == checkpoint_path:
-        continue
-      # tf.estimator's call, positional: user Exporters implement it.
-      export_path = os.path.join(self._estimator.model_dir, 'export',
-                                 exporter.name)
-      path = exporter.export(self._estimator, export_path, checkpoint_path,
-                             self.last_result, is_final)
-      if path:
-        logging.info('Exporter %r wrote %s', exporter.name, path)
-        self._exported[exporter.name] = checkpoint_path
-        self.export_results.append(path)
+def _assert_eval_spec(eval_spec):
+  """Raises if `eval_spec` is not an EvalSpec."""
+  if not isinstance(eval_spec, EvalSpec):
+    raise UserTypeError(
+        '`eval_spec` must have type `tf.estimator.EvalSpec`. Got: '
+        f'{type(eval_spec)}')
 
 
-def train_and_evaluate(estimator, train_spec: TrainSpec,
-                       eval_spec: EvalSpec
-                       ) -> Tuple[Optional[Dict[str, Any]], List[str]]:
+def _is_google_env() -> bool:
+  """tf.estimator 2.15's: whether TF_CONFIG says the environment is
+  Google's (where it did not start servers itself)."""
+  try:
+    tf_config = json.loads(os.environ.get(_TF_CONFIG_ENV) or '{}')
+  except ValueError:
+    return False
+  return (isinstance(tf_config, dict) and
+          tf_config.get(_ENVIRONMENT_KEY) == _ENVIRONMENT_GOOGLE_VALUE)
+
+
+# ---------------------------------------------------------------------------
+# train_and_evaluate.
+
+
+def _runtime_config(config) -> bool:
+  """Whether `config` is a RunConfig this runtime made (not a stand-in
+  object exposing 2.15's properties)."""
+  from estimator_rt import run_config as run_config_lib  # pylint: disable=g-import-not-at-top
+  return isinstance(vars(config).get('_distributed') if hasattr(
+      config, '__dict__') else None, run_config_lib._Distributed)  # pylint: disable=protected-access
+
+
+def train_and_evaluate(estimator, train_spec, eval_spec):
   """Trains, evaluating after new checkpoints, then evaluates and exports.
 
-  Local mode (no cluster), and a standalone client (`remote_cluster`),
-  which is the only process of its job: evaluation runs in this process
-  after each checkpoint save, never at step 0 and never twice for one
-  checkpoint, at most once per `eval_spec.throttle_secs`; after training,
-  the final checkpoint is evaluated (if it was not already) and the
-  exporters run with `is_the_final_export=True`.
+  tf.estimator 2.15's function; see the module docstring. Locally (no
+  cluster, or a standalone client: the only process of its job)
+  evaluation runs in this process after each new checkpoint, never at
+  step 0 and never twice for one checkpoint, at most once per
+  `eval_spec.throttle_secs`; after training the final checkpoint is
+  evaluated (if it was not already) and the exporters run with
+  `is_the_final_export=True`. In a TF_CONFIG cluster each task runs its
+  role (roles.py); the evaluator task evaluates and exports.
 
   Returns:
-    (metrics of the last evaluation, paths of all exports written).
+    (metrics of the last evaluation, paths of all exports written), also in
+    a cluster ((None, []) for a task that does not evaluate); tf.estimator
+    returned None there.
+
+  Raises:
+    UserInputError (a ValueError; UserTypeError, also a TypeError, where
+      2.15 raised TypeError): bad specs, estimator or TF_CONFIG.
   """
-  if not isinstance(train_spec, TrainSpec):
-    raise UserInputError(f'train_spec={train_spec!r} must be a TrainSpec.')
-  if not isinstance(eval_spec, EvalSpec):
-    raise UserInputError(f'eval_spec={eval_spec!r} must be an EvalSpec.')
-  role = estimator.config.role
-  if role.evaluates_in_process:
-    # A bad eval input_fn or EVAL-mode model_fn fails now, before training
-    # writes anything to model_dir.
-    estimator.check_evaluation(eval_spec.input_fn, steps=eval_spec.steps,
-                               name=eval_spec.name)
-  task = role.task
-  if task is not None:
-    cluster.check_strategy(task, role.strategy_name)
-    logging.info('Running as %s. Role: %s', task.describe(), role.describe())
-  if role.kind in (roles.LOCAL, roles.STANDALONE_CLIENT):
-    return _run_local(estimator, train_spec, eval_spec)
-  if role.kind == roles.EVALUATOR:
-    return _run_evaluator(estimator, train_spec, eval_spec)
-  if role.kind in (roles.PS, roles.WORKER):
-    # A parameter-server worker's part depends on the model_fn's engine.
-    engine = (estimator.training_engine(train_spec.input_fn)
-              if role.kind == roles.WORKER and
-              role.strategy_name == cluster.PARAMETER_SERVER else None)
-    if role.trains_between_graph(engine):
-      return _run_between_graph_worker(estimator, train_spec, task)
-    if role.serves(engine):
-      return _run_server(task)
-  return _run_training_task(estimator, train_spec, eval_spec, role)
+  _assert_eval_spec(eval_spec)  # Fails fast, before anything else.
+  executor = _TrainingExecutor(
+      estimator=estimator, train_spec=train_spec, eval_spec=eval_spec)
+  config = estimator.config
+  if config.task_type == 'evaluator' and config.task_id > 0:
+    raise UserInputError(
+        'For distributed training, there can only be one `evaluator` task '
+        f'(with task id 0).  Given task id {config.task_id}')
+  if _runtime_config(config):
+    role = config.role  # The runtime's reading of the cluster, or its error.
+    if role.task is not None:
+      cluster.check_strategy(role.task, role.strategy_name)
+      logging.info('Running as %s. Role: %s', role.task.describe(),
+                   role.describe())
+  return executor.run()
+
+
+class _StopAtSecsHook(tf.compat.v1.train.SessionRunHook):
+  """Stops given secs after begin is called (tf.estimator 2.15's)."""
+
+  def __init__(self, stop_after_secs):
+    self._stop_after_secs = stop_after_secs
+    self._start_time = None
+
+  def begin(self):
+    self._start_time = time.time()
+
+  def after_run(self, run_context, run_values):
+    del run_values
+    if time.time() - self._start_time >= self._stop_after_secs:
+      run_context.request_stop()
+
+
+class _NewCheckpointListenerForEvaluate(
+    tf.compat.v1.train.CheckpointSaverListener):
+  """Evaluates (and exports) after new checkpoints, at most once per
+  `eval_throttle_secs`, and the final one at the end of training.
+
+  Never at step 0 (tf.estimator skipped the save made when training began,
+  which estimator_rt does not make). At the end, a checkpoint evaluated
+  already but not exported as final (the input ended before max_steps)
+  gets its final export.
+  """
+
+  def __init__(self, evaluator, eval_throttle_secs, continuous_eval_listener):
+    self._evaluator = evaluator
+    self._eval_throttle_secs = eval_throttle_secs
+    self._continuous_eval_listener = continuous_eval_listener
+    self.eval_result, self.export_results = None, None
+    self.began = False
+
+  def begin(self):
+    self._timer = basic_session_run_hooks.SecondOrStepTimer(
+        every_secs=self._eval_throttle_secs)
+    self._is_first_run = True
+    self.began = True
+
+  def after_save(self, session, global_step_value):
+    del session  # Unused; required by the signature.
+    if self._is_first_run:
+      self._is_first_run = False
+      if not global_step_value:
+        return  # The save made when training began: nothing trained yet.
+    if global_step_value == 0:
+      return
+    if not self._continuous_eval_listener.before_eval():
+      logging.info('Exiting training and evaluation loop, as requested by '
+                   '_ContinuousEvalListener.before_eval.')
+      return True
+    if self._timer.should_trigger_for_step(global_step_value):
+      self._evaluate(global_step_value)
+      if not self._continuous_eval_listener.after_eval(self.eval_result):
+        logging.info('Exiting evaluation, as requested by '
+                     '_ContinuousEvalListener.after_eval.')
+        return True
+    else:
+      logging.info('Skip the current checkpoint eval due to throttle secs '
+                   '(%s secs).', self._eval_throttle_secs)
+    return None
+
+  def end(self, session, global_step_value):
+    del session
+    if global_step_value != self._timer.last_triggered_step():
+      if self._continuous_eval_listener.before_eval():
+        self._evaluate(global_step_value, is_final=True)
+        self._continuous_eval_listener.after_eval(self.eval_result)
+    elif (self.eval_result is not None and
+          self.eval_result.status == _EvalStatus.EVALUATED and
+          not self._evaluator.is_final_export_triggered):
+      # The input ended before max_steps: the last checkpoint, evaluated
+      # already, is the final one; exporters that export only a final
+      # checkpoint (FinalExporter) get it now.
+      self._evaluator._export_eval_result(self.eval_result, True)  # pylint: disable=protected-access
+
+  def _evaluate(self, global_step_value, *, is_final=None):
+    self._timer.update_last_triggered_step(global_step_value)
+    self.eval_result, self.export_results = (
+        self._evaluator.evaluate_and_export(is_final=is_final))
+    if self.eval_result.status != _EvalStatus.EVALUATED:
+      # Training always ends with a new checkpoint.
+      raise RuntimeError('There was no new checkpoint after the training. '
+                         f'Eval status: {self.eval_result.status}')
+
+
+def _server_config_problem(config) -> Optional[str]:
+  """tf.estimator 2.15's checks of a cluster task's config before its
+  server starts, or None."""
+  if (not config.cluster_spec or not config.task_type or
+      config.task_id is None):
+    return ('Could not start server; be sure to specify cluster_spec, '
+            'task_type, and task in RunConfig or set the TF_CONFIG '
+            'environment variable.')
+  if not config.master:
+    jobs = config.cluster_spec.jobs
+    if not (len(jobs) == 1 and len(config.cluster_spec.job_tasks(jobs[0])) == 1
+            and config.task_type in _TRAINER_JOBS):
+      return ('Could not start server; be sure to specify master in '
+              'RunConfig or set the TF_CONFIG environment variable.')
+  return None
+
+
+class _TrainingExecutor(object):
+  """Runs `Estimator` training and evaluation for this process's task
+  (tf.estimator 2.15's class, over estimator_rt's roles)."""
+
+  def __init__(self, estimator, train_spec, eval_spec, train_hooks=None,
+               continuous_eval_listener=None):
+    from estimator_rt import estimator as estimator_lib  # pylint: disable=g-import-not-at-top
+    if not isinstance(estimator, estimator_lib.Estimator):
+      raise UserTypeError(
+          '`estimator` must have type `tf.estimator.Estimator`. Got: '
+          f'{type(estimator)}')
+    self._estimator = estimator
+    if not isinstance(train_spec, TrainSpec):
+      raise UserTypeError(
+          '`train_spec` must have type `tf.estimator.TrainSpec`. Got: '
+          f'{type(train_spec)}')
+    self._train_spec = train_spec
+    if eval_spec and not isinstance(eval_spec, EvalSpec):
+      raise UserTypeError(
+          '`eval_spec` must be either `None` or have type '
+          f'`tf.estimator.EvalSpec`. Got: {type(eval_spec)}')
+    self._eval_spec = eval_spec
+    self._train_hooks = _validate_hooks(train_hooks)
+    if (continuous_eval_listener and
+        not isinstance(continuous_eval_listener, _ContinuousEvalListener)):
+      raise UserTypeError('`continuous_eval_listener` must have type '
+                          '`_ContinuousEvalListener`.')
+    self._continuous_eval_listener = (
+        continuous_eval_listener or _ContinuousEvalListener())
+
+  @property
+  def estimator(self):
+    return self._estimator
+
+  def run(self):
+    """Runs `run_local` without a cluster (or as a standalone client), else
+    `run_<task type>` (`run_chief`, `run_worker`, `run_ps`,
+    `run_evaluator`).
+
+    Raises:
+      UserInputError: the config names no task type, or one with no
+        `run_` method.
+    """
+    config = self._estimator.config
+    if isinstance(getattr(config, 'remote_cluster', None), dict):
+      logging.info('Running training and evaluation as a standalone client '
+                   'of a remote cluster.')
+      return self.run_local()
+    if not config.cluster_spec and config.task_type != 'evaluator':
+      logging.info('Running training and evaluation locally '
+                   '(non-distributed).')
+      return self.run_local()
+    if not config.task_type:
+      raise UserInputError(
+          '`estimator.config` must have task_type set. This usually means '
+          'TF_CONFIG environment is not set correctly.')
+    if config.task_type == 'local':
+      raise UserInputError(
+          '`task.type` in TF_CONFIG cannot be `local`. Leaving `cluster` and '
+          '`task` properties in TF_CONFIG absent triggers train and evaluate '
+          '`Estimator` locally (non-distributed).')
+    available_tasks = [
+        x for x in dir(self) if x.startswith('run_') and x != 'run_local' and
+        callable(getattr(self, x))]
+    task_to_run = 'run_' + config.task_type
+    if task_to_run not in available_tasks:
+      raise UserInputError(
+          f'Task type {config.task_type} is not supported. Supported task '
+          f'types are {[x[len("run_"):] for x in available_tasks]}')
+    return getattr(self, task_to_run)()
+
+  def run_chief(self):
+    """The chief: trains (synchronous strategies) or coordinates
+    (parameter_server), is the only writer of model_dir, and tells the
+    servers when training is done. It does not evaluate (2.15 neither):
+    the evaluator task does."""
+    return self._start_distributed_training(
+        saving_listeners=self._train_spec.saving_listeners)
+
+  def run_worker(self):
+    """A worker: trains (synchronous strategies; worker 0 of a cluster
+    without a chief is the chief), or serves the chief's coordinator
+    (parameter_server, TF2 model_fn), or trains between-graph then serves
+    (parameter_server, TF1-style model_fn)."""
+    return self._start_distributed_training(
+        saving_listeners=self._train_spec.saving_listeners)
+
+  def run_master(self):
+    """tf.estimator's legacy `master` job (a chief that evaluates): not run
+    by estimator_rt, which refuses it in one line (name the job `chief` and
+    add an evaluator task)."""
+    _assert_eval_spec(self._eval_spec)
+    return self._start_distributed_training(
+        saving_listeners=self._train_spec.saving_listeners)
+
+  def run_evaluator(self):
+    """The evaluator: evaluates each newest checkpoint once, exports, and
+    ends after the checkpoint at max_steps."""
+    return self._start_continuous_evaluation()
+
+  def run_ps(self):
+    """A ps: serves the variables until the chief signals the end of
+    training (tf.estimator's ps served forever)."""
+    return self._start_distributed_training()
+
+  def run_local(self):
+    """Trains and evaluates in this process; returns (metrics of the last
+    evaluation, paths of all exports written)."""
+    _assert_eval_spec(self._eval_spec)
+    check = getattr(self._estimator, 'check_evaluation', None)
+    if callable(check):
+      # A bad eval input_fn or EVAL-mode model_fn fails now, before
+      # training writes anything to model_dir.
+      check(self._eval_spec.input_fn, steps=self._eval_spec.steps,
+            name=self._eval_spec.name)
+    train_hooks = list(self._train_spec.hooks) + list(self._train_hooks)
+    config = self._estimator.config
+    logging.info(
+        'Start train and evaluate loop. The evaluate will happen after every '
+        'checkpoint. Checkpoint frequency is determined based on RunConfig '
+        'arguments: save_checkpoints_steps %s or save_checkpoints_secs %s.',
+        getattr(config, 'save_checkpoints_steps', None),
+        getattr(config, 'save_checkpoints_secs', None))
+    evaluator = _TrainingExecutor._Evaluator(self._estimator, self._eval_spec,
+                                             self._train_spec.max_steps)
+    listener_for_eval = _NewCheckpointListenerForEvaluate(
+        evaluator, self._eval_spec.throttle_secs,
+        self._continuous_eval_listener)
+    saving_listeners = tuple(self._train_spec.saving_listeners) + (
+        listener_for_eval,)
+    self._estimator.train(
+        input_fn=self._train_spec.input_fn,
+        max_steps=self._train_spec.max_steps,
+        hooks=train_hooks,
+        saving_listeners=saving_listeners)
+    if not listener_for_eval.began:
+      # Training ran no loop (model_dir's checkpoint is at max_steps
+      # already): the newest checkpoint is the final one.
+      if self._continuous_eval_listener.before_eval():
+        result, _ = evaluator.evaluate_and_export(is_final=True)
+        if result.status != _EvalStatus.EVALUATED:
+          raise RuntimeError('There was no new checkpoint after the '
+                             f'training. Eval status: {result.status}')
+        listener_for_eval.eval_result = result
+        self._continuous_eval_listener.after_eval(result)
+    eval_result = listener_for_eval.eval_result or _EvalResult(
+        status=_EvalStatus.MISSING_CHECKPOINT)
+    return eval_result.metrics, evaluator.export_paths
+
+  def _start_distributed_training(self, saving_listeners=None):
+    """This cluster task's part in training (see roles.py)."""
+    config = self._estimator.config
+    problem = _server_config_problem(config)
+    if problem:
+      raise RuntimeError(problem)
+    if not _runtime_config(config):
+      raise UserInputError(
+          f'estimator.config={shorten(config)} is not a RunConfig: a cluster '
+          'task runs from the RunConfig of TF_CONFIG (tf.estimator.RunConfig).')
+    role = config.role  # The runtime's reading of the cluster, or its error.
+    task = role.task
+    if task is not None:
+      cluster.check_strategy(task, role.strategy_name)
+    hooks = list(self._train_spec.hooks) + list(self._train_hooks)
+    if role.kind in (roles.LOCAL, roles.STANDALONE_CLIENT):
+      return self.run_local()
+    if role.kind == roles.EVALUATOR:
+      return self._start_continuous_evaluation()
+    if role.kind in (roles.PS, roles.WORKER):
+      # A parameter-server worker's part depends on the model_fn's engine.
+      engine = (self._estimator.training_engine(self._train_spec.input_fn)
+                if role.kind == roles.WORKER and
+                role.strategy_name == cluster.PARAMETER_SERVER else None)
+      if role.trains_between_graph(engine):
+        return _run_between_graph_worker(self._estimator, self._train_spec,
+                                         task, hooks)
+      if role.serves(engine):
+        return _run_server(task)
+    return _run_training_task(self._estimator, self._train_spec, role,
+                              hooks=hooks, saving_listeners=saving_listeners)
+
+  def _start_continuous_evaluation(self):
+    """Evaluates new checkpoints until the one at max_steps; returns (the
+    last evaluation's metrics, every export path)."""
+    _assert_eval_spec(self._eval_spec)
+    start_delay_secs = self._eval_spec.start_delay_secs
+    if start_delay_secs:
+      logging.info('Waiting %f secs before starting eval.', start_delay_secs)
+      time.sleep(start_delay_secs)
+    latest_eval_result = None
+    evaluator = _TrainingExecutor._Evaluator(self._estimator, self._eval_spec,
+                                             self._train_spec.max_steps)
+    should_early_stop = False
+    while not should_early_stop:
+      if evaluator.is_final_export_triggered:
+        logging.info('Exiting evaluation, global_step=%s >= train '
+                     'max_steps=%s', evaluator.last_global_step,
+                     self._train_spec.max_steps)
+        break
+      if (latest_eval_result is not None and
+          latest_eval_result.status == _EvalStatus.NO_NEW_CHECKPOINT and
+          evaluator.final_checkpoint_unusable()):
+        logging.warning('The final checkpoint is unusable; the last '
+                        'evaluation (step %s) stands as the final one.',
+                        evaluator.last_global_step)
+        break
+      latest_eval_result, should_early_stop = self._execute_evaluator_once(
+          evaluator, self._continuous_eval_listener,
+          self._eval_spec.throttle_secs)
+    return evaluator.last_metrics, evaluator.export_paths
+
+  def _execute_evaluator_once(self, evaluator, continuous_eval_listener,
+                              throttle_secs):
+    """One look for a new checkpoint, evaluated (and exported) if there is
+    one; then the wait before the next look: until `throttle_secs` after
+    this evaluation began (cut short when the final checkpoint appears), or
+    `_POLL_SECS` when there was nothing new. Returns (the _EvalResult,
+    whether the continuous-eval listener asked to stop)."""
+    _assert_eval_spec(self._eval_spec)
+    if not continuous_eval_listener.before_eval():
+      logging.info('Exiting evaluation, as requested by '
+                   '_ContinuousEvalListener.before_eval.')
+      return None, True
+    start = time.time()
+    eval_result, _ = evaluator.evaluate_and_export()
+    if not self._continuous_eval_listener.after_eval(eval_result):
+      logging.info('Exiting evaluation, as requested by '
+                   '_ContinuousEvalListener.after_eval.')
+      return eval_result, True
+    if eval_result.status == _EvalStatus.EVALUATED:
+      if not evaluator.is_final_export_triggered:
+        evaluator.wait_for_throttle(start, throttle_secs)
+    else:
+      if throttle_secs == 0:
+        evaluator.warn_throttle_zero()
+      time.sleep(_POLL_SECS)
+    return eval_result, False
+
+  class _Evaluator(object):
+    """Evaluates the newest checkpoint (if new) and runs the exporters."""
+
+    def __init__(self, estimator, eval_spec, max_training_steps):
+      self._estimator = estimator
+      _assert_eval_spec(eval_spec)
+      self._eval_spec = eval_spec
+      self._is_final_export_triggered = False
+      self._previous_ckpt_path = None
+      self._last_warning_time = 0
+      self._warned_throttle_zero = False
+      self._max_training_steps = max_training_steps
+      self._evaluated_steps: List[int] = []
+      # exporter name -> the checkpoint it last exported: no checkpoint is
+      # exported twice by one exporter.
+      self._exported: Dict[str, Any] = {}
+      self.last_metrics: Optional[Dict[str, Any]] = None
+      self.export_paths: List[Any] = []
+
+    @property
+    def is_final_export_triggered(self):
+      return self._is_final_export_triggered
+
+    @property
+    def last_global_step(self):
+      return None if self.last_metrics is None else self.last_metrics.get(
+          _GLOBAL_STEP)
+
+    def _model_dir(self) -> Optional[str]:
+      model_dir = getattr(self._estimator, 'model_dir', None)
+      return model_dir if isinstance(model_dir, str) else None
+
+    def final_checkpoint_unusable(self) -> bool:
+      """Whether training is over but its final checkpoint cannot be read
+      (damaged after it was written): then no better one will come."""
+      return evaluator_lib.final_checkpoint_unusable(
+          self._model_dir(), self._max_training_steps)
+
+    def evaluate_and_export(self, *, is_final=None):
+      """Evaluates the newest checkpoint unless it was evaluated already,
+      then runs the exporters (`is_the_final_export`: `is_final`, or by
+      default whether its global step reached max_steps).
+
+      Returns:
+        (an _EvalResult, what each exporter returned).
+      """
+      latest_ckpt_path = self._estimator.latest_checkpoint()
+      if not latest_ckpt_path:
+        self._log_err_msg('Estimator is not trained yet. Will start an '
+                          'evaluation when a checkpoint is ready.')
+        return _EvalResult(status=_EvalStatus.MISSING_CHECKPOINT), []
+      step = _step_of(latest_ckpt_path)
+      if (latest_ckpt_path == self._previous_ckpt_path or
+          (step is not None and step in self._evaluated_steps)):
+        self._log_err_msg(
+            'No new checkpoint ready for evaluation. Skip the current '
+            'evaluation pass as evaluation results are expected to be same '
+            'for the same checkpoint.')
+        return _EvalResult(status=_EvalStatus.NO_NEW_CHECKPOINT), []
+      try:
+        metrics = self._estimator.evaluate(
+            input_fn=self._eval_spec.input_fn,
+            steps=self._eval_spec.steps,
+            name=self._eval_spec.name,
+            checkpoint_path=latest_ckpt_path,
+            hooks=self._eval_spec.hooks)
+      except Exception as e:  # pylint: disable=broad-except
+        if not evaluator_lib.vanished(latest_ckpt_path):
+          raise
+        # The chief deleted it (keep_checkpoint_max) between our listing
+        # and our reading: a newer one exists, and that is the one to
+        # evaluate. Whatever the error says, a checkpoint whose files are
+        # gone is the explanation.
+        logging.warning('Checkpoint %s vanished while being evaluated (%s: '
+                        '%s); moving on to a newer one.', latest_ckpt_path,
+                        type(e).__name__, getattr(e, 'message', e))
+        return _EvalResult(status=_EvalStatus.NO_NEW_CHECKPOINT), []
+      # _EvalResult validates the metrics.
+      eval_result = _EvalResult(
+          status=_EvalStatus.EVALUATED, metrics=metrics,
+          checkpoint_path=latest_ckpt_path)
+      if is_final is None:
+        is_final = bool(
+            self._max_training_steps and
+            (eval_result.metrics[_GLOBAL_STEP] >= self._max_training_steps or
+             self.final_checkpoint_unusable()))
+      self._last_warning_time = 0
+      self._previous_ckpt_path = latest_ckpt_path
+      if step is not None:
+        self._evaluated_steps.append(step)
+      self.last_metrics = metrics
+      export_results = self._export_eval_result(eval_result, is_final)
+      if is_final:
+        logging.debug('Calling exporter with the `is_the_final_export=True`.')
+        self._is_final_export_triggered = True
+      return eval_result, export_results
+
+    def wait_for_throttle(self, start: float, throttle_secs: float) -> None:
+      """Waits until `throttle_secs` after `start`, looking every
+      `_POLL_SECS` whether the final checkpoint was written (it is not held
+      back)."""
+      while True:
+        remaining = throttle_secs - (time.time() - start)
+        if remaining <= 0:
+          return
+        if self._model_dir() is None or not self._max_training_steps:
+          logging.info('Waiting %f secs before starting next eval run.',
+                       remaining)
+          time.sleep(remaining)
+          return
+        time.sleep(min(_POLL_SECS, remaining))
+        if evaluator_lib.newest_step(self._model_dir()) >= (
+            self._max_training_steps):
+          return
+
+    def warn_throttle_zero(self) -> None:
+      if not self._warned_throttle_zero:
+        self._warned_throttle_zero = True
+        tf.compat.v1.logging.warning(
+            'EvalSpec.throttle_secs is set as 0: every new checkpoint is '
+            'evaluated (the evaluator looks for one every %s s). Please '
+            'consider to increase it if evaluations fall behind training.',
+            _POLL_SECS)
+
+    def _log_err_msg(self, message):
+      """Logs warning `message`, at most once every 10 minutes."""
+      current_time = time.time()
+      if current_time - self._last_warning_time > 600:
+        tf.compat.v1.logging.warning(message)
+        self._last_warning_time = current_time
+
+    def _export_eval_result(self, eval_result, is_the_final_export):
+      """Runs each exporter of the EvalSpec on `eval_result`'s checkpoint,
+      unless it exported that checkpoint already; returns what each
+      returned."""
+      export_dir_base = os.path.join(
+          tf.compat.as_str_any(self._estimator.model_dir), 'export')
+      export_results = []
+      for exporter in self._eval_spec.exporters:
+        if self._exported.get(exporter.name) == eval_result.checkpoint_path:
+          export_results.append(None)
+          continue
+        path = exporter.export(
+            estimator=self._estimator,
+            export_path=os.path.join(export_dir_base,
+                                     tf.compat.as_str_any(exporter.name)),
+            checkpoint_path=eval_result.checkpoint_path,
+            eval_result=eval_result.metrics,
+            is_the_final_export=is_the_final_export)
+        export_results.append(path)
+        if path:
+          logging.info('Exporter %r wrote %s', exporter.name, path)
+          self._exported[exporter.name] = eval_result.checkpoint_path
+          self.export_paths.append(path)
+      return export_results
+
+
+def _step_of(path) -> Optional[int]:
+  """The global step in a checkpoint path's name, or None."""
+  if not isinstance(path, str):
+    return None
+  try:
+    return checkpoints.checkpoint_step(path)
+  except Exception:  # pylint: disable=broad-except
+    return None
+
+
+class _EvalStatus(object):
+  """The status of an evaluation event: EVALUATED (a new checkpoint was
+  evaluated), MISSING_CHECKPOINT (none yet), NO_NEW_CHECKPOINT (none since
+  the last evaluation)."""
+
+  EVALUATED = 'evaluated'
+  MISSING_CHECKPOINT = 'missing checkpoint'
+  NO_NEW_CHECKPOINT = 'no new checkpoint'
+
+
+class _EvalResult(
+    collections.namedtuple('EvalResult',
+                           ['status', 'metrics', 'checkpoint_path'])):
+  """The result of an evaluation event (tf.estimator 2.15's)."""
+
+  def __new__(cls, status, metrics=None, checkpoint_path=None):
+    if status != _EvalStatus.EVALUATED:
+      if metrics:
+        raise UserInputError(
+            f'metrics must be `None` if status is not {_EvalStatus.EVALUATED}'
+            f'; got status {status}, metrics {shorten(metrics)}')
+      if checkpoint_path:
+        raise UserInputError(
+            'checkpoint must be `None` if status is not '
+            f'{_EvalStatus.EVALUATED}; got status {status}, checkpoint_path '
+            f'{checkpoint_path}')
+      return super().__new__(cls, status, metrics, checkpoint_path)
+    if not metrics:
+      raise UserInputError(
+          'Internal error: `Estimator.evaluate` should never return empty '
+          'metrics.')
+    if not isinstance(metrics, dict):
+      raise UserTypeError(
+          f'`Estimator.evaluate` should return dict. Given {type(metrics)}.')
+    if _GLOBAL_STEP not in metrics:
+      raise UserInputError(
+          'Internal error: `Estimator.evaluate` result should have '
+          f'`global_step` in result. Given {shorten(metrics)}')
+    if not checkpoint_path:
+      raise UserInputError(
+          'Internal error: `checkpoint_path` should never be empty.')
+    return super().__new__(cls, status, metrics, checkpoint_path)
+
+
+class _ContinuousEvalListener(object):
+  """Interface for listeners that take action before or after evaluation."""
+
+  def before_eval(self):
+    """Called before evaluation: False skips it and stops the continuous
+    evaluation."""
+    return True
+
+  def after_eval(self, eval_result):
+    """Called after each evaluation pass with its _EvalResult: False stops
+    the continuous evaluation."""
+    del eval_result
+    return True
+
+
+# ---------------------------------------------------------------------------
+# The cluster roles' procedures.
 
 
 def _run_server(task) -> Tuple[None, List[str]]:
@@ -264,14 +939,13 @@ class _ChiefWatch:
     return self._code
 
 
-def _run_between_graph_worker(estimator, train_spec, task):
+def _run_between_graph_worker(estimator, train_spec, task, hooks):
   """A worker of parameter_server training of a TF1-style model_fn: trains
   on its own (graph engine, between-graph) until max_steps, then serves
   until the chief signals the end, exiting as `_run_server` does."""
   watch = _ChiefWatch(task)
   try:
-    estimator.train(train_spec.input_fn,
-                    hooks=list(train_spec.hooks) + [watch.hook],
+    estimator.train(train_spec.input_fn, hooks=list(hooks) + [watch.hook],
                     max_steps=train_spec.max_steps)
   except TaskLostError:
     # The chief tells the ps tasks that training is over once the workers
@@ -287,24 +961,15 @@ def _run_between_graph_worker(estimator, train_spec, task):
 _PS_GONE_GRACE_SECS = 10
 
 
-def _run_evaluator(estimator, train_spec, eval_spec):
-  evaluator = CheckpointEvaluator(estimator=estimator, eval_spec=eval_spec)
-  if eval_spec.start_delay_secs:
-    time.sleep(eval_spec.start_delay_secs)
-  result = evaluator_lib.run_evaluator(
-      evaluator, model_dir=estimator.model_dir,
-      max_steps=train_spec.max_steps, throttle_secs=eval_spec.throttle_secs)
-  return result, evaluator.export_results
-
-
-def _run_training_task(estimator, train_spec, eval_spec, role):
+def _run_training_task(estimator, train_spec, role, *, hooks,
+                       saving_listeners):
   """The chief, or a worker of synchronous (MWMS) training."""
   task = role.task
   preempted = False
   try:
-    estimator.train(train_spec.input_fn, hooks=train_spec.hooks,
-                    max_steps=train_spec.max_steps,
-                    saving_listeners=train_spec.saving_listeners)
+    estimator.train(input_fn=train_spec.input_fn,
+                    max_steps=train_spec.max_steps, hooks=hooks,
+                    saving_listeners=saving_listeners)
   except PreemptedError:
     preempted = True
     raise
@@ -315,7 +980,6 @@ def _run_training_task(estimator, train_spec, eval_spec, role):
       # restarts the whole cluster.
       _signal_servers(task, preempted=preempted,
                       between_graph=estimator.chosen_engine == engine_choice.GRAPH)
-  del eval_spec  # The evaluator task's (roles.Role.evaluates_in_process).
   return None, []
 
 
@@ -332,9 +996,9 @@ def evaluate_final_checkpoint(estimator, eval_spec: EvalSpec
   Returns:
     (the metrics, the export paths written).
   """
-  evaluator = CheckpointEvaluator(estimator=estimator, eval_spec=eval_spec)
-  result = evaluator.evaluate(estimator.latest_checkpoint(), is_final=True)
-  return result, evaluator.export_results
+  evaluator = _TrainingExecutor._Evaluator(estimator, eval_spec, None)  # pylint: disable=protected-access
+  result, _ = evaluator.evaluate_and_export(is_final=True)
+  return result.metrics, evaluator.export_paths
 
 
 def _signal_servers(task, *, preempted: bool, between_graph: bool) -> None:
@@ -363,34 +1027,3 @@ def _signal_servers(task, *, preempted: bool, between_graph: bool) -> None:
 # How long a between-graph chief waits for told workers to exit before it
 # tells the ps tasks (a worker closes its session within 30 s).
 WORKERS_GONE_SECS = 60
-
-
-def _run_local(estimator, train_spec, eval_spec):
-  evaluator = CheckpointEvaluator(estimator=estimator, eval_spec=eval_spec)
-  last_eval_start = [None]
-
-  def after_save(path: str, step: int) -> None:
-    if step == 0 or step == train_spec.max_steps:
-      return  # Step 0 is untrained; the final one is evaluated below.
-    now = time.time()
-    if (last_eval_start[0] is not None and
-        now - last_eval_start[0] < eval_spec.throttle_secs):
-      return
-    last_eval_start[0] = now
-    evaluator.evaluate(path, is_final=False)
-
-  estimator.train(train_spec.input_fn, hooks=train_spec.hooks,
-                  max_steps=train_spec.max_steps,
-                  saving_listeners=list(train_spec.saving_listeners) +
-                  [after_save])
-  final = estimator.latest_checkpoint()
-  if final is None:
-    raise UserInputError('train_and_evaluate: training wrote no checkpoint.')
-  result = evaluator.evaluate(final, is_final=True)
-  if result is None:
-    # The final checkpoint was evaluated during training (the input ended
-    # or a hook stopped it early); exporters that did not export it then
-    # (FinalExporter) still owe their final export.
-    result = evaluator.last_result
-    evaluator.export(final, is_final=True)
-  return result, evaluator.export_results

@@ -44,8 +44,11 @@ BAD_TF_CONFIGS = [
         "unknown job 'master'"]),
     ('empty_job', _config({'worker': [A], 'ps': []}), [
         "TF_CONFIG cluster['ps']=[]", 'non-empty list']),
-    ('task_without_cluster', _raw({'task': {'type': 'worker', 'index': 0}}),
-     ['"task" but no "cluster"']),
+    ('task_without_cluster', _raw({'task': {'type': 'chief', 'index': 0}}),
+     ['"task" but no "cluster"', 'worker 0', "'chief'"]),
+    ('worker_1_without_cluster', _raw({'task': {'type': 'worker',
+                                                'index': 1}}),
+     ['"task" but no "cluster"', 'worker 0']),
     ('no_task', _raw({'cluster': {'worker': [A]}}), [
         'TF_CONFIG "task"', 'None']),
     ('task_not_an_object', _raw({'cluster': {'worker': [A]},
@@ -180,8 +183,11 @@ def test_cluster_shapes_that_fit(spec, task_type, strategy):
                          strategy)
 
 
-@pytest.mark.parametrize('raw', [None, '', '  ', '{}', '{"cluster": {}}',
-                                 '{"cluster": null}'])
+@pytest.mark.parametrize('raw', [
+    None, '', '  ', '{}', '{"cluster": {}}', '{"cluster": null}',
+    # tf.estimator 2.15: a task without a cluster is local if it is worker 0.
+    '{"task": {"type": "worker", "index": 0}}', '{"task": {"index": 0}}',
+    '{"model_dir": "/tmp/m", "environment": "cloud"}'])
 def test_no_cluster_is_local(raw):
   assert cluster.parse_tf_config(raw) is None
 

@@ -32,10 +32,9 @@ API = json.load(open(os.path.join(REPO_ROOT, 'tests', 'data',
 NOT_YET = {
     'experimental.RNNClassifier', 'experimental.RNNEstimator',
 }
-# Refused in one line whatever the arguments (no TPU, no live-variable
-# evaluation here): the signature is not theirs to keep.
-REFUSED = {'tpu.experimental.EmbeddingConfigSpec',
-           'experimental.InMemoryEvaluatorHook'}
+# Refused in one line whatever the arguments (no TPU here): the signature is
+# not theirs to keep.
+REFUSED = {'tpu.experimental.EmbeddingConfigSpec'}
 ROOTS = ('tf.compat.v1.estimator.', 'tf.compat.v2.estimator.',
          'tf.estimator.')
 

@@ -190,9 +190,10 @@ STATUS = {
     'tf.estimator.RunConfig': DIFFERS,
     'tf.estimator.ModeKeys': RUNS,
     'tf.estimator.experimental.RNNClassifier': REFUSED,
-    'tf.estimator.experimental.InMemoryEvaluatorHook': REFUSED,
+    'tf.estimator.experimental.InMemoryEvaluatorHook': DIFFERS,
     'tf.compat.v1.estimator.inputs.numpy_input_fn': DIFFERS,
     'tf.compat.v2.estimator.TrainSpec': RUNS,
+    'tf.compat.v2.compat.v1.estimator.EvalSpec': DIFFERS,
     'tf.keras.estimator.model_to_estimator': DIFFERS,
     'tf.contrib.layers.xavier_initializer': TF_BREAK,
     'tf.compat.v1.estimator.DNNClassifier': DIFFERS,
@@ -320,9 +321,6 @@ def test_refusals_are_the_layers_own_lines(report):
              for u in found}
   rnn = namespaces.v2().experimental.RNNClassifier
   assert details['tf.estimator.experimental.RNNClassifier'] == rnn.not_yet
-  hook = namespaces.v2().experimental.InMemoryEvaluatorHook
-  assert details['tf.estimator.experimental.InMemoryEvaluatorHook'] == (
-      hook.not_yet)
   assert details['tensorflow_estimator.python.estimator.canned.linear.'
                  'LinearSDCA'] == linear.LinearSDCA.not_yet
   # The layer's AttributeError and ModuleNotFoundError, naming what fails.

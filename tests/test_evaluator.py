@@ -1,5 +1,7 @@
-"""The evaluator role in-process: `evaluator.run_evaluator` driving a
-`training.CheckpointEvaluator` over real checkpoints of a tiny model.
+"""The evaluator role in-process: `_TrainingExecutor.run_evaluator` (what an
+evaluator task of train_and_evaluate runs) over real checkpoints of a tiny
+model, while a stand-in chief writes more checkpoints between its
+evaluations (from a `_ContinuousEvalListener`, tf.estimator 2.15's hook).
 
 Results are checked against the checkpoints themselves: each evaluation's
 loss is recomputed in NumPy from the weights of the checkpoint it claims to
@@ -7,15 +9,14 @@ be for, so a result attributed to the wrong step fails.
 """
 
 import os
+import time
 
 import numpy as np
 import pytest
 
 import estimator_rt as ert
-from estimator_rt import evaluator as evaluator_lib
 from estimator_rt import summaries
 from estimator_rt import training
-from estimator_rt.errors import UserInputError
 import _models as M
 
 EVAL_X, EVAL_Y = M.make_data(64, seed=5)
@@ -35,6 +36,7 @@ def _train(estimator, max_steps):
 
 
 def _eval_spec(**kwargs):
+  kwargs.setdefault('throttle_secs', 0)
   return training.EvalSpec(
       M.global_input_fn(EVAL_X, EVAL_Y, batch_size=16, repeat=False),
       steps=None, **kwargs)
@@ -50,36 +52,41 @@ def _eval_points(model_dir):
       'loss', [])
 
 
-class _Intercepting:
-  """A CheckpointEvaluator stand-in that runs `before(path, n)` and
-  `after(path, n)` around the n-th call of `evaluate` (0-based), and records
-  the (clock time, step) of each call."""
+class _Chief(training._ContinuousEvalListener):  # pylint: disable=protected-access
+  """Records every evaluation pass (status, step); `after(n)` runs after the
+  n-th evaluation (0-based), as a chief writing checkpoints meanwhile; the
+  evaluator is stopped `patience_secs` after the last evaluation (or its
+  start), as a bound for a test that expects nothing more to come."""
 
-  def __init__(self, inner, *, before=None, after=None, clock=None):
-    self._inner = inner
-    self._before = before
+  def __init__(self, *, after=None, patience_secs=None):
     self._after = after
-    self._clock = clock
-    self.calls = []
+    self._patience = patience_secs
+    self._since = time.time()
+    self.passes = []
 
   @property
-  def evaluated_steps(self):
-    return self._inner.evaluated_steps
+  def evaluated(self):
+    return [step for status, step in self.passes if status == 'evaluated']
 
-  @property
-  def last_result(self):
-    return self._inner.last_result
+  def before_eval(self):
+    return self._patience is None or time.time() - self._since < self._patience
 
-  def evaluate(self, path, *, is_final):
-    n = len(self.calls)
-    self.calls.append((self._clock.time() if self._clock else None,
-                       int(path.rsplit('-', 1)[1])))
-    if self._before:
-      self._before(path, n)
-    result = self._inner.evaluate(path, is_final=is_final)
-    if self._after:
-      self._after(path, n)
-    return result
+  def after_eval(self, eval_result):
+    step = (eval_result.metrics['global_step'] if eval_result.metrics else
+            None)
+    self.passes.append((eval_result.status, step))
+    if eval_result.status == 'evaluated':
+      self._since = time.time()
+      if self._after:
+        self._after(len(self.evaluated) - 1)
+    return True
+
+
+def _run_evaluator(estimator, *, max_steps, listener, **eval_kwargs):
+  executor = training._TrainingExecutor(  # pylint: disable=protected-access
+      estimator, training.TrainSpec(lambda: None, max_steps=max_steps),
+      _eval_spec(**eval_kwargs), continuous_eval_listener=listener)
+  return executor.run_evaluator()
 
 
 def test_newest_unseen_checkpoint_once_each_until_max_steps(tmp_path):
@@ -88,39 +95,19 @@ def test_newest_unseen_checkpoint_once_each_until_max_steps(tmp_path):
   model_dir = tmp_path / 'model'
   estimator = _estimator(model_dir)
   _train(estimator, 20)  # Checkpoints 10 and 20.
-  evaluator = training.CheckpointEvaluator(
-      estimator=estimator,
-      eval_spec=_eval_spec(exporters=[ert.LatestExporter(),
-                                      ert.FinalExporter()]))
-
-  # Nothing beyond step 20 comes: it evaluates 20 (not 10), then gives up.
-  with pytest.raises(UserInputError) as raised:
-    evaluator_lib.run_evaluator(evaluator, model_dir=str(model_dir),
-                                max_steps=40, poll_secs=0.05,
-                                timeout_secs=1.5)
-  message = str(raised.value)
-  assert str(model_dir) in message and 'max_steps=40' in message
-  assert 'last evaluated step: 20' in message
-  assert evaluator.evaluated_steps == [20]
-
-  _train(estimator, 40)  # Checkpoints 30 and 40.
-  # Bounded: if it did not stop at max_steps it would time out and raise.
-  result = evaluator_lib.run_evaluator(evaluator, model_dir=str(model_dir),
-                                       max_steps=40, poll_secs=0.05,
-                                       timeout_secs=20)
-  assert evaluator.evaluated_steps == [20, 40]
+  # After evaluating 20, nothing new for a while, then 30 and 40 at once.
+  def chief(n):
+    if n == 0:
+      time.sleep(1.5)
+      _train(estimator, 40)
+  listener = _Chief(after=chief)
+  result, exports = _run_evaluator(
+      estimator, max_steps=40, listener=listener,
+      exporters=[ert.LatestExporter(), ert.FinalExporter()])
+  assert listener.evaluated == [20, 40]
   assert result['global_step'] == 40
   assert result['loss'] == pytest.approx(_expected_loss(model_dir, 40),
                                          rel=1e-4)
-
-  # Never twice: run again, nothing new, it times out having done nothing.
-  with pytest.raises(UserInputError):
-    evaluator_lib.run_evaluator(evaluator, model_dir=str(model_dir),
-                                max_steps=40, poll_secs=0.05,
-                                timeout_secs=1.0)
-  assert evaluator.evaluate(M.ckpt_path(str(model_dir), 40),
-                            is_final=True) is None
-  assert evaluator.evaluated_steps == [20, 40]
 
   # One summary per evaluated step, holding that checkpoint's loss.
   points = _eval_points(model_dir)
@@ -138,21 +125,20 @@ def test_newest_unseen_checkpoint_once_each_until_max_steps(tmp_path):
 
   assert exported_steps('latest') == [20, 40]
   assert exported_steps('final') == [40]
+  assert sorted(M.saved_model_global_step(p) for p in exports) == [20, 40, 40]
 
 
-def test_timeout_raises_user_input_error_when_no_checkpoint_appears(
-    tmp_path):
+def test_no_checkpoint_means_no_evaluation(tmp_path):
   model_dir = tmp_path / 'empty'
   model_dir.mkdir()
-  evaluator = training.CheckpointEvaluator(estimator=_estimator(model_dir),
-                                           eval_spec=_eval_spec())
-  with pytest.raises(UserInputError) as raised:
-    evaluator_lib.run_evaluator(evaluator, model_dir=str(model_dir),
-                                max_steps=10, poll_secs=0.05,
-                                timeout_secs=0.5)
-  assert 'no new checkpoint' in str(raised.value)
-  assert 'last evaluated step: None' in str(raised.value)
-  assert evaluator.evaluated_steps == []
+  listener = _Chief(patience_secs=1.0)
+  result, exports = _run_evaluator(_estimator(model_dir), max_steps=10,
+                                   listener=listener)
+  assert result is None and exports == []
+  assert listener.passes and all(status == 'missing checkpoint'
+                                 for status, _ in listener.passes)
+  # It looked again every POLL_SECS, not in a busy loop.
+  assert len(listener.passes) <= 1.0 / training._POLL_SECS + 2  # pylint: disable=protected-access
   assert not (model_dir / 'eval').exists()
 
 
@@ -163,26 +149,42 @@ def _delete_checkpoint(path, which):
     os.remove(path + suffix)
 
 
+def _evaluate_calls(monkeypatch, estimator, *, before=None, clock=None):
+  """Records the (time, step) of each `estimator.evaluate` call, running
+  `before(checkpoint_path, n)` ahead of the n-th."""
+  calls = []
+  evaluate = estimator.evaluate
+
+  def recording(*args, **kwargs):
+    path = kwargs['checkpoint_path']
+    calls.append(((clock or time).time(), int(path.rsplit('-', 1)[1])))
+    if before:
+      before(path, len(calls) - 1)
+    return evaluate(*args, **kwargs)
+
+  monkeypatch.setattr(estimator, 'evaluate', recording)
+  return calls
+
+
 @pytest.mark.parametrize('which', [
     'index_and_data',
     'data_only',
 ])
-def test_checkpoint_deleted_between_listing_and_reading(tmp_path, which):
+def test_checkpoint_deleted_between_listing_and_reading(tmp_path, monkeypatch,
+                                                        which):
   """The chief writes a newer checkpoint and deletes the one the evaluator
   just listed: no crash, and the result is the newer one's, at its step."""
   model_dir = tmp_path / 'model'
   estimator = _estimator(model_dir)
   _train(estimator, 20)
-  evaluator = _Intercepting(
-      training.CheckpointEvaluator(estimator=estimator,
-                                   eval_spec=_eval_spec()),
+  calls = _evaluate_calls(
+      monkeypatch, estimator,
       before=lambda path, n: n == 0 and (_train(estimator, 30),
                                          _delete_checkpoint(path, which)))
-  result = evaluator_lib.run_evaluator(evaluator, model_dir=str(model_dir),
-                                       max_steps=30, poll_secs=0.05,
-                                       timeout_secs=20)
-  assert [step for _, step in evaluator.calls] == [20, 30]
-  assert evaluator.evaluated_steps == [30]
+  listener = _Chief()
+  result, _ = _run_evaluator(estimator, max_steps=30, listener=listener)
+  assert [step for _, step in calls] == [20, 30]
+  assert listener.evaluated == [30]
   assert result['global_step'] == 30
   assert result['loss'] == pytest.approx(_expected_loss(model_dir, 30),
                                          rel=1e-4)
@@ -193,7 +195,7 @@ def test_checkpoint_deleted_between_listing_and_reading(tmp_path, which):
 
 
 class _VirtualClock:
-  """Stands in for the `time` module inside evaluator.py: sleeping only
+  """Stands in for the `time` module inside training.py: sleeping only
   advances the clock, so a 600 s throttle passes in milliseconds."""
 
   def __init__(self):
@@ -211,19 +213,15 @@ def _throttled_run(tmp_path, monkeypatch):
   (20, then 30 = max_steps). Returns the (virtual time, step) of each
   evaluation and the final result, with throttle_secs=600."""
   clock = _VirtualClock()
-  monkeypatch.setattr(evaluator_lib, 'time', clock)
+  monkeypatch.setattr(training, 'time', clock)
   model_dir = tmp_path / 'model'
   estimator = _estimator(model_dir)
   _train(estimator, 10)
-  evaluator = _Intercepting(
-      training.CheckpointEvaluator(estimator=estimator,
-                                   eval_spec=_eval_spec()),
-      after=lambda path, n: n < 2 and _train(estimator, 10 * (n + 2)),
-      clock=clock)
-  result = evaluator_lib.run_evaluator(
-      evaluator, model_dir=str(model_dir), max_steps=30, throttle_secs=600,
-      poll_secs=0.5, timeout_secs=5000)
-  return evaluator.calls, result
+  calls = _evaluate_calls(monkeypatch, estimator, clock=clock)
+  listener = _Chief(after=lambda n: n < 2 and _train(estimator, 10 * (n + 2)))
+  result, _ = _run_evaluator(estimator, max_steps=30, listener=listener,
+                             throttle_secs=600)
+  return calls, result
 
 
 def test_throttle_spaces_out_evaluations(tmp_path, monkeypatch):
@@ -257,28 +255,43 @@ def test_unusable_final_checkpoint_ends_with_the_newest_usable_one(
   evaluator does not wait forever for a usable one; the newest usable
   checkpoint is the final result."""
   estimator = _estimator(tmp_path)
-  _train(estimator, 30)
-  evaluator = training.CheckpointEvaluator(estimator=estimator,
-                                           eval_spec=_eval_spec())
+  after = None
   if evaluated_before:
-    evaluator.evaluate(M.ckpt_path(str(tmp_path), 20), is_final=False)
-  _truncate_data(tmp_path, 30)
-  result = evaluator_lib.run_evaluator(evaluator, model_dir=str(tmp_path),
-                                       max_steps=30, timeout_secs=30)
+    _train(estimator, 20)
+    after = lambda n: (_train(estimator, 30), _truncate_data(tmp_path, 30))
+  else:
+    _train(estimator, 30)
+    _truncate_data(tmp_path, 30)
+  listener = _Chief(after=after, patience_secs=30)
+  result, exports = _run_evaluator(estimator, max_steps=30, listener=listener,
+                                   exporters=[ert.FinalExporter()])
   assert result['global_step'] == 20
-  assert evaluator.evaluated_steps == [20]
+  assert listener.evaluated == [20]
   assert _eval_points(tmp_path)[-1][0] == 20
   assert np.isclose(_eval_points(tmp_path)[-1][1],
                     _expected_loss(tmp_path, 20), rtol=1e-5)
+  # Exported as the final one unless it was evaluated before the final
+  # checkpoint existed.
+  assert len(exports) == (0 if evaluated_before else 1)
 
 
 def test_damaged_checkpoint_is_skipped_for_the_final_one(tmp_path):
   estimator = _estimator(tmp_path)
   _train(estimator, 30)
   _truncate_data(tmp_path, 20)
-  evaluator = training.CheckpointEvaluator(estimator=estimator,
-                                           eval_spec=_eval_spec())
-  result = evaluator_lib.run_evaluator(evaluator, model_dir=str(tmp_path),
-                                       max_steps=30, timeout_secs=30)
+  listener = _Chief(patience_secs=30)
+  result, _ = _run_evaluator(estimator, max_steps=30, listener=listener)
   assert result['global_step'] == 30
-  assert evaluator.evaluated_steps == [30]
+  assert listener.evaluated == [30]
+
+
+def test_start_delay_then_evaluates(tmp_path, monkeypatch):
+  clock = _VirtualClock()
+  monkeypatch.setattr(training, 'time', clock)
+  estimator = _estimator(tmp_path)
+  _train(estimator, 10)
+  start = clock.now
+  result, _ = _run_evaluator(estimator, max_steps=10, listener=_Chief(),
+                             start_delay_secs=120)
+  assert result['global_step'] == 10
+  assert clock.now - start >= 120

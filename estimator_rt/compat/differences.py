@@ -36,10 +36,26 @@ DIFFERENCES = {
     'tf.estimator.Estimator': _ESTIMATOR,
     'tf.estimator.RunConfig': (
         'device_fn, protocol, keep_checkpoint_every_n_hours, '
-        'experimental_distribute, experimental_max_worker_delay_secs, '
-        'session_creation_timeout_secs, checkpoint_save_graph_def have no '
-        'effect (one warning); for a TF2 model_fn eval_distribute=None '
-        'evaluates with a one-process training strategy (2.15: one device)'),
+        'experimental_max_worker_delay_secs, session_creation_timeout_secs, '
+        'checkpoint_save_graph_def have no effect (one warning); for a TF2 '
+        'model_fn eval_distribute=None evaluates with a one-process training '
+        'strategy (2.15: one device); a TF_CONFIG 2.15 accepted but the '
+        'runtime cannot run (a port 0 or none, a master or other job, '
+        'evaluator index > 0) is refused when an Estimator is made'),
+    'tf.estimator.EvalSpec': (
+        'start_delay_secs defaults to 0 (2.15: 120); the evaluator looks for '
+        'new checkpoints every 0.5 s and never holds the final one back for '
+        'throttle_secs'),
+    'tf.estimator.train_and_evaluate': (
+        'returns (metrics, every export path) in every role (2.15: the final '
+        'exporter results locally, None in a cluster); evaluates the final '
+        'checkpoint and exports it as final even when the input ends early; '
+        'a ps exits when the chief is done; workers start without a delay; '
+        'a legacy master job is refused'),
+    'tf.estimator.experimental.InMemoryEvaluatorHook': (
+        'runs in the graph engine (TF1-style model_fns, canned estimators), '
+        'evaluating a scratch checkpoint of the session\'s variables; refused '
+        'for a TF2 model_fn (use train_and_evaluate)'),
     'tf.estimator.WarmStartSettings': (
         'all of it runs for TF1-style model_fns (graph engine); a TF2 '
         'model_fn accepts only the default selection (\'.*\', no vocabulary '

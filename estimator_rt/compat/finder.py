@@ -46,6 +46,13 @@ PACKAGE = 'tensorflow_estimator.python.estimator'
 # TensorFlow <= 2.15 served the same modules here.
 TF_PACKAGE = 'tensorflow.python.estimator'
 _SERVED = 'estimator_rt.compat.served'
+# TensorFlow modules that TensorFlow <= 2.15 shipped for tf.estimator and
+# 2.16 removed with it (tf.estimator programs and 2.15's tests import
+# them), served by estimator_rt's module of that name.
+REMOVED_TF_MODULES = {
+    'tensorflow.python.distribute.estimator_training':
+        'estimator_rt.compat.removed_tf.estimator_training',
+}
 
 # Module paths whose non-public names real code reads too, served by
 # estimator_rt's objects ('module:attribute'): the heads' key classes, and
@@ -169,6 +176,8 @@ class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
   def find_spec(self, fullname, path=None, target=None):
     del path, target
+    if fullname in REMOVED_TF_MODULES:
+      return importlib.machinery.ModuleSpec(fullname, self)
     name = canonical(fullname)
     if name is None:
       return None
@@ -198,6 +207,10 @@ class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
   def exec_module(self, module):
     fullname = module.__name__
+    if fullname in REMOVED_TF_MODULES:
+      sys.modules[fullname] = importlib.import_module(
+          REMOVED_TF_MODULES[fullname])
+      return
     name = canonical(fullname)
     if name != fullname:
       # tensorflow.python.estimator...: the tensorflow_estimator module.

@@ -82,26 +82,6 @@ def _module(name: str, attributes: Dict[str, Any]) -> types.ModuleType:
   return module
 
 
-_IN_MEMORY_EVALUATOR_HOOK = (
-    'InMemoryEvaluatorHook evaluates the training session\'s live '
-    'variables every N steps; estimator_rt evaluates checkpoints: use '
-    'train_and_evaluate with an EvalSpec (throttle_secs=0 evaluates every '
-    'checkpoint, save_checkpoints_steps=N saves every N steps)')
-
-
-def _in_memory_evaluator_hook(estimator, input_fn, steps=None, hooks=None,
-                              name=None, every_n_iter=100):
-  """tf.estimator's InMemoryEvaluatorHook: refused in one line."""
-  del estimator, input_fn, steps, hooks, name, every_n_iter
-  from estimator_rt.errors import UserInputError  # pylint: disable=g-import-not-at-top
-  raise UserInputError(_IN_MEMORY_EVALUATOR_HOOK + '.')
-
-
-# Marks it as refusing whatever the arguments, as not_yet's placeholders
-# are: `python -m estimator_rt.compat --check` reports it refused.
-_in_memory_evaluator_hook.not_yet = _IN_MEMORY_EVALUATOR_HOOK
-
-
 def _common() -> Dict[str, Any]:
   """The names tf.estimator and tf.compat.v1.estimator share."""
   # pylint: disable=g-import-not-at-top
@@ -110,6 +90,7 @@ def _common() -> Dict[str, Any]:
   from estimator_rt import export
   from estimator_rt import exporters
   from estimator_rt import extenders
+  from estimator_rt import hooks
   from estimator_rt import mode_keys
   from estimator_rt import parse_specs
   from estimator_rt import run_config
@@ -153,7 +134,7 @@ def _common() -> Dict[str, Any]:
           export.build_raw_serving_input_receiver_fn,
   })
   names['experimental'] = {
-      'InMemoryEvaluatorHook': _in_memory_evaluator_hook,
+      'InMemoryEvaluatorHook': hooks.InMemoryEvaluatorHook,
       'build_raw_supervised_input_receiver_fn':
           export.build_raw_supervised_input_receiver_fn,
       'call_logit_fn': canned_base.call_logit_fn,

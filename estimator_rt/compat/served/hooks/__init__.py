@@ -1,0 +1,1 @@
+"""tensorflow_estimator.python.estimator.hooks: its served modules."""
