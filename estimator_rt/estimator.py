@@ -423,13 +423,18 @@ class Estimator:
     return sorted(engine_choice.checkpoint_variables(self._latest_or_fail()))
 
   def get_variable_value(self, name: str) -> np.ndarray:
-    """The value of variable `name` in model_dir's latest checkpoint.
+    """The value of variable `name` in model_dir's latest checkpoint
+    (`name` may be its tensor name, `name:0`).
 
     Raises:
       UserInputError: no checkpoint yet, or no variable of that name (the
         message lists the names there are).
     """
     values = engine_choice.checkpoint_variables(self._latest_or_fail())
+    if name not in values and name.endswith(':0') and name[:-2] in values:
+      # A variable's tensor name (`optimizer.iterations.name`), which
+      # tf.estimator 2.15 took too (tf.train.load_variable drops the ':0').
+      name = name[:-2]
     if name not in values:
       raise UserInputError(
           f'get_variable_value: name={name!r} is not a variable of the '

@@ -150,6 +150,10 @@ def _is_tensors(value) -> bool:
   constants)."""
   if isinstance(value, (str, bytes, int, float, bool)):
     return False  # A bare value is a mistake (a file name, a count).
+  if (isinstance(value, (tuple, list)) and len(value) == 2 and
+      value[1] is None and value[0] is not None):
+    # (features, None): no labels, as a predict input_fn returned them.
+    value = value[0]
   parts = tf.nest.flatten(value)
   return bool(parts) and all(
       tf.is_tensor(p) or

@@ -61,8 +61,9 @@ if __name__ == '__main__':
   tf.test.main()
 '''
 
+# A private module of 2.15 that estimator_rt does not serve.
 UNSERVED_FILE = '''
-from tensorflow_estimator.python.estimator.canned import optimizers
+from tensorflow_estimator.python.estimator import estimator_export
 '''
 
 # pytest makes each TestCase when it collects the file: one that reads a
@@ -97,7 +98,9 @@ def _write_tree(root):
   (top / 'canned' / 'sample_test.py').write_text(TEST_FILE)
   (top / 'optimizers_test.py').write_text(UNSERVED_FILE)
   (top / 'canned' / 'broken_class_test.py').write_text(BROKEN_CLASS_FILE)
+  # Product modules: `canned` is not a test-only package.
   (top / 'canned' / 'optimizers.py').write_text('PRODUCT = True\n')
+  (top / 'estimator_export.py').write_text('PRODUCT = True\n')
 
 
 def test_test_code_is_the_test_files_and_their_testing_modules(tmp_path):
@@ -152,7 +155,7 @@ def test_runs_each_file_against_estimator_rt_and_compares(tmp_path):
   # The product's module is not loaded from the tree, test code or not.
   assert results['files']['optimizers_test.py']['error'].startswith(
       'import error: ModuleNotFoundError: tensorflow_estimator.python.'
-      'estimator.canned.optimizers is not provided by estimator_rt')
+      'estimator.estimator_export is not provided by estimator_rt')
   assert tests['test_ok'] == passing
   assert 'test_never' not in tests
   assert results['files']['canned/broken_class_test.py']['error'].startswith(

@@ -69,9 +69,10 @@ def check_features(features: Any, *, estimator_name: str) -> None:
   """Canned models read features by column key: they must come as a dict."""
   if not isinstance(features, Mapping):
     raise UserInputError(
-        f'{estimator_name}: the input_fn\'s features must be a dict of '
-        f'tensors keyed by feature column key, got {type(features).__name__}'
-        f': {features!r}.')
+        'features should be a dictionary of `Tensor`s. Given type: '
+        f'{type(features)}. ({estimator_name} reads the input_fn\'s '
+        'features by feature column key: return a dict of tensors, got '
+        f'{features!r}.)')
 
 
 def check_v2_columns(columns, *, argument: str, estimator_name: str) -> None:
@@ -80,9 +81,10 @@ def check_v2_columns(columns, *, argument: str, estimator_name: str) -> None:
   from tensorflow.python.feature_column import feature_column_lib  # pylint: disable=g-import-not-at-top
   if columns and not feature_column_lib.is_feature_column_v2(columns):
     raise UserInputError(
-        f'{estimator_name}: {argument} holds a TensorFlow v1 feature column '
-        '(tf.compat.v1.feature_column.*); use tf.feature_column.* columns, '
-        'or the v1 estimator (tf.compat.v1.estimator.*).')
+        'Received a feature column from TensorFlow v1, but this is a '
+        f'TensorFlow v2 Estimator: {estimator_name}\'s {argument} holds a '
+        'tf.compat.v1.feature_column.* column; use tf.feature_column.* '
+        'columns, or the v1 estimator (tf.compat.v1.estimator.*).')
 
 
 def add_layer_summary(value: tf.Tensor, tag: str) -> None:
@@ -114,15 +116,19 @@ def per_replica_loss(loss: tf.Tensor, loss_reduction: str) -> tf.Tensor:
 
 def estimator_spec(*, head, features, mode, labels, logits,
                    parts: Sequence['optimizers.Part'],
-                   v1: Optional['optimizers.V1Naming'], update_ops=()):
+                   v1: Optional['optimizers.V1Naming'], update_ops=(),
+                   loss_reduction: Optional[str] = None):
   """The head's EstimatorSpec for `logits`; in TRAIN its train_op trains
-  `parts` (optimizers.train_op) on the head's loss; `v1` (None for the TF2
-  classes) names a v1 class's optimizer variables."""
+  `parts` (optimizers.train_op) on the head's loss, scaled for the replicas
+  by `loss_reduction` (None: the head's); `v1` (None for the TF2 classes)
+  names a v1 class's optimizer variables."""
   from estimator_rt.canned import optimizers  # pylint: disable=g-import-not-at-top
+  if loss_reduction is None:
+    loss_reduction = head.loss_reduction
 
   def train_op_fn(loss):
     return optimizers.train_op(
-        parts, per_replica_loss(loss, head.loss_reduction), v1=v1,
+        parts, per_replica_loss(loss, loss_reduction), v1=v1,
         update_ops=update_ops)
 
   with _model_name_scope(v1.model_scope if v1 is not None else ''):

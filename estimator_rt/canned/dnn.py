@@ -19,10 +19,12 @@ from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
 
 
-def _check_units(units) -> None:
+def check_units(units) -> None:
+  """ValueError (UserInputError) unless `units` is an int."""
   if isinstance(units, bool) or not isinstance(units, int):
     raise UserInputError(
-        f'units={units!r} must be an int (the logits dimension).')
+        f'units must be an int.  Given type: {type(units)} (units={units!r} '
+        'is the logits dimension).')
 
 
 def _dnn_model_class():
@@ -80,7 +82,7 @@ def build_dnn(*, units, hidden_units, feature_columns, activation_fn,
               dropout, batch_norm, features, mode):
   """The DNN's logits on `features`, its trainable variables and its update
   ops (batch normalization's moving statistics)."""
-  _check_units(units)
+  check_units(units)
   model = _dnn_model_class()(
       units=units, hidden_units=tuple(hidden_units),
       feature_columns=tuple(feature_columns), activation_fn=activation_fn,
@@ -98,7 +100,7 @@ def dnn_logit_fn_builder(units, hidden_units, feature_columns, activation_fn,
   partitioned here (a parameter server holds each whole).
   """
   del input_layer_partitioner
-  _check_units(units)
+  check_units(units)
 
   def dnn_logit_fn(features, mode):
     logits, _, _ = build_dnn(

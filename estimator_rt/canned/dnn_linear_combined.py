@@ -36,8 +36,9 @@ def combined_model_fn(*, features, labels, mode, head, linear_feature_columns,
                       linear_optimizer, dnn_feature_columns, dnn_optimizer,
                       dnn_hidden_units, dnn_activation_fn, dnn_dropout,
                       batch_norm, linear_sparse_combiner, estimator_name,
-                      v1=False):
-  """The wide & deep model_fn body; `v1` for the tf.compat.v1 classes."""
+                      v1=False, loss_reduction=None):
+  """The wide & deep model_fn body; `v1` for the tf.compat.v1 classes;
+  `loss_reduction` scales the loss for the replicas (None: the head's)."""
   base.check_features(features, estimator_name=estimator_name)
   logits, parts, update_ops = [], [], []
   if dnn_feature_columns:
@@ -65,7 +66,7 @@ def combined_model_fn(*, features, labels, mode, head, linear_feature_columns,
       head=head, features=features, mode=mode, labels=labels,
       logits=_sum(logits), parts=parts,
       v1=V1_NAMING if v1 else None,
-      update_ops=update_ops)
+      update_ops=update_ops, loss_reduction=loss_reduction)
 
 
 def _sum(logits):
@@ -81,12 +82,13 @@ def _check_columns(linear_feature_columns, dnn_feature_columns,
                    dnn_hidden_units, name):
   if not linear_feature_columns and not dnn_feature_columns:
     raise UserInputError(
-        f'{name}: give linear_feature_columns, dnn_feature_columns or both; '
-        'both are empty.')
+        'Either linear_feature_columns or dnn_feature_columns must be '
+        f'defined ({name}: both are empty).')
   if dnn_feature_columns and not dnn_hidden_units:
     raise UserInputError(
-        f'{name}: dnn_hidden_units={dnn_hidden_units!r} must name the hidden '
-        'layers\' widths when dnn_feature_columns are given.')
+        'dnn_hidden_units must be defined when dnn_feature_columns is '
+        f'specified ({name}: dnn_hidden_units={dnn_hidden_units!r}; give '
+        'the hidden layers\' widths).')
   shared = set(c.name for c in linear_feature_columns) & set(
       c.name for c in dnn_feature_columns)
   del shared  # 2.15 allowed a column in both parts; so does this.

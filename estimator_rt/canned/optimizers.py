@@ -12,17 +12,22 @@ checkpoints, the variable names 2.15 wrote), where:
   - the v1 classes (`tf.compat.v1.estimator.DNNClassifier`, ...) use
     `tf.compat.v1.train` optimizers and `minimize(global_step=...)`.
 
-An optimizer object is copied from its config for every graph the model_fn
-builds (one per train call): an object built into one graph cannot make
-ops in the next. tf.estimator 2.15 refused a Keras optimizer that was not
-a legacy one in a graph; here one of Keras 3 or Keras 2's new optimizers
-of a known name is turned into the legacy one of that name with the same
-settings, with one warning.
+A legacy optimizer object trains the first graph it is built into itself,
+as in tf.estimator 2.15 (so its `iterations` is the variable that graph
+trained: the global step for the first part of a model, and
+`estimator.get_variable_value(optimizer.iterations.name)` reads it); every
+later graph (the next train call) gets a copy made from the settings it
+had before that first use: an object built into one graph cannot make ops
+in the next, where 2.15 failed. tf.estimator 2.15 refused a Keras
+optimizer that was not a legacy one in a graph; here one of Keras 3 or
+Keras 2's new optimizers of a known name is turned into the legacy one of
+that name with the same settings, with one warning.
 """
 
 import dataclasses
 import inspect
 from typing import Any, Optional, Sequence
+import weakref
 
 from absl import logging
 import tensorflow as tf
@@ -52,8 +57,9 @@ def _v1_classes():
 
 def _unknown_name(opt: str, what: str) -> UserInputError:
   return UserInputError(
-      f'{what}={opt!r} is not an optimizer name; use one of {NAMES}, an '
-      'optimizer object, or a callable returning one.')
+      f'Unsupported optimizer name: {opt}. Supported names are: '
+      f'{tuple(sorted(NAMES))} ({what}={opt!r}: give one of them, an '
+      'optimizer object, or a callable returning one).')
 
 
 def _has_default_learning_rate(cls) -> bool:
@@ -67,10 +73,41 @@ def _is_legacy(opt: Any) -> bool:
   return isinstance(opt, tf_keras.optimizers.legacy.Optimizer)
 
 
-def _as_legacy(opt: Any, what: str):
-  """A Keras 2 legacy optimizer with `opt`'s class and settings, new."""
-  if _is_legacy(opt):
+# A legacy optimizer object a graph was built with -> its config before
+# that, from which each later graph gets a copy.
+_USED = weakref.WeakKeyDictionary()
+
+
+def _is_unbuilt(opt: Any) -> bool:
+  """Whether legacy optimizer `opt` has made no variable yet (no step
+  counter, no hyperparameter or slot variable)."""
+  return (getattr(opt, '_iterations', None) is None and
+          not getattr(opt, '_hypers_created', False) and
+          not getattr(opt, '_weights', None))
+
+
+def _for_this_graph(opt: Any):
+  """`opt` itself the first time a graph is built with it (2.15 trained
+  the user's object), a copy from its settings before that use after."""
+  try:
+    config = _USED.get(opt)
+  except TypeError:  # Not weakly referable: always a copy.
     return type(opt).from_config(opt.get_config())
+  if config is not None:
+    return type(opt).from_config(config)
+  if not _is_unbuilt(opt):
+    # Built by the user's own code: its variables belong elsewhere.
+    return type(opt).from_config(opt.get_config())
+  _USED[opt] = opt.get_config()
+  return opt
+
+
+def _as_legacy(opt: Any, what: str):
+  """A Keras 2 legacy optimizer with `opt`'s class and settings for this
+  graph: `opt` itself or a copy (see _for_this_graph) if it is one, a new
+  one otherwise."""
+  if _is_legacy(opt):
+    return _for_this_graph(opt)
   name = _KERAS_CLASS_NAMES.get(type(opt).__name__)
   if name is None:
     raise UserInputError(
@@ -97,7 +134,10 @@ def _as_legacy(opt: Any, what: str):
 
 def keras_legacy(opt: Any, *, learning_rate: Optional[float] = None,
                  what: str = 'optimizer'):
-  """The Keras 2 legacy optimizer `opt` means, new for this graph.
+  """The Keras 2 legacy optimizer `opt` means, for this graph.
+
+  A name or a callable gives a new optimizer; a legacy optimizer object is
+  used itself the first time (see the module docstring), copied after.
 
   Args:
     opt: a name in NAMES, an optimizer object, or a callable returning one.
@@ -119,8 +159,9 @@ def keras_legacy(opt: Any, *, learning_rate: Optional[float] = None,
     opt = opt()
   if not hasattr(opt, 'get_config'):
     raise UserInputError(
-        f'{what}={opt!r} is not an optimizer; use one of {NAMES}, a '
-        'tf_keras.optimizers.legacy optimizer, or a callable returning one.')
+        'The given object is not a tf.keras.optimizers.Optimizer instance. '
+        f'Given: {opt} ({what}: use one of {NAMES}, a '
+        'tf_keras.optimizers.legacy optimizer, or a callable returning one).')
   return _as_legacy(opt, what)
 
 
@@ -140,9 +181,10 @@ def compat_v1(opt: Any, *, learning_rate: float, what: str = 'optimizer',
     opt = opt()
   if not isinstance(opt, tf.compat.v1.train.Optimizer):
     raise UserInputError(
-        f'{what}={opt!r}: the tf.compat.v1.estimator canned estimators '
-        'train with tf.compat.v1.train optimizers; give one, a callable '
-        f'returning one, or one of {NAMES}.')
+        f'The given object is not an Optimizer instance. Given: {opt} '
+        f'({what}: the tf.compat.v1.estimator canned estimators train with '
+        'tf.compat.v1.train optimizers; give one, a callable returning one, '
+        f'or one of {NAMES}).')
   return opt
 
 
@@ -185,11 +227,13 @@ def train_op(parts: Sequence[Part], loss: tf.Tensor, *,
   replicas) and advances the global step once.
 
   The TF2 classes (`v1=None`) apply each part with a Keras 2 legacy
-  optimizer whose step counter is the global step for the first part (so
-  `get_updates` advances it; a second part keeps a counter of its own), as
-  tf.estimator 2.15 did. The v1 classes minimize with `tf.compat.v1.train`
-  optimizers whose variables are named by `v1`, then add one to the global
-  step.
+  optimizer's `get_updates` (an optimizer may override it), whose step
+  counter is the global step for the first part (so `get_updates` advances
+  it; a second part keeps a counter of its own), as tf.estimator 2.15 did;
+  with several replicas, its two halves with the gradients densified
+  between them (see _needs_dense_gradients). The v1 classes minimize with
+  `tf.compat.v1.train` optimizers whose variables are named by `v1`, then
+  add one to the global step.
   """
   dense = _needs_dense_gradients()
   if v1 is not None:
@@ -212,11 +256,15 @@ def train_op(parts: Sequence[Part], loss: tf.Tensor, *,
                              what=part.what)
     if index == 0:
       optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
-    # What `get_updates` does, with the gradients densified where needed.
     variables = list(part.variables)
-    gradients = optimizer.get_gradients(loss, variables)
-    ops.append(optimizer.apply_gradients(
-        _densified(list(zip(gradients, variables)), dense)))
+    if dense:
+      # What `get_updates` does, with the gradients densified.
+      gradients = optimizer.get_gradients(loss, variables)
+      ops.append(optimizer.apply_gradients(
+          _densified(list(zip(gradients, variables)), True)))
+    else:
+      # 2.15 called `get_updates`, which an optimizer may override.
+      ops.extend(optimizer.get_updates(loss, variables))
   return tf.group(*ops, *update_ops)
 
 

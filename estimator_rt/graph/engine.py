@@ -301,7 +301,10 @@ class GraphEngine(engine_lib.Engine):
           var_name_to_prev_var_name=settings.var_name_to_prev_var_name)
       return
     present = tf.train.load_checkpoint(source).get_variable_to_shape_map()
-    names = {v.op.name: v.op.name
+    # Each mapped to the variable itself: a name is looked up among
+    # tf.compat.v1.get_variable's variables only, and Keras 2 layers' are
+    # not there (init_from_checkpoint then took it for a scope and failed).
+    names = {v.op.name: v
              for v in tf.compat.v1.trainable_variables()
              if v.op.name in present}
     if not names:
