@@ -428,6 +428,10 @@ class Estimator:
         message lists the names there are).
     """
     values = engine_choice.checkpoint_variables(self._latest_or_fail())
+    if name not in values and name.endswith(':0') and name[:-2] in values:
+      # A tensor's name (`variable.name`), which tf.estimator's
+      # tf.train.load_variable took for the variable's.
+      name = name[:-2]
     if name not in values:
       raise UserInputError(
           f'get_variable_value: name={name!r} is not a variable of the '

@@ -150,6 +150,9 @@ def _is_tensors(value) -> bool:
   constants)."""
   if isinstance(value, (str, bytes, int, float, bool)):
     return False  # A bare value is a mistake (a file name, a count).
+  if isinstance(value, (tuple, list)) and len(value) == 2 and (
+      value[1] is None):
+    value = value[0]  # (features, None): tf.estimator's "no labels".
   parts = tf.nest.flatten(value)
   return bool(parts) and all(
       tf.is_tensor(p) or
