@@ -49,17 +49,27 @@ def _batch_size(features, weight_key):
   return size, checks
 
 
-def baseline_model_fn(*, features, labels, mode, head, optimizer,
-                      weight_column, v1=False):
-  """The baseline's model_fn body; `v1` for the tf.compat.v1 classes."""
+def build_baseline(*, features, logits_dimension: int, weight_column=None):
+  """The baseline's bias variable `baseline/bias` [logits_dimension] and
+  its logits: the bias repeated for each example of `features` (whose
+  batch sizes, the weight's aside, are checked to agree)."""
   size, checks = _batch_size(features, _weight_key(weight_column))
   with tf.name_scope('baseline'):
     # Made outside the checks: an initializer that depended on them would
     # read the input before it is ready (tf.estimator 2.15's baselines failed
     # to start on two or more features that way).
-    bias = tf.Variable(lambda: tf.zeros([head.logits_dimension]), name='bias')
+    bias = tf.Variable(lambda: tf.zeros([logits_dimension]), name='bias')
     with tf.control_dependencies(checks):
-      logits = tf.math.multiply(bias, tf.ones([size, head.logits_dimension]))
+      logits = tf.math.multiply(bias, tf.ones([size, logits_dimension]))
+  return bias, logits
+
+
+def baseline_model_fn(*, features, labels, mode, head, optimizer,
+                      weight_column, v1=False):
+  """The baseline's model_fn body; `v1` for the tf.compat.v1 classes."""
+  bias, logits = build_baseline(
+      features=features, logits_dimension=head.logits_dimension,
+      weight_column=weight_column)
   part = optimizers.Part(optimizer=optimizer, learning_rate=LEARNING_RATE,
                          variables=[bias])
   return base.estimator_spec(

@@ -78,6 +78,20 @@ class _LossRelativeChangeHook(tf.compat.v1.train.SessionRunHook):
 CHIEF_INITIALIZATION_TIMEOUT_SECS = 600
 
 
+class ClusterInitializationError(UserInputError,
+                                 tf.errors.InvalidArgumentError):
+  """KMeans could not choose its initial centers from the input: bad user
+  input (the binary exits 2), and the InvalidArgumentError of
+  clustering_ops' checks that tf.estimator 2.15 let through (code catching
+  it still does). Defined here rather than in errors.py, which does not
+  import TensorFlow."""
+
+  def __init__(self, message: str, node_def=None):
+    # No op: str() is the message alone, without the op's stack trace.
+    tf.errors.InvalidArgumentError.__init__(self, node_def, None, message)
+    self.args = (message,)  # OpError leaves them empty.
+
+
 class _InitializeClustersHook(tf.compat.v1.train.SessionRunHook):
   """Chooses the initial centers after the session is created: the chief
   runs `init_op` (which reads input batches) until `is_initialized_var`
@@ -107,48 +121,70 @@ class _InitializeClustersHook(tf.compat.v1.train.SessionRunHook):
         # at least num_clusters points) fail as assertions in the graph.
         lines = [line.strip() for line in e.message.splitlines()
                  if 'assertion failed' in line.lower()]
-        raise UserInputError(
-            'KMeans: choosing the initial cluster centers failed'
-            f'{": " + lines[0] if lines else ""} (initial_clusters='
-            "'kmeans_plus_plus' needs a first batch of at least num_clusters "
-            'points; a tensor or array of centers must have num_clusters '
-            'rows).') from e
+        first = lines[0] if lines else e.message.strip().splitlines()[0]
+        raise ClusterInitializationError(
+            f'{first}: KMeans: choosing the initial cluster centers failed '
+            "(initial_clusters='kmeans_plus_plus' needs a first batch of at "
+            'least num_clusters points; a tensor or array of centers must '
+            'have num_clusters rows).', node_def=e.node_def) from e
+
+
+def parse_features(features: Any, feature_columns) -> Any:
+  """The input points as KMeans reads them from the input_fn's features: a
+  dict becomes one [batch, dimensions] tensor (read through
+  `feature_columns` with `tf.compat.v1.feature_column.input_layer` if
+  given, else its values, tensors or array-likes of shape [batch, n],
+  concatenated on axis 1 in key order); anything else is returned as it
+  is (2.15's `_parse_features_if_necessary`).
+
+  Raises:
+    UserInputError: an empty dict, or (without feature_columns) a value
+      that is not a dense [batch, n] tensor or array.
+  """
+  if not isinstance(features, Mapping):
+    return features
+  if not features:
+    raise UserInputError(
+        'KMeans: the input_fn\'s features are an empty dict; give the '
+        'points as a float tensor of shape [batch, dimensions] (or a dict '
+        'of [batch, 1] tensors).')
+  if feature_columns:
+    return tf.compat.v1.feature_column.input_layer(
+        dict(features), feature_columns)
+  keys = sorted(features)
+  values = [_dense_feature(key, features[key]) for key in keys]
+  with tf.compat.v1.colocate_with(values[0]):
+    return tf.concat(values, axis=1)
+
+
+def _dense_feature(key, value) -> tf.Tensor:
+  """features[key] as a dense tensor of rank 2 (or unknown rank)."""
+  if not tf.is_tensor(value):
+    try:
+      value = tf.convert_to_tensor(value)
+    except (TypeError, ValueError) as e:
+      raise UserInputError(
+          f'KMeans: features[{key!r}] is a {type(value).__name__}; without '
+          'feature_columns every feature must be a dense float tensor (or '
+          'array) of shape [batch, n].') from e
+  if isinstance(value, tf.SparseTensor) or value.shape.rank not in (None, 2):
+    raise UserInputError(
+        f'KMeans: features[{key!r}] is a {type(value).__name__} of shape '
+        f'{value.shape}; without feature_columns the features are '
+        'concatenated on axis 1 (in key order), so each must be dense, of '
+        'shape [batch, n].')
+  return value
 
 
 def _points(features: Any, feature_columns) -> tf.Tensor:
-  """The input points, a [batch, dimensions] tensor, from the input_fn's
-  features (see the module docstring).
+  """The input points, a [batch, dimensions] float tensor, from the
+  input_fn's features (see the module docstring).
 
   Raises:
     UserInputError: the features are not a tensor or a non-empty dict of
       tensors, or the points are not a float matrix.
   """
-  if isinstance(features, Mapping):
-    if not features:
-      raise UserInputError(
-          'KMeans: the input_fn\'s features are an empty dict; give the '
-          'points as a float tensor of shape [batch, dimensions] (or a dict '
-          'of [batch, 1] tensors).')
-    if feature_columns:
-      points = tf.compat.v1.feature_column.input_layer(
-          dict(features), feature_columns)
-    else:
-      keys = sorted(features)
-      for key in keys:
-        if not isinstance(features[key], tf.Tensor):
-          raise UserInputError(
-              f'KMeans: features[{key!r}] is a {type(features[key]).__name__}'
-              '; without feature_columns every feature must be a dense float '
-              'tensor of shape [batch, n].')
-        if features[key].shape.rank not in (None, 2):
-          raise UserInputError(
-              f'KMeans: features[{key!r}] has shape {features[key].shape}; '
-              'without feature_columns the features are concatenated on '
-              'axis 1 (in key order), so each must have shape [batch, n].')
-      with tf.compat.v1.colocate_with(features[keys[0]]):
-        points = tf.concat([features[k] for k in keys], axis=1)
-  else:
-    points = features
+  points = parse_features(features, feature_columns)
   if not isinstance(points, tf.Tensor):
     raise UserInputError(
         f'KMeans: the input_fn\'s features are a {type(features).__name__}: '

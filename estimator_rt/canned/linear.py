@@ -87,6 +87,75 @@ OPS_SCOPE = 'linear/linear_model/linear/linear_model'
 V1_OPS_SCOPE = 'linear_model/linear_model'
 
 
+def linear_columns(feature_columns) -> list:
+  """`feature_columns` as the linear model takes them: sorted by name, each
+  a dense or a categorical column.
+
+  Raises:
+    ValueError: TensorFlow's, for no columns, a dict, a non-column or two
+      columns of one name.
+    UserInputError: a column is neither dense nor categorical.
+  """
+  columns = fc_v2._normalize_feature_columns(feature_columns)  # pylint: disable=protected-access
+  for column in columns:
+    if not isinstance(column, (fc_v2.DenseColumn, fc_v2.CategoricalColumn)):
+      raise UserInputError(
+          'Items of feature_columns must be either a DenseColumn or '
+          f'CategoricalColumn. Given: {column!r}; the linear model weighs '
+          'dense values or categorical ids only.')
+  return columns
+
+
+def column_scope(column) -> str:
+  """The variable (and name) scope of `column`'s weights: its name, made a
+  valid scope name."""
+  return fc_v2._sanitize_column_name_for_variable_scope(column.name)  # pylint: disable=protected-access
+
+
+def weights_shape(column, units: int) -> Tuple[int, int]:
+  """[one row per bucket (categorical) or dense value, units]."""
+  width = (column.num_buckets if isinstance(column, fc_v2.CategoricalColumn)
+           else column.variable_shape.num_elements())
+  return (width, units)
+
+
+def weighted_sum(columns, *, features, state, sparse_combiner,
+                 bias) -> tf.Tensor:
+  """The linear model's output: the sum over `columns` of each one's
+  weighted sum (its `weights` variable in `state`; each in a name scope
+  of its own) plus `bias`, ops named as 2.15 named them.
+
+  Raises:
+    UserInputError: (a ValueError) the features' static batch sizes
+      differ.
+  """
+  cache = fc_v2.FeatureTransformationCache(features)
+  sums = []
+  for column in columns:
+    with tf.name_scope(column_scope(column)):
+      sums.append(fc_v2._create_weighted_sum(  # pylint: disable=protected-access
+          column=column, transformation_cache=cache, state_manager=state,
+          sparse_combiner=sparse_combiner,
+          weight_var=state.get_variable(column, 'weights')))
+  _check_batch_sizes(sums, columns)
+  return tf.nn.bias_add(
+      tf.math.add_n(sums, name='weighted_sum_no_bias'), bias,
+      name='weighted_sum')
+
+
+def _check_batch_sizes(sums, columns) -> None:
+  """The columns' weighted sums agree on the batch size where it is known
+  when the graph is built (the sum checks the rest when it runs)."""
+  known = {column.name: s.shape[0] for column, s in zip(columns, sums)
+           if s.shape.rank and s.shape[0] is not None}
+  if len(set(known.values())) > 1:
+    raise UserInputError(
+        'Batch size (first dimension) of each feature must be same. Batch '
+        f'size of columns ({", ".join(known)}): '
+        f'({", ".join(str(size) for size in known.values())}); every '
+        'feature needs one row per example.')
+
+
 def build_linear(*, units: int, feature_columns: Sequence, sparse_combiner,
                  features, scope: str = 'linear/linear_model',
                  ops_scope: str = ''):
@@ -95,37 +164,24 @@ def build_linear(*, units: int, feature_columns: Sequence, sparse_combiner,
   are in name scope `<scope>/<ops_scope>` (OPS_SCOPE, V1_OPS_SCOPE:
   2.15's names)."""
   _check_sparse_combiner(sparse_combiner)
-  columns = fc_v2._normalize_feature_columns(feature_columns)  # pylint: disable=protected-access
-  for column in columns:
-    if not isinstance(column, (fc_v2.DenseColumn, fc_v2.CategoricalColumn)):
-      raise UserInputError(
-          f'feature_columns: {column!r} is neither a dense nor a categorical '
-          'feature column; the linear model takes only those.')
+  columns = linear_columns(feature_columns)
   state = _VariableScopeStateManager()
-  cache = fc_v2.FeatureTransformationCache(features)
-  weighted_sums, weights = [], []
+  weights = []
   with tf.compat.v1.variable_scope(scope, values=list(features.values())), \
       _ops_name_scope(ops_scope):
     for column in columns:
-      column_scope = fc_v2._sanitize_column_name_for_variable_scope(column.name)  # pylint: disable=protected-access
-      with tf.compat.v1.variable_scope(column_scope):
+      # No name scope: weighted_sum opens the column's, for its ops.
+      with tf.compat.v1.variable_scope(column_scope(column),
+                                       auxiliary_name_scope=False):
         column.create_state(state)
-        width = (column.num_buckets
-                 if isinstance(column, fc_v2.CategoricalColumn)
-                 else column.variable_shape.num_elements())
-        weight = state.create_variable(
-            column, name='weights', shape=(width, units), dtype=tf.float32,
-            initializer=tf.compat.v1.zeros_initializer())
-        weights.append(weight)
-        weighted_sums.append(fc_v2._create_weighted_sum(  # pylint: disable=protected-access
-            column=column, transformation_cache=cache, state_manager=state,
-            sparse_combiner=sparse_combiner, weight_var=weight))
+        weights.append(state.create_variable(
+            column, name='weights', shape=weights_shape(column, units),
+            dtype=tf.float32, initializer=tf.compat.v1.zeros_initializer()))
     bias = tf.compat.v1.get_variable(
         'bias_weights', shape=[units], dtype=tf.float32,
         initializer=tf.compat.v1.zeros_initializer(), use_resource=True)
-    logits = tf.nn.bias_add(
-        tf.math.add_n(weighted_sums, name='weighted_sum_no_bias'), bias,
-        name='weighted_sum')
+    logits = weighted_sum(columns, features=features, state=state,
+                          sparse_combiner=sparse_combiner, bias=bias)
   return logits, weights, bias
 
 
@@ -137,12 +193,45 @@ def _ops_name_scope(ops_scope: str):
   return tf.name_scope(ops_scope)
 
 
-def _fraction_of_zero_weights(variables) -> tf.Tensor:
-  sizes = [tf.size(v, out_type=tf.int64) for v in variables]
-  zeros = tf.math.add_n([
-      base.zero_fraction(v) * tf.cast(tf.size(v), tf.float32)
-      for v in variables])
-  return zeros / tf.cast(tf.math.add_n(sizes), tf.float32)
+# Above this many elements a tensor's zeros are counted in int64 (int32
+# counts take half the memory on the large embedding tables that are usual).
+_INT32_COUNT_LIMIT = 2**31 - 1
+
+
+def _zero_count(value) -> tf.Tensor:
+  """How many of `value`'s elements are zero, as a float32 scalar."""
+  value = tf.convert_to_tensor(value)
+  size = value.shape.num_elements()
+  dtype = (tf.int32 if size is not None and size <= _INT32_COUNT_LIMIT
+           else tf.int64)
+  zeros = tf.math.reduce_sum(tf.cast(tf.math.equal(value, 0), dtype))
+  return tf.cast(zeros, tf.float32)
+
+
+def fraction_of_zero(values: Sequence) -> tf.Tensor:
+  """The fraction of zeros among all the elements of `values` (tensors or
+  variables of any shapes and numeric dtypes): how sparse Ftrl left a
+  linear model. NaN when they have no element at all. A float32 scalar
+  named `zero_fraction/zero_fraction_or_nan`, as 2.15 named it.
+
+  Raises:
+    UserInputError: `values` is empty.
+  """
+  values = list(values)
+  if not values:
+    raise UserInputError(
+        f'fraction_of_zero: values={values!r} is empty; give the tensors or '
+        'variables whose zeros to count.')
+  with tf.name_scope('zero_fraction'):
+    with tf.name_scope('total_size'):
+      size = tf.math.add_n(
+          [tf.size(v, out_type=tf.int64) for v in values])
+    with tf.name_scope('total_zero'):
+      zeros = tf.math.add_n([_zero_count(v) for v in values])
+    with tf.name_scope('compute'):
+      # 0 / 0 for no elements: NaN, as 2.15 gave.
+      fraction = zeros / tf.cast(size, tf.float32, name='float32_size')
+    return tf.identity(fraction, name='zero_fraction_or_nan')
 
 
 def add_linear_summaries(weights, bias, units: int) -> None:
@@ -151,7 +240,7 @@ def add_linear_summaries(weights, bias, units: int) -> None:
   if units == 1:
     tf.compat.v1.summary.scalar('bias', bias[0])
   tf.compat.v1.summary.scalar('fraction_of_zero_weights',
-                              _fraction_of_zero_weights(weights))
+                              fraction_of_zero(weights))
 
 
 def linear_logit_fn_builder(units, feature_columns, sparse_combiner='sum'):

@@ -1,1 +1,2 @@
-"""tf.estimator 2.15's `canned` package, served over estimator_rt."""
+"""tf.estimator 2.15's `canned` modules with their private names (see the
+docstring of estimator_rt.compat.served)."""
