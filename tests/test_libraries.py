@@ -69,3 +69,18 @@ def test_tf_gan_gan_estimator_trains_evaluates_and_predicts(tmp_path):
   assert result['global_step'] == 10
   assert len(result['predictions']) == 4
   assert all(len(p) == 3 for p in result['predictions'])
+
+
+@pytest.mark.skipif(not _installed('deepctr'),
+                    reason='DeepCTR is not installed')
+def test_deepctr_deepfm_estimator_gives_2_15s_auc(tmp_path):
+  """DeepCTR subclasses tf.estimator's v1 `canned.head._Head` and takes
+  `canned.optimizers.get_optimizer_instance`, both by their
+  `tensorflow.python.estimator` paths."""
+  result = _run('deepctr', tmp_path)
+  reference = REFERENCE['deepctr']
+  assert result['global_step'] == reference['global_step'] == 50
+  assert result['metrics'] == reference['metrics']
+  assert result['auc'] == pytest.approx(reference['auc'], abs=1e-6)
+  assert result['prediction_keys'] == reference['prediction_keys']
+  assert result['predictions'] == reference['predictions']
