@@ -138,3 +138,82 @@ def test_write_dict_writes_summary_bytes_under_numbered_tags(tmp_path):
   tags = [v.tag for e in tf.compat.v1.train.summary_iterator(path)
           for v in e.summary.value]
   assert tags == ['foo/0', 'foo/1']
+
+
+# -------------------------------------------------------------- model_fn
+
+
+def test_estimator_spec_is_2_15_namedtuple_and_replace_revalidates():
+  model_fn = _served('model_fn')
+  with tf.Graph().as_default():
+    predictions = tf.constant([[1.]])
+    spec = model_fn.EstimatorSpec('infer', predictions={'y': predictions})
+    assert spec._fields[:3] == ('mode', 'predictions', 'loss')
+    # PREDICT's export_outputs, completed as 2.15 did.
+    assert list(spec.export_outputs) == ['serving_default']
+    replaced = spec._replace(predictions={'z': predictions})
+    assert set(replaced.export_outputs['serving_default'].outputs) == {'z'}
+    with pytest.raises(ValueError, match='mode of EstimatorSpec'):
+      spec._replace(mode='train')
+    with pytest.raises(TypeError, match='predictions.* must be Tensor'):
+      spec._replace(predictions={'y': 1.})
+  assert model_fn.LOSS_METRIC_KEY == 'loss'
+
+
+def test_estimator_spec_refuses_a_tensor_of_another_graph():
+  model_fn = _served('model_fn')
+  with tf.Graph().as_default():
+    loss = tf.constant(1.)
+  with tf.Graph().as_default():
+    with pytest.raises(ValueError, match='must be from the default graph'):
+      model_fn.EstimatorSpec('eval', loss=loss)
+
+
+def test_verify_model_fn_args_as_2_15():
+  model_fn = _served('model_fn')
+
+  def good(features, labels, mode, params):
+    del features, labels, mode, params
+
+  model_fn.verify_model_fn_args(good, params={'a': 1})
+  with pytest.raises(ValueError, match='must include features'):
+    model_fn.verify_model_fn_args(lambda x: x, None)
+  with pytest.raises(ValueError, match='not expected args'):
+    model_fn.verify_model_fn_args(lambda features, other: 0, None)
+
+
+# ---------------------------------------------------------------- export
+
+
+def test_export_receivers_check_and_wrap_as_2_15():
+  export = _served('export.export')
+  with tf.Graph().as_default():
+    feature = tf.constant([1.])
+    receiver = export.ServingInputReceiver(feature, tf.constant(['a']))
+    assert list(receiver.features) == ['feature']
+    assert list(receiver.receiver_tensors) == ['input']
+    tensor_receiver = export.TensorServingInputReceiver(feature, feature)
+    assert tensor_receiver.features is feature
+    with pytest.raises(ValueError, match='receiver_tensor.* must be a Tensor'):
+      export.ServingInputReceiver(feature, 'not a tensor')
+    with pytest.raises(ValueError, match='feature keys must be strings'):
+      export.ServingInputReceiver({1.5: feature}, feature)
+    supervised = export.SupervisedInputReceiver(feature, feature, feature)
+    assert supervised.features is feature and supervised.labels is feature
+
+
+def test_supervised_receiver_fn_from_input_fn():
+  export = _served('export.export')
+
+  def input_fn():
+    return tf.data.Dataset.from_tensors(
+        ({'x': tf.zeros([2, 3])}, tf.zeros([2, 1])))
+
+  with tf.Graph().as_default():
+    receiver = export.build_supervised_input_receiver_fn_from_input_fn(
+        input_fn)()
+  assert sorted(receiver.receiver_tensors) == ['label', 'x']
+  assert receiver.features['x'].shape.as_list() == [None, 3]
+  with pytest.raises(ValueError, match='distinct keys'):
+    export.build_raw_supervised_input_receiver_fn(
+        {'label': tf.zeros([1])}, tf.zeros([1]))
