@@ -217,3 +217,14 @@ def test_supervised_receiver_fn_from_input_fn():
   with pytest.raises(ValueError, match='distinct keys'):
     export.build_raw_supervised_input_receiver_fn(
         {'label': tf.zeros([1])}, tf.zeros([1]))
+
+
+def test_exporters_check_exports_to_keep_and_take_no_eval_result():
+  exporter = importlib.import_module(
+      'tensorflow_estimator.python.estimator.exporter')
+  for cls in (exporter.LatestExporter, exporter.BestExporter):
+    with pytest.raises(ValueError, match='must be a positive number'):
+      cls('name', lambda: None, exports_to_keep=0)
+  best = exporter.BestExporter('best', lambda: None)
+  # tf.estimator's BestExporter exported the first result, even None.
+  assert best.should_export(eval_result=None, is_the_final_export=False)
