@@ -10,10 +10,12 @@ sees the results of local evaluation and of a separate evaluator task.
 
 import collections
 import operator
+import os
 import time
 from typing import Callable, Dict, Optional
 
 from absl import logging
+import tensorflow as tf
 
 from estimator_rt import checkpoints
 from estimator_rt import summaries
@@ -24,12 +26,70 @@ from estimator_rt.hooks import StopAtStepHook
 
 def read_eval_metrics(eval_dir: str) -> 'collections.OrderedDict':
   """{global step: {metric: value}} of the evaluations in `eval_dir`, by
-  step (tf.estimator's `read_eval_metrics`)."""
+  step (tf.estimator's `read_eval_metrics`): every scalar of its event
+  files, {} if there are none or no such directory. A file that turns out
+  corrupt (or is being written) is read up to there."""
   by_step: Dict[int, Dict[str, float]] = collections.defaultdict(dict)
-  for tag, points in summaries.read_scalars(eval_dir).items():
-    for step, value in points:
-      by_step[step][tag] = value
+  if not tf.io.gfile.isdir(eval_dir):
+    return collections.OrderedDict()
+  for path in sorted(tf.io.gfile.glob(
+      os.path.join(eval_dir, 'events.out.tfevents*'))):
+    try:
+      # Looked up at each call: code (and tf.estimator's tests) patch it.
+      for event in tf.compat.v1.train.summary_iterator(path):
+        for value in event.summary.value:
+          number = summaries.scalar_value(value)
+          if number is not None:
+            by_step[event.step][value.tag] = number
+    except tf.errors.DataLossError as e:
+      logging.warning('Reading eval metrics: the rest of %s is skipped (%s).',
+                      path, e)
   return collections.OrderedDict(sorted(by_step.items()))
+
+
+def threshold_crossed_fn(eval_dir: str, metric_name: str, threshold: float,
+                         min_steps: int, *, higher: bool) -> Callable[[], bool]:
+  """A should_stop_fn: whether an evaluation in `eval_dir` at a step >=
+  `min_steps` has `metric_name` above (`higher`) or below `threshold`."""
+  crossed = operator.gt if higher else operator.lt
+
+  def should_stop() -> bool:
+    for step, metrics in read_eval_metrics(eval_dir).items():
+      if step >= min_steps and metric_name in metrics and crossed(
+          metrics[metric_name], threshold):
+        logging.info('At step %d, metric %r is %s, %s the threshold %s of '
+                     'early stopping.', step, metric_name,
+                     metrics[metric_name],
+                     'above' if higher else 'below', threshold)
+        return True
+    return False
+
+  return should_stop
+
+
+def no_improvement_fn(eval_dir: str, metric_name: str, patience: int,
+                      min_steps: int, *, higher: bool) -> Callable[[], bool]:
+  """A should_stop_fn: whether `metric_name` in the evaluations of
+  `eval_dir` at steps >= `min_steps` went `patience` global steps without
+  improving on its best (increasing if `higher`, else decreasing)."""
+  better = operator.gt if higher else operator.lt
+
+  def should_stop() -> bool:
+    best, best_step = None, None
+    for step, metrics in read_eval_metrics(eval_dir).items():
+      if step < min_steps or metric_name not in metrics:
+        continue
+      value = metrics[metric_name]
+      if best is None or better(value, best):
+        best, best_step = value, step
+      if step - best_step >= patience:
+        logging.info('No %s of metric %r for %d steps (at most %d): early '
+                     'stopping.', 'increase' if higher else 'decrease',
+                     metric_name, step - best_step, patience)
+        return True
+    return False
+
+  return should_stop
 
 
 class _StopOnPredicateHook(Hook):
@@ -83,20 +143,9 @@ def make_early_stopping_hook(estimator, should_stop_fn: Callable[[], bool],
 
 def _threshold_hook(estimator, metric_name, threshold, eval_dir, min_steps,
                     run_every_secs, run_every_steps, *, higher: bool):
-  eval_dir = eval_dir or estimator.eval_dir()
-  crossed = operator.gt if higher else operator.lt
-
-  def should_stop() -> bool:
-    for step, metrics in read_eval_metrics(eval_dir).items():
-      if step >= min_steps and metric_name in metrics and crossed(
-          metrics[metric_name], threshold):
-        logging.info('At step %d, metric %r is %s, %s the threshold %s of '
-                     'early stopping.', step, metric_name,
-                     metrics[metric_name],
-                     'above' if higher else 'below', threshold)
-        return True
-    return False
-
+  should_stop = threshold_crossed_fn(eval_dir or estimator.eval_dir(),
+                                     metric_name, threshold, min_steps,
+                                     higher=higher)
   return make_early_stopping_hook(estimator, should_stop, run_every_secs,
                                   run_every_steps)
 
@@ -126,24 +175,9 @@ def stop_if_lower_hook(estimator, metric_name: str, threshold: float,
 def _no_improvement_hook(estimator, metric_name, patience, eval_dir,
                          min_steps, run_every_secs, run_every_steps, *,
                          higher: bool):
-  eval_dir = eval_dir or estimator.eval_dir()
-  better = operator.gt if higher else operator.lt
-
-  def should_stop() -> bool:
-    best, best_step = None, None
-    for step, metrics in read_eval_metrics(eval_dir).items():
-      if step < min_steps or metric_name not in metrics:
-        continue
-      value = metrics[metric_name]
-      if best is None or better(value, best):
-        best, best_step = value, step
-      if step - best_step >= patience:
-        logging.info('No %s of metric %r for %d steps (at most %d): early '
-                     'stopping.', 'increase' if higher else 'decrease',
-                     metric_name, step - best_step, patience)
-        return True
-    return False
-
+  should_stop = no_improvement_fn(eval_dir or estimator.eval_dir(),
+                                  metric_name, patience, min_steps,
+                                  higher=higher)
   return make_early_stopping_hook(estimator, should_stop, run_every_secs,
                                   run_every_steps)
 

@@ -83,10 +83,17 @@ class TrainingSetup:
 def split_hooks(hooks: Iterable[Any]
                 ) -> Tuple[List[hooks_lib.Hook], List[SessionRunHook]]:
   """(runtime hooks, SessionRunHooks) of a `hooks=` argument: the first run
-  between loops (the controller), the second in a session."""
+  between loops (the controller), the second in a session. A SessionRunHook
+  with an `as_runtime_hook()` method (tf.estimator 2.15's early stopping
+  hooks, compat/served/early_stopping.py) runs as the runtime hook it
+  returns (none if None), in either engine."""
   runtime, session = [], []
   for hook in hooks:
-    if isinstance(hook, SessionRunHook):
+    if isinstance(hook, SessionRunHook) and hasattr(hook, 'as_runtime_hook'):
+      replacement = hook.as_runtime_hook()
+      if replacement is not None:
+        runtime.append(hooks_lib.as_hook(replacement))
+    elif isinstance(hook, SessionRunHook):
       session.append(hook)
     else:
       runtime.append(hooks_lib.as_hook(hook))
@@ -138,6 +145,10 @@ def yield_predictions(batches: Iterable[Dict[str, Any]], *, single: bool,
         yield batch['predictions'][i]
       else:
         yield {k: v[i] for k, v in batch.items()}
+
+
+def _is_number(value) -> bool:
+  return np.ndim(value) == 0 and np.asarray(value).dtype.kind in 'biuf'
 
 
 def _remove_if_empty(directory: str) -> None:
@@ -331,13 +342,14 @@ class Engine(abc.ABC):
     """What every evaluation ends with: its scalars written to
     model_dir/eval (or eval_<name>) at its global step, the runtime hooks'
     `end`, one log line. Returns `results`."""
-    summaries.write_eval_results(self.model_dir, name, results)
+    summaries.write_eval_results(self.model_dir, name, results,
+                                 checkpoint_path=checkpoint_path)
     runtime_hooks, _ = split_hooks(hooks)
     for hook in runtime_hooks:
       hook.end(global_step=results['global_step'])
     logging.info('Evaluation of %s after %d steps: %s', checkpoint_path,
                  steps_run, ', '.join(
-                     f'{k} = {v:.6g}' if np.ndim(v) == 0 else f'{k} = {v}'
+                     f'{k} = {v:.6g}' if _is_number(v) else f'{k} = {v!r:.80}'
                      for k, v in results.items()))
     return results
 

@@ -14,6 +14,7 @@ from absl import logging
 import tensorflow as tf
 
 from estimator_rt import export_dirs
+from estimator_rt.errors import shorten
 from estimator_rt.errors import surface_user_errors
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
@@ -21,31 +22,94 @@ from estimator_rt.mode_keys import ModeKeys
 SINGLE_FEATURE_NAME = 'features'
 
 
+# What tf.estimator named a lone tensor given where a dict was expected.
+_SINGLE_NAMES = {
+    'feature': 'feature',
+    'label': 'label',
+    'receiver_tensor': 'input',
+    'receiver_tensors_alternative': 'input',
+}
+
+
+def _is_labeled_tensor(value: Any) -> bool:
+  # tf.estimator's carve-out for LabeledTensor: an object with a `.tensor`
+  # that converts to a tensor is accepted as one.
+  if not hasattr(value, 'tensor'):
+    return False
+  try:
+    tf.convert_to_tensor(value)
+  except (TypeError, ValueError):
+    return False
+  return True
+
+
+def _check_tensor(tensor: Any, name: Any, what: str) -> None:
+  if not isinstance(tensor, (tf.Tensor, tf.SparseTensor, tf.RaggedTensor)
+                    ) and not _is_labeled_tensor(tensor):
+    where = f' {name}' if name is not None else ''
+    raise UserInputError(
+        f'{what}{where} must be a Tensor, SparseTensor, or RaggedTensor; got '
+        f'{type(tensor).__name__}: {shorten(tensor)}.')
+
+
+def _wrapped_tensors(tensors: Any, what: str, *,
+                     allow_int_keys: bool = False) -> Dict[Any, Any]:
+  """`tensors` as a dict (a lone tensor named as tf.estimator named it,
+  `_SINGLE_NAMES`), each key a string (or an int if `allow_int_keys`) and
+  each value a Tensor, SparseTensor or RaggedTensor.
+
+  Raises:
+    UserInputError: `tensors` is None, or a key or value is not one of
+      these (tf.estimator's ValueError, with its words).
+  """
+  if tensors is None:
+    raise UserInputError(f'{what}s must be defined.')
+  if not isinstance(tensors, Mapping):
+    tensors = {_SINGLE_NAMES[what]: tensors}
+  for name, tensor in tensors.items():
+    if not isinstance(name, str) and not (
+        allow_int_keys and isinstance(name, int)):
+      raise UserInputError(
+          f'{what} keys must be strings{" or ints" if allow_int_keys else ""}'
+          f': {name!r}.')
+    _check_tensor(tensor, name, what)
+  return dict(tensors)
+
+
 class ServingInputReceiver:
   """What a serving input function returns: the signature's inputs and how
   they become the model_fn's features. Two forms:
 
-  * TF2 (the eager engine's own): `ServingInputReceiver(receiver_specs=...,
-    features_fn=..., single_feature=...)`, built eagerly from specs.
   * tf.estimator's: `ServingInputReceiver(features, receiver_tensors,
     receiver_tensors_alternatives=None)`, made of graph tensors (usually
     `tf.compat.v1.placeholder`s) inside a graph the runtime opens around
-    the serving_input_receiver_fn call. Either engine exports it.
+    the serving_input_receiver_fn call. Either engine exports it. As in
+    tf.estimator, `features` and `receiver_tensors` become dicts (a lone
+    feature is named 'feature', a lone receiver tensor 'input').
+  * TF2 (the eager engine's own): `ServingInputReceiver(receiver_specs=...,
+    features_fn=..., single_feature=...)`, built eagerly from specs;
+    `features_for(received)` gives the model_fn's features.
 
   Args:
     features: (tf.estimator form) the model_fn's features: a tensor or a
-      dict of tensors (a single tensor is passed as {'feature': tensor},
-      as tf.estimator did; see TensorServingInputReceiver).
+      dict of tensors (string or int keys), each a Tensor, SparseTensor or
+      RaggedTensor (see TensorServingInputReceiver for a lone tensor passed
+      as it is).
     receiver_tensors: (tf.estimator form) the signature's inputs: a tensor
-      (named 'input') or a dict of tensors.
-    receiver_tensors_alternatives: (tf.estimator form) accepted and not
-      exported: the export logs one warning naming them.
+      or a dict of tensors (string keys).
+    receiver_tensors_alternatives: (tf.estimator form) a dict of further
+      groups of receiver tensors; accepted and not exported (the export
+      logs one warning naming them).
     receiver_specs: (TF2 form) signature input name -> `tf.TensorSpec`
       (leave the batch dimension None).
     features_fn: (TF2 form) maps the dict of received tensors to the
       features the model_fn expects. None passes the dict through, or its
       only tensor if `single_feature` is set.
     single_feature: (TF2 form) the model_fn takes one tensor, not a dict.
+
+  Raises:
+    UserInputError: (a ValueError) a missing field, a key or a value of
+      the wrong kind, with tf.estimator's words; both forms at once.
   """
 
   def __init__(self, features=None, receiver_tensors=None,
@@ -54,40 +118,46 @@ class ServingInputReceiver:
                features_fn: Optional[Callable[[Dict[str, tf.Tensor]],
                                               Any]] = None,
                single_feature: bool = False):
-    graph_form = features is not None or receiver_tensors is not None
-    if graph_form == (receiver_specs is not None):
-      raise UserInputError(
-          'ServingInputReceiver: give features and receiver_tensors '
-          '(tf.estimator form) or receiver_specs (TF2 form); got '
-          f'features={features!r}, receiver_tensors={receiver_tensors!r}, '
-          f'receiver_specs={receiver_specs!r}.')
-    if graph_form:
-      if features is None or receiver_tensors is None:
+    if receiver_specs is not None:
+      if features is not None or receiver_tensors is not None:
         raise UserInputError(
-            'ServingInputReceiver: features and receiver_tensors are both '
-            f'required; got features={features!r}, '
-            f'receiver_tensors={receiver_tensors!r}.')
-      if not isinstance(features, Mapping) and not self._keeps_single_tensor:
-        features = {'feature': features}
-      if not isinstance(receiver_tensors, Mapping):
-        receiver_tensors = {'input': receiver_tensors}
-    self.graph_features = features
-    self.receiver_tensors = (dict(receiver_tensors)
-                             if receiver_tensors is not None else None)
+            'ServingInputReceiver: give features and receiver_tensors '
+            '(tf.estimator form) or receiver_specs (TF2 form), not both; got '
+            f'features={shorten(features)}, '
+            f'receiver_tensors={shorten(receiver_tensors)}.')
+    else:
+      features = self._checked_features(features)
+      receiver_tensors = _wrapped_tensors(receiver_tensors, 'receiver_tensor')
+      if receiver_tensors_alternatives is not None:
+        if not isinstance(receiver_tensors_alternatives, Mapping):
+          raise UserInputError(
+              'receiver_tensors_alternatives must be a dict: '
+              f'{shorten(receiver_tensors_alternatives)}.')
+        receiver_tensors_alternatives = {
+            name: _wrapped_tensors(group, 'receiver_tensors_alternative')
+            for name, group in receiver_tensors_alternatives.items()}
+    self.features = features
+    self.receiver_tensors = receiver_tensors
     self.receiver_tensors_alternatives = receiver_tensors_alternatives
     self.receiver_specs = receiver_specs
     self.features_fn = features_fn
     self.single_feature = single_feature
 
-  # tf.estimator's TensorServingInputReceiver passes a lone tensor as is.
-  _keeps_single_tensor = False
+  @staticmethod
+  def _checked_features(features):
+    return _wrapped_tensors(features, 'feature', allow_int_keys=True)
 
   @property
   def is_graph_form(self) -> bool:
     """Made of graph tensors (tf.estimator's form)."""
     return self.receiver_tensors is not None
 
-  def features(self, received: Dict[str, tf.Tensor]) -> Any:
+  @property
+  def graph_features(self) -> Any:
+    """(tf.estimator form) The model_fn's features."""
+    return self.features
+
+  def features_for(self, received: Dict[str, tf.Tensor]) -> Any:
     """(TF2 form) The model_fn's features for the received tensors."""
     if self.features_fn is not None:
       return self.features_fn(received)
@@ -95,18 +165,33 @@ class ServingInputReceiver:
       return next(iter(received.values()))
     return received
 
+  def in_graph(self, received: Dict[str, tf.Tensor]
+               ) -> 'ServingInputReceiver':
+    """(TF2 form) The tf.estimator-form receiver of the features computed
+    in the current graph from `received` (placeholders for the specs)."""
+    features = self.features_for(received)
+    if isinstance(features, Mapping):
+      return ServingInputReceiver(features, received)
+    return TensorServingInputReceiver(features, received)
+
 
 class TensorServingInputReceiver(ServingInputReceiver):
   """tf.estimator's receiver for a model_fn whose features are one tensor:
   `TensorServingInputReceiver(features, receiver_tensors)` passes
-  `features` to the model_fn as it is, not wrapped in a dict."""
-
-  _keeps_single_tensor = True
+  `features` (a Tensor, SparseTensor or RaggedTensor) to the model_fn as it
+  is, not wrapped in a dict."""
 
   def __init__(self, features, receiver_tensors,
                receiver_tensors_alternatives=None):
     super().__init__(features, receiver_tensors,
                      receiver_tensors_alternatives)
+
+  @staticmethod
+  def _checked_features(features):
+    if features is None:
+      raise UserInputError('features must be defined.')
+    _check_tensor(features, None, 'feature')
+    return features
 
 
 def build_raw_serving_input_receiver_fn(
@@ -280,37 +365,99 @@ class EvalOutput(ExportOutput):
     return None
 
 
-class SupervisedInputReceiver(ServingInputReceiver):
+class UnsupervisedInputReceiver(ServingInputReceiver):
+  """tf.estimator's receiver of features without labels, for TRAIN and
+  EVAL exports (which estimator_rt refuses in one line)."""
+
+  def __init__(self, features, receiver_tensors):
+    super().__init__(features, receiver_tensors)
+
+
+class SupervisedInputReceiver:
   """tf.estimator's receiver of features and labels, for TRAIN and EVAL
-  exports (which estimator_rt refuses in one line)."""
+  exports (which estimator_rt refuses in one line). `features` and
+  `labels` are kept as given (a tensor or a dict of tensors, checked as
+  ServingInputReceiver checks them); `receiver_tensors` becomes a dict.
+
+  Raises:
+    UserInputError: (a ValueError) as ServingInputReceiver.
+  """
 
   def __init__(self, features, labels, receiver_tensors):
-    super().__init__(features, receiver_tensors)
+    _wrapped_tensors(features, 'feature', allow_int_keys=True)
+    _wrapped_tensors(labels, 'label', allow_int_keys=True)
+    self.features = features
     self.labels = labels
+    self.receiver_tensors = _wrapped_tensors(receiver_tensors,
+                                             'receiver_tensor')
+    self.receiver_tensors_alternatives = None
+
+
+def _placeholder_like(tensor, default_batch_size: Optional[int], name: str):
+  # tf.estimator's rule: the first dimension is the batch.
+  shape = tf.TensorShape([default_batch_size]).concatenate(
+      tensor.shape[1:])
+  return tf.compat.v1.placeholder(tensor.dtype, shape, name=name)
 
 
 def build_raw_supervised_input_receiver_fn(
     features, labels, default_batch_size: Optional[int] = None
 ) -> Callable[[], SupervisedInputReceiver]:
   """tf.estimator's: a receiver fn of placeholders shaped like `features`
-  and `labels` (tensors, or dicts of them)."""
-  def placeholders(value, prefix):
-    named = value if isinstance(value, Mapping) else {prefix: value}
-    made = {}
-    for name, tensor in named.items():
-      shape = tf.TensorShape([default_batch_size]).concatenate(
-          tensor.shape[1:])
-      made[name] = tf.compat.v1.placeholder(tensor.dtype, shape, name=name)
-    return made if isinstance(value, Mapping) else made[prefix]
+  and `labels` (tensors, or dicts of them), passed to the model_fn as they
+  are given; the receiver tensors are both, a lone feature named 'input'
+  and a lone label 'label'.
+
+  Raises:
+    UserInputError: (a ValueError) features and labels share a key.
+  """
+  feature_keys = (set(features) if isinstance(features, Mapping)
+                  else {_SINGLE_NAMES['receiver_tensor']})
+  label_keys = (set(labels) if isinstance(labels, Mapping)
+                else {_SINGLE_NAMES['label']})
+  if feature_keys & label_keys:
+    raise UserInputError(
+        'Features and labels must have distinct keys. Found overlapping '
+        f'keys: {sorted(feature_keys & label_keys)}')
+
+  def placeholders(value, single_name):
+    if isinstance(value, Mapping):
+      made = {name: _placeholder_like(t, default_batch_size, name)
+              for name, t in value.items()}
+      return made, made
+    made = _placeholder_like(value, default_batch_size, single_name)
+    return made, {single_name: made}
 
   def receiver_fn():
-    made_features = placeholders(features, 'features')
-    made_labels = placeholders(labels, 'labels')
-    receivers = dict(_named_tensors('features', made_features))
-    receivers.update(_named_tensors('labels', made_labels))
+    made_features, received = placeholders(
+        features, _SINGLE_NAMES['receiver_tensor'])
+    made_labels, received_labels = placeholders(labels,
+                                                _SINGLE_NAMES['label'])
+    receivers = dict(received)
+    receivers.update(received_labels)
     return SupervisedInputReceiver(made_features, made_labels, receivers)
 
   return receiver_fn
+
+
+def build_supervised_input_receiver_fn_from_input_fn(input_fn,
+                                                     **input_fn_args):
+  """tf.estimator's: `build_raw_supervised_input_receiver_fn` of the
+  features and labels `input_fn(**input_fn_args)` returns (a dataset, or
+  tensors), read in a graph of its own."""
+  with tf.Graph().as_default():
+    result = input_fn(**input_fn_args)
+    if isinstance(result, (tf.data.Dataset, tf.compat.v1.data.Dataset)):
+      result = tf.compat.v1.data.make_one_shot_iterator(result).get_next()
+    if isinstance(result, (list, tuple)):
+      if len(result) != 2:
+        raise UserInputError(
+            'input_fn should return (features, labels) as a len 2 tuple; '
+            f'got {len(result)} items.')
+      features, labels = result
+    else:
+      features, labels = result, None
+  return build_raw_supervised_input_receiver_fn(features, labels)
 
 
 def _open_batch(spec: tf.TensorSpec, name: str) -> tf.TensorSpec:
@@ -421,11 +568,15 @@ def _serving_functions(graph, receiver: ServingInputReceiver
   exported them), else `serving_default` returning the predictions."""
   names = list(receiver.receiver_specs)
   signature = [receiver.receiver_specs[n] for n in names]
-  exported = graph.build_spec.export_outputs or {}
+  spec = graph.build_spec
+  # The spec's default (a PredictOutput of the predictions) is not the
+  # model_fn's: the predictions are then exported under their own names.
+  exported = ({} if getattr(spec, 'export_outputs_defaulted', False) else
+              spec.export_outputs or {})
 
   def make(key):
     def serve(*args):
-      spec = graph.call(receiver.features(dict(zip(names, args))), None)
+      spec = graph.call(receiver.features_for(dict(zip(names, args))), None)
       if key is None:
         return spec.predictions_dict
       return _signature_outputs(spec.export_outputs[key])

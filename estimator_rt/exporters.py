@@ -64,8 +64,9 @@ class _SavedModelExporter(Exporter):
     _check_name(name)
     if exports_to_keep is not None and exports_to_keep < 1:
       raise UserInputError(
-          f'{type(self).__name__}: exports_to_keep={exports_to_keep!r} must '
-          'be >= 1 or None.')
+          '`exports_to_keep`, if provided, must be a positive number. Got '
+          f'{exports_to_keep!r} ({type(self).__name__}: give an int >= 1, or '
+          'None to keep every export).')
     self._name = name
     self._serving_input_receiver_fn = serving_input_receiver_fn
     self._assets_extra = assets_extra
@@ -184,11 +185,15 @@ class BestExporter(_SavedModelExporter):
   def export(self, estimator, export_path, checkpoint_path, eval_result,
              is_the_final_export):
     if not self._history_loaded:
-      self._load_history(estimator.model_dir, eval_result['global_step'])
+      # An eval_result without a step (tf.estimator's allowed one, and None)
+      # judges every step of the history.
+      self._load_history(estimator.model_dir,
+                         (eval_result or {}).get('global_step'))
     return super().export(estimator, export_path, checkpoint_path,
                           eval_result, is_the_final_export)
 
-  def _load_history(self, model_dir: str, current_step: int) -> None:
+  def _load_history(self, model_dir: str,
+                    current_step: Optional[int]) -> None:
     self._history_loaded = True
     points = summaries.read_scalars(
         summaries.eval_dir(model_dir, self._eval_name)).get(
@@ -202,6 +207,6 @@ class BestExporter(_SavedModelExporter):
 
   def should_export(self, *, eval_result, is_the_final_export):
     if self._best is None or self._compare_fn(self._best, eval_result):
-      self._best = dict(eval_result)
+      self._best = dict(eval_result) if eval_result is not None else None
       return True
     return False

@@ -1,14 +1,21 @@
 """`EstimatorSpec`: what a `model_fn` returns, validated on construction."""
 
+import collections
 import sys
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence, Tuple
 
 import keras
 import tensorflow as tf
+from tensorflow.python.framework.func_graph import FuncGraph  # pylint: disable=g-direct-tensorflow-import
 
 from estimator_rt.errors import GraphModelFnError
 from estimator_rt.errors import ModelFnError
+from estimator_rt.errors import ModelFnTypeError
+from estimator_rt.errors import shorten
 from estimator_rt.mode_keys import ModeKeys
+
+# The signature an export serves by default.
+DEFAULT_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
 
 
 def _is_tensor_like(value: Any) -> bool:
@@ -19,21 +26,64 @@ def _is_tensor_like(value: Any) -> bool:
           tf.is_tensor(value))
 
 
+def _is_dense_tensor(value: Any) -> bool:
+  """A tensor, as tf.estimator required of a loss or a prediction: not a
+  SparseTensor or RaggedTensor (nor a Python or NumPy value)."""
+  return _is_tensor_like(value) and not isinstance(
+      value, (tf.SparseTensor, tf.RaggedTensor))
+
+
+def _check_tensor(value: Any, name: str, mode: str) -> Any:
+  """`value` if it is a (dense) tensor; ModelFnTypeError otherwise."""
+  if not _is_dense_tensor(value):
+    raise ModelFnTypeError(
+        f'{name} must be Tensor, given: {shorten(value)} '
+        f'(EstimatorSpec(mode={mode!r}): give a tf.Tensor).')
+  return value
+
+
+# tf.estimator's words for a value of another graph than the one the
+# model_fn builds: a tensor kept from an earlier model_fn call, or made
+# outside the graph the Estimator opened.
+_OTHER_GRAPH = (
+    '{what} with "{name}" must be from the default graph. Possible causes '
+    'of this error include: 1) {what} was created outside the context of '
+    'the default graph. 2) The object passed through to EstimatorSpec was '
+    'not created in the most recent call to "model_fn".')
+
+
+def _check_graph(value: Any, what: str, name: Optional[str] = None) -> None:
+  """Raises ModelFnError if graph value `value` belongs to another graph
+  than the default one. Not checked eagerly, nor inside a function being
+  traced (whose body reads the outer graph's values through captures)."""
+  if tf.executing_eagerly():
+    return
+  default = tf.compat.v1.get_default_graph()
+  if isinstance(default, FuncGraph):
+    return
+  graph = getattr(value, 'graph', None)
+  if isinstance(value, tf.Variable):
+    graph = getattr(getattr(value, 'op', None), 'graph', None)
+  if graph is not None and graph is not default:
+    raise ModelFnError(_OTHER_GRAPH.format(
+        what=what, name=name or getattr(value, 'name', value)))
+
+
 def _hook_list(field: str, hooks: Optional[Sequence[Any]],
                mode: str) -> list:
   if hooks is None:
     return []
   if not isinstance(hooks, (list, tuple)):
-    raise ModelFnError(
-        f'EstimatorSpec(mode={mode!r}): `{field}` must be a list of '
-        f'tf.compat.v1.train.SessionRunHook, got {type(hooks).__name__}: '
-        f'{hooks!r}')
+    raise ModelFnTypeError(
+        f'All hooks must be SessionRunHook instances, given: '
+        f'{shorten(hooks)} (EstimatorSpec(mode={mode!r}): `{field}` must be '
+        'a list of tf.compat.v1.train.SessionRunHook).')
   for hook in hooks:
     if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
-      raise ModelFnError(
-          f'EstimatorSpec(mode={mode!r}): `{field}` must hold '
-          f'tf.compat.v1.train.SessionRunHook objects, got '
-          f'{type(hook).__name__}: {hook!r}')
+      raise ModelFnTypeError(
+          f'All hooks must be SessionRunHook instances, given: '
+          f'{shorten(hook)} (EstimatorSpec(mode={mode!r}): `{field}` holds '
+          f'a {type(hook).__name__}).')
   return list(hooks)
 
 
@@ -46,10 +96,45 @@ def is_keras2_metric(value: Any) -> bool:
   return tf_keras is not None and isinstance(value, tf_keras.metrics.Metric)
 
 
+def _metric_parts_ok(value: Any) -> bool:
+  return all(_is_tensor_like(v) or isinstance(v, tf.Operation)
+             for v in tf.nest.flatten(value))
+
+
 def _is_metric_pair(value: Any) -> bool:
+  """A `(value, update_op)` pair: a 2-tuple (or list) of tensors or ops; the
+  value may be a structure of tensors (tf.estimator reported it as such)."""
   return (isinstance(value, (tuple, list)) and len(value) == 2 and
-          all(_is_tensor_like(v) or isinstance(v, tf.Operation)
-              for v in value))
+          _metric_parts_ok(value))
+
+
+def _add_to_collection(collection: str, variables: Sequence[Any]) -> None:
+  present = {id(v) for v in tf.compat.v1.get_collection(collection)}
+  for variable in variables:
+    if id(variable) not in present:
+      tf.compat.v1.add_to_collection(collection, variable)
+
+
+def keras2_metric_as_pair(name: str, metric: Any) -> Tuple[Any, Any]:
+  """A Keras 2 (tf_keras) metric updated in the current graph as the
+  `(result(), update_op)` pair a session runs, as tf.estimator 2.15 made
+  it: the update op runs every update_state the model_fn called (2.15 ran
+  the first only), and the metric's variables join the LOCAL_VARIABLES
+  collection (initialized before each evaluation, never saved) and
+  METRIC_VARIABLES.
+
+  Raises:
+    ModelFnError: update_state was never called on it (a ValueError).
+  """
+  if not metric.updates:
+    raise ModelFnError(
+        f'Please call update_state(...) on the "{metric.name}" metric '
+        f'(eval_metric_ops[{name!r}]) with the batch\'s labels and '
+        'predictions, in the model_fn.')
+  for collection in (tf.compat.v1.GraphKeys.LOCAL_VARIABLES,
+                     tf.compat.v1.GraphKeys.METRIC_VARIABLES):
+    _add_to_collection(collection, metric.variables)
+  return (metric.result(), tf.group(*metric.updates))
 
 
 # What a Scaffold can ask of a session; an empty one (EstimatorSpec's
@@ -70,7 +155,12 @@ def has_session_scaffold(spec) -> bool:
                  getattr(scaffold, '_copy_from_scaffold', None) is not None)
 
 
-class EstimatorSpec:
+_FIELDS_215 = ('mode', 'predictions', 'loss', 'train_op', 'eval_metric_ops',
+               'export_outputs', 'training_chief_hooks', 'training_hooks',
+               'scaffold', 'evaluation_hooks', 'prediction_hooks')
+
+
+class EstimatorSpec(collections.namedtuple('EstimatorSpec', _FIELDS_215)):
   """What a `model_fn` returns for one mode.
 
   The fields each mode needs:
@@ -104,7 +194,9 @@ class EstimatorSpec:
   unweighted (the global batch's sum, as tf.estimator 2.15 trained it).
   Fields a mode
   does not use are accepted and ignored, so one model_fn can build every
-  field unconditionally.
+  field unconditionally; as with tf.estimator, a loss, predictions or
+  eval_metric_ops given in any mode must still be well-formed, and in a
+  graph each tensor must belong to the graph the model_fn builds.
 
   The fields below are tf.estimator's, for TF1-style model_fns, which the
   graph engine runs in a monitored session (see engine_choice.py):
@@ -115,186 +207,95 @@ class EstimatorSpec:
     `prediction_hooks`: `tf.compat.v1.train.SessionRunHook`s run around
     every session run of that mode (chief hooks on the chief only).
   * `export_outputs`: signature name -> `estimator_rt.export.PredictOutput`
-    (or `ClassificationOutput`, `RegressionOutput`); by default the export
-    has one `serving_default` signature returning `predictions`.
+    (or `ClassificationOutput`, `RegressionOutput`). In PREDICT mode they
+    are completed as tf.estimator did: none given is `{'serving_default':
+    PredictOutput(predictions)}` (`export_outputs_defaulted` is then set),
+    and a lone output is also `serving_default`.
 
   The eager engine runs none of these: a model_fn returning a Scaffold or
   SessionRunHooks is given to the graph engine.
 
   Raises:
-    ModelFnError: a required field is missing or has the wrong type. The
-      message names the field and the value received.
+    ModelFnError: a required field is missing or has a wrong value (a
+      ValueError); ModelFnTypeError where tf.estimator raised TypeError
+      (a field of the wrong type). The message starts with tf.estimator's
+      words and names the field and the value received.
   """
 
-  # tf.estimator 2.15's positional order; `optimizer`, this project's own,
-  # is keyword-only.
-  def __init__(self,
-               mode: str,
-               predictions: Any = None,
-               loss: Any = None,
-               train_op: Any = None,
-               eval_metric_ops: Optional[Mapping[str, Any]] = None,
-               export_outputs: Optional[Mapping[str, Any]] = None,
-               training_chief_hooks: Optional[Sequence[Any]] = None,
-               training_hooks: Optional[Sequence[Any]] = None,
-               scaffold: Optional[Any] = None,
-               evaluation_hooks: Optional[Sequence[Any]] = None,
-               prediction_hooks: Optional[Sequence[Any]] = None,
-               *,
-               optimizer: Optional[keras.optimizers.Optimizer] = None):
+  # tf.estimator 2.15's positional order, and a namedtuple of its fields as
+  # 2.15's was (`_replace`, `_fields`, `_asdict`); `optimizer`, this
+  # project's own, is keyword-only and an attribute beside the fields.
+  def __new__(cls,
+              mode: str,
+              predictions: Any = None,
+              loss: Any = None,
+              train_op: Any = None,
+              eval_metric_ops: Optional[Mapping[str, Any]] = None,
+              export_outputs: Optional[Mapping[str, Any]] = None,
+              training_chief_hooks: Optional[Sequence[Any]] = None,
+              training_hooks: Optional[Sequence[Any]] = None,
+              scaffold: Optional[Any] = None,
+              evaluation_hooks: Optional[Sequence[Any]] = None,
+              prediction_hooks: Optional[Sequence[Any]] = None,
+              *,
+              optimizer: Optional[keras.optimizers.Optimizer] = None):
     if mode not in ModeKeys.ALL:
       raise ModelFnError(
           f'EstimatorSpec: mode={mode!r} is not one of {ModeKeys.ALL}; pass '
           'the `mode` argument the model_fn received.')
-    self.mode = mode
-    self.predictions = predictions
-    self.loss = loss
-    self.loss_is_sum = False  # Set by heads only (see above).
-    self.optimizer = optimizer
-    self.train_op = train_op
-    self.eval_metric_ops = dict(eval_metric_ops or {})
-    self.export_outputs = (None if export_outputs is None
-                           else dict(export_outputs))
-    self.training_chief_hooks = _hook_list('training_chief_hooks',
-                                           training_chief_hooks, mode)
-    self.training_hooks = _hook_list('training_hooks', training_hooks, mode)
-    self.evaluation_hooks = _hook_list('evaluation_hooks', evaluation_hooks,
-                                       mode)
-    self.prediction_hooks = _hook_list('prediction_hooks', prediction_hooks,
-                                       mode)
+    loss = _validated_loss(loss, mode)
+    train_op = _validated_train(train_op, optimizer, loss, mode)
+    predictions = _validated_predictions(predictions, mode)
+    export_outputs, defaulted = _validated_export_outputs(
+        export_outputs, predictions, mode)
+    eval_metric_ops = _validated_eval_metric_ops(eval_metric_ops, mode)
     if scaffold is not None and not isinstance(
         scaffold, tf.compat.v1.train.Scaffold):
-      raise ModelFnError(
-          f'EstimatorSpec(mode={mode!r}): `scaffold` must be a '
-          f'tf.compat.v1.train.Scaffold, got {type(scaffold).__name__}: '
-          f'{scaffold!r}')
-    # tf.estimator's default: an empty Scaffold, which code written for it
-    # finalizes (`spec.scaffold.finalize()`); it asks nothing of a session
-    # (`has_session_scaffold`).
-    self.scaffold = (scaffold if scaffold is not None else
-                     tf.compat.v1.train.Scaffold())
-    self._validate()
-
-  def _validate(self):
-    if self.mode in (ModeKeys.TRAIN, ModeKeys.EVAL):
-      self._validate_loss()
-    {ModeKeys.TRAIN: self._validate_train, ModeKeys.EVAL: self._validate_eval,
-     ModeKeys.PREDICT: self._validate_predict}[self.mode]()
-
-  def _validate_loss(self):
-    mode = self.mode
-    if self.loss is None:
-      raise ModelFnError(
-          f'EstimatorSpec(mode={mode!r}): `loss` is required in {mode} mode '
-          'but was None; return the mean loss over the batch.')
-    if not _is_tensor_like(self.loss):
-      try:
-        self.loss = tf.convert_to_tensor(self.loss)
-      except (TypeError, ValueError) as e:
-        raise ModelFnError(
-            f'EstimatorSpec(mode={mode!r}): `loss` must be a scalar tensor, '
-            f'got {type(self.loss).__name__}: {self.loss!r}') from e
-    if self.loss.shape.rank not in (None, 0):
-      if self.loss.shape.num_elements() in (None, 1):
-        # tf.estimator's rule: a loss that may hold one element (shape
-        # (1,), or (None,) as a mean over a batch of unknown size) is
-        # taken as that scalar; more elements are an error.
-        self.loss = tf.reshape(self.loss, [])
-    if self.loss.shape.rank not in (None, 0):
-      raise ModelFnError(
-          f'EstimatorSpec(mode={mode!r}): `loss` must be a scalar (the mean '
-          f'over this replica\'s batch), got shape {self.loss.shape}. Reduce '
-          'it, e.g. with tf.reduce_mean.')
-    if not (self.loss.dtype.is_floating or self.loss.dtype.is_complex):
-      raise ModelFnError(
-          f'EstimatorSpec(mode={mode!r}): `loss` must be a floating point '
-          f'tensor, got dtype {self.loss.dtype.name}.')
-
-  def _validate_train(self):
-    if (self.optimizer is None and self.train_op is None and
-        tf.executing_eagerly() and self.loss is not None):
-      # tf.group(...) of updates returns None when run eagerly: the
-      # model_fn builds a graph (tf.estimator's), which the graph engine
-      # runs.
-      raise GraphModelFnError(
-          "EstimatorSpec(mode='train'): give `optimizer` (a Keras "
-          'optimizer) or `train_op`; train_op is None in an eager call '
-          '(tf.group returns None outside a graph).',
-          reason='its train_op is None when called eagerly')
-    if self.optimizer is None and self.train_op is None:
-      raise ModelFnError(
-          "EstimatorSpec(mode='train'): give `optimizer` (a Keras optimizer) "
-          'or `train_op`; both were None.')
-    if self.optimizer is not None and self.train_op is not None:
-      raise ModelFnError(
-          "EstimatorSpec(mode='train'): give `optimizer` or `train_op`, not "
-          'both.')
-    if (self.optimizer is not None and
-        not isinstance(self.optimizer, keras.optimizers.Optimizer)):
-      raise ModelFnError(
-          "EstimatorSpec(mode='train'): `optimizer` must be a Keras "
-          f'optimizer (keras.optimizers.*), got '
-          f'{type(self.optimizer).__name__}: {self.optimizer!r}')
-
-  def _validate_eval(self):
-    for name, metric in self.eval_metric_ops.items():
-      if not isinstance(name, str):
-        raise ModelFnError(
-            "EstimatorSpec(mode='eval'): `eval_metric_ops` keys must be "
-            f'strings, got {name!r}.')
-      if name == 'loss':
-        raise ModelFnError(
-            "EstimatorSpec(mode='eval'): `eval_metric_ops` may not define "
-            "'loss'; the runtime reports the mean loss under that name.")
-      if (is_keras2_metric(metric) and
-          tf.compat.v1.executing_eagerly_outside_functions()):
-        # Only the graph engine (a model_fn built in a tf.Graph) turns a
-        # Keras 2 metric into ops; the eager engine resets and reduces
-        # Keras 3 metric objects.
-        raise ModelFnError(
-            "EstimatorSpec(mode='eval'): eval_metric_ops[" + repr(name) +
-            f'] is a Keras 2 (tf_keras) metric, {type(metric).__name__}, in '
-            'a TF2 model_fn (eager engine); use a keras.metrics object.')
-      if not (isinstance(metric, keras.metrics.Metric) or
-              is_keras2_metric(metric) or _is_metric_pair(metric)):
-        raise ModelFnError(
-            "EstimatorSpec(mode='eval'): eval_metric_ops[" + repr(name) +
-            '] must be a Keras metric object or a (value, update_op) pair, '
-            f'got {type(metric).__name__}: {metric!r}')
-
-  def _validate_predict(self):
-    if self.predictions is None:
-      raise ModelFnError(
-          "EstimatorSpec(mode='infer'): `predictions` is required in "
-          'PREDICT mode but was None.')
-    preds = (self.predictions if isinstance(self.predictions, Mapping) else
-             {'predictions': self.predictions})
-    for name, value in preds.items():
-      # A tuple of strings too: tf.estimator's MultiHead keyed its
-      # predictions by (head name, prediction key).
-      if not (isinstance(name, str) or (
-          isinstance(name, tuple) and name and
-          all(isinstance(part, str) for part in name))):
-        raise ModelFnError(
-            "EstimatorSpec(mode='infer'): `predictions` keys must be "
-            f'strings (or tuples of strings), got {name!r}.')
-      if not _is_tensor_like(value):
-        raise ModelFnError(
-            "EstimatorSpec(mode='infer'): predictions[" + repr(name) +
-            f'] must be a tensor, got {type(value).__name__}: {value!r}')
-
-  _FIELDS = ('mode', 'predictions', 'loss', 'train_op', 'eval_metric_ops',
-             'export_outputs', 'training_chief_hooks', 'training_hooks',
-             'scaffold', 'evaluation_hooks', 'prediction_hooks', 'optimizer')
+      raise ModelFnTypeError(
+          f'scaffold must be tf.train.Scaffold. Given: {shorten(scaffold)} '
+          f'(EstimatorSpec(mode={mode!r}) got a {type(scaffold).__name__}).')
+    spec = super().__new__(
+        cls, mode=mode, predictions=predictions, loss=loss,
+        train_op=train_op, eval_metric_ops=eval_metric_ops,
+        export_outputs=export_outputs,
+        training_chief_hooks=_hook_list('training_chief_hooks',
+                                        training_chief_hooks, mode),
+        training_hooks=_hook_list('training_hooks', training_hooks, mode),
+        # tf.estimator's default: an empty Scaffold, which code written for
+        # it finalizes (`spec.scaffold.finalize()`); it asks nothing of a
+        # session (`has_session_scaffold`).
+        scaffold=(scaffold if scaffold is not None else
+                  tf.compat.v1.train.Scaffold()),
+        evaluation_hooks=_hook_list('evaluation_hooks', evaluation_hooks,
+                                    mode),
+        prediction_hooks=_hook_list('prediction_hooks', prediction_hooks,
+                                    mode))
+    spec.optimizer = optimizer
+    spec.loss_is_sum = False  # Set by heads only (see above).
+    # PREDICT's export_outputs were made here, not by the model_fn (the
+    # eager engine then exports the predictions under its own names).
+    spec.export_outputs_defaulted = defaulted
+    return spec
 
   def _replace(self, **changes) -> 'EstimatorSpec':
-    """A copy with `changes` (tf.estimator's EstimatorSpec was a namedtuple,
-    and code called its `_replace`)."""
-    unknown = set(changes) - set(self._FIELDS)
+    """A copy with `changes`, validated again (tf.estimator's EstimatorSpec
+    was a namedtuple, and code calls its `_replace`).
+
+    Raises:
+      ValueError: `changes` change the mode, or name no field.
+    """
+    if 'mode' in changes and changes['mode'] != self.mode:
+      raise ModelFnError(
+          'mode of EstimatorSpec cannot be changed (from '
+          f'{self.mode!r} to {changes["mode"]!r}); make a new EstimatorSpec.')
+    unknown = set(changes) - set(self._fields) - {'optimizer'}
     if unknown:
       raise ModelFnError(
           f'EstimatorSpec._replace: unknown field(s) {sorted(unknown)}.')
-    values = {name: getattr(self, name) for name in self._FIELDS}
+    values = self._asdict()
+    values['optimizer'] = self.optimizer
+    if self.export_outputs_defaulted:
+      values['export_outputs'] = None  # Made again from the predictions.
     values.update(changes)
     mode = values.pop('mode')
     return EstimatorSpec(mode, **values)
@@ -306,9 +307,184 @@ class EstimatorSpec:
       return dict(self.predictions)
     return {'predictions': self.predictions}
 
-  def __repr__(self):
-    fields = ', '.join(
-        f'{k}={getattr(self, k)!r}'
-        for k in ('loss', 'optimizer', 'train_op', 'predictions')
-        if getattr(self, k) is not None)
-    return f'EstimatorSpec({self.mode!r}, {fields})'
+
+def _validated_loss(loss: Any, mode: str) -> Any:
+  """The loss, reshaped to a scalar if it holds one element (tf.estimator's
+  rule: shape (1,), or (None,) as a mean over a batch of unknown size)."""
+  if loss is None:
+    if mode in (ModeKeys.TRAIN, ModeKeys.EVAL):
+      raise ModelFnError(
+          f'Missing loss. EstimatorSpec(mode={mode!r}): `loss` is required '
+          f'in {mode} mode; return the mean loss over the batch.')
+    return None
+  _check_tensor(loss, 'loss', mode)
+  if loss.shape.num_elements() not in (None, 1):
+    raise ModelFnError(
+        f'Loss must be scalar, given: {shorten(loss)} '
+        f'(EstimatorSpec(mode={mode!r}): got shape {loss.shape}; the loss is '
+        'the mean over this replica\'s batch: reduce it, e.g. with '
+        'tf.reduce_mean).')
+  if loss.shape.rank not in (None, 0):
+    loss = tf.reshape(loss, [])
+  if not (loss.dtype.is_floating or loss.dtype.is_complex):
+    raise ModelFnError(
+        f'EstimatorSpec(mode={mode!r}): `loss` must be a floating point '
+        f'tensor, got dtype {loss.dtype.name}.')
+  _check_graph(loss, 'loss')
+  return loss
+
+
+def _validated_train(train_op: Any, optimizer: Any, loss: Any,
+                     mode: str) -> Any:
+  """The train_op (a variable's op for a variable), after the checks of
+  TRAIN's `optimizer` / `train_op`."""
+  if train_op is not None:
+    if not (isinstance(train_op, tf.Operation) or _is_tensor_like(train_op)):
+      raise ModelFnTypeError(
+          f'train_op must be Operation or Tensor, given: {shorten(train_op)} '
+          f'(EstimatorSpec(mode={mode!r}) got a {type(train_op).__name__}).')
+    if isinstance(train_op, tf.Variable) and not tf.executing_eagerly():
+      train_op = train_op.op
+    _check_graph(train_op, 'train_op')
+  if mode != ModeKeys.TRAIN:
+    return train_op
+  if (optimizer is None and train_op is None and tf.executing_eagerly() and
+      loss is not None):
+    # tf.group(...) of updates returns None when run eagerly: the
+    # model_fn builds a graph (tf.estimator's), which the graph engine
+    # runs.
+    raise GraphModelFnError(
+        "EstimatorSpec(mode='train'): give `optimizer` (a Keras "
+        'optimizer) or `train_op`; train_op is None in an eager call '
+        '(tf.group returns None outside a graph).',
+        reason='its train_op is None when called eagerly')
+  if optimizer is None and train_op is None:
+    raise ModelFnError(
+        "Missing train_op. EstimatorSpec(mode='train'): give `optimizer` (a "
+        'Keras optimizer) or `train_op`; both were None.')
+  if optimizer is not None and train_op is not None:
+    raise ModelFnError(
+        "EstimatorSpec(mode='train'): give `optimizer` or `train_op`, not "
+        'both.')
+  if (optimizer is not None and
+      not isinstance(optimizer, keras.optimizers.Optimizer)):
+    raise ModelFnError(
+        "EstimatorSpec(mode='train'): `optimizer` must be a Keras "
+        f'optimizer (keras.optimizers.*), got '
+        f'{type(optimizer).__name__}: {optimizer!r}')
+  return train_op
+
+
+def _validated_predictions(predictions: Any, mode: str) -> Any:
+  """The predictions (checked in every mode they are given in, as
+  tf.estimator did); {} when None outside PREDICT."""
+  if predictions is None:
+    if mode == ModeKeys.PREDICT:
+      raise ModelFnError(
+          "Missing predictions. EstimatorSpec(mode='infer'): `predictions` "
+          'is required in PREDICT mode.')
+    return {}
+  if not isinstance(predictions, Mapping):
+    _check_tensor(predictions, 'predictions', mode)
+    _check_graph(predictions, 'prediction values')
+    return predictions
+  for name, value in predictions.items():
+    # A tuple of strings too: tf.estimator's MultiHead keyed its
+    # predictions by (head name, prediction key).
+    if not (isinstance(name, str) or (
+        isinstance(name, tuple) and name and
+        all(isinstance(part, str) for part in name))):
+      raise ModelFnError(
+          f'EstimatorSpec(mode={mode!r}): `predictions` keys must be '
+          f'strings (or tuples of strings), got {name!r}.')
+    _check_tensor(value, f'predictions[{name}]', mode)
+    _check_graph(value, 'prediction values',
+                 f'{name}: {getattr(value, "name", value)}')
+  return dict(predictions)
+
+
+def _validated_export_outputs(export_outputs: Any, predictions: Any,
+                              mode: str) -> Tuple[Any, bool]:
+  """PREDICT's export_outputs as tf.estimator completed them: a
+  `PredictOutput` of the predictions as `serving_default` when none are
+  given, a lone output also named `serving_default`. Returns them and
+  whether they were made here. Other modes' are kept as they are."""
+  if mode != ModeKeys.PREDICT:
+    return export_outputs, False
+  from estimator_rt import export as export_lib  # pylint: disable=g-import-not-at-top
+  defaulted = export_outputs is None
+  if defaulted:
+    export_outputs = {DEFAULT_SIGNATURE: export_lib.PredictOutput(predictions)}
+  if not isinstance(export_outputs, Mapping):
+    raise ModelFnTypeError(
+        f'`export_outputs` must be dict, given: {shorten(export_outputs)} '
+        "(EstimatorSpec(mode='infer'): a dict of signature name to "
+        'estimator_rt.export.PredictOutput, ClassificationOutput or '
+        'RegressionOutput).')
+  export_outputs = dict(export_outputs)
+  for name, output in export_outputs.items():
+    if not isinstance(output, export_lib.ExportOutput):
+      raise ModelFnTypeError(
+          'Values in `export_outputs` must be ExportOutput objects. Given: '
+          f'{name!r}: {shorten(output)}.')
+  if len(export_outputs) == 1:
+    export_outputs.setdefault(DEFAULT_SIGNATURE,
+                              next(iter(export_outputs.values())))
+  elif DEFAULT_SIGNATURE not in export_outputs:
+    raise ModelFnError(
+        'Multiple `export_outputs` were provided, but none of them is '
+        f'specified as the default: name one of {sorted(export_outputs)} '
+        f'{DEFAULT_SIGNATURE!r} (tf.saved_model.'
+        'DEFAULT_SERVING_SIGNATURE_DEF_KEY).')
+  return export_outputs, defaulted
+
+
+def _validated_eval_metric_ops(eval_metric_ops: Any, mode: str) -> dict:
+  """eval_metric_ops as a dict (checked in every mode, as tf.estimator
+  did). In a graph, Keras 2 (tf_keras) metric objects become
+  `(value, update_op)` pairs (keras2_metric_as_pair)."""
+  if eval_metric_ops is None:
+    return {}
+  if not isinstance(eval_metric_ops, Mapping):
+    raise ModelFnTypeError(
+        f'eval_metric_ops must be a dict, given: {shorten(eval_metric_ops)} '
+        f'(EstimatorSpec(mode={mode!r})).')
+  metrics = dict(eval_metric_ops)
+  in_graph = not tf.compat.v1.executing_eagerly_outside_functions()
+  for name, metric in metrics.items():
+    if not isinstance(name, str):
+      raise ModelFnError(
+          f'EstimatorSpec(mode={mode!r}): `eval_metric_ops` keys must be '
+          f'strings, got {name!r}.')
+    if is_keras2_metric(metric):
+      if not in_graph:
+        # Only the graph engine (a model_fn built in a tf.Graph) turns a
+        # Keras 2 metric into ops; the eager engine resets and reduces
+        # Keras 3 metric objects.
+        raise ModelFnError(
+            f'EstimatorSpec(mode={mode!r}): eval_metric_ops[{name!r}] is a '
+            f'Keras 2 (tf_keras) metric, {type(metric).__name__}, in a TF2 '
+            'model_fn (eager engine); use a keras.metrics object.')
+      parts = list(metric.updates) + [metric.result()] if (
+          metric.updates) else []
+      for part in parts:
+        _check_graph(part, 'eval_metric_ops', f'{name}: {part.name}')
+      metrics[name] = keras2_metric_as_pair(name, metric)
+      continue
+    if isinstance(metric, keras.metrics.Metric):
+      continue
+    if not (isinstance(metric, (tuple, list)) and len(metric) == 2):
+      raise ModelFnTypeError(
+          'Values of eval_metric_ops must be (metric_value, update_op) '
+          f'tuples, given: {shorten(metric)} for key: {name} '
+          f'(eval_metric_ops[{name!r}]; or a Keras '
+          'metric object).')
+    if not _metric_parts_ok(metric):
+      raise ModelFnTypeError(
+          f'EstimatorSpec(mode={mode!r}): eval_metric_ops[{name!r}] must be '
+          'a (value, update_op) pair of tensors or ops, got '
+          f'{shorten(metric)}.')
+    for part in tf.nest.flatten(metric):
+      _check_graph(part, 'eval_metric_ops',
+                   f'{name}: {getattr(part, "name", part)}')
+  return metrics

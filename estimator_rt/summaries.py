@@ -10,9 +10,11 @@ import collections
 import itertools
 import os
 import socket
+import threading
 import time
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import tensor_pb2
@@ -50,12 +52,14 @@ class ScalarWriter:
   def __init__(self, logdir: str):
     self._logdir = logdir
     self._writer = None
+    self.path = None  # The event file, once created.
 
   def _open(self):
     tf.io.gfile.makedirs(self._logdir)
     name = (f'events.out.tfevents.{time.time():.6f}.{socket.gethostname()}.'
             f'{os.getpid()}.{next(_WRITER_IDS)}.v2')
-    self._writer = tf.io.TFRecordWriter(os.path.join(self._logdir, name))
+    self.path = os.path.join(self._logdir, name)
+    self._writer = tf.io.TFRecordWriter(self.path)
     header = tf.compat.v1.Event(wall_time=time.time(),
                                 file_version='brain.Event:2')
     self._writer.write(header.SerializeToString())
@@ -116,6 +120,20 @@ def event_files_state(logdir: str) -> Tuple[Tuple[str, int], ...]:
                for path in _event_files(logdir))
 
 
+def scalar_value(value: tf.compat.v1.Summary.Value) -> Optional[float]:
+  """The number a summary value holds: a `simple_value` (tf.estimator's
+  and TF1 summary ops' form) or a numeric scalar tensor (tf.summary.scalar's
+  and ScalarWriter's); None for anything else (an image, an array, a
+  string such as the checkpoint path)."""
+  if value.HasField('simple_value'):
+    return float(value.simple_value)
+  if value.HasField('tensor'):
+    array = np.asarray(tf.make_ndarray(value.tensor))
+    if array.ndim == 0 and array.dtype.kind in 'biuf':
+      return float(array)
+  return None
+
+
 def read_scalars(logdir: str) -> Dict[str, List[Tuple[int, float]]]:
   """Every scalar in `logdir`'s event files: tag -> [(step, value)], by step.
 
@@ -130,13 +148,9 @@ def read_scalars(logdir: str) -> Dict[str, List[Tuple[int, float]]]:
       for record in tf.compat.v1.io.tf_record_iterator(path):
         event = tf.compat.v1.Event.FromString(record)
         for value in event.summary.value:
-          if value.HasField('tensor'):
-            number = float(np.asarray(tf.make_ndarray(value.tensor)))
-          elif value.HasField('simple_value'):
-            number = float(value.simple_value)
-          else:
-            continue
-          result[value.tag].append((int(event.step), number))
+          number = scalar_value(value)
+          if number is not None:
+            result[value.tag].append((int(event.step), number))
     except tf.errors.DataLossError:
       continue  # A record being written right now; the next read gets it.
   return {tag: sorted(points, key=lambda p: p[0])
@@ -149,12 +163,107 @@ def python_value(value):
   return array.item() if array.ndim == 0 else array
 
 
+def _summary_values(key: str, value) -> List[tf.compat.v1.Summary.Value]:
+  """The summary values an evaluation result `value` named `key` is written
+  as (tf.estimator's rules): a number as a scalar; bytes holding a
+  serialized `Summary` (what a `tf.compat.v1.summary` op returns, e.g. an
+  image) as its values, tagged `key/0`, `key/1`, ...; an array as a
+  tensor; anything else (and None) not at all."""
+  if value is None:
+    return []
+  if isinstance(value, (int, float, np.integer, np.floating)) or (
+      isinstance(value, np.ndarray) and value.ndim == 0 and
+      value.dtype.kind in 'iuf'):
+    return [tf.compat.v1.Summary.Value(tag=key, metadata=_SCALAR_METADATA,
+                                       tensor=_float32_scalar(value))]
+  if isinstance(value, bytes):
+    try:
+      summary = tf.compat.v1.Summary.FromString(value)
+    except Exception:  # pylint: disable=broad-except
+      logging.warning('Not writing %r to the summary: its bytes are not a '
+                      'serialized Summary.', key)
+      return []
+    for i, each in enumerate(summary.value):
+      each.tag = f'{key}/{i}'
+    return list(summary.value)
+  if isinstance(value, np.ndarray):
+    return [tf.compat.v1.Summary.Value(tag=key, node_name=key,
+                                       tensor=tf.make_tensor_proto(value))]
+  logging.warning('Not writing %r to the summary: a %s is not a number, an '
+                  'array or a serialized Summary.', key, type(value).__name__)
+  return []
+
+
+def _dict_summary(dictionary: Mapping[str, object]) -> bytes:
+  """A serialized `Summary` of `dictionary`'s values (all but
+  'global_step', each by `_summary_values`' rules)."""
+  values = []
+  for key, value in dictionary.items():
+    if key != 'global_step':
+      values.extend(_summary_values(key, value))
+  return tf.compat.v1.Summary(value=values).SerializeToString()
+
+
+class _AppendingWriter:
+  """The event file of a directory that this process appends evaluation
+  results to, as tf.estimator's FileWriterCache kept one writer per
+  directory: successive evaluations land in one file. A file removed
+  meanwhile (its directory deleted and made again) is started anew."""
+
+  def __init__(self, logdir: str):
+    self._logdir = logdir
+    self._writer = None
+
+  def write_summaries(self, serialized: Sequence[bytes], step: int) -> None:
+    if self._writer is not None and not tf.io.gfile.exists(self._writer.path):
+      self._writer.close()
+      self._writer = None
+    if self._writer is None:
+      self._writer = ScalarWriter(self._logdir)
+    for each in serialized:
+      self._writer.write_summary(each, step)
+    self._writer.flush()
+
+
+_APPENDING_WRITERS: Dict[str, _AppendingWriter] = {}
+_APPENDING_LOCK = threading.Lock()
+
+
+def _append(logdir: str, serialized: Sequence[bytes], step: int) -> None:
+  """Appends the serialized Summaries at `step` to this process's event file
+  of `logdir` (see _AppendingWriter)."""
+  with _APPENDING_LOCK:
+    writer = _APPENDING_WRITERS.get(logdir)
+    if writer is None:
+      writer = _APPENDING_WRITERS[logdir] = _AppendingWriter(logdir)
+    writer.write_summaries(serialized, int(step))
+
+
+def write_dict(output_dir: str, dictionary: Mapping[str, object],
+               step: int) -> None:
+  """Writes `dictionary` (see `_dict_summary`) as one event at `step` to
+  this process's event file of `output_dir` (tf.estimator's
+  `_write_dict_to_summary`)."""
+  _append(output_dir, [_dict_summary(dictionary)], step)
+
+
+def checkpoint_path_summary(checkpoint_path: str) -> bytes:
+  """A serialized `Summary` holding `checkpoint_path` as a string tensor
+  tagged 'checkpoint_path', which tf.estimator wrote beside each
+  evaluation's results (TensorBoard's text plugin shows it)."""
+  return tf.compat.v1.Summary(value=[tf.compat.v1.Summary.Value(
+      tag='checkpoint_path',
+      tensor=tf.make_tensor_proto(checkpoint_path, dtype=tf.string))
+  ]).SerializeToString()
+
+
 def write_eval_results(model_dir: str, name: Optional[str],
-                       results: Mapping[str, object]) -> None:
-  """Writes an evaluation's scalar results (all but 'global_step') to
-  model_dir/eval (or eval_<name>) at its 'global_step'."""
-  writer = ScalarWriter(eval_dir(model_dir, name))
-  writer.write({k: v for k, v in results.items()
-                if k != 'global_step' and np.ndim(v) == 0},
-               int(results['global_step']))
-  writer.close()
+                       results: Mapping[str, object],
+                       checkpoint_path: Optional[str] = None) -> None:
+  """Writes an evaluation's results (all but 'global_step', see
+  `write_dict`) to model_dir/eval (or eval_<name>) at its 'global_step',
+  and then the path of the checkpoint evaluated, if given."""
+  serialized = [_dict_summary(results)]
+  if checkpoint_path is not None:
+    serialized.append(checkpoint_path_summary(checkpoint_path))
+  _append(eval_dir(model_dir, name), serialized, results['global_step'])

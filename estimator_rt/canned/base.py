@@ -169,6 +169,7 @@ def call_logit_fn(logit_fn, features, mode, params, config):
   values = logits.values() if isinstance(logits, Mapping) else [logits]
   if not all(isinstance(value, tf.Tensor) for value in values):
     raise UserInputError(
-        f'logit_fn {getattr(logit_fn, "__name__", logit_fn)!r} must return a '
-        f'Tensor or a dict of Tensors, got {logits!r}.')
+        'logit_fn should return a Tensor or a dictionary mapping strings to '
+        f'Tensors: logit_fn {getattr(logit_fn, "__name__", logit_fn)!r} '
+        f'returned {logits!r}.')
   return logits

@@ -317,7 +317,7 @@ def _zeros_batch(receiver) -> Any:
   names = list(receiver.receiver_specs)
   specs = [receiver.receiver_specs[n] for n in names]
   concrete = tf.function(
-      lambda *args: receiver.features(dict(zip(names, args)))
+      lambda *args: receiver.features_for(dict(zip(names, args)))
   ).get_concrete_function(*specs)
 
   def zeros(tensor):

@@ -38,9 +38,7 @@ def _receiver_in_graph(receiver_fn: Callable) -> export_lib.ServingInputReceiver
     return receiver
   received = {name: tf.compat.v1.placeholder(spec.dtype, spec.shape, name=name)
               for name, spec in receiver.receiver_specs.items()}
-  features = receiver.features(received)
-  result = export_lib.TensorServingInputReceiver(features, received)
-  return result
+  return receiver.in_graph(received)
 
 
 def _signature_outputs(spec, predictions) -> Dict[str, export_lib.ExportOutput]:

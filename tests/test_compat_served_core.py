@@ -1,0 +1,230 @@
+"""tf.estimator 2.15's private module names of the Estimator core and
+export, as estimator_rt serves them (estimator_rt/compat/served/): gc,
+util, early_stopping, estimator, model_fn, export. Behaviours here are the
+ones 2.15's code and libraries rely on; each test fails without them.
+"""
+
+import importlib
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import estimator_rt.compat
+from estimator_rt import early_stopping as runtime_early_stopping
+from estimator_rt import engine as engine_lib
+
+estimator_rt.compat.install()
+
+_PACKAGE = 'tensorflow_estimator.python.estimator.'
+
+
+def _served(name):
+  return importlib.import_module(_PACKAGE + name)
+
+
+# ------------------------------------------------------------------- gc
+
+
+def test_gc_filters_keep_what_2_15_kept():
+  gc = _served('gc')
+  paths = [gc.Path('/e', v) for v in (0, 1, 3, 5, 6, 9)]
+  assert gc._largest_export_versions(2)(paths) == paths[-2:]
+  assert gc._mod_export_version(3)(paths) == [paths[0], paths[2], paths[4],
+                                              paths[5]]
+  # Intervals [0, 3], (3, 6], (6, 9]: the largest of each.
+  assert gc._one_of_every_n_export_versions(3)(paths) == [
+      paths[2], paths[4], paths[5]]
+  keep = gc._largest_export_versions(1)
+  assert gc._negation(keep)(paths) == paths[:-1]
+  assert gc._union(keep, gc._mod_export_version(5))(paths) == [
+      paths[0], paths[3], paths[5]]
+
+
+def test_gc_get_paths_parses_and_strips_remote_separators(tmp_path):
+  gc = _served('gc')
+  for name in ('1', '2', 'junk'):
+    os.mkdir(tmp_path / name)
+
+  def parser(path):
+    base = os.path.basename(path.path)
+    return path._replace(export_version=int(base)) if base.isdigit() else None
+
+  assert gc._get_paths(str(tmp_path), parser) == [
+      gc.Path(str(tmp_path / '1'), 1), gc.Path(str(tmp_path / '2'), 2)]
+  from tensorflow.python.platform import gfile  # pylint: disable=g-import-not-at-top
+  original = gfile.ListDirectory
+  gfile.ListDirectory = lambda _: ['7/']
+  try:
+    assert gc._get_paths('gs://b/x', parser) == [gc.Path('gs://b/x/7', 7)]
+  finally:
+    gfile.ListDirectory = original
+
+
+# ----------------------------------------------------------------- util
+
+
+def test_util_parse_input_fn_result_reads_a_dataset_in_a_session():
+  util = _served('util')
+  with tf.Graph().as_default():
+    dataset = tf.data.Dataset.from_tensor_slices(([[1, 2]], [[3]]))
+    features, labels, hooks = util.parse_input_fn_result(dataset)
+    with tf.compat.v1.train.MonitoredSession(hooks=hooks) as session:
+      got = session.run([features, labels])
+  assert [list(v) for v in got] == [[1, 2], [3]]
+  assert isinstance(hooks[0], util._DatasetInitializerHook)
+  with pytest.raises(ValueError, match='input_fn should return'):
+    util.parse_input_fn_result((1, 2, 3))
+  assert util.parse_input_fn_result({'x': 1})[1:] == (None, [])
+
+
+# -------------------------------------------------------- early stopping
+
+
+def _session_run(hooks):
+  with tf.Graph().as_default():
+    tf.compat.v1.train.create_global_step()
+    no_op = tf.no_op()
+    with tf.compat.v1.train.SingularMonitoredSession(hooks=hooks) as session:
+      session.run(no_op)
+      return session.should_stop()
+
+
+def test_early_stopping_hooks_are_session_hooks_and_runtime_hooks(tmp_path):
+  served = _served('early_stopping')
+  estimator = _served('estimator').Estimator(
+      lambda features, labels, mode: None, model_dir=str(tmp_path))
+  _served('estimator')._write_dict_to_summary(
+      estimator.eval_dir(), {'loss': 0.5, 'global_step': 10}, 10)
+  higher = served.stop_if_higher_hook(estimator, 'loss', 0.4,
+                                      run_every_secs=0)
+  lower = served.stop_if_lower_hook(estimator, 'loss', 0.4, run_every_secs=0)
+  assert isinstance(higher, tf.compat.v1.train.SessionRunHook)
+  assert _session_run([higher]) and not _session_run([lower])
+  # Given to train, it runs as the runtime's hook (both engines).
+  runtime, session = engine_lib.split_hooks([higher])
+  assert session == [] and len(runtime) == 1
+  assert isinstance(runtime[0], runtime_early_stopping._StopOnPredicateHook)
+  with pytest.raises(TypeError, match='must have type'):
+    served.make_early_stopping_hook(object(), lambda: True)
+  with pytest.raises(ValueError, match='Only one of'):
+    served.make_early_stopping_hook(estimator, lambda: True, 1, 1)
+
+
+def test_read_eval_metrics_reads_one_process_file_per_directory(tmp_path):
+  estimator_module = _served('estimator')
+  for step in (1, 2):
+    estimator_module._write_dict_to_summary(str(tmp_path), {
+        'loss': step / 10, 'nothing': None,
+        'array': np.array([1., 2.])}, step)
+  assert len(os.listdir(tmp_path)) == 1  # Appended, as FileWriterCache did.
+  metrics = _served('early_stopping').read_eval_metrics(str(tmp_path))
+  assert list(metrics) == [1, 2]
+  assert metrics[2] == pytest.approx({'loss': 0.2})
+  assert _served('early_stopping').read_eval_metrics(
+      str(tmp_path / 'none')) == {}
+
+
+def test_write_dict_writes_summary_bytes_under_numbered_tags(tmp_path):
+  with tf.Graph().as_default():
+    image = tf.compat.v1.summary.image('image', tf.zeros([2, 3, 3, 1]),
+                                       max_outputs=2)
+    with tf.compat.v1.Session() as session:
+      serialized = session.run(image)
+  _served('estimator')._write_dict_to_summary(str(tmp_path),
+                                              {'foo': serialized}, 5)
+  (path,) = tf.io.gfile.glob(str(tmp_path / 'events*'))
+  tags = [v.tag for e in tf.compat.v1.train.summary_iterator(path)
+          for v in e.summary.value]
+  assert tags == ['foo/0', 'foo/1']
+
+
+# -------------------------------------------------------------- model_fn
+
+
+def test_estimator_spec_is_2_15_namedtuple_and_replace_revalidates():
+  model_fn = _served('model_fn')
+  with tf.Graph().as_default():
+    predictions = tf.constant([[1.]])
+    spec = model_fn.EstimatorSpec('infer', predictions={'y': predictions})
+    assert spec._fields[:3] == ('mode', 'predictions', 'loss')
+    # PREDICT's export_outputs, completed as 2.15 did.
+    assert list(spec.export_outputs) == ['serving_default']
+    replaced = spec._replace(predictions={'z': predictions})
+    assert set(replaced.export_outputs['serving_default'].outputs) == {'z'}
+    with pytest.raises(ValueError, match='mode of EstimatorSpec'):
+      spec._replace(mode='train')
+    with pytest.raises(TypeError, match='predictions.* must be Tensor'):
+      spec._replace(predictions={'y': 1.})
+  assert model_fn.LOSS_METRIC_KEY == 'loss'
+
+
+def test_estimator_spec_refuses_a_tensor_of_another_graph():
+  model_fn = _served('model_fn')
+  with tf.Graph().as_default():
+    loss = tf.constant(1.)
+  with tf.Graph().as_default():
+    with pytest.raises(ValueError, match='must be from the default graph'):
+      model_fn.EstimatorSpec('eval', loss=loss)
+
+
+def test_verify_model_fn_args_as_2_15():
+  model_fn = _served('model_fn')
+
+  def good(features, labels, mode, params):
+    del features, labels, mode, params
+
+  model_fn.verify_model_fn_args(good, params={'a': 1})
+  with pytest.raises(ValueError, match='must include features'):
+    model_fn.verify_model_fn_args(lambda x: x, None)
+  with pytest.raises(ValueError, match='not expected args'):
+    model_fn.verify_model_fn_args(lambda features, other: 0, None)
+
+
+# ---------------------------------------------------------------- export
+
+
+def test_export_receivers_check_and_wrap_as_2_15():
+  export = _served('export.export')
+  with tf.Graph().as_default():
+    feature = tf.constant([1.])
+    receiver = export.ServingInputReceiver(feature, tf.constant(['a']))
+    assert list(receiver.features) == ['feature']
+    assert list(receiver.receiver_tensors) == ['input']
+    tensor_receiver = export.TensorServingInputReceiver(feature, feature)
+    assert tensor_receiver.features is feature
+    with pytest.raises(ValueError, match='receiver_tensor.* must be a Tensor'):
+      export.ServingInputReceiver(feature, 'not a tensor')
+    with pytest.raises(ValueError, match='feature keys must be strings'):
+      export.ServingInputReceiver({1.5: feature}, feature)
+    supervised = export.SupervisedInputReceiver(feature, feature, feature)
+    assert supervised.features is feature and supervised.labels is feature
+
+
+def test_supervised_receiver_fn_from_input_fn():
+  export = _served('export.export')
+
+  def input_fn():
+    return tf.data.Dataset.from_tensors(
+        ({'x': tf.zeros([2, 3])}, tf.zeros([2, 1])))
+
+  with tf.Graph().as_default():
+    receiver = export.build_supervised_input_receiver_fn_from_input_fn(
+        input_fn)()
+  assert sorted(receiver.receiver_tensors) == ['label', 'x']
+  assert receiver.features['x'].shape.as_list() == [None, 3]
+  with pytest.raises(ValueError, match='distinct keys'):
+    export.build_raw_supervised_input_receiver_fn(
+        {'label': tf.zeros([1])}, tf.zeros([1]))
+
+
+def test_exporters_check_exports_to_keep_and_take_no_eval_result():
+  exporter = importlib.import_module(
+      'tensorflow_estimator.python.estimator.exporter')
+  for cls in (exporter.LatestExporter, exporter.BestExporter):
+    with pytest.raises(ValueError, match='must be a positive number'):
+      cls('name', lambda: None, exports_to_keep=0)
+  best = exporter.BestExporter('best', lambda: None)
+  # tf.estimator's BestExporter exported the first result, even None.
+  assert best.should_export(eval_result=None, is_the_final_export=False)
