@@ -82,6 +82,14 @@ class Estimator:
       raise UserInputError(f'params={params!r} must be a dict or None.')
     self._params = dict(params or {})
     self._warm_start_from = warm_starting.settings_of(warm_start_from)
+    # The attributes tf.estimator 2.15's Estimator set, which its
+    # subclasses read (AdaNet's Estimator reads _model_dir).
+    self._model_dir = self._config.model_dir
+    self._session_config = self._config.session_config
+    self._device_fn = self._config.device_fn
+    self._train_distribution = self._config.train_distribute
+    self._eval_distribution = self._config.eval_distribute
+    self._warm_start_settings = self._warm_start_from
     self._engines = {}
     # Which engine the model_fn turned out to need, once known.
     self._kind = None

@@ -517,3 +517,20 @@ def test_a_name_that_does_not_resolve_is_cut_after_its_module_path(
   parts = written.split('.')
   length = check._failed_name_length(parts, failed)  # pylint: disable=protected-access
   assert '.'.join(parts[:length]) == reported
+
+
+def test_a_tf1_only_name_in_the_tf2_namespace_names_its_v1_place():
+  """`tf.estimator.inputs` was TensorFlow 1's (DeepCTR reaches it on its
+  TF1 branch): refused, saying 2.15's TF2 API lacked it too and where TF2
+  programs found it; a name in neither namespace keeps the layer's
+  message."""
+  checker = check.Classifier()
+  name, status, detail = checker.classify(
+      'tensorflow.estimator.inputs.pandas_input_fn')
+  assert (name, status) == ('tf.estimator.inputs.pandas_input_fn',
+                            check.REFUSED)
+  assert detail == (
+      "not in tf.estimator 2.15's TF2 API either (TensorFlow 2 programs used "
+      'tf.compat.v1.estimator.inputs.pandas_input_fn, which runs here)')
+  _, status, detail = checker.classify('tensorflow.estimator.NoSuchName')
+  assert status == check.REFUSED and 'TF2 API either' not in detail

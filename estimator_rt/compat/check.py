@@ -220,6 +220,11 @@ class Classifier:
     n, value, message = resolve(parts)
     if value is None:
       name = display('.'.join(parts[:_failed_name_length(parts, n)]))
+      in_v1 = _v1_only(parts)
+      if in_v1 is not None:
+        return name, REFUSED, (
+            f'not in tf.estimator 2.15\'s TF2 API either (TensorFlow 2 '
+            f'programs used {display(in_v1)}, which runs here)')
       if 'estimator_rt' not in message:
         message += ('; estimator_rt.compat does not serve it: use tf.estimator '
                     'or tf.compat.v1.estimator')
@@ -233,6 +238,21 @@ class Classifier:
     if difference is not None:
       return name, DIFFERS, difference
     return name, RUNS, ''
+
+
+def _v1_only(parts: Sequence[str]) -> Optional[str]:
+  """The tf.compat.v1.estimator name of a TF2-namespace name that fails
+  to resolve but resolves there (`tf.estimator.inputs.pandas_input_fn`:
+  only TensorFlow 1's API had it), else None."""
+  for prefix in (['tensorflow', 'estimator'],
+                 ['tensorflow', 'compat', 'v2', 'estimator']):
+    if parts[:len(prefix)] == prefix and len(parts) > len(prefix):
+      v1 = ['tensorflow', 'compat', 'v1', 'estimator'] + list(
+          parts[len(prefix):])
+      n, value, _ = resolve(v1)
+      if value is not None and n == len(v1):
+        return '.'.join(v1)
+  return None
 
 
 def _failed_name_length(parts: Sequence[str], failed: int) -> int:
