@@ -228,3 +228,32 @@ def test_exporters_check_exports_to_keep_and_take_no_eval_result():
   best = exporter.BestExporter('best', lambda: None)
   # tf.estimator's BestExporter exported the first result, even None.
   assert best.should_export(eval_result=None, is_the_final_export=False)
+
+
+# ------------------------------------------------------- Estimator subclass
+
+
+def test_a_subclass_reads_2_15s_protected_attributes(tmp_path):
+  """AdaNet's Estimator reads `self._model_dir` after 2.15's __init__;
+  the others are what 2.15's __init__ set from the config."""
+  seen = {}
+
+  class Subclass(tf.estimator.Estimator):
+
+    def __init__(self, model_dir):
+      config = tf.estimator.RunConfig(model_dir=model_dir,
+                                      session_config=tf.compat.v1.ConfigProto(
+                                          log_device_placement=False))
+      super().__init__(model_fn=lambda features, labels, mode: None,
+                       config=config, warm_start_from=None)
+      seen['report_dir'] = os.path.join(self._model_dir, 'report')
+      seen['session_config'] = self._session_config
+      seen['distributions'] = (self._train_distribution,
+                               self._eval_distribution)
+      seen['warm_start'] = self._warm_start_settings
+
+  estimator = Subclass(str(tmp_path / 'm'))
+  assert seen['report_dir'] == os.path.join(estimator.model_dir, 'report')
+  assert seen['session_config'] is estimator.config.session_config
+  assert seen['distributions'] == (None, None)
+  assert seen['warm_start'] is None
