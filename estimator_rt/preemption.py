@@ -147,6 +147,22 @@ def training() -> Iterator[None]:
       signal.signal(signum, handler)
 
 
+@contextlib.contextmanager
+def outside_training() -> Iterator[None]:
+  """Within `training()`, marks work that is not training: the evaluation
+  and export a saving listener runs after a checkpoint (train_and_evaluate's
+  local loop, as tf.estimator's). A stop signal then exits at once, as it
+  does outside training: nothing is in flight that a save would keep, and
+  the checkpoint just saved is where the same command resumes."""
+  with _state.lock:
+    depth, _state.training = _state.training, 0
+  try:
+    yield
+  finally:
+    with _state.lock:
+      _state.training = depth
+
+
 def stop_requested() -> Optional[str]:
   """The name of the stop signal received during training, or None."""
   return _state.requested

@@ -39,6 +39,7 @@ from estimator_rt import cluster
 from estimator_rt import engine_choice
 from estimator_rt import evaluator as evaluator_lib
 from estimator_rt import hooks as hooks_lib
+from estimator_rt import preemption
 from estimator_rt import roles
 from estimator_rt import server as server_lib
 from estimator_rt.errors import check_count
@@ -381,8 +382,9 @@ class _NewCheckpointListenerForEvaluate(
 
   def _evaluate(self, global_step_value, *, is_final=None):
     self._timer.update_last_triggered_step(global_step_value)
-    self.eval_result, self.export_results = (
-        self._evaluator.evaluate_and_export(is_final=is_final))
+    with preemption.outside_training():
+      self.eval_result, self.export_results = (
+          self._evaluator.evaluate_and_export(is_final=is_final))
     if self.eval_result.status != _EvalStatus.EVALUATED:
       # Training always ends with a new checkpoint.
       raise RuntimeError('There was no new checkpoint after the training. '
