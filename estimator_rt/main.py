@@ -3,7 +3,7 @@
 Runs train, evaluate, train_and_evaluate, predict or export for a model_fn
 and input_fns named as `module:attr` (or `path/to/file.py:attr`). With no
 flags at all it trains the MLP classifier on the handwritten digits that
-ship with scikit-learn into a fresh model_dir, evaluates it, exports it and
+ship in input_fns/data/ into a fresh model_dir, evaluates it, exports it and
 prints the final metrics and the export path.
 
 Exit codes: 0 success; 2 bad input (flags, TF_CONFIG, model_fn or input_fn

@@ -1,8 +1,9 @@
-"""scikit-learn's bundled handwritten digits: real data with no download.
+"""Handwritten digits shipped with this package: real data with no download.
 
-`sklearn.datasets.load_digits` ships inside the scikit-learn package: 1797
-8x8 grayscale digits, 10 classes. Features are the 64 pixels scaled from
-0..16 to [0, 1] as float32, labels are int64 class ids.
+`input_fns/data/digits.csv.gz` (see the README beside it) is the file
+scikit-learn's `load_digits` reads: 1797 8x8 grayscale digits, 10 classes.
+Features are the 64 pixels scaled from 0..16 to [0, 1] as float32, labels
+are int64 class ids.
 
 The split is fixed: the examples are permuted once with SPLIT_SEED and the
 last EVAL_FRACTION of the permutation is the eval set (359 examples), the
@@ -12,6 +13,8 @@ int64 [b]) and follow the input_context contract of
 """
 
 import functools
+import gzip
+import os
 from typing import Any, Mapping, Optional, Tuple
 
 import numpy as np
@@ -23,6 +26,8 @@ NUM_FEATURES = 64
 N_CLASSES = 10
 EVAL_FRACTION = 0.2
 SPLIT_SEED = 0
+DATA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data',
+                         'digits.csv.gz')
 
 
 @functools.lru_cache(maxsize=1)
@@ -32,13 +37,10 @@ def load_split() -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
   The arrays are read-only: they are shared by every caller through the
   cache, so a caller that modified them would change everyone's data.
   """
-  # Imported here so that importing this module (e.g. to list input_fns)
-  # does not pay for importing scikit-learn.
-  from sklearn import datasets  # pylint: disable=g-import-not-at-top
-
-  digits = datasets.load_digits()
-  x = (digits.data / 16.0).astype(np.float32)
-  y = digits.target.astype(np.int64)
+  with gzip.open(DATA_FILE, 'rt') as f:
+    table = np.loadtxt(f, delimiter=',')  # Pixels, then the class.
+  x = (table[:, :-1] / 16.0).astype(np.float32)
+  y = table[:, -1].astype(np.int64)
   order = np.random.default_rng(SPLIT_SEED).permutation(len(y))
   x, y = x[order], y[order]
   num_eval = int(len(y) * EVAL_FRACTION)

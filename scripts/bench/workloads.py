@@ -2,7 +2,7 @@
 bare side's equivalents.
 
   W1: linear model, synthetic regression, batch 64, SGD 0.2;
-  W2: MLP [64, 32], sklearn digits, batch 128, Adam 0.01;
+  W2: MLP [64, 32], the digits, batch 128, Adam 0.01;
   W3: CNN, synthetic 32x32x3 images, batch 128, Adam 0.001.
 
 Each workload also has a Keras model built once with the model_fn's layers,
@@ -68,7 +68,7 @@ WORKLOADS = {
         bare_optimizer=lambda: keras.optimizers.SGD(
             linear.DEFAULT_PARAMS['learning_rate'])),
     'W2': dict(
-        description='MLP [64, 32], sklearn digits, batch 128, Adam 0.01',
+        description='MLP [64, 32], digits, batch 128, Adam 0.01',
         model_fn=mlp.model_fn,
         input_fn=digits.train_input_fn,
         params={'batch_size': 128},
