@@ -96,6 +96,20 @@ def is_keras2_metric(value: Any) -> bool:
   return tf_keras is not None and isinstance(value, tf_keras.metrics.Metric)
 
 
+def metric_object_as_pair(metric: Any, updates: Sequence[Any]):
+  """`(metric.result(), update_op)` for a metric object updated in this
+  graph by `updates`, as tf.estimator 2.15's EstimatorSpec paired them; the
+  metric's variables join LOCAL_VARIABLES (initialized before each
+  evaluation, never saved) and METRIC_VARIABLES, each once."""
+  for collection in (tf.compat.v1.GraphKeys.LOCAL_VARIABLES,
+                     tf.compat.v1.GraphKeys.METRIC_VARIABLES):
+    present = {id(v) for v in tf.compat.v1.get_collection(collection)}
+    for variable in metric.variables:
+      if id(variable) not in present:
+        tf.compat.v1.add_to_collection(collection, variable)
+  return metric.result(), tf.group(*updates)
+
+
 def _metric_parts_ok(value: Any) -> bool:
   return all(_is_tensor_like(v) or isinstance(v, tf.Operation)
              for v in tf.nest.flatten(value))

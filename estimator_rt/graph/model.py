@@ -23,6 +23,7 @@ from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.spec import EstimatorSpec
 from estimator_rt.spec import is_keras2_metric
+from estimator_rt.spec import metric_object_as_pair
 
 # Ops that write a resource variable or a ref variable: how the global step
 # is seen to be counted by the model_fn's train_op.
@@ -177,13 +178,8 @@ def _keras2_metrics_as_pairs(spec: EstimatorSpec, model_fn: Callable) -> None:
           f'is the metric {metric.name!r}, whose update_state(...) was never '
           'called in this graph; call it with the batch\'s labels and '
           'predictions.')
-    for collection in (tf.compat.v1.GraphKeys.LOCAL_VARIABLES,
-                       tf.compat.v1.GraphKeys.METRIC_VARIABLES):
-      present = {id(v) for v in tf.compat.v1.get_collection(collection)}
-      for variable in metric.variables:
-        if id(variable) not in present:
-          tf.compat.v1.add_to_collection(collection, variable)
-    spec.eval_metric_ops[name] = (metric.result(), tf.group(*metric.updates))
+    spec.eval_metric_ops[name] = metric_object_as_pair(metric,
+                                                       metric.updates)
 
 
 def _check_graph_spec(spec: EstimatorSpec, model_fn: Callable) -> None:

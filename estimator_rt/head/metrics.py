@@ -17,6 +17,8 @@ itself gets the same objects and may put them in its EstimatorSpec.
 
 import tensorflow as tf
 
+from estimator_rt import spec
+
 
 def in_graph_engine() -> bool:
   """Whether the model_fn is being built in a TF1 graph (the graph engine)
@@ -112,11 +114,5 @@ def as_eval_metric_ops(eval_metrics):
     if not updates or not callable(getattr(metric, 'result', None)):
       ops[key] = metric
       continue
-    for collection in (tf.compat.v1.GraphKeys.LOCAL_VARIABLES,
-                       tf.compat.v1.GraphKeys.METRIC_VARIABLES):
-      present = {id(v) for v in tf.compat.v1.get_collection(collection)}
-      for variable in metric.variables:
-        if id(variable) not in present:
-          tf.compat.v1.add_to_collection(collection, variable)
-    ops[key] = (metric.result(), tf.group(*updates))
+    ops[key] = spec.metric_object_as_pair(metric, updates)
   return ops
