@@ -147,12 +147,25 @@ def split_host_port(address: str) -> Tuple[str, int]:
 
 def reachable(address: str, *, timeout: float) -> bool:
   """Whether something accepts a TCP connection at 'host:port' (or
-  '[ipv6]:port') within `timeout` seconds."""
+  '[ipv6]:port') within `timeout` seconds. An address that does is
+  remembered (see `was_reachable`)."""
   try:
     with socket.create_connection(split_host_port(address), timeout=timeout):
+      _seen_reachable.add(address)
       return True
   except OSError:
     return False
+
+
+def was_reachable(address: str) -> bool:
+  """Whether `reachable(address)` was ever True in this process: a server
+  that accepted connections before and refuses them now has gone away (a
+  lost task), where one never seen may still be starting."""
+  return address in _seen_reachable
+
+
+# The addresses `reachable` found accepting connections in this process.
+_seen_reachable = set()
 
 
 def join_host_port(host: str, port: int) -> str:

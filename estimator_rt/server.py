@@ -27,6 +27,7 @@ from estimator_rt.cluster import reachable
 from estimator_rt.cluster import server_task
 from estimator_rt.cluster import split_host_port
 from estimator_rt.cluster import TaskInfo
+from estimator_rt.cluster import was_reachable
 from estimator_rt.preemption import PREEMPTED_EXIT_CODE
 
 _DONE_QUEUE = 'estimator_rt_training_done'
@@ -207,6 +208,11 @@ def _token_arrives(session, size, *, within_secs: float) -> bool:
 # How often a server looks whether its done queue holds the token.
 _SIZE_POLL_SECS = 0.25
 
+# How long a server that accepted connections earlier may refuse them
+# before it counts as lost (a refused connection is no transient: the
+# process holding the port is gone; one more look covers a slow accept).
+_LOST_CONFIRM_SECS = 1.0
+
 # How long a server that was told training is done waits before exiting,
 # so that the teller's call gets its reply.
 _REPLY_GRACE_SECS = 0.5
@@ -219,8 +225,12 @@ def _send_token(job: str, index: int, address: str, token: int,
   puts `token` in its done queue; sets `calling` just before the call and
   `done` when it is settled (the session's close may block afterwards, on
   a server that exits at once)."""
+  # A server seen up earlier (the chief waited for it before training)
+  # that now refuses connections is lost: skipped at once, not waited for.
+  lost_after = time.time() + _LOST_CONFIRM_SECS if was_reachable(
+      address) else deadline
   while not reachable(address, timeout=1.0):
-    if time.time() >= deadline:
+    if time.time() >= min(deadline, lost_after):
       logging.warning('%s:%d at %s is not reachable (lost?); not telling it '
                       'that training is done.', job, index, address)
       done.set()
@@ -243,6 +253,27 @@ def _send_token(job: str, index: int, address: str, token: int,
   done.set()
 
 
+def note_servers_up(tasks: Iterable[tuple], *,
+                    poll_secs: float = 1.0) -> threading.Event:
+  """Looks, from a daemon thread, at each (job, index, address) server
+  until each has accepted a connection once, so that `signal_training_done`
+  later tells a lost server (up once, gone now) from one still starting.
+
+  Returns:
+    An event that stops the looking when set (at the end of training).
+  """
+  stop = threading.Event()
+  pending = [address for _, _, address in tasks]
+
+  def look():
+    while pending and not stop.is_set():
+      pending[:] = [a for a in pending if not reachable(a, timeout=0.5)]
+      stop.wait(poll_secs)
+
+  threading.Thread(target=look, name='note-servers-up', daemon=True).start()
+  return stop
+
+
 def signal_training_done(tasks: Iterable[tuple], *, timeout_secs: float = 30,
                          preempted: bool = False) -> None:
   """Tells each (job, index, address) server that training is over.
@@ -251,8 +282,9 @@ def signal_training_done(tasks: Iterable[tuple], *, timeout_secs: float = 30,
   saved and stopped on a stop signal: the cluster is to be restarted), else
   with 0. Bounded by `timeout_secs` in all, the servers told in parallel
   from daemon threads: one still starting (a chief restarted on a finished
-  model_dir is done at once) is waited for until then, one that never
-  accepts a connection (a lost worker) is skipped, and one that stops
+  model_dir is done at once) is waited for until then, one that accepted
+  connections earlier in this process and refuses them now (a lost worker)
+  is skipped at once, and one that stops
   answering mid-call is left behind (creating a session has no timeout of
   its own). A server not told notices the chief is gone and exits on its
   own.

@@ -968,6 +968,8 @@ def _run_training_task(estimator, train_spec, role, *, hooks,
   """The chief, or a worker of synchronous (MWMS) training."""
   task = role.task
   preempted = False
+  looking = (server_lib.note_servers_up(_server_tasks(task))
+             if role.signals_servers else None)
   try:
     estimator.train(input_fn=train_spec.input_fn,
                     max_steps=train_spec.max_steps, hooks=hooks,
@@ -976,6 +978,8 @@ def _run_training_task(estimator, train_spec, role, *, hooks,
     preempted = True
     raise
   finally:
+    if looking is not None:
+      looking.set()
     if role.signals_servers:
       # Success or not, the servers must not wait for a chief that is done;
       # after a preemption they exit as preempted too, so that a launcher
@@ -1013,8 +1017,7 @@ def _signal_servers(task, *, preempted: bool, between_graph: bool) -> None:
   WORKERS_GONE_SECS).
   """
   def tasks_of(job):
-    return [(job, index, address)
-            for index, address in enumerate(task.cluster.get(job, ()))]
+    return _server_tasks(task, jobs=(job,))
   if not between_graph:
     server_lib.signal_training_done(
         tasks_of(cluster.WORKER) + tasks_of(cluster.PS), preempted=preempted)
@@ -1024,6 +1027,13 @@ def _signal_servers(task, *, preempted: bool, between_graph: bool) -> None:
   server_lib.wait_until_gone(tasks_of(cluster.WORKER),
                              timeout_secs=WORKERS_GONE_SECS)
   server_lib.signal_training_done(tasks_of(cluster.PS), preempted=preempted)
+
+
+def _server_tasks(task, *, jobs=(cluster.WORKER, cluster.PS)
+                  ) -> List[Tuple[str, int, str]]:
+  """(job, index, address) of each server of `jobs` in `task`'s cluster."""
+  return [(job, index, address) for job in jobs
+          for index, address in enumerate(task.cluster.get(job, ()))]
 
 
 # How long a between-graph chief waits for told workers to exit before it

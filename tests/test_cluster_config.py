@@ -365,3 +365,33 @@ def test_evaluator_of_a_cluster_without_training_tasks_is_rejected(
   assert result.returncode == 2, result.stdout[-2000:]
   assert len(errors) == 1 and '"chief" or "worker"' in errors[0]
   assert not os.path.exists(model_dir)
+
+
+def test_end_of_training_signal_skips_a_lost_server_at_once():
+  """A server that accepted connections earlier and refuses them now is
+  lost: the chief's done signal skips it within a second or two, where a
+  server never seen (maybe still starting) is waited for up to the bound."""
+  import time  # pylint: disable=g-import-not-at-top
+  from estimator_rt import server as server_lib  # pylint: disable=g-import-not-at-top
+  addresses = []
+  for _ in range(2):
+    listener = socket.socket()
+    listener.bind(('127.0.0.1', 0))
+    listener.listen()
+    addresses.append('127.0.0.1:%d' % listener.getsockname()[1])
+    listener.close()
+  seen, never_seen = addresses
+  # `seen` was up once (as the chief found every server before training).
+  with socket.socket() as up:
+    up.bind(('127.0.0.1', int(seen.split(':')[1])))
+    up.listen()
+    assert cluster.reachable(seen, timeout=1)
+  assert cluster.was_reachable(seen) and not cluster.was_reachable(
+      never_seen)
+  started = time.time()
+  server_lib.signal_training_done([('worker', 1, seen)], timeout_secs=20)
+  assert time.time() - started < 5
+  started = time.time()
+  server_lib.signal_training_done([('worker', 2, never_seen)],
+                                  timeout_secs=3)
+  assert time.time() - started >= 3
