@@ -141,6 +141,19 @@ def test_write_dict_writes_summary_bytes_under_numbered_tags(tmp_path):
   assert tags == ['foo/0', 'foo/1']
 
 
+def test_write_dict_writes_numbers_as_simple_values(tmp_path):
+  """As 2.15 did: code reading eval results with summary_iterator (2.15's
+  BestExporter, its tests) reads `simple_value`."""
+  _served('estimator')._write_dict_to_summary(
+      str(tmp_path), {'loss': 60, 'auc': np.float32(0.5), 'global_step': 3},
+      3)
+  (path,) = tf.io.gfile.glob(str(tmp_path / 'events*'))
+  values = {v.tag: v.simple_value
+            for e in tf.compat.v1.train.summary_iterator(path)
+            for v in e.summary.value if v.HasField('simple_value')}
+  assert values == {'loss': 60.0, 'auc': 0.5}
+
+
 # -------------------------------------------------------------- model_fn
 
 
