@@ -403,3 +403,29 @@ def test_reserved_metric_names_and_uneven_predictions_as_2_15():
   # Whole batches need no common length.
   assert len(list(engine_lib.yield_predictions(
       uneven, single=False, keys=None, yield_single_examples=False))) == 1
+
+
+def test_stop_at_checkpoint_step_hooks_are_2_15s_session_hooks(tmp_path):
+  hooks = _served('hooks.hooks')
+
+  class WorkerConfig(tf.estimator.RunConfig):
+
+    @property
+    def is_chief(self):
+      return False
+
+  model_fn = lambda features, labels: None
+  chief = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path))
+  hook = hooks.make_stop_at_checkpoint_step_hook(chief, 300)
+  assert isinstance(hook, tf.compat.v1.train.StopAtStepHook)
+  assert hook._last_step == 300
+  worker = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path),
+                                  config=WorkerConfig())
+  hook = hooks.make_stop_at_checkpoint_step_hook(worker, 300, 7)
+  assert isinstance(hook, hooks._StopAtCheckpointStepHook)
+  assert (hook._model_dir, hook._last_step) == (str(tmp_path), 300)
+  # Estimator.train runs it as the runtime's hook of the same rule.
+  runtime, session = engine_lib.split_hooks([hook])
+  assert session == []
+  assert isinstance(runtime[0], runtime_early_stopping._StopAtCheckpointStepHook)
+  assert runtime[0]._wait_secs == 7
