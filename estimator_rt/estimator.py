@@ -16,6 +16,7 @@ from estimator_rt import preemption
 from estimator_rt import summaries
 from estimator_rt import user_fns
 from estimator_rt import warm_starting
+from estimator_rt.cluster import ClusterConfigError
 from estimator_rt.errors import check_positive_count
 from estimator_rt.errors import GraphModelFnError
 from estimator_rt.errors import MAX_INT32
@@ -111,7 +112,16 @@ class Estimator:
     # A training task of a multi-worker strategy configures its collective
     # ops when the eager engine is made (before TensorFlow runs any op);
     # choosing the engine runs ops, so that engine exists first.
-    if self._config.role.creates_strategy_first:
+    try:
+      role = self._config.role
+    except ClusterConfigError:
+      # A cluster the runtime cannot run (port 0, an unknown job) is refused
+      # when this Estimator first trains, evaluates or predicts (the engine
+      # reads the role), before anything is written: tf.estimator 2.15 made
+      # Estimators of any TF_CONFIG, and code reads their config (2.15's
+      # InMemoryEvaluatorHook refuses a cluster by its properties).
+      role = None
+    if role is not None and role.creates_strategy_first:
       self._engine_of(engine_choice.EAGER)
 
   def _engine_of(self, kind: str):
