@@ -1069,3 +1069,29 @@ class RunConfig:
   def service(self) -> Optional[dict]:
     """TF_CONFIG's `service` dict, or None."""
     return self._distributed.service
+
+
+_FIELD_NAMES = frozenset(field.name for field in dataclasses.fields(RunConfig))
+
+
+def _run_config_setattr(self, name: str, value) -> None:
+  """RunConfig's fields stay frozen (use `replace`), as 2.15's properties
+  had no setters; other attributes may be set, as on 2.15's RunConfig
+  (programs and tests tag a config, `config.i_am_test = True`), and 2.15's
+  private storage of a field (`_session_config`) sets that field.
+
+  Raises:
+    dataclasses.FrozenInstanceError (an AttributeError): `name` is a field.
+  """
+  if name in _FIELD_NAMES:
+    raise dataclasses.FrozenInstanceError(
+        f'cannot assign to field {name!r}: RunConfig is immutable; use '
+        f'config.replace({name}=...).')
+  if name.startswith('_') and name[1:] in _FIELD_NAMES:
+    _set_field(self, name[1:], value)
+  else:
+    object.__setattr__(self, name, value)
+
+
+# A frozen dataclass may not define __setattr__ in its body.
+RunConfig.__setattr__ = _run_config_setattr

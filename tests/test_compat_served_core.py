@@ -296,6 +296,19 @@ def test_a_config_subclass_may_make_model_dir_a_read_only_property(tmp_path):
                            model_dir=str(tmp_path / 'other'))
 
 
+def test_a_run_config_takes_new_attributes_but_keeps_its_fields_frozen():
+  """2.15's RunConfig took any attribute (programs tag a config, which the
+  model_fn then reads); its properties had no setters."""
+  config = tf.estimator.RunConfig()
+  config.i_am_test = True
+  assert config.replace(tf_random_seed=3).i_am_test
+  with pytest.raises(AttributeError, match='use config.replace'):
+    config.model_dir = '/elsewhere'
+  # 2.15's private storage of a field sets the field.
+  config._session_config = tf.compat.v1.ConfigProto(log_device_placement=True)
+  assert config.session_config.log_device_placement
+
+
 def test_estimator_constructor_as_2_15(tmp_path):
   # The config is checked before the model_fn.
   with pytest.raises(ValueError, match='an instance of `RunConfig`'):
