@@ -114,16 +114,30 @@ def refuse_endless(infinite: bool, *, what: str,
 
 
 def check_predict_keys(predict_keys: Optional[Sequence[str]],
-                       predicted: Iterable[str]) -> Optional[List[str]]:
-  """The keys to keep, or None for all; refuses keys never predicted."""
+                       predicted: Iterable[str], *,
+                       single: bool = False) -> Optional[List[str]]:
+  """The keys to keep, or None for all; refuses keys never predicted, and
+  any keys when the model_fn predicts a single tensor (`single`).
+
+  The messages start with tf.estimator 2.15's phrases, which code matched.
+  Unlike 2.15, which dropped unknown keys while one key was known, any
+  unknown key is refused: it is a typo the program would not see.
+  """
   if not predict_keys:
     return None
   keys = list(predict_keys)
+  if single:
+    raise UserInputError(
+        'predict_keys argument is not valid in case of non-dict predictions: '
+        f'predict_keys={keys}, but the model_fn predicts a single tensor; '
+        'pass predict_keys=None, or return a dict of predictions.')
   unknown = set(keys) - set(predicted)
   if unknown:
+    start = (f'Expected to run at least one output from {sorted(predicted)}, '
+             f'provided {keys}: ' if unknown == set(keys) else '')
     raise UserInputError(
-        f'predict_keys={keys} names {sorted(unknown)}, which the model_fn '
-        f'does not predict (it predicts {sorted(predicted)}).')
+        f'{start}predict_keys={keys} names {sorted(unknown)}, which the '
+        f'model_fn does not predict (it predicts {sorted(predicted)}).')
   return keys
 
 
@@ -139,12 +153,24 @@ def yield_predictions(batches: Iterable[Dict[str, Any]], *, single: bool,
     if not yield_single_examples:
       yield batch['predictions'] if single else batch
       continue
-    size = len(next(iter(batch.values())))
+    size = _batch_length(batch)
     for i in range(size):
       if single:
         yield batch['predictions'][i]
       else:
         yield {k: v[i] for k, v in batch.items()}
+
+
+def _batch_length(batch: Dict[str, Any]) -> int:
+  """The examples in a predictions batch, which every key must agree on to
+  be split into examples (the message starts with 2.15's phrase)."""
+  lengths = {key: len(value) for key, value in batch.items()}
+  if len(set(lengths.values())) > 1:
+    raise UserInputError(
+        'Batch length of predictions should be same: the predictions have '
+        f'batch lengths {lengths}; return predictions of one batch size, or '
+        'predict with yield_single_examples=False.')
+  return next(iter(lengths.values()))
 
 
 def _is_number(value) -> bool:

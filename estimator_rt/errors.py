@@ -93,6 +93,23 @@ def check_count(where: str, value, *, allow_none: bool = True,
         f'({reason}); give a smaller count.')
 
 
+def check_positive_count(where: str, value, *, phrase: str,
+                         maximum: int = MAX_COUNT) -> None:
+  """`check_count` for a count tf.estimator 2.15 refused with `phrase`
+  ('Must specify steps > 0'): a number <= 0 is refused with a message that
+  starts with 2.15's phrase (code that matched it still does) and names
+  `where`.
+
+  Raises:
+    UserInputError: as check_count's.
+  """
+  if value is not None and not isinstance(value, bool) and isinstance(
+      value, (int, float)) and value <= 0:
+    raise UserInputError(f'{phrase}, given: {value} ({where} must be a '
+                         'positive integer or None).')
+  check_count(where, value, maximum=maximum)
+
+
 class ModelFnError(UserInputError):
   """The `model_fn` returned something the runtime cannot use."""
 

@@ -10,16 +10,21 @@ import tensorflow as tf
 from estimator_rt import checkpoints
 from estimator_rt import engine_choice
 from estimator_rt import export as export_lib
+from estimator_rt import hooks as hooks_lib
 from estimator_rt import log_handlers
 from estimator_rt import preemption
 from estimator_rt import summaries
 from estimator_rt import user_fns
 from estimator_rt import warm_starting
-from estimator_rt.errors import check_count
+from estimator_rt.cluster import ClusterConfigError
+from estimator_rt.errors import check_positive_count
 from estimator_rt.errors import GraphModelFnError
+from estimator_rt.errors import MAX_INT32
 from estimator_rt.errors import ModelFnError
+from estimator_rt.errors import shorten
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.run_config import get_default_session_config
 from estimator_rt.run_config import RunConfig
 from estimator_rt.run_config import temporary_model_dir
 
@@ -60,15 +65,20 @@ class Estimator:
                params: Optional[Dict[str, Any]] = None,
                warm_start_from: Optional[str] = None):
     log_handlers.use_root_handler()
-    self._model_fn = user_fns.check_model_fn(model_fn)
-    config = config or RunConfig()
+    # The config first, then the model_fn, as tf.estimator 2.15 checked
+    # them; the messages start with 2.15's phrases, which code matched.
+    config = RunConfig() if config is None else config
     if not isinstance(config, RunConfig):
       raise UserInputError(
-          f'config={config!r} must be an estimator_rt.RunConfig.')
+          'config must be an instance of `RunConfig`, but provided '
+          f'{shorten(config)}: give a tf.estimator.RunConfig '
+          '(estimator_rt.RunConfig), or None.')
+    self._model_fn = user_fns.check_model_fn(model_fn)
     if (model_dir and config.model_dir and
         os.path.normpath(model_dir) != os.path.normpath(config.model_dir)):
       raise UserInputError(
-          f'model_dir={model_dir!r} differs from config.model_dir='
+          '`model_dir` are set both in constructor and `RunConfig`, but with '
+          f'different values: model_dir={model_dir!r}, config.model_dir='
           f'{config.model_dir!r}; give one of them.')
     model_dir = model_dir or config.model_dir
     self._temporary_model_dir = model_dir is None
@@ -85,7 +95,11 @@ class Estimator:
     # The attributes tf.estimator 2.15's Estimator set, which its
     # subclasses read (AdaNet's Estimator reads _model_dir).
     self._model_dir = self._config.model_dir
-    self._session_config = self._config.session_config
+    # 2.15 filled in its default session config (soft placement, one
+    # round of graph rewrites) for subclasses to read; the graph engine
+    # makes the config of its sessions itself (graph/engine.py).
+    self._session_config = (self._config.session_config or
+                            get_default_session_config())
     self._device_fn = self._config.device_fn
     self._train_distribution = self._config.train_distribute
     self._eval_distribution = self._config.eval_distribute
@@ -98,7 +112,16 @@ class Estimator:
     # A training task of a multi-worker strategy configures its collective
     # ops when the eager engine is made (before TensorFlow runs any op);
     # choosing the engine runs ops, so that engine exists first.
-    if self._config.role.creates_strategy_first:
+    try:
+      role = self._config.role
+    except ClusterConfigError:
+      # A cluster the runtime cannot run (port 0, an unknown job) is refused
+      # when this Estimator first trains, evaluates or predicts (the engine
+      # reads the role), before anything is written: tf.estimator 2.15 made
+      # Estimators of any TF_CONFIG, and code reads their config (2.15's
+      # InMemoryEvaluatorHook refuses a cluster by its properties).
+      role = None
+    if role is not None and role.creates_strategy_first:
       self._engine_of(engine_choice.EAGER)
 
   def _engine_of(self, kind: str):
@@ -204,7 +227,21 @@ class Estimator:
 
   @property
   def model_fn(self) -> Callable:
-    return self._model_fn
+    """The model_fn bound to `params`, as tf.estimator 2.15 returned it:
+    `model_fn(features, labels, mode, config)`, whichever of these the
+    given model_fn declares."""
+    model_fn, params = self._model_fn, self.params
+
+    def public_model_fn(features, labels, mode, config):
+      return user_fns.call_model_fn(model_fn, features, labels, mode, params,
+                                    config)
+
+    # Errors name the user's function (user_fns.fn_name), not this one; no
+    # __wrapped__, which would give it the user's signature.
+    for name in ('__module__', '__qualname__', '__name__'):
+      if isinstance(getattr(model_fn, name, None), str):
+        setattr(public_model_fn, name, getattr(model_fn, name))
+    return public_model_fn
 
   def latest_checkpoint(self) -> Optional[str]:
     """Path of the newest usable checkpoint in model_dir, or None.
@@ -267,8 +304,10 @@ class Estimator:
       PreemptedError: SIGTERM or SIGINT arrived; a checkpoint was saved at
         the end of the loop in flight (see preemption.py).
     """
-    check_count('steps', steps)
-    check_count('max_steps', max_steps)
+    check_positive_count('train: steps', steps,
+                         phrase='Must specify steps > 0')
+    check_positive_count('train: max_steps', max_steps,
+                         phrase='Must specify max_steps > 0')
     if steps is not None and max_steps is not None:
       raise UserInputError(
           f'train: give steps={steps} or max_steps={max_steps}, not both.')
@@ -278,11 +317,21 @@ class Estimator:
     # another, and one still building when its signal comes must not leave
     # the others stranded in a collective; at a loop end they agree to save
     # and stop together.
+    task_type = self._config.task_type
+    if task_type in ('evaluator', 'ps'):
+      # 2.15's phrase first: such a task never trains itself.
+      raise UserInputError(
+          'Train has been called wrong configuration: config.task_type='
+          f'{task_type!r} (from TF_CONFIG) names a task that does not train '
+          '(an evaluator evaluates, a ps serves variables); call '
+          'tf.estimator.train_and_evaluate, which runs each task\'s part.')
+    hooks = hooks_lib.check_hooks(hooks)
+    saving_listeners = hooks_lib.check_saving_listeners(saving_listeners)
     with preemption.training():
       self._run(lambda engine: engine.train(
-          input_fn, hooks=list(hooks or ()), steps=steps,
+          input_fn, hooks=hooks, steps=steps,
           max_steps=max_steps,
-          saving_listeners=list(saving_listeners or ())), input_fn=input_fn)
+          saving_listeners=saving_listeners), input_fn=input_fn)
     return self
 
   # ----------------------------------------------------------- evaluate
@@ -315,8 +364,11 @@ class Estimator:
       A dict with 'loss' (mean over examples), each metric's result and
       'global_step'.
     """
+    check_positive_count('evaluate: steps', steps,
+                         phrase='Must specify steps > 0', maximum=MAX_INT32)
+    hooks = hooks_lib.check_hooks(hooks)
     return self._run(lambda engine: engine.evaluate(
-        input_fn, steps=steps, hooks=list(hooks or ()),
+        input_fn, steps=steps, hooks=hooks,
         checkpoint_path=checkpoint_path,
         name=name), checkpoint_path=checkpoint_path)
 
@@ -332,9 +384,10 @@ class Estimator:
     one dict per example (or one array if the model_fn returned a single
     tensor); otherwise one per batch.
     """
+    hooks = hooks_lib.check_hooks(hooks)
     # Prediction needs a checkpoint, whose format names the engine.
     return self._run(lambda engine: engine.predict(
-        input_fn, predict_keys=predict_keys, hooks=list(hooks or ()),
+        input_fn, predict_keys=predict_keys, hooks=hooks,
         checkpoint_path=checkpoint_path,
         yield_single_examples=yield_single_examples),
                      checkpoint_path=checkpoint_path)
@@ -453,5 +506,6 @@ class Estimator:
     latest = self.latest_checkpoint()
     if latest is None:
       raise UserInputError(
-          f'No checkpoint in model_dir {self.model_dir!r} yet; train first.')
+          f'Could not find trained model in model_dir: {self.model_dir!r}: '
+          'it has no checkpoint yet; train first.')
     return latest

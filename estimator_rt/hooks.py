@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from estimator_rt import summaries
 from estimator_rt.errors import UserInputError
+from estimator_rt.errors import UserTypeError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,8 +115,27 @@ def as_hook(hook) -> Hook:
     return _DuckTypedHook(hook)
   if callable(hook):
     return _CallableHook(hook)
-  raise UserInputError(
-      f'hooks: {hook!r} is neither a hook object nor a callable.')
+  # 2.15's phrase and exception class (TypeError), which code matched.
+  raise UserTypeError(
+      f'Hooks must be a SessionRunHook, given: {hook!r}: each of hooks must '
+      'be a tf.compat.v1.train.SessionRunHook, an estimator_rt hook object '
+      'or a callable.')
+
+
+def check_hooks(hooks) -> list:
+  """`hooks` as a list, each a SessionRunHook or what `as_hook` takes.
+
+  Estimator.train, evaluate and predict check them first, as tf.estimator
+  2.15 did: a bad hook is reported before the model_fn or input_fn runs.
+
+  Raises:
+    UserTypeError: one is neither.
+  """
+  hooks = list(hooks or ())
+  for hook in hooks:
+    if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
+      as_hook(hook)
+  return hooks
 
 
 def _next_multiple(step: int, every: int) -> int:
@@ -277,9 +297,12 @@ class SavingListener:
     self._tf_listener = isinstance(
         listener, tf.compat.v1.train.CheckpointSaverListener)
     if not (self._tf_listener or callable(listener)):
-      raise UserInputError(
-          f'saving_listeners: {listener!r} is neither a callable nor a '
-          'tf.compat.v1.train.CheckpointSaverListener.')
+      # 2.15's phrase and exception class (TypeError), which code matched.
+      raise UserTypeError(
+          'saving_listeners must be a list of CheckpointSaverListener, '
+          f'given: {listener!r}: each listener must be a '
+          'tf.compat.v1.train.CheckpointSaverListener or a callable '
+          'fn(checkpoint_path, global_step).')
 
   def begin(self) -> None:
     if self._tf_listener:
@@ -297,6 +320,19 @@ class SavingListener:
   def end(self, step: int) -> None:
     if self._tf_listener:
       self._listener.end(None, step)
+
+
+def check_saving_listeners(saving_listeners) -> list:
+  """`saving_listeners` as a list, each one SavingListener takes; checked
+  before training starts, as tf.estimator 2.15 did.
+
+  Raises:
+    UserTypeError: one is neither a CheckpointSaverListener nor a callable.
+  """
+  listeners = list(saving_listeners or ())
+  for listener in listeners:
+    SavingListener(listener)
+  return listeners
 
 
 class InMemoryEvaluatorHook(tf.compat.v1.train.SessionRunHook):

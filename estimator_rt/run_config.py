@@ -549,6 +549,21 @@ def _device_fn_problem(device_fn) -> bool:
     return True
 
 
+def _set_field(config, name: str, value) -> None:
+  """Sets field `name` of the frozen `config`.
+
+  A subclass may make a field a read-only property (tf.estimator 2.15's
+  tests and programs override `model_dir` so); 2.15 kept its values in
+  private attributes, so the subclass's property won and construction and
+  replace() still worked. Here the value goes to the instance dict, which
+  the property shadows in the same way.
+  """
+  if isinstance(getattr(type(config), name, None), property):
+    config.__dict__[name] = value
+  else:
+    object.__setattr__(config, name, value)
+
+
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
   """Where an Estimator writes and how it runs. Immutable; see `replace`.
@@ -732,7 +747,7 @@ class RunConfig:
         checkpoint_input=checkpoint_input, jit_compile=jit_compile,
         engine=engine)
     for name, value in values.items():
-      object.__setattr__(self, name, value)
+      _set_field(self, name, value)
     self._validate()
     self._init_cluster(tf_config, task_info, user_strategy=user_strategy)
     _warn_about_unused(self)
@@ -825,14 +840,14 @@ class RunConfig:
         task_info.num_ps and not task_info.standalone_client):
       # tf.estimator 2.15 trained between-graph with the variables on the
       # ps tasks whenever TF_CONFIG had some and no strategy was given.
-      object.__setattr__(self, 'train_distribute', cluster.PARAMETER_SERVER)
+      _set_field(self, 'train_distribute', cluster.PARAMETER_SERVER)
     if user_strategy:
       self._init_distribute_coordinator_mode(tf_config)
     elif (self.session_config is None and settings.cluster_spec.jobs and
           not (task_info is not None and task_info.standalone_client)):
-      object.__setattr__(self, 'session_config',
-                         _default_session_config_distributed(
-                             settings.task_type, settings.task_id))
+      _set_field(self, 'session_config',
+                 _default_session_config_distributed(settings.task_type,
+                                                     settings.task_id))
 
   def _init_distribute_coordinator_mode(self, tf_config: dict) -> None:
     """2.15's `_distribute_coordinator_mode`: STANDALONE_CLIENT for a
@@ -989,7 +1004,7 @@ class RunConfig:
           changes[key] = strategies.from_v1(changes[key])
     task_info = changes.pop('task_info', _FROM_ENVIRONMENT)
     for key, value in changes.items():
-      object.__setattr__(new, key, value)
+      _set_field(new, key, value)
     steps, secs = new.save_checkpoints_steps, new.save_checkpoints_secs
     if 'save_checkpoints_steps' in kwargs and 'save_checkpoints_secs' in kwargs:
       if steps is not None and secs is not None:
@@ -997,14 +1012,14 @@ class RunConfig:
             f'{_SAVE_CKPT_ERR} (RunConfig.replace: save_checkpoints_steps='
             f'{steps!r}, save_checkpoints_secs={secs!r}); set at most one.')
     elif 'save_checkpoints_steps' in kwargs and steps is not None:
-      object.__setattr__(new, 'save_checkpoints_secs', None)
+      _set_field(new, 'save_checkpoints_secs', None)
     elif 'save_checkpoints_secs' in kwargs and secs is not None:
-      object.__setattr__(new, 'save_checkpoints_steps', None)
+      _set_field(new, 'save_checkpoints_steps', None)
     new._validate()  # pylint: disable=protected-access
     if task_info is not _FROM_ENVIRONMENT or 'remote_cluster' in kwargs:
       if task_info is _FROM_ENVIRONMENT:
         task_info = None if 'remote_cluster' in kwargs else self._task
-      object.__setattr__(new, 'remote_cluster', new.remote_cluster)
+      _set_field(new, 'remote_cluster', new.remote_cluster)
       new._init_cluster({}, task_info, user_strategy=False)  # pylint: disable=protected-access
     return new
 
@@ -1054,3 +1069,29 @@ class RunConfig:
   def service(self) -> Optional[dict]:
     """TF_CONFIG's `service` dict, or None."""
     return self._distributed.service
+
+
+_FIELD_NAMES = frozenset(field.name for field in dataclasses.fields(RunConfig))
+
+
+def _run_config_setattr(self, name: str, value) -> None:
+  """RunConfig's fields stay frozen (use `replace`), as 2.15's properties
+  had no setters; other attributes may be set, as on 2.15's RunConfig
+  (programs and tests tag a config, `config.i_am_test = True`), and 2.15's
+  private storage of a field (`_session_config`) sets that field.
+
+  Raises:
+    dataclasses.FrozenInstanceError (an AttributeError): `name` is a field.
+  """
+  if name in _FIELD_NAMES:
+    raise dataclasses.FrozenInstanceError(
+        f'cannot assign to field {name!r}: RunConfig is immutable; use '
+        f'config.replace({name}=...).')
+  if name.startswith('_') and name[1:] in _FIELD_NAMES:
+    _set_field(self, name[1:], value)
+  else:
+    object.__setattr__(self, name, value)
+
+
+# A frozen dataclass may not define __setattr__ in its body.
+RunConfig.__setattr__ = _run_config_setattr

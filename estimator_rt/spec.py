@@ -502,3 +502,28 @@ def _validated_eval_metric_ops(eval_metric_ops: Any, mode: str) -> dict:
       _check_graph(part, 'eval_metric_ops',
                    f'{name}: {getattr(part, "name", part)}')
   return metrics
+
+
+# The names evaluation reports itself, which eval_metric_ops may not use.
+RESERVED_METRIC_NAMES = ('loss', 'global_step')
+
+
+def check_metric_names(eval_metric_ops: Mapping[str, Any], where: str) -> None:
+  """Refuses an eval_metric_ops name evaluation reports itself: 'loss'
+  (the mean loss) and 'global_step' (the checkpoint's step); the message
+  starts with tf.estimator 2.15's phrase.
+
+  Args:
+    eval_metric_ops: the EVAL-mode spec's metrics.
+    where: names the model_fn in the error.
+
+  Raises:
+    ModelFnError: one of them is used.
+  """
+  for name in RESERVED_METRIC_NAMES:
+    if name in eval_metric_ops:
+      quoted = f'`{name}`' if name == 'global_step' else f'"{name}"'
+      raise ModelFnError(
+          f'Metric with name {quoted} is not allowed, because Estimator '
+          'already defines a default metric with the same name: '
+          f'{where} returns eval_metric_ops[{name!r}]; rename that metric.')

@@ -165,7 +165,7 @@ def python_value(value):
 
 def _summary_values(key: str, value) -> List[tf.compat.v1.Summary.Value]:
   """The summary values an evaluation result `value` named `key` is written
-  as (tf.estimator's rules): a number as a scalar; bytes holding a
+  as (tf.estimator's rules): a number as a `simple_value`; bytes holding a
   serialized `Summary` (what a `tf.compat.v1.summary` op returns, e.g. an
   image) as its values, tagged `key/0`, `key/1`, ...; an array as a
   tensor; anything else (and None) not at all."""
@@ -174,8 +174,10 @@ def _summary_values(key: str, value) -> List[tf.compat.v1.Summary.Value]:
   if isinstance(value, (int, float, np.integer, np.floating)) or (
       isinstance(value, np.ndarray) and value.ndim == 0 and
       value.dtype.kind in 'iuf'):
-    return [tf.compat.v1.Summary.Value(tag=key, metadata=_SCALAR_METADATA,
-                                       tensor=_float32_scalar(value))]
+    # A simple_value, as tf.estimator 2.15 wrote evaluation results: code
+    # reading them with summary_iterator reads `simple_value` (2.15's
+    # BestExporter and tests did); TensorBoard shows it as a scalar.
+    return [tf.compat.v1.Summary.Value(tag=key, simple_value=float(value))]
   if isinstance(value, bytes):
     try:
       summary = tf.compat.v1.Summary.FromString(value)

@@ -42,7 +42,7 @@ from estimator_rt import hooks as hooks_lib
 from estimator_rt import preemption
 from estimator_rt import roles
 from estimator_rt import server as server_lib
-from estimator_rt.errors import check_count
+from estimator_rt.errors import check_positive_count
 from estimator_rt.errors import MAX_INT32
 from estimator_rt.errors import PreemptedError
 from estimator_rt.errors import shorten
@@ -149,16 +149,6 @@ def _validate_exporters(exporters) -> tuple:
   return tuple(exporters)
 
 
-def _check_positive_count(where: str, value, *, phrase: str,
-                          maximum: Optional[int] = None):
-  if value is not None and not isinstance(value, bool) and isinstance(
-      value, (int, float)) and value <= 0:
-    raise UserInputError(f'{phrase}, given: {value} ({where} must be a '
-                         'positive integer or None).')
-  bounds = {} if maximum is None else {'maximum': maximum}
-  check_count(where, value, **bounds)
-
-
 def _check_secs(where: str, value, *, phrase: str):
   if (isinstance(value, bool) or not isinstance(value, (int, float)) or
       value != value or value < 0):
@@ -183,8 +173,8 @@ class TrainSpec(
   def __new__(cls, input_fn, max_steps=None, hooks=None,
               saving_listeners=None):
     _validate_input_fn(input_fn)
-    _check_positive_count('TrainSpec: max_steps', max_steps,
-                          phrase='Must specify max_steps > 0')
+    check_positive_count('TrainSpec: max_steps', max_steps,
+                         phrase='Must specify max_steps > 0')
     return super().__new__(
         cls, input_fn=input_fn, max_steps=max_steps,
         hooks=_validate_hooks(hooks),
@@ -218,8 +208,8 @@ class EvalSpec(
   def __new__(cls, input_fn, steps=100, name=None, hooks=None,
               exporters=None, start_delay_secs=0, throttle_secs=600):
     _validate_input_fn(input_fn)
-    _check_positive_count('EvalSpec: steps', steps,
-                          phrase='Must specify steps > 0', maximum=MAX_INT32)
+    check_positive_count('EvalSpec: steps', steps,
+                         phrase='Must specify steps > 0', maximum=MAX_INT32)
     if name is not None and not isinstance(name, str):
       raise UserTypeError(f'`name` must be string, given: {shorten(name)}')
     hooks = _validate_hooks(hooks)

@@ -88,8 +88,11 @@ def declared_args(fn: Callable) -> set:
 def check_model_fn(model_fn: Any) -> Callable:
   """Checks that `model_fn` is callable and takes `features`; returns it."""
   if not callable(model_fn):
+    # 2.15's phrase first ('model_fn must be provided to Estimator').
     raise UserInputError(
-        f'model_fn={model_fn!r} is not callable; pass a function '
+        'model_fn must be ' + (
+            'provided to Estimator' if model_fn is None else 'callable') +
+        f': model_fn={shorten(model_fn)} is not callable; pass a function '
         'model_fn(features, labels, mode, params).')
   args = declared_args(model_fn)
   if '*' not in args and 'features' not in args:
@@ -121,9 +124,9 @@ def call_model_fn(model_fn, features, labels, mode, params, config):
       kwargs[name] = value
     elif name == 'labels' and labels is not None:
       raise UserInputError(
-          f'model_fn {fn_name(model_fn)} does not take `labels`, but the '
-          'input_fn yields (features, labels). Add a `labels` argument or '
-          'yield only features.')
+          'model_fn does not take labels, but input_fn returns labels: '
+          f'model_fn {fn_name(model_fn)} declares no `labels` argument. Add '
+          'one, or yield only features.')
   return model_fn(**kwargs)
 
 

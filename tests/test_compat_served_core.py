@@ -5,6 +5,7 @@ ones 2.15's code and libraries rely on; each test fails without them.
 """
 
 import importlib
+import inspect
 import os
 
 import numpy as np
@@ -140,6 +141,19 @@ def test_write_dict_writes_summary_bytes_under_numbered_tags(tmp_path):
   assert tags == ['foo/0', 'foo/1']
 
 
+def test_write_dict_writes_numbers_as_simple_values(tmp_path):
+  """As 2.15 did: code reading eval results with summary_iterator (2.15's
+  BestExporter, its tests) reads `simple_value`."""
+  _served('estimator')._write_dict_to_summary(
+      str(tmp_path), {'loss': 60, 'auc': np.float32(0.5), 'global_step': 3},
+      3)
+  (path,) = tf.io.gfile.glob(str(tmp_path / 'events*'))
+  values = {v.tag: v.simple_value
+            for e in tf.compat.v1.train.summary_iterator(path)
+            for v in e.summary.value if v.HasField('simple_value')}
+  assert values == {'loss': 60.0, 'auc': 0.5}
+
+
 # -------------------------------------------------------------- model_fn
 
 
@@ -257,3 +271,174 @@ def test_a_subclass_reads_2_15s_protected_attributes(tmp_path):
   assert seen['session_config'] is estimator.config.session_config
   assert seen['distributions'] == (None, None)
   assert seen['warm_start'] is None
+
+
+def test_a_config_subclass_may_make_model_dir_a_read_only_property(tmp_path):
+  """2.15 kept RunConfig's values in private attributes, so a subclass's
+  property won; construction, replace() and Estimator still work."""
+  fixed = str(tmp_path / 'fixed')
+
+  class FakeConfig(tf.estimator.RunConfig):
+
+    @property
+    def model_dir(self):
+      return fixed
+
+  model_fn = lambda features, labels: None
+  assert FakeConfig().replace(model_dir=str(tmp_path / 'x')).model_dir == fixed
+  estimator = tf.estimator.Estimator(model_fn, config=FakeConfig(),
+                                     model_dir=fixed)
+  assert estimator.model_dir == fixed
+  assert isinstance(estimator.config, FakeConfig)
+  with pytest.raises(ValueError, match='set both in constructor and '
+                     '`RunConfig`, but with different values'):
+    tf.estimator.Estimator(model_fn, config=FakeConfig(),
+                           model_dir=str(tmp_path / 'other'))
+
+
+def test_a_run_config_takes_new_attributes_but_keeps_its_fields_frozen():
+  """2.15's RunConfig took any attribute (programs tag a config, which the
+  model_fn then reads); its properties had no setters."""
+  config = tf.estimator.RunConfig()
+  config.i_am_test = True
+  assert config.replace(tf_random_seed=3).i_am_test
+  with pytest.raises(AttributeError, match='use config.replace'):
+    config.model_dir = '/elsewhere'
+  # 2.15's private storage of a field sets the field.
+  config._session_config = tf.compat.v1.ConfigProto(log_device_placement=True)
+  assert config.session_config.log_device_placement
+
+
+def test_estimator_constructor_as_2_15(tmp_path):
+  # The config is checked before the model_fn.
+  with pytest.raises(ValueError, match='an instance of `RunConfig`'):
+    tf.estimator.Estimator(model_fn=None, config='NotARunConfig')
+  with pytest.raises(ValueError, match='model_fn must be provided'):
+    tf.estimator.Estimator(model_fn=None)
+
+  def model_fn(features, labels, mode, params):
+    return ('called', features, labels, mode, params)
+
+  estimator = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path),
+                                     params={'p': 1})
+  assert estimator._session_config.allow_soft_placement
+  # The model_fn property is bound to params, with 2.15's signature, and
+  # named as the user's function in errors.
+  bound = estimator.model_fn
+  assert list(inspect.signature(bound).parameters) == [
+      'features', 'labels', 'mode', 'config']
+  assert bound('f', 'l', 'train', None) == ('called', 'f', 'l', 'train',
+                                            {'p': 1})
+  assert bound.__qualname__ == model_fn.__qualname__
+
+
+def test_estimator_errors_start_with_2_15s_phrases(tmp_path):
+  """Code matched 2.15's messages (assertRaisesRegex, `except`): they
+  start ours, with 2.15's exception classes; nothing is run or written."""
+
+  def unreachable_model_fn(features, labels, mode):
+    raise AssertionError('the model_fn must not be called')
+
+  def input_fn():
+    return tf.data.Dataset.from_tensors(({'x': [1.]}, [1.]))
+
+  estimator = tf.estimator.Estimator(unreachable_model_fn,
+                                     model_dir=str(tmp_path / 'm'))
+  with pytest.raises(ValueError, match='Must specify steps > 0, given: 0'):
+    estimator.train(input_fn, steps=0)
+  with pytest.raises(ValueError, match='Must specify max_steps > 0, given: '):
+    estimator.train(input_fn, max_steps=-1)
+  with pytest.raises(ValueError, match='Must specify steps > 0, given: -1'):
+    estimator.evaluate(input_fn, steps=-1)
+  with pytest.raises(TypeError, match='Hooks must be a SessionRunHook, '
+                     "given: 'NotAHook'"):
+    estimator.train(input_fn, steps=1, hooks=['NotAHook'])
+  with pytest.raises(TypeError, match='Hooks must be a SessionRunHook'):
+    estimator.predict(input_fn, hooks=['NotAHook'])
+  with pytest.raises(TypeError, match='must be a list of '
+                     'CheckpointSaverListener'):
+    estimator.train(input_fn, steps=1, saving_listeners=['not-a-listener'])
+  with pytest.raises(ValueError, match='Could not find trained model'):
+    estimator.get_variable_names()
+  assert not (tmp_path / 'm').exists()
+
+  class EvaluatorConfig(tf.estimator.RunConfig):
+
+    @property
+    def task_type(self):
+      return 'evaluator'
+
+  with pytest.raises(ValueError, match='train_and_evaluate'):
+    tf.estimator.Estimator(unreachable_model_fn, config=EvaluatorConfig(),
+                           model_dir=str(tmp_path / 'e')).train(input_fn,
+                                                                steps=1)
+
+
+def test_predict_keys_errors_start_with_2_15s_phrases():
+  with pytest.raises(ValueError, match='predict_keys argument is not valid '
+                     'in case of non-dict predictions'):
+    engine_lib.check_predict_keys(['y'], ['predictions'], single=True)
+  with pytest.raises(ValueError, match=r"Expected to run at least one output "
+                     r"from \['y1', 'y2'\], provided \['y3'\]"):
+    engine_lib.check_predict_keys(['y3'], ['y1', 'y2'])
+  # Unlike 2.15, which dropped it, an unknown key beside a known one is
+  # refused too.
+  with pytest.raises(ValueError, match=r"names \['y3'\], which the model_fn"):
+    engine_lib.check_predict_keys(['y1', 'y3'], ['y1', 'y2'])
+  assert engine_lib.check_predict_keys(['y1'], ['y1', 'y2']) == ['y1']
+
+
+@pytest.mark.parametrize('model_fn,phrase', [
+    (lambda features, labels: 'NotGoodNotGood',
+     'model_fn should return an EstimatorSpec: model_fn .* returned str'),
+    (lambda features: None, 'model_fn does not take labels, but input_fn '
+     'returns labels'),
+], ids=['not_a_spec', 'labels'])
+def test_model_fn_errors_start_with_2_15s_phrases(tmp_path, model_fn, phrase):
+  estimator = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path))
+  with pytest.raises(ValueError, match=phrase):
+    estimator.train(
+        lambda: tf.data.Dataset.from_tensors(({'x': [1.]}, [1.])), steps=1)
+
+
+def test_reserved_metric_names_and_uneven_predictions_as_2_15():
+  from estimator_rt import spec as spec_lib  # pylint: disable=g-import-not-at-top
+  for name, quoted in (('global_step', '`global_step`'), ('loss', '"loss"')):
+    with pytest.raises(ValueError, match=f'Metric with name {quoted} is not '
+                       f"allowed.*eval_metric_ops\\['{name}'\\]"):
+      spec_lib.check_metric_names({name: None, 'mae': None}, 'model_fn f')
+  spec_lib.check_metric_names({'mae': None}, 'model_fn f')
+  uneven = [{'y1': np.zeros((1, 1)), 'y2': np.zeros((2, 1))}]
+  with pytest.raises(ValueError, match='Batch length of predictions should '
+                     "be same.*'y1': 1, 'y2': 2"):
+    list(engine_lib.yield_predictions(uneven, single=False, keys=None,
+                                      yield_single_examples=True))
+  # Whole batches need no common length.
+  assert len(list(engine_lib.yield_predictions(
+      uneven, single=False, keys=None, yield_single_examples=False))) == 1
+
+
+def test_stop_at_checkpoint_step_hooks_are_2_15s_session_hooks(tmp_path):
+  hooks = _served('hooks.hooks')
+
+  class WorkerConfig(tf.estimator.RunConfig):
+
+    @property
+    def is_chief(self):
+      return False
+
+  model_fn = lambda features, labels: None
+  chief = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path))
+  hook = hooks.make_stop_at_checkpoint_step_hook(chief, 300)
+  assert isinstance(hook, tf.compat.v1.train.StopAtStepHook)
+  assert hook._last_step == 300
+  worker = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path),
+                                  config=WorkerConfig())
+  hook = hooks.make_stop_at_checkpoint_step_hook(worker, 300, 7)
+  assert isinstance(hook, hooks._StopAtCheckpointStepHook)
+  assert (hook._model_dir, hook._last_step) == (str(tmp_path), 300)
+  # Estimator.train runs it as the runtime's hook of the same rule.
+  runtime, session = engine_lib.split_hooks([hook])
+  assert session == []
+  assert isinstance(runtime[0], runtime_early_stopping._StopAtCheckpointStepHook)
+  assert runtime[0]._wait_secs == 7

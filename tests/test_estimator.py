@@ -126,7 +126,7 @@ def test_evaluate_and_predict_without_a_checkpoint(tmp_path):
 
 
 def test_estimator_arguments_are_checked(tmp_path):
-  with pytest.raises(ert.UserInputError, match='differs'):
+  with pytest.raises(ert.UserInputError, match='different values'):
     ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path / 'a'),
                   config=ert.RunConfig(model_dir=str(tmp_path / 'b')))
   with pytest.raises(ert.UserInputError, match='RunConfig'):

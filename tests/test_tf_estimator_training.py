@@ -116,8 +116,8 @@ def test_tf_config_mistakes_215_messages_one_line(tf_config, message):
 
 def test_what_215_accepted_and_the_runtime_cannot_run_is_refused_when_used():
   """Port 0, another job, an evaluator index above 0: RunConfig keeps 2.15's
-  properties, and the runtime refuses the cluster in one line when an
-  Estimator is made with it."""
+  properties, and the runtime refuses the cluster in one line when it is
+  used (the role read, an Estimator run)."""
   config = _config({'cluster': {'chief': ['host0:0'], 'other': [A]},
                     'task': {'type': 'other', 'index': 0}})
   assert (config.task_type, config.global_id_in_cluster) == ('other', 1)
@@ -126,8 +126,18 @@ def test_what_215_accepted_and_the_runtime_cannot_run_is_refused_when_used():
   port_0 = _config({'cluster': {'chief': ['host0:0'], 'worker': [A]},
                     'task': {'type': 'worker', 'index': 0}})
   assert port_0.master == f'grpc://{A}'
-  with pytest.raises(cluster.ClusterConfigError, match="port '0'"):
-    tf.estimator.Estimator(M.make_model_fn(), config=port_0)
+  # 2.15 made an Estimator of it (code reads its config); the runtime
+  # refuses it when the Estimator first runs, before writing anything.
+  estimator = tf.estimator.Estimator(M.make_model_fn(), config=port_0)
+  assert estimator.config.num_worker_replicas == 2
+  x, y = M.make_data(8)
+  for call in (lambda: estimator.train(M.global_input_fn(x, y, batch_size=4),
+                                       steps=1),
+               lambda: estimator.evaluate(
+                   M.global_input_fn(x, y, batch_size=4), steps=1)):
+    with pytest.raises(cluster.ClusterConfigError, match="port '0'"):
+      call()
+  assert not os.path.exists(estimator.model_dir)
   master = _config({'cluster': {'master': [A], 'worker': [B]},
                     'task': {'type': 'master', 'index': 0}})
   assert (master.is_chief, master.num_worker_replicas) == (True, 2)

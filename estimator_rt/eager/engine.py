@@ -29,7 +29,7 @@ from estimator_rt.eager import restore as restore_lib
 from estimator_rt.eager import session_hooks as session_hooks_lib
 from estimator_rt.eager import train_paths
 from estimator_rt.eager.model import EagerModel
-from estimator_rt.errors import check_count
+from estimator_rt.errors import check_positive_count
 from estimator_rt.errors import MAX_INT32
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
@@ -197,7 +197,8 @@ class EagerEngine(engine_lib.Engine):
   def _evaluation(self, input_fn: Callable, *, steps: Optional[int],
                   name: Optional[str]):
     """The eval input and the (cached) EVAL graph and loop for `input_fn`."""
-    check_count('evaluate: steps', steps, maximum=MAX_INT32)
+    check_positive_count('evaluate: steps', steps,
+                         phrase='Must specify steps > 0', maximum=MAX_INT32)
     strategy = self.eval_strategy
     data = inputs.make_input(strategy, input_fn, self._params,
                              auto_shard_policy=self._config.auto_shard_policy,
@@ -271,7 +272,8 @@ class EagerEngine(engine_lib.Engine):
     restore_lib.restore(graph, path, source=f'checkpoint {path!r}',
                         io_device=self._checkpoint_io_device)
     keys = engine_lib.check_predict_keys(
-        predict_keys, graph.build_spec.predictions_dict)
+        predict_keys, graph.build_spec.predictions_dict,
+        single=not isinstance(graph.build_spec.predictions, dict))
     step = loops.make_predict_step(graph)
     yield from engine_lib.yield_predictions(
         (loops.concat_replica_predictions(step(element))

@@ -224,6 +224,9 @@ class EagerModel:
       self.optimizer = spec.optimizer if mode == ModeKeys.TRAIN else None
       self.metrics = {}
       if mode == ModeKeys.EVAL:
+        spec_lib.check_metric_names(
+            spec.eval_metric_ops,
+            f'model_fn {user_fns.fn_name(self._model_fn)}')
         self.metrics = {
             name: metric for name, metric in spec.eval_metric_ops.items()
             if isinstance(metric, keras.metrics.Metric)}
@@ -306,9 +309,9 @@ class EagerModel:
           reason=f'it returns {session_only}')
     if not isinstance(spec, EstimatorSpec):
       raise ModelFnError(
-          f'model_fn {user_fns.fn_name(self._model_fn)} returned '
-          f'{type(spec).__name__} in mode {self.mode!r}; it must return an '
-          'estimator_rt.EstimatorSpec.')
+          'model_fn should return an EstimatorSpec: model_fn '
+          f'{user_fns.fn_name(self._model_fn)} returned '
+          f'{type(spec).__name__} in mode {self.mode!r}.')
     if spec.mode != self.mode:
       raise ModelFnError(
           f'model_fn returned EstimatorSpec(mode={spec.mode!r}) when called '

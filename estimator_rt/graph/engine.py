@@ -29,7 +29,7 @@ from estimator_rt import inputs
 from estimator_rt import per_loop_hooks
 from estimator_rt import summaries
 from estimator_rt import user_fns
-from estimator_rt.errors import check_count
+from estimator_rt.errors import check_positive_count
 from estimator_rt.errors import IncompatibleCheckpointError
 from estimator_rt.errors import MAX_INT32
 from estimator_rt.errors import UserInputError
@@ -338,7 +338,8 @@ class GraphEngine(engine_lib.Engine):
                        name: Optional[str] = None) -> None:
     """See `Estimator.check_evaluation`."""
     del name
-    check_count('evaluate: steps', steps, maximum=MAX_INT32)
+    check_positive_count('evaluate: steps', steps,
+                         phrase='Must specify steps > 0', maximum=MAX_INT32)
     self._refuse_endless_evaluation(input_fn, steps)
     with tf.Graph().as_default(), compat.keras_names_per_graph():
       self._build_eval(input_fn)
@@ -348,7 +349,8 @@ class GraphEngine(engine_lib.Engine):
                checkpoint_path: Optional[str] = None,
                name: Optional[str] = None) -> Dict[str, Any]:
     """See `Estimator.evaluate`."""
-    check_count('evaluate: steps', steps, maximum=MAX_INT32)
+    check_positive_count('evaluate: steps', steps,
+                         phrase='Must specify steps > 0', maximum=MAX_INT32)
     path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
     self._refuse_endless_evaluation(input_fn, steps)
     _, session_hooks = engine_lib.split_hooks(hooks)
@@ -400,7 +402,9 @@ class GraphEngine(engine_lib.Engine):
           model_fn=self._model_fn, mode=ModeKeys.PREDICT,
           batches=lambda: (data.next_batch()[0], None), params=self._params,
           config=self._config, placement=placement_lib.SingleDevicePlacement())
-      keys = engine_lib.check_predict_keys(predict_keys, built.predictions)
+      keys = engine_lib.check_predict_keys(
+          predict_keys, built.predictions,
+          single=not isinstance(built.spec.predictions, dict))
       saver, _ = self._saver(built.spec.scaffold)
       self._check_fits(path, built.spec.scaffold)
       scaffold = tf.compat.v1.train.Scaffold(

@@ -21,6 +21,7 @@ from estimator_rt.errors import InputFnError
 from estimator_rt.errors import ModelFnError
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.spec import check_metric_names
 from estimator_rt.spec import EstimatorSpec
 from estimator_rt.spec import is_keras2_metric
 from estimator_rt.spec import metric_object_as_pair
@@ -147,9 +148,9 @@ def _call(model_fn: Callable, features, labels, mode: str, params: dict,
         f'{user_fns.where_in(model_fn, e)}') from e
   if not isinstance(spec, EstimatorSpec):
     raise ModelFnError(
-        f'model_fn {user_fns.fn_name(model_fn)} returned '
-        f'{type(spec).__name__} in mode {mode!r}, not an '
-        'estimator_rt.EstimatorSpec.')
+        'model_fn should return an EstimatorSpec: model_fn '
+        f'{user_fns.fn_name(model_fn)} returned {type(spec).__name__} in mode '
+        f'{mode!r}.')
   if spec.mode != mode:
     raise ModelFnError(
         f'model_fn {user_fns.fn_name(model_fn)} was called in mode {mode!r} '
@@ -289,10 +290,7 @@ def build(*, model_fn: Callable, mode: str, batches, params: dict,
   # EVAL: the loss as tf.estimator reported it, the mean over batches.
   model.metrics = placement.merge_metrics(
       [dict(each.eval_metric_ops) for each in specs])
-  if 'loss' in model.metrics:
-    raise ModelFnError(
-        f'model_fn {user_fns.fn_name(model_fn)}: eval_metric_ops may not '
-        "define 'loss'; the runtime reports the mean loss under that name.")
+  check_metric_names(model.metrics, f'model_fn {user_fns.fn_name(model_fn)}')
   model.metrics['loss'] = tf.compat.v1.metrics.mean(model.loss)
   return model
 

@@ -1,10 +1,12 @@
 """tensorflow_estimator.python.estimator.hooks.hooks, over estimator_rt.
 
 `InMemoryEvaluatorHook` is estimator_rt's (estimator_rt/hooks.py);
-`make_stop_at_checkpoint_step_hook` is the public one
-(estimator_rt/early_stopping.py); `_StopAtCheckpointStepHook` is 2.15's
-SessionRunHook, reading the step of model_dir's newest usable checkpoint
-as the runtime finds it (estimator_rt/checkpoints.py).
+`_StopAtCheckpointStepHook` is 2.15's SessionRunHook, reading the step of
+model_dir's newest usable checkpoint as the runtime finds it
+(estimator_rt/checkpoints.py); `make_stop_at_checkpoint_step_hook` returns
+2.15's SessionRunHooks, which Estimator.train runs in either engine (the
+public tf.estimator.experimental one is the runtime's,
+estimator_rt/early_stopping.py, whose hooks train runs alike).
 """
 
 import time
@@ -13,6 +15,7 @@ import tensorflow as tf
 from tensorflow.python.training import training_util
 
 from estimator_rt import checkpoints
+from estimator_rt import early_stopping as runtime_early_stopping
 from estimator_rt.errors import UserInputError
 from estimator_rt.hooks import InMemoryEvaluatorHook  # pylint: disable=unused-import
 
@@ -41,6 +44,13 @@ class _StopAtCheckpointStepHook(tf.compat.v1.train.SessionRunHook):
     self._last_step = last_step
     self._wait_after_file_check_secs = wait_after_file_check_secs
 
+  def as_runtime_hook(self):
+    """What Estimator.train runs in this hook's place (engine.split_hooks):
+    the runtime's hook of the same rule, checked after each loop, in
+    either engine."""
+    return runtime_early_stopping._StopAtCheckpointStepHook(  # pylint: disable=protected-access
+        self._model_dir, self._last_step, self._wait_after_file_check_secs)
+
   def begin(self):
     self._global_step_tensor = training_util._get_or_create_global_step_read()  # pylint: disable=protected-access
     if self._global_step_tensor is None:
@@ -59,3 +69,16 @@ class _StopAtCheckpointStepHook(tf.compat.v1.train.SessionRunHook):
         run_context.request_stop()
       else:
         time.sleep(self._wait_after_file_check_secs)
+
+
+def make_stop_at_checkpoint_step_hook(estimator, last_step,
+                                      wait_after_file_check_secs=30):
+  """tf.estimator 2.15's: the chief (which writes the checkpoints) gets a
+  `tf.compat.v1.train.StopAtStepHook` at `last_step`; another worker a
+  `_StopAtCheckpointStepHook`, which stops it once model_dir holds the
+  chief's checkpoint at `last_step` or later."""
+  if estimator.config.is_chief:
+    return tf.compat.v1.train.StopAtStepHook(last_step=last_step)
+  return _StopAtCheckpointStepHook(
+      model_dir=estimator.model_dir, last_step=last_step,
+      wait_after_file_check_secs=wait_after_file_check_secs)
