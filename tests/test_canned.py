@@ -145,12 +145,6 @@ def test_what_is_not_supported_is_refused_in_one_line(tmp_path):
   with pytest.raises(UserInputError, match='graph engine'):
     est.DNNClassifier([4], deep, config=est.RunConfig(engine='eager'))
   train, _, _ = programs.input_fns('binary')
-  linear = est.LinearClassifier(
-      wide, model_dir=str(tmp_path / 'sdca'),
-      optimizer=est.experimental.LinearSDCA(example_id_column='id'))
-  with pytest.raises(UserInputError, match=r'LinearSDCA\(\.\.\.\) is not supported'):
-    linear.train(train, max_steps=1)
-  assert not os.path.exists(tmp_path / 'sdca')
   with pytest.raises(UserInputError, match="optimizer='Adadelta'"):
     est.DNNClassifier([4], deep, model_dir=str(tmp_path / 'bad'),
                       optimizer='Adadelta').train(train, max_steps=1)

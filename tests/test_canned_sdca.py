@@ -92,3 +92,59 @@ def test_2_15_module_paths_serve_them():
   assert ops._SparseFeatureColumn is sdca_model.SparseFeatureColumn  # pylint: disable=protected-access
   assert tables._ShardedMutableDenseHashTable is (  # pylint: disable=protected-access
       sdca_table.ShardedDenseHashTable)
+
+
+def _sdca_input_fn():
+  return {'example_id': tf.constant(['1', '2', '3']),
+          'price': tf.constant([[0.6], [0.8], [0.3]]),
+          'country': tf.sparse.SparseTensor(
+              values=['IT', 'US', 'GB'], indices=[[0, 0], [1, 3], [2, 1]],
+              dense_shape=[3, 5]),
+          'weights': tf.constant([[3.0], [1.0], [1.0]])}, tf.constant(
+              [[1], [0], [1]])
+
+
+def test_linear_classifier_trains_with_sdca_as_2_15_did(tmp_path):
+  """The same program under tf.estimator 2.15 (.venv-tf215) wrote these
+  variables and reached these weights (the op visits examples in a random
+  order: they agree to about 1e-3) and loss 0.0334; the second train call
+  resumes the example states from the checkpoint."""
+  from estimator_rt.canned import linear  # pylint: disable=g-import-not-at-top
+  classifier = linear.LinearClassifier(
+      feature_columns=[
+          tf.feature_column.numeric_column('price'),
+          tf.feature_column.categorical_column_with_hash_bucket(
+              'country', hash_bucket_size=5)],
+      weight_column='weights', model_dir=str(tmp_path),
+      optimizer=linear.LinearSDCA(example_id_column='example_id',
+                                  symmetric_l2_regularization=0.01))
+  classifier.train(_sdca_input_fn, steps=5)
+  classifier.train(_sdca_input_fn, steps=5)
+  model = 'linear/linear_model/'
+  assert dict(tf.train.list_variables(str(tmp_path))) == {
+      'ShardedMutableHashTable-1-of-1-keys': [131072, 2],
+      'ShardedMutableHashTable-1-of-1-values': [131072, 4],
+      'global_step': [],
+      model + 'bias_weights': [1], model + 'bias_weights_unshrunk': [1],
+      model + 'country/weights': [5, 1],
+      model + 'country/weights_unshrunk': [5, 1],
+      model + 'price/weights': [1, 1],
+      model + 'price/weights_unshrunk': [1, 1]}
+  weights = classifier.get_variable_value(model + 'country/weights')
+  assert weights.ravel().tolist() == pytest.approx(
+      [-4.1675, 0.0, 3.3297, 2.3724, 0.0], abs=0.02)
+  assert classifier.get_variable_value(model + 'bias_weights')[0] == (
+      pytest.approx(1.5347, abs=0.02))
+  assert classifier.evaluate(_sdca_input_fn, steps=1)['loss'] < 0.05
+
+
+def test_sdca_is_refused_where_2_15_refused_it():
+  from estimator_rt.canned import linear  # pylint: disable=g-import-not-at-top
+  sdca = linear.LinearSDCA(example_id_column='id')
+  price = [tf.feature_column.numeric_column('price')]
+  with pytest.raises(ValueError, match='multi-class setting'):
+    linear.LinearClassifier(price, n_classes=3, optimizer=sdca)
+  with pytest.raises(ValueError, match='one-dimensional label'):
+    linear.LinearRegressor(price, label_dimension=2, optimizer=sdca)
+  with pytest.raises(ValueError, match='sparse_combiner must be "sum"'):
+    linear.LinearRegressor(price, optimizer=sdca, sparse_combiner='mean')
