@@ -144,15 +144,7 @@ def test_what_is_not_supported_is_refused_in_one_line(tmp_path):
   deep, wide = programs.columns()
   with pytest.raises(UserInputError, match='graph engine'):
     est.DNNClassifier([4], deep, config=est.RunConfig(engine='eager'))
-  with pytest.raises(UserInputError, match='RNN canned estimators'):
-    est.experimental.RNNClassifier(sequence_feature_columns=[])
   train, _, _ = programs.input_fns('binary')
-  linear = est.LinearClassifier(
-      wide, model_dir=str(tmp_path / 'sdca'),
-      optimizer=est.experimental.LinearSDCA(example_id_column='id'))
-  with pytest.raises(UserInputError, match=r'LinearSDCA\(\.\.\.\) is not supported'):
-    linear.train(train, max_steps=1)
-  assert not os.path.exists(tmp_path / 'sdca')
   with pytest.raises(UserInputError, match="optimizer='Adadelta'"):
     est.DNNClassifier([4], deep, model_dir=str(tmp_path / 'bad'),
                       optimizer='Adadelta').train(train, max_steps=1)

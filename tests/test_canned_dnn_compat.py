@@ -173,3 +173,15 @@ def test_served_dnn_model_fn_v2_hands_the_head_what_2_15_did():
         features={'x': tf.constant([[1.]])}, labels=None,
         mode=ModeKeys.EVAL, head=head, linear_feature_columns=[X])
     assert head.kwargs['train_op_fn'] is None
+
+
+def test_a_keras_2_optimizer_made_eagerly_trains_as_its_legacy_class(
+    tmp_path):
+  """Its hyperparameters are eager variables, read while the graph is
+  built (rnn_test.py passes tf.keras.optimizers.Adam() so)."""
+  opt = tf_keras.optimizers.Adam(learning_rate=0.01)
+  est = dnn.DNNRegressor(hidden_units=[2], feature_columns=[X],
+                         model_dir=str(tmp_path), optimizer=opt)
+  est.train(_input_fn, max_steps=2)
+  assert est.get_variable_value('training/Adam/learning_rate') == (
+      pytest.approx(0.01))

@@ -27,11 +27,6 @@ from conftest import REPO_ROOT
 API = json.load(open(os.path.join(REPO_ROOT, 'tests', 'data',
                                   'tf_estimator_215', 'api.json')))['names']
 
-# Resolve to one-line refusals: not supported (yet) by estimator_rt, each
-# listed in the README's canned estimators section.
-NOT_YET = {
-    'experimental.RNNClassifier', 'experimental.RNNEstimator',
-}
 # Refused in one line whatever the arguments (no TPU here): the signature is
 # not theirs to keep.
 REFUSED = {'tpu.experimental.EmbeddingConfigSpec'}
@@ -134,9 +129,6 @@ def test_every_name_resolves_with_a_compatible_signature(name):
   entry = API[name]
   ours = estimator_rt.compat.resolve(name)  # Raises if it does not resolve.
   short = _short(name)
-  if short in NOT_YET:
-    assert getattr(ours, 'not_yet', None), f'{name} is no placeholder'
-    return
   if short in REFUSED:
     return
   if entry['kind'] == 'module':

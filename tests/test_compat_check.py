@@ -189,7 +189,7 @@ STATUS = {
     'tf.estimator.Estimator': DIFFERS,
     'tf.estimator.RunConfig': DIFFERS,
     'tf.estimator.ModeKeys': RUNS,
-    'tf.estimator.experimental.RNNClassifier': REFUSED,
+    'tf.estimator.experimental.RNNClassifier': RUNS,
     'tf.estimator.experimental.InMemoryEvaluatorHook': DIFFERS,
     'tf.compat.v1.estimator.inputs.numpy_input_fn': DIFFERS,
     'tf.compat.v2.estimator.TrainSpec': RUNS,
@@ -220,7 +220,7 @@ STATUS = {
     'tensorflow_estimator.python.estimator.export.export_output.'
     'RegressionOutput': RUNS,
     'tensorflow_estimator.python.estimator.canned.linear.LinearSDCA':
-        REFUSED,
+        RUNS,
     'tensorflow_estimator.python.estimator.no_such_module': REFUSED,
     'tensorflow_estimator.python.estimator.canned.dnn': RUNS,
     'tf.estimator.WarmStartSettings': DIFFERS,
@@ -314,15 +314,9 @@ def test_every_use_is_reported_at_its_line_with_its_status(report):
 
 
 def test_refusals_are_the_layers_own_lines(report):
-  from estimator_rt.compat import namespaces  # pylint: disable=g-import-not-at-top
-  from estimator_rt.canned import linear  # pylint: disable=g-import-not-at-top
   result, _ = report
   details = {u[0]: u[2] for found in _uses(result.stdout).values()
              for u in found}
-  rnn = namespaces.v2().experimental.RNNClassifier
-  assert details['tf.estimator.experimental.RNNClassifier'] == rnn.not_yet
-  assert details['tensorflow_estimator.python.estimator.canned.linear.'
-                 'LinearSDCA'] == linear.LinearSDCA.not_yet
   # The layer's AttributeError and ModuleNotFoundError, naming what fails.
   private = details[
       'tensorflow_estimator.python.estimator.estimator._no_such_helper']

@@ -12,9 +12,8 @@ the sum over columns of each column's weighted sum (a sparse embedding
 lookup combined by `sparse_combiner` for categorical columns, a matmul for
 dense ones) plus the bias.
 
-`LinearSDCA` (the SDCA optimizer) is not provided: it needs
-`tf.compat.v1.train.sdca_optimizer` state handling tf.estimator kept in
-its own ops; using it is refused in one line.
+With `optimizer=LinearSDCA(...)` the same model trains by stochastic dual
+coordinate ascent instead (linear_sdca.py).
 """
 
 import contextlib
@@ -25,6 +24,7 @@ import tensorflow as tf
 from tensorflow.python.feature_column import feature_column_v2 as fc_v2
 
 from estimator_rt.canned import base
+from estimator_rt.canned import linear_sdca
 from estimator_rt.head import head_utils
 from estimator_rt.canned import optimizers
 from estimator_rt.errors import UserInputError
@@ -69,6 +69,11 @@ class _VariableScopeStateManager(fc_v2.StateManager):
 
   def get_resource(self, feature_column, resource_name):
     return self._resources[(feature_column.name, resource_name)]
+
+
+def new_state() -> fc_v2.StateManager:
+  """An empty feature-column state for build_linear."""
+  return _VariableScopeStateManager()
 
 
 def _check_sparse_combiner(sparse_combiner) -> None:
@@ -158,14 +163,15 @@ def _check_batch_sizes(sums, columns) -> None:
 
 def build_linear(*, units: int, feature_columns: Sequence, sparse_combiner,
                  features, scope: str = 'linear/linear_model',
-                 ops_scope: str = ''):
+                 ops_scope: str = '', state=None):
   """The linear model's logits on `features`, its weights (without the
   bias) and its bias; see the module docstring for the variables. Its ops
   are in name scope `<scope>/<ops_scope>` (OPS_SCOPE, V1_OPS_SCOPE:
-  2.15's names)."""
+  2.15's names). `state` (a new_state() by default) receives the columns'
+  variables and resources, for a caller that reads the columns again."""
   _check_sparse_combiner(sparse_combiner)
   columns = linear_columns(feature_columns)
-  state = _VariableScopeStateManager()
+  state = new_state() if state is None else state
   weights = []
   with tf.compat.v1.variable_scope(scope, values=list(features.values())), \
       _ops_name_scope(ops_scope):
@@ -272,11 +278,10 @@ def linear_model_fn(*, features, labels, mode, head, feature_columns,
   """The canned linear model's model_fn body; `v1` for the tf.compat.v1
   classes (see optimizers.train_op)."""
   base.check_features(features, estimator_name=estimator_name)
-  if isinstance(optimizer, LinearSDCA):
-    raise UserInputError(
-        f'{estimator_name}: optimizer=LinearSDCA(...) is not supported by '
-        'estimator_rt; use a gradient optimizer (the default Ftrl is the '
-        'usual replacement).')
+  if isinstance(optimizer, linear_sdca.LinearSDCA):
+    return linear_sdca.sdca_model_fn(
+        features=features, labels=labels, mode=mode, head=head,
+        feature_columns=feature_columns, optimizer=optimizer)
   logits, weights, bias = build_linear(
       units=head.logits_dimension, feature_columns=feature_columns,
       sparse_combiner=sparse_combiner, features=features,
@@ -291,34 +296,8 @@ def linear_model_fn(*, features, labels, mode, head, feature_columns,
       parts=[part], v1=V1_NAMING if v1 else None)
 
 
-class LinearSDCA:
-  """tf.estimator.experimental.LinearSDCA: accepted with 2.15's signature;
-  a linear estimator given one refuses to train (see linear.py)."""
-
-  # What it is for is refused, so it is marked as estimator_rt.compat.
-  # not_yet's placeholders are (`python -m estimator_rt.compat --check`).
-  not_yet = ('training with LinearSDCA is not supported by estimator_rt; '
-             'use a gradient optimizer (the default Ftrl)')
-
-  def __init__(self, example_id_column, num_loss_partitions=1,
-               num_table_shards=None, symmetric_l1_regularization=0.0,
-               symmetric_l2_regularization=1.0, adaptive=False):
-    self.example_id_column = example_id_column
-    self.num_loss_partitions = num_loss_partitions
-    self.num_table_shards = num_table_shards
-    self.symmetric_l1_regularization = symmetric_l1_regularization
-    self.symmetric_l2_regularization = symmetric_l2_regularization
-    self.adaptive = adaptive
-
-  def get_train_step(self, state_manager, weight_column_name, loss_type,
-                     feature_columns, features, targets, bias_var,
-                     global_step):
-    """Refused: SDCA training is not supported (see the module docstring)."""
-    del (state_manager, weight_column_name, loss_type, feature_columns,
-         features, targets, bias_var, global_step)
-    raise UserInputError(
-        'LinearSDCA is not supported by estimator_rt; train the linear '
-        'estimator with a gradient optimizer (the default Ftrl).')
+# tf.estimator.experimental.LinearSDCA (linear_sdca.py).
+LinearSDCA = linear_sdca.LinearSDCA
 
 
 class LinearEstimator(base.CannedEstimator):
@@ -336,6 +315,9 @@ class LinearEstimator(base.CannedEstimator):
     base.check_v2_columns(columns, argument='feature_columns',
                           estimator_name=name)
     _check_sparse_combiner(sparse_combiner)
+    if isinstance(optimizer, linear_sdca.LinearSDCA):
+      linear_sdca.check_estimator(head=head, feature_columns=columns,
+                                  sparse_combiner=sparse_combiner)
 
     v1 = self._V1
 

@@ -26,6 +26,7 @@ that name with the same settings, with one warning.
 
 import dataclasses
 import inspect
+import numbers
 from typing import Any, Optional, Sequence
 import weakref
 
@@ -118,10 +119,13 @@ def _as_legacy(opt: Any, what: str):
         f'{NAMES}; this optimizer has no legacy equivalent.')
   cls = _legacy_classes()[name]
   accepted = inspect.signature(cls.__init__).parameters
-  config = {key: value for key, value in opt.get_config().items()
+  given = _config_of(opt)
+  config = {key: value for key, value in given.items()
             if key in accepted and key != 'name'}
   learning_rate = config.get('learning_rate')
-  if not isinstance(learning_rate, (int, float)):
+  if isinstance(learning_rate, numbers.Real):  # numpy's read values too.
+    config['learning_rate'] = float(learning_rate)
+  else:
     # A schedule's config is a dict: the legacy class rebuilds it itself.
     config['learning_rate'] = opt.learning_rate
   logging.warning(
@@ -130,6 +134,20 @@ def _as_legacy(opt: Any, what: str):
       'optimizers, as tf.estimator did).', what, type(opt).__module__,
       type(opt).__name__, cls.__name__)
   return cls(**config)
+
+
+def _config_of(opt: Any) -> dict:
+  """`opt.get_config()`, also while a graph is built: a Keras 2 optimizer
+  made eagerly (as programs make it) keeps its hyperparameters in eager
+  variables, which get_config reads with .numpy(), in eager mode only."""
+  if tf.executing_eagerly():
+    return opt.get_config()
+  from tensorflow.python.eager import context  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  try:
+    return opt.get_config()
+  except NotImplementedError:  # .numpy() of an eager variable.
+    with context.eager_mode():
+      return opt.get_config()
 
 
 def keras_legacy(opt: Any, *, learning_rate: Optional[float] = None,

@@ -16,9 +16,7 @@ objects:
   - `tf.estimator`, `tf.compat.v2.estimator` and `tf.compat.v1.estimator`
     (and their nestings, `tf.compat.v2.compat.v1.estimator`, ...),
     with every one of tf.estimator 2.15's public names (see
-    namespaces.py; the few that estimator_rt does not support, the RNN
-    estimators, resolve to placeholders that refuse in one
-    line);
+    namespaces.py);
   - `import tensorflow_estimator` and the module paths under
     `tensorflow_estimator.python.estimator` that hold public objects in
     tf.estimator 2.15 (`estimator`, `run_config`, `model_fn`, `training`,

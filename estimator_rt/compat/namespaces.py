@@ -9,12 +9,10 @@ it here:
     exporters, train_and_evaluate, export receivers and outputs, early
     stopping, warm starting, add_metrics, parsing specs, numpy/pandas
     input_fns, TPUEstimator without a TPU, the canned estimators and heads:
-    the TF2 classes in tf.estimator, the v1 ones in tf.compat.v1.estimator);
+    the TF2 classes in tf.estimator, the v1 ones in tf.compat.v1.estimator,
+    the RNN estimators in tf.estimator.experimental);
   - TensorFlow's own where tf.estimator re-exported them (the
-    SessionRunHooks of `tf.compat.v1.train`, VocabInfo);
-  - for what estimator_rt does not support (the RNN estimators),
-    a placeholder that resolves and refuses in one line when used
-    (`not_yet.py`).
+    SessionRunHooks of `tf.compat.v1.train`, VocabInfo).
 """
 
 import functools
@@ -22,20 +20,6 @@ import types
 from typing import Any, Dict
 
 import tensorflow as tf
-
-from estimator_rt.compat import not_yet
-
-# What tf.estimator 2.15 had and estimator_rt refuses, with why.
-_REFUSED = {
-    'RNNClassifier': 'the RNN canned estimators (tf.estimator.experimental.'
-                     'RNNClassifier/RNNEstimator) are not supported by '
-                     'estimator_rt; write a model_fn with a Keras RNN layer '
-                     'and a head (estimator_rt.head)',
-    'RNNEstimator': 'the RNN canned estimators (tf.estimator.experimental.'
-                    'RNNClassifier/RNNEstimator) are not supported by '
-                    'estimator_rt; write a model_fn with a Keras RNN layer '
-                    'and a head (estimator_rt.head)',
-}
 
 
 def _canned(v1: bool) -> Dict[str, Any]:
@@ -156,9 +140,9 @@ def v2() -> types.ModuleType:
   names = _common()
   names.update(_canned(v1=False))
   experimental = dict(names['experimental'])
-  experimental.update({name: not_yet.placeholder(f'experimental.{name}',
-                                                 _REFUSED[name])
-                       for name in ('RNNClassifier', 'RNNEstimator')})
+  from estimator_rt.canned import rnn  # pylint: disable=g-import-not-at-top
+  experimental['RNNClassifier'] = rnn.RNNClassifier
+  experimental['RNNEstimator'] = rnn.RNNEstimator
   names['experimental'] = _module('estimator.experimental', experimental)
   return _module('estimator', names)
 
