@@ -233,3 +233,78 @@ def test_iteration_count_estimator_converges_on_the_time_budget():
   assert iterations == 20
   with pytest.raises(ValueError, match='Invalid `total_secs`'):
     estimator.get(0)
+
+
+def test_stop_at_step_hook_sets_each_loop_and_stops():
+  tpu_estimator = _served('tpu_estimator')
+  counter = _served('util').IterationsPerLoopCounter(3, 'count')
+  with pytest.raises(ValueError, match='One of `num_steps` or `final_step`'):
+    tpu_estimator._TPUStopAtStepHook(counter)  # pylint: disable=protected-access
+  hook = tpu_estimator._TPUStopAtStepHook(counter, num_steps=5)  # pylint: disable=protected-access
+  with tf.Graph().as_default():
+    step = tf.compat.v1.train.get_or_create_global_step()
+    hook.begin()
+    iterations = tpu_estimator._create_or_get_iterations_per_loop()  # pylint: disable=protected-access
+    with tf.compat.v1.Session() as session:
+      session.run([tf.compat.v1.global_variables_initializer(),
+                   tf.compat.v1.local_variables_initializer()])
+      hook.after_create_session(session, None)
+      seen = [session.run(iterations)]
+
+      class Context:
+        stopped = False
+        def __init__(self):
+          self.session = session
+        def request_stop(self):
+          Context.stopped = True
+
+      for value in (3, 5):
+        step.load(value, session)
+        hook.after_run(Context(), None)
+        seen.append(session.run(iterations))
+  assert seen == [3, 2, 2] and Context.stopped
+
+
+def test_export_output_tensors_round_trip():
+  tpu_estimator = _served('tpu_estimator')
+  with tf.Graph().as_default():
+    scores = tf.compat.v1.placeholder(tf.float32, [1])
+    output = estimator_rt.export.ClassificationOutput(scores=scores)
+    assert tpu_estimator._export_output_to_tensors(output) == [scores, None]  # pylint: disable=protected-access
+    new = tf.identity(scores)
+    clone = tpu_estimator._clone_export_output_with_tensors(output, [new, None])  # pylint: disable=protected-access
+    assert clone.scores is new
+    predict = estimator_rt.export.PredictOutput({'a': scores, 'b': new})
+    clone = tpu_estimator._clone_export_output_with_tensors(  # pylint: disable=protected-access
+        predict, [new, scores])
+    assert clone.outputs == {'a': new, 'b': scores}
+    with pytest.raises(ValueError, match='tensors must be of length 1'):
+      tpu_estimator._clone_export_output_with_tensors(  # pylint: disable=protected-access
+          estimator_rt.export.RegressionOutput(scores), [])
+
+
+def test_inputs_with_stopping_signals_pad_the_last_batch_and_stop():
+  tpu_estimator = _served('tpu_estimator')
+  with tf.Graph().as_default():
+    dataset = tf.data.Dataset.from_tensor_slices(
+        ({'a': np.arange(3.)}, np.arange(3.))).batch(2)
+    inputs = tpu_estimator._InputsWithStoppingSignals(  # pylint: disable=protected-access
+        dataset, 2, add_padding=True)
+    initializer = inputs.dataset_initializer()
+    features, labels = inputs.features_and_labels()
+    signals = inputs.signals()
+    sliced = tpu_estimator._PaddingSignals.slice_tensor_or_dict(  # pylint: disable=protected-access
+        features, signals)
+    assert features['a'].shape.as_list() == [2]
+    with tf.compat.v1.Session() as session:
+      session.run(initializer)
+      runs = [session.run([sliced, labels, signals]) for _ in range(3)]
+      with pytest.raises(tf.errors.OutOfRangeError):
+        session.run(sliced)
+  (first, _, s1), (last, last_labels, s2), (_, _, s3) = runs
+  np.testing.assert_array_equal(first['a'], [0., 1.])
+  np.testing.assert_array_equal(last['a'], [2.])  # The padding sliced off.
+  np.testing.assert_array_equal(last_labels, [2., 0.])
+  np.testing.assert_array_equal(s2['padding_mask'], [0, 1])
+  assert not s1['stopping'].any() and not s2['stopping'].any()
+  assert s3['stopping'].all()
