@@ -24,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from estimator_rt import run_config as run_config_lib
+from estimator_rt import tpu_checks
 from estimator_rt import tpu_context
 from estimator_rt import user_fns
 from estimator_rt.errors import UserInputError
@@ -446,7 +447,14 @@ class TPUEstimator(Estimator):
     self._user_model_fn = model_fn
     self._ctx = tpu_context.InternalTPUContext(self.config)
 
-  def _refuse_tpu(self, what: str) -> None:
+  def _refuse_tpu(self, what: str, mode: Optional[str] = None,
+                  input_fn: Optional[Callable] = None) -> None:
+    """Raises tf.estimator's errors for the program (tpu_checks), then the
+    refusal."""
+    if input_fn is not None:
+      tpu_checks.check_program(self._user_model_fn, input_fn, mode,
+                               self.params, self.config,
+                               self._batch_sizes[mode])
     _check_takes_params(self._user_model_fn)
     raise UserInputError(
         f'TPUEstimator(use_tpu=True).{what}: estimator_rt runs on CPUs and '
@@ -480,7 +488,7 @@ class TPUEstimator(Estimator):
             saving_listeners=None):
     if self._use_tpu:
       _check_train_steps_on_tpu(steps, max_steps)
-      self._refuse_tpu('train')
+      self._refuse_tpu('train', ModeKeys.TRAIN, input_fn)
     if self._batch_sizes[ModeKeys.TRAIN] is None:
       raise UserInputError('TPUEstimator.train: train_batch_size is None; '
                            'give it to the constructor.')
@@ -497,7 +505,7 @@ class TPUEstimator(Estimator):
         raise UserInputError(
             'Evaluate `steps` must be set on TPU. Cannot be `None`.')
       check_positive_integer(steps, 'Eval steps')
-      self._refuse_tpu('evaluate')
+      self._refuse_tpu('evaluate', ModeKeys.EVAL, input_fn)
     with self._batch_size_of(ModeKeys.EVAL):
       return super().evaluate(input_fn, steps, hooks, checkpoint_path, name)
 
@@ -506,7 +514,7 @@ class TPUEstimator(Estimator):
     if self._use_tpu:
       self._check_batch_size_on_tpu(ModeKeys.PREDICT, 'predict_batch_size',
                                     'predict')
-      self._refuse_tpu('predict')
+      self._refuse_tpu('predict', ModeKeys.PREDICT, input_fn)
     with self._batch_size_of(ModeKeys.PREDICT):
       # Read while the batch size is set: prediction is a generator.
       yield from super().predict(input_fn, predict_keys, hooks,

@@ -38,7 +38,7 @@ def _model_fn(features, labels, mode, params):
 def _input_fn(params):
   x = np.ones([8, 1], np.float32)
   return tf.data.Dataset.from_tensor_slices(({'x': x}, x)).batch(
-      params['batch_size'])
+      params['batch_size'], drop_remainder=True)  # Static, as a TPU needs.
 
 
 # -------------------------------------------------- TPUConfig, RunConfig
@@ -308,3 +308,60 @@ def test_inputs_with_stopping_signals_pad_the_last_batch_and_stop():
   np.testing.assert_array_equal(s2['padding_mask'], [0, 1])
   assert not s1['stopping'].any() and not s2['stopping'].any()
   assert s3['stopping'].all()
+
+
+def test_use_tpu_builds_the_program_once_for_2_15s_checks(tmp_path):
+  """Before the refusal, the input_fn and model_fn are built in a scratch
+  graph and tf.estimator's checks of them run; a program that needs a TPU
+  to be built gets the refusal."""
+
+  def build(model_fn, input_fn, method='train'):
+    estimator = tpu.TPUEstimator(
+        model_fn, train_batch_size=2, predict_batch_size=2,
+        config=tpu.RunConfig(model_dir=str(tmp_path)))
+    if method == 'train':
+      estimator.train(input_fn, steps=1)
+    list(estimator.predict(input_fn))
+
+  def dynamic_input_fn(params):
+    x = tf.zeros([params['batch_size'], tf.random.uniform([], 1, 3,
+                                                          tf.int32)])
+    return tf.data.Dataset.from_tensors(({'x': x}, x[:, :1]))
+
+  with pytest.raises(ValueError, match='features to the model returned by '
+                     'input_fn must have static shape'):
+    build(_model_fn, dynamic_input_fn)
+
+  def features_only_fn(features, mode, params):
+    del features, mode, params
+
+  with pytest.raises(ValueError, match='model_fn does not take labels, but '
+                     'input_fn returns labels'):
+    build(features_only_fn, _input_fn)
+
+  def chief_hooks_fn(features, labels, mode, params):
+    spec = _model_fn(features, labels, mode, params)
+    return estimator_rt.EstimatorSpec(
+        mode, loss=spec.loss, train_op=spec.train_op,
+        training_chief_hooks=[tf.compat.v1.train.StepCounterHook()])
+
+  with pytest.raises(ValueError, match='training_chief_hooks returned by '
+                     'EstimatorSpec is not supported in TPUEstimator'):
+    build(chief_hooks_fn, _input_fn)
+
+  def dynamic_prediction_fn(features, labels, mode, params):
+    del labels, params
+    return tpu.TPUEstimatorSpec(mode, predictions={
+        'x': features['x'],  # Static: padded to the batch size.
+        'y': tf.compat.v1.placeholder(tf.float32, [None, 3])})
+
+  with pytest.raises(ValueError, match=r'key \(y\) in TPUEstimatorSpec.'
+                     'predictions has dynamic shape'):
+    build(dynamic_prediction_fn, _input_fn, method='predict')
+
+  def tpu_context_input_fn(params):
+    return _input_fn(params) if params['context'] else None
+
+  with pytest.raises(ValueError, match='use_tpu=False'):
+    build(_model_fn, tpu_context_input_fn)
+  assert not list(tmp_path.iterdir())
