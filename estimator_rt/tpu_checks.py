@@ -81,7 +81,10 @@ def _first_batch(input_fn: Callable, mode: str, params: dict, config):
 def _call_model_fn(model_fn: Callable, features, labels, mode: str,
                    params: dict, config):
   args = user_fns.declared_args(model_fn)
-  takes = lambda name: '*' in args or name in args  # pylint: disable=unnecessary-lambda-assignment
+
+  def takes(name):
+    return '*' in args or name in args
+
   if labels is not None and not takes('labels'):
     raise UserInputError(
         'model_fn does not take labels, but input_fn returns labels '
