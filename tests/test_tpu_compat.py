@@ -365,3 +365,14 @@ def test_use_tpu_builds_the_program_once_for_2_15s_checks(tmp_path):
   with pytest.raises(ValueError, match='use_tpu=False'):
     build(_model_fn, tpu_context_input_fn)
   assert not list(tmp_path.iterdir())
+
+
+def test_eval_on_tpu_false_evaluates_on_cpu_as_in_2_15(tmp_path):
+  config = tpu.RunConfig(model_dir=str(tmp_path))
+  tpu.TPUEstimator(_model_fn, config=config, use_tpu=False,
+                   train_batch_size=2).train(_input_fn, max_steps=2)
+  on_tpu = tpu.TPUEstimator(_model_fn, config=config, train_batch_size=2,
+                            eval_batch_size=4, eval_on_tpu=False)
+  assert on_tpu.evaluate(_input_fn, steps=1)['global_step'] == 2
+  with pytest.raises(ValueError, match='use_tpu=False'):
+    on_tpu.train(_input_fn, max_steps=4)
