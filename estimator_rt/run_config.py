@@ -843,11 +843,18 @@ class RunConfig:
       _set_field(self, 'train_distribute', cluster.PARAMETER_SERVER)
     if user_strategy:
       self._init_distribute_coordinator_mode(tf_config)
-    elif (self.session_config is None and settings.cluster_spec.jobs and
-          not (task_info is not None and task_info.standalone_client)):
+    elif not (task_info is not None and task_info.standalone_client):
+      self._maybe_overwrite_session_config_for_distributed_training()
+
+  def _maybe_overwrite_session_config_for_distributed_training(self) -> None:
+    """2.15's default session config of a between-graph cluster task (one
+    with TF_CONFIG's cluster and no session_config): device filters that
+    let it see the ps tasks and itself. tf.estimator's subclasses override
+    it (tpu.RunConfig, whose TPU programs are in-graph, keeps None)."""
+    if self.session_config is None and self.cluster_spec.jobs:
       _set_field(self, 'session_config',
-                 _default_session_config_distributed(settings.task_type,
-                                                     settings.task_id))
+                 _default_session_config_distributed(self.task_type,
+                                                     self.task_id))
 
   def _init_distribute_coordinator_mode(self, tf_config: dict) -> None:
     """2.15's `_distribute_coordinator_mode`: STANDALONE_CLIENT for a

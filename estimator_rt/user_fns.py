@@ -108,8 +108,9 @@ def check_model_fn(model_fn: Any) -> Callable:
                                      inspect.Parameter.KEYWORD_ONLY)]
   if required_unknown:
     raise UserInputError(
-        f'model_fn {fn_name(model_fn)} has argument(s) {sorted(required_unknown)} '
-        f'the runtime cannot supply; it passes only {list(_MODEL_FN_ARGS)}.')
+        f'model_fn {fn_name(model_fn)} has following not expected args: '
+        f'{sorted(required_unknown)} (the runtime cannot supply them; it '
+        f'passes only {list(_MODEL_FN_ARGS)}).')
   return model_fn
 
 

@@ -259,8 +259,14 @@ def test_tpu_estimator_without_a_tpu(tmp_path):
   metrics = estimator.evaluate(input_fn, steps=2)
   assert seen[0] == 16 and seen[-1] == 8
   assert metrics['global_step'] == 20 and 'count' in metrics
+  # use_tpu=True is built (validated as tf.estimator validated it) and
+  # refused when a TPU program would run, before anything is written.
+  on_tpu = tf1.estimator.tpu.TPUEstimator(
+      model_fn=model_fn, model_dir=str(tmp_path / 'tpu'), use_tpu=True,
+      config=tf1.estimator.tpu.RunConfig(), train_batch_size=16)
   with pytest.raises(estimator_rt.UserInputError, match='use_tpu=False'):
-    tf1.estimator.tpu.TPUEstimator(model_fn=model_fn, use_tpu=True)
+    on_tpu.train(input_fn, max_steps=20)
+  assert not (tmp_path / 'tpu').exists() or not os.listdir(tmp_path / 'tpu')
 
 
 def test_export_with_export_outputs_assets_and_text(tmp_path):

@@ -61,8 +61,9 @@ DIFFERENCES = {
         'model_fn accepts only the default selection (\'.*\', no vocabulary '
         'or name maps)'),
     'tf.compat.v1.estimator.tpu.TPUEstimator': (
-        'runs as tf.estimator ran it on CPU (use_tpu=False); use_tpu=True '
-        'is refused: no TPU here'),
+        'runs as tf.estimator ran it on CPU (use_tpu=False); with '
+        'use_tpu=True it is built, and training, evaluating, predicting '
+        'and exporting for a TPU are refused: no TPU here'),
     'tf.compat.v1.estimator.tpu.TPUConfig': (
         'its TPU settings have no effect without a TPU'),
     'tf.compat.v1.estimator.tpu.RunConfig': (
