@@ -168,36 +168,6 @@ def _assert_every_line_has_a_role(run, tasks):
       assert 'Ray' in line or 'ray' in line or 'pid=' in line, line
 
 
-def test_multi_worker_mirrored_two_workers_and_evaluator(tmp_path, ray_head):
-  """MWMS, 2 workers + evaluator, one Ray actor each, on the node's Ray
-  address: every task exits 0, the chief's checkpoints reach max_steps,
-  the evaluator's last result is at max_steps."""
-  model_dir = f'{tmp_path}/model'
-  run = _run(tmp_path, _launch_ray_args(
-      tmp_path, address=ray_head['address'],
-      roles=['--workers=2', '--evaluator'],
-      binary_args=_training_flags(tmp_path, 'multi_worker_mirrored')),
-             home=ray_head['home'])
-  assert run.launcher_code == 0, run.tail()
-  assert run.codes == {'evaluator:0': 0, 'worker:0': 0, 'worker:1': 0}, (
-      run.tail())
-  cluster = _launcher_cluster(run.output)
-  assert sorted(cluster) == ['evaluator', 'worker'], cluster
-  for address in cluster['worker'] + cluster['evaluator']:
-    assert address.startswith(ray_head['node_ip'] + ':'), cluster
-  assert 'Role: chief: trains with multi_worker_mirrored' in run.log(
-      'worker:0')
-  assert 'Role: worker: trains with multi_worker_mirrored' in run.log(
-      'worker:1')
-  assert f'Saved checkpoint {model_dir}/model.ckpt-{MAX_STEPS}' in run.log(
-      'worker:0')
-  assert _cluster.checkpoint_steps(model_dir) == [SAVE_EVERY, MAX_STEPS]
-  steps = _eval_loss_steps(model_dir)
-  assert steps and steps[-1] == MAX_STEPS, steps
-  _assert_every_line_has_a_role(run, ['worker:0', 'worker:1', 'evaluator:0'])
-  assert run.status['restarts'] == [], run.status
-
-
 def test_parameter_server_with_ps_and_evaluator(tmp_path, ray_head):
   """PS: chief, 2 workers, ps and evaluator as 5 Ray actors; the servers
   exit 0 on the chief's done signal, not stopped by the launcher."""
@@ -222,16 +192,18 @@ def test_parameter_server_with_ps_and_evaluator(tmp_path, ray_head):
 
 
 def test_preempted_task_restarts_in_its_actor(tmp_path, ray_head):
-  """SIGTERM to one MWMS worker's process mid-run: it saves and exits 143,
+  """MWMS, 2 workers + evaluator, one Ray actor each, on the node's Ray
+  address. SIGTERM to one worker's process mid-run: it saves and exits 143,
   the launcher restarts the training tasks in the same actors on the same
   ports (a preemption, not a failure: --max_restarts=0), and the job ends
-  0 at max_steps."""
+  0 at max_steps, with the evaluator's last result at max_steps."""
   # Long enough (~10 s of training at ~350 steps/s, more under load) for
   # the SIGTERM to land mid-run.
   max_steps = 3000
   model_dir = f'{tmp_path}/model'
   launcher = _start(tmp_path, _launch_ray_args(
-      tmp_path, address=ray_head['address'], roles=['--workers=2'],
+      tmp_path, address=ray_head['address'],
+      roles=['--workers=2', '--evaluator'],
       binary_args=_training_flags(tmp_path, 'multi_worker_mirrored',
                                   max_steps=max_steps, save_every=1000),
       launcher_args=['--max_restarts=0']), home=ray_head['home'])
@@ -249,7 +221,16 @@ def test_preempted_task_restarts_in_its_actor(tmp_path, ray_head):
   finally:
     launcher.stop()
   assert run.launcher_code == 0, run.tail()
-  assert run.codes == {'worker:0': 0, 'worker:1': 0}, run.tail()
+  assert run.codes == {'evaluator:0': 0, 'worker:0': 0, 'worker:1': 0}, (
+      run.tail())
+  cluster = _launcher_cluster(run.output)
+  assert sorted(cluster) == ['evaluator', 'worker'], cluster
+  for address in cluster['worker'] + cluster['evaluator']:
+    assert address.startswith(ray_head['node_ip'] + ':'), cluster
+  assert 'Role: chief: trains with multi_worker_mirrored' in run.log(
+      'worker:0')
+  assert 'Role: worker: trains with multi_worker_mirrored' in run.log(
+      'worker:1')
   assert run.status['preemption_restarts'] == 1, run.status
   assert run.status['failure_restarts'] == 0, run.status
   [restart] = run.status['restarts']
@@ -259,11 +240,16 @@ def test_preempted_task_restarts_in_its_actor(tmp_path, ray_head):
   pids = run.status['pids']
   assert len(pids['worker:1']) == 2 and pids['worker:1'][0] == first_pid, pids
   assert len(pids['worker:0']) == 2, pids
+  assert len(pids['evaluator:0']) == 1, pids
   # The cluster did not change: one `cluster:` line, the same addresses.
   assert run.output.count('[launcher] cluster: ') == 1
-  assert 'restarting all tasks (preemption restart 1 of at most' in (
+  assert ('restarting the training tasks (worker:0, worker:1; the evaluator '
+          'keeps running) (preemption restart 1 of at most') in (
       run.output), run.tail()
   assert _cluster.checkpoint_steps(model_dir)[-1] == max_steps
+  steps = _eval_loss_steps(model_dir)
+  assert steps and steps[-1] == max_steps, steps
+  _assert_every_line_has_a_role(run, ['worker:0', 'worker:1', 'evaluator:0'])
 
 
 _PRINT_TF_CONFIG = (

@@ -229,28 +229,6 @@ def _assert_every_line_says_whose(job, roles):
     assert job.lines(role), (role, job.tail())
 
 
-def test_multi_worker_mirrored_two_workers_and_evaluator(jobs, tmp_path):
-  module = _cluster.write_tiny_model(tmp_path)
-  model_dir = str(tmp_path / 'model')
-  job = jobs.run(ntasks=3, timeout=400, script_args=[
-      '--workers', '2', '--evaluator', '--'] + _training_args(
-          module, model_dir, 'multi_worker_mirrored'))
-  assert job.code == 0, job.tail()
-  assert job.exit_codes() == {'worker:0': [0], 'worker:1': [0],
-                              'evaluator:0': [0]}, job.tail()
-  assert 'Role: chief: trains with multi_worker_mirrored' in job.log(
-      'worker:0')
-  assert 'Role: worker: trains with multi_worker_mirrored' in job.log(
-      'worker:1')
-  assert _cluster.checkpoint_steps(model_dir) == [20, 40, 60]
-  steps = _eval_steps(model_dir)
-  assert steps and steps[-1] == MAX_STEPS, (steps, job.log('evaluator:0'))
-  assert '[sbatch] the chief finished: exit 0' in job.output
-  _assert_every_line_says_whose(job, ['worker:0', 'worker:1', 'evaluator:0',
-                                      'sbatch'])
-  print(f'MWMS job: {job.elapsed_secs:.0f} s')
-
-
 def test_parameter_server_chief_worker_ps_evaluator(jobs, tmp_path):
   module = _cluster.write_tiny_model(tmp_path)
   model_dir = str(tmp_path / 'model')
@@ -342,16 +320,19 @@ def test_exit_code_policy(jobs, tmp_path, plan, max_preemptions, job_code,
   _assert_every_line_says_whose(job, ['worker:0', 'worker:1', 'sbatch'])
 
 
-def test_preempted_training_resumes_in_a_new_step(jobs, tmp_path):
-  """Every task of an MWMS step gets SIGTERM mid-training (`scancel
-  --signal=TERM JOB`, as on a preemption): the workers save and exit 143,
-  the sbatch script runs the step again, which resumes from the saved step
-  and trains to max_steps; the job exits 0."""
+def test_multi_worker_mirrored_job_preempted_runs_its_step_again(
+    jobs, tmp_path):
+  """An MWMS job (2 workers and an evaluator) whose every task gets SIGTERM
+  mid-training (`scancel --signal=TERM JOB`, as on a preemption): the
+  workers save and exit 143, the evaluator exits 143, the sbatch script
+  runs the step again, which resumes from the saved step and trains to
+  max_steps; the evaluator's last evaluation is of max_steps; the job
+  exits 0 and every line says whose it is."""
   module = _cluster.write_tiny_model(tmp_path)
   model_dir = tmp_path / 'model'
   max_steps = 4000
-  submitted = jobs.submit(ntasks=2, script_args=[
-      '--workers', '2', '--'] + _training_args(
+  submitted = jobs.submit(ntasks=3, script_args=[
+      '--workers', '2', '--evaluator', '--'] + _training_args(
           module, str(model_dir), 'multi_worker_mirrored',
           max_steps=max_steps, save_every=1000,
           extra=['--steps_per_loop=50']))
@@ -362,8 +343,12 @@ def test_preempted_training_resumes_in_a_new_step(jobs, tmp_path):
   submitted.signal_steps('TERM')
   job = submitted.wait(timeout=400)
   assert job.code == 0, job.tail()
-  assert job.exit_codes() == {'worker:0': [143, 0], 'worker:1': [143, 0]}, (
-      job.tail())
+  assert job.exit_codes() == {'worker:0': [143, 0], 'worker:1': [143, 0],
+                              'evaluator:0': [143, 0]}, job.tail()
+  assert 'Role: chief: trains with multi_worker_mirrored' in job.log(
+      'worker:0')
+  assert 'Role: worker: trains with multi_worker_mirrored' in job.log(
+      'worker:1')
   preempted = [l for l in job.lines('worker:0') if 'Preempted (SIGTERM) at '
                'global step' in l]
   assert len(preempted) == 1, job.tail()
@@ -374,6 +359,11 @@ def test_preempted_training_resumes_in_a_new_step(jobs, tmp_path):
   assert (f'Training ended at global step {max_steps} (started at '
           f'{saved_at})') in job.log('worker:0'), job.tail()
   assert _cluster.checkpoint_steps(str(model_dir))[-1] == max_steps
+  steps = _eval_steps(str(model_dir))
+  assert steps and steps[-1] == max_steps, (steps, job.log('evaluator:0'))
+  assert '[sbatch] the chief finished: exit 0' in job.output
+  _assert_every_line_says_whose(job, ['worker:0', 'worker:1', 'evaluator:0',
+                                      'sbatch'])
 
 
 def test_standalone_servers_and_a_client_outside_the_allocation(
