@@ -105,7 +105,7 @@ def check_positive_count(where: str, value, *, phrase: str,
   """
   if value is not None and not isinstance(value, bool) and isinstance(
       value, (int, float)) and value <= 0:
-    raise UserInputError(f'{phrase}, given: {value} ({where} must be a '
+    raise UserInputError(f'{phrase}, given: {value} ({where}={value} must be a '
                          'positive integer or None).')
   check_count(where, value, maximum=maximum)
 

@@ -14,7 +14,7 @@ chief never leaves the cluster hanging.
 import os
 import threading
 import time
-from typing import Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional
 
 from absl import logging
 import tensorflow as tf
@@ -134,8 +134,15 @@ def wait_until_training_done(server: tf.distribute.Server, task: TaskInfo,
                              *, chief_address: str,
                              startup_timeout_secs: float = 600,
                              chief_grace_secs: float = 30,
-                             poll_secs: float = 2) -> int:
+                             poll_secs: float = 2,
+                             finished: Optional[Callable[[], bool]] = None
+                             ) -> int:
   """Serves until the chief signals the end of training.
+
+  A task that finds no chief (gone, or not up `_CHIEF_ABSENT_SECS` after this
+  server) asks `finished` whether training is over: a task restarted after
+  the chief gave up on it (lost, then back too late for the signal) then
+  exits 0 instead of waiting out the chief's grace.
 
   Args:
     server: this task's running server.
@@ -145,6 +152,8 @@ def wait_until_training_done(server: tf.distribute.Server, task: TaskInfo,
     chief_grace_secs: how long the chief may be unreachable before this
       task gives up on it.
     poll_secs: how often to look at the queue and the chief.
+    finished: whether model_dir holds the end of training (its checkpoint
+      at max_steps); None: never looked at.
 
   Returns:
     0 when the chief signalled the end of training, PREEMPTED_EXIT_CODE
@@ -179,6 +188,12 @@ def wait_until_training_done(server: tf.distribute.Server, task: TaskInfo,
       if reachable(chief_address, timeout=2.0):
         chief_seen, unreachable_since = True, None
         continue
+      if ((chief_seen or now - started > _CHIEF_ABSENT_SECS) and
+          finished is not None and finished()):
+        logging.info('The chief at %s is gone and model_dir holds the end of '
+                     'training; %s:%d exits.', chief_address, task.task_type,
+                     task.task_index)
+        return 0
       if not chief_seen:
         if now - started > startup_timeout_secs:
           logging.error('The chief at %s never came up in %.0f s; giving up.',
@@ -204,6 +219,11 @@ def _token_arrives(session, size, *, within_secs: float) -> bool:
     time.sleep(_SIZE_POLL_SECS)
   return True
 
+
+# How long a task waits for a chief it never saw before it asks whether
+# training is already over (on a rerun of a finished job the chief comes up
+# about when its servers do, and tells them itself).
+_CHIEF_ABSENT_SECS = 5.0
 
 # How often a server looks whether its done queue holds the token.
 _SIZE_POLL_SECS = 0.25

@@ -28,7 +28,7 @@ import json
 import os
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from absl import logging
 import tensorflow as tf
@@ -575,7 +575,8 @@ class _TrainingExecutor(object):
         return _run_between_graph_worker(self._estimator, self._train_spec,
                                          task, hooks)
       if role.serves(engine):
-        return _run_server(task)
+        return _run_server(task, finished=_training_finished(
+            self._estimator.model_dir, self._train_spec.max_steps))
     return _run_training_task(self._estimator, self._train_spec, role,
                               hooks=hooks, saving_listeners=saving_listeners)
 
@@ -866,11 +867,30 @@ class _ContinuousEvalListener(object):
 # The cluster roles' procedures.
 
 
-def _run_server(task) -> Tuple[None, List[str]]:
+def _run_server(task, *, finished: Callable[[], bool]
+                ) -> Tuple[None, List[str]]:
   """ps, and workers of parameter-server training: serve until done."""
   server = server_lib.start_server(task)
   return _end_as_told(task, server_lib.wait_until_training_done(
-      server, task, chief_address=task.cluster[cluster.CHIEF][0]))
+      server, task, chief_address=task.cluster[cluster.CHIEF][0],
+      finished=finished))
+
+
+def _training_finished(model_dir: str, max_steps: Optional[int]
+                       ) -> Callable[[], bool]:
+  """Whether `model_dir`'s newest checkpoint is at `max_steps` (never, with
+  no max_steps): what a server task that finds its chief gone asks."""
+
+  def finished() -> bool:
+    if max_steps is None:
+      return False
+    try:
+      path = checkpoints.latest_checkpoint(model_dir)
+    except (UserInputError, ValueError, OSError, tf.errors.OpError):
+      return False
+    return path is not None and checkpoints.checkpoint_step(path) >= max_steps
+
+  return finished
 
 
 def _end_as_told(task, code: int) -> Tuple[None, List[str]]:

@@ -395,3 +395,39 @@ def test_end_of_training_signal_skips_a_lost_server_at_once():
   server_lib.signal_training_done([('worker', 2, never_seen)],
                                   timeout_secs=3)
   assert time.time() - started >= 3
+
+
+def test_a_server_task_whose_chief_is_gone_exits_zero_if_training_is_over(
+    monkeypatch):
+  """A ps or PS worker that finds no chief (restarted after the chief gave up
+  on it) exits 0 when model_dir holds the end of training, and still counts
+  the chief as lost when it does not."""
+  from estimator_rt import server as server_lib  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  addresses = []
+  for _ in range(2):
+    with socket.socket() as probe:
+      probe.bind(('127.0.0.1', 0))
+      addresses.append('127.0.0.1:%d' % probe.getsockname()[1])
+  chief_address, worker_address = addresses  # Nothing listens at the chief's.
+  spec = {'chief': [chief_address], 'worker': [worker_address]}
+  server = tf.distribute.Server(tf.train.ClusterSpec(spec), job_name='worker',
+                                task_index=0, start=True)
+  task = cluster.TaskInfo(cluster=spec, task_type='worker', task_index=0)
+  monkeypatch.setattr(server_lib, '_CHIEF_ABSENT_SECS', 0.5)
+  asked = []
+
+  def finished(answer):
+    def ask():
+      asked.append(answer)
+      return answer
+    return ask
+
+  code = server_lib.wait_until_training_done(
+      server, task, chief_address=chief_address, startup_timeout_secs=3,
+      poll_secs=0.2, finished=finished(False))
+  assert code == server_lib.CHIEF_LOST_EXIT_CODE and asked
+  code = server_lib.wait_until_training_done(
+      server, task, chief_address=chief_address, startup_timeout_secs=60,
+      poll_secs=0.2, finished=finished(True))
+  assert code == 0 and asked[-1] is True
