@@ -53,7 +53,10 @@ def test_tf_ranking_dnn_ranking_estimator_gives_2_15s_ndcg(tmp_path):
   reference = REFERENCE['tfranking']
   assert result['global_step'] == reference['global_step'] == 30
   assert result['metrics'] == reference['metrics']
-  assert result['ndcg'] == pytest.approx(reference['ndcg'], abs=1e-5)
+  # make_dnn_ranking_estimator takes no RunConfig, so its init is unseeded
+  # on both sides: the NDCG is 2.15's in most runs, and moved by 0.004 in
+  # one CI run of about 30; it learns the ranking either way.
+  assert result['ndcg'] == pytest.approx(reference['ndcg'], abs=0.01)
   assert result['predictions'] == reference['predictions']
   assert result['scores_shape'] == reference['scores_shape']
 
