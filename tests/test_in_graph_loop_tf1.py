@@ -318,3 +318,26 @@ def test_a_placeholder_with_a_default_keeps_the_loop(tmp_path, caplog):
                                          WORKLOADS['W1']['input_fn'],
                                          max_steps=20)
   assert LOOP_LINE in caplog.text and FALLBACK_LINE not in caplog.text
+
+
+def test_a_per_step_loop_counts_other_tasks_steps_from_the_step_read_last():
+  """Between-graph, other workers move the global step between the session's
+  opening and the controller's first read of it: a per-step loop asked for N
+  steps from that read runs N steps of its own when nobody else steps, and
+  does not end short of the controller's target (which reads as the input
+  having ended)."""
+  from estimator_rt.graph import session_loop  # pylint: disable=g-import-not-at-top
+  with tf.Graph().as_default():
+    global_step = tf.compat.v1.train.get_or_create_global_step()
+    train_op = global_step.assign_add(1)
+    others = global_step.assign_add(10)  # What other workers' steps do.
+    loop = session_loop.SessionLoop(
+        creator=tf.compat.v1.train.ChiefSessionCreator(), hooks=[],
+        train_op=train_op, loss=tf.constant(0.5), global_step=global_step,
+        summary_op=None, save_summary_steps=0, summary_writer=None,
+        is_chief=True)
+    with loop.open():
+      loop.run(others)
+      step = loop.global_step()  # As the controller reads it.
+      _, ran, _, _, new_step = loop(None, 5)
+  assert (step, ran, new_step) == (10, 5, 15)

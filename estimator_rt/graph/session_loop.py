@@ -121,8 +121,18 @@ class SessionLoop:
     self._steps_run = 0
 
   def global_step(self) -> int:
-    """The global step now (other tasks may move it, between-graph)."""
-    return int(self.run(self._global_step))
+    """The global step now (other tasks may move it, between-graph).
+
+    The loop's own count moves up to it: `__call__` runs until the global
+    step reaches this count plus its `num_steps`, and the controller asks
+    for `num_steps` from the step it read here. From an older count (the
+    step when the session opened, other workers' steps since), a loop
+    would end short of the controller's target, which reads as the input
+    having ended (a TF1 parameter-server chief once stopped so at step 49).
+    """
+    step = int(self.run(self._global_step))
+    self._step = step if self._step is None else max(self._step, step)
+    return step
 
   def run(self, fetches, feed_dict=None) -> Any:
     """Runs `fetches` on the raw session: no hook sees it."""
