@@ -246,7 +246,9 @@ def convert_checkpoint(estimator_type, source_checkpoint, source_graph,
 def main(argv=None):
   """2.15's command line: estimator_type source_checkpoint source_graph
   target_checkpoint."""
-  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser = argparse.ArgumentParser(
+      description="Converts a v1 canned estimator's checkpoint for its TF2 "
+      'class (see the module docstring).')
   parser.add_argument(
       'estimator_type', choices=_ESTIMATOR_TYPES,
       help='The type of estimator to be converted: linear, dnn or combined.')
