@@ -230,6 +230,19 @@ def test_state_to_dictionary_numbers_the_flattened_state():
       'model_state_00': 1, 'model_state_01': 2, 'model_state_02': 3}
 
 
+def test_identity_metrics_read_the_last_update_with_resource_variables():
+  head = _served('canned.timeseries.head')
+  with tf.Graph().as_default():
+    source = tf.compat.v1.placeholder(tf.float32, [2, 1])
+    (value, nested), update = head._identity_metric_nested(
+        'state', (source, source * 2.))
+    assert value.shape == (2, 1)
+    with tf.compat.v1.Session() as session:
+      session.run(tf.compat.v1.local_variables_initializer())
+      session.run(update, {source: [[1.], [2.]]})
+      np.testing.assert_array_equal(session.run(nested), [[2.], [4.]])
+
+
 def test_input_statistics_from_one_batch():
   math_utils = _served('canned.timeseries.math_utils')
   with tf.Graph().as_default():

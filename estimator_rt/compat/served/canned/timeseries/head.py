@@ -365,16 +365,20 @@ def _identity_metric_single(name, input_tensor):
   accumulate in variables: (input_tensor, no_op) would read a later batch
   than theirs.
   """
+  # Of unknown shape, so that the first update gives it the tensor's: 2.15
+  # left the shape unvalidated, which a resource variable (TF2 behaviour)
+  # does not allow, and its test of this skipped under TF2.
   variable = tf.compat.v1.Variable(
       name=f'{name}_identity_metric',
       initial_value=tf.zeros([], dtype=input_tensor.dtype),
       collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES],
-      validate_shape=False)
+      validate_shape=False, shape=tf.TensorShape(None))
   update_op = tf.compat.v1.assign(variable, input_tensor,
                                   validate_shape=False)
+  value = variable.value()
   # Its shape once updated (its initial value is a scalar).
-  variable.set_shape(input_tensor.get_shape())
-  return variable.value(), update_op
+  value.set_shape(input_tensor.get_shape())
+  return value, update_op
 
 
 def _identity_metric_nested(name, input_tensors):
