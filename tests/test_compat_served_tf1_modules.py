@@ -184,6 +184,12 @@ def test_converter_gives_a_combined_models_linear_optimizer_its_iter(tmp_path):
                  not n.endswith('/rms') for n in names)
 
 
+def test_analytics_hooks_do_nothing():
+  analytics = _served('tools.analytics')
+  assert analytics.track_usage('tool', ['tag']) is None
+  assert analytics.track_numerical_issues((None, None, None)) is None
+
+
 # --------------------------------------------------------- canned/timeseries
 
 
