@@ -26,6 +26,7 @@ from estimator_rt.canned import baseline
 from estimator_rt.canned import dnn
 from estimator_rt.canned import dnn_linear_combined
 from estimator_rt.canned import linear
+from estimator_rt.canned import v1_columns
 from estimator_rt.errors import UserInputError
 
 # tf.compat.v1.losses.Reduction's values -> the heads' (TF2) ones.
@@ -106,6 +107,8 @@ class DNNEstimator(dnn.DNNEstimator):
                warm_start_from=None, batch_norm=False):
     _no_partitioner(type(self).__name__,
                     input_layer_partitioner=input_layer_partitioner)
+    feature_columns = v1_columns.v2_columns(feature_columns,
+                                            argument='feature_columns')
     super().__init__(head, hidden_units, feature_columns, model_dir=model_dir,
                      optimizer=optimizer, activation_fn=activation_fn,
                      dropout=dropout, config=config,
@@ -159,6 +162,8 @@ class LinearEstimator(linear.LinearEstimator):
                config=None, partitioner=None, sparse_combiner='sum',
                warm_start_from=None):
     _no_partitioner(type(self).__name__, partitioner=partitioner)
+    feature_columns = v1_columns.v2_columns(feature_columns,
+                                            argument='feature_columns')
     super().__init__(head, feature_columns, model_dir=model_dir,
                      optimizer=optimizer, config=config,
                      sparse_combiner=sparse_combiner,
@@ -211,6 +216,10 @@ class DNNLinearCombinedEstimator(
                linear_sparse_combiner='sum', warm_start_from=None):
     _no_partitioner(type(self).__name__,
                     input_layer_partitioner=input_layer_partitioner)
+    linear_feature_columns = v1_columns.v2_columns(
+        linear_feature_columns, argument='linear_feature_columns')
+    dnn_feature_columns = v1_columns.v2_columns(
+        dnn_feature_columns, argument='dnn_feature_columns')
     super().__init__(
         head, model_dir=model_dir,
         linear_feature_columns=linear_feature_columns,
