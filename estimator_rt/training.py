@@ -932,16 +932,33 @@ class _ChiefWatch:
     self._task = task
     self._code = None
     self._arrived = threading.Event()
+    self._trained = threading.Event()
     server = server_lib.own_server(task)
     self._thread = threading.Thread(
         target=self._wait, args=(server,), name='chief-watch', daemon=True)
     self._thread.start()
     self.hook = _StopWhenSet(self._arrived)
 
+  def training_ended(self) -> None:
+    """Says that this task's training call has returned (or raised)."""
+    self._trained.set()
+
   def _wait(self, server) -> None:
     self._code = server_lib.wait_until_training_done(
         server, self._task, chief_address=self._task.cluster[cluster.CHIEF][0])
     self._arrived.set()
+    # The hook stops training after a step; a task still starting (waiting
+    # up to minutes for a ps task that is gone, or for the chief's variables)
+    # runs no step to see it, and must not outlive the job for that.
+    if self._trained.wait(_STOP_AFTER_SIGNAL_SECS):
+      return
+    code = self._code
+    logging.warning(
+        '%s:%d had not started training when the chief signalled the end of '
+        'it (still waiting for the ps tasks or the variables); exiting with '
+        'code %d.', self._task.task_type, self._task.task_index,
+        code if code in (0, PREEMPTED_EXIT_CODE) else 1)
+    preemption.exit_at_once(code if code in (0, PREEMPTED_EXIT_CODE) else 1)
 
   def code(self, timeout: Optional[float] = None) -> Optional[int]:
     """The signal's exit code (see wait_until_training_done), waiting up to
@@ -965,12 +982,19 @@ def _run_between_graph_worker(estimator, train_spec, task, hooks):
     # still lose its ps mid-step then, and was told first.
     if watch.code(timeout=_PS_GONE_GRACE_SECS) is None:
       raise
+  finally:
+    watch.training_ended()
   return _end_as_told(task, watch.code())
 
 
 # How long a worker whose step failed on a vanished ps waits for the
 # chief's end-of-training signal, which explains it.
 _PS_GONE_GRACE_SECS = 10
+
+# How long a between-graph worker told that training is over may take to
+# stop on its own (a step in flight, closing its session) before it leaves
+# at once.
+_STOP_AFTER_SIGNAL_SECS = 10
 
 
 def _run_training_task(estimator, train_spec, role, *, hooks,

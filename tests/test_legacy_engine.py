@@ -26,6 +26,7 @@ import tensorflow as tf
 
 import estimator_rt
 from estimator_rt import engine_choice
+from estimator_rt import server as server_lib
 from estimator_rt import summaries
 
 from _models import checkpoint_steps
@@ -814,6 +815,28 @@ def test_parameter_server_lost_worker_and_lost_ps(tmp_path):
   reader = tf.train.load_checkpoint(os.path.join(model_dir,
                                                  f'model.ckpt-{last}'))
   assert int(reader.get_tensor('global_step')) >= last
+
+
+def test_a_worker_still_waiting_for_its_ps_ends_when_told(tmp_path):
+  """A between-graph worker still starting (its ps never came up: the
+  TF1-style lost-ps run's slow worker) is told by the chief that training
+  is over: it exits 0 within a bound instead of waiting out its 300 s wait
+  for the ps tasks."""
+  cluster = _cluster.launcher().make_cluster(workers=1, ps=1, chief=True,
+                                             evaluator=False)
+  tasks = _start_ps_cluster(tmp_path, 'run', cluster, max_steps=100,
+                            names=['worker:0'])
+  worker = tasks['worker:0']
+  try:
+    _cluster.wait_for(lambda: _cluster.reachable(cluster['worker'][0]),
+                      timeout=120, what="the worker's server")
+    server_lib.signal_training_done([('worker', 0, cluster['worker'][0])],
+                                    timeout_secs=30)
+    codes = _cluster.wait_tasks(tasks, ['worker:0'], timeout=60)
+  finally:
+    _cluster.stop_tasks(tasks)
+  assert codes == {'worker:0': 0}, (codes, worker.log()[-3000:])
+  assert 'had not started training when the chief signalled' in worker.log()
 
 
 def test_multi_worker_mirrored_two_workers_on_b_train_as_one_on_2b(
