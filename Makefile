@@ -25,12 +25,30 @@ LIBRARIES := tensorflow-ranking==0.5.5 deepctr==0.9.4
 # tests/test_ray.py, and a one-node Slurm (Debian's slurm-wlm and munge,
 # installed as root if sbatch is missing) for tests/test_slurm.py, whose
 # fixture starts the daemons and stops them afterwards.
-setup-test: $(TEST_STAMP) schedulers
+#
+# Ray gets an environment of its own, $(RAY_VENV), that sees everything
+# of $(VENV) (a .pth file adds its site-packages) and adds Ray Train, which
+# needs pandas and pyarrow: with pandas installed, Keras 3 imports it in
+# every process that imports TensorFlow (0.3-0.5 s of CPU each, a few
+# hundred processes in a test run); only the Ray tests' processes pay it.
+RAY_VENV := .venv-ray
+RAY_STAMP := $(RAY_VENV)/.installed
+RAY_REQUIREMENT := ray[train]==2.60.0
+
+setup-test: $(TEST_STAMP) $(RAY_STAMP) schedulers
 
 $(TEST_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[test,ray]'
+	$(PY) -m pip install --quiet -e '.[test]'
 	$(PY) -m pip install --quiet --no-deps $(LIBRARIES)
 	touch $(TEST_STAMP)
+
+$(RAY_STAMP): $(TEST_STAMP)
+	$(PYTHON) -m venv $(RAY_VENV)
+	purelib='import sysconfig; print(sysconfig.get_paths()["purelib"])'; \
+	echo "import site; site.addsitedir('$$($(PY) -c "$$purelib")')" \
+	    > "$$($(RAY_VENV)/bin/python -c "$$purelib")/estimator_rt_venv.pth"
+	$(RAY_VENV)/bin/python -m pip install --quiet '$(RAY_REQUIREMENT)'
+	touch $(RAY_STAMP)
 
 schedulers:
 	sh scripts/slurm/local_slurm.sh install || echo "Slurm not installed \
@@ -67,4 +85,4 @@ bench-canned: setup
 	$(PY) -m scripts.bench.canned
 
 clean:
-	rm -rf $(VENV) *.egg-info
+	rm -rf $(VENV) $(RAY_VENV) *.egg-info

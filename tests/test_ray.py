@@ -9,7 +9,11 @@ test runs `ray_job --address=local` instead, which starts and stops a Ray
 instance of its own, in a HOME with no ~/.ray: Ray 2.60 then turns token
 authentication on and writes a new token there, as on a fresh machine.
 
-Skipped when ray is not installed (`pip install 'estimator_rt[ray]'`).
+Ray runs from its own environment, `.venv-ray` (made by `make test`: it
+sees everything of `.venv` and adds Ray Train, whose pandas would otherwise be
+imported by Keras in every process of the test run), or from the test's own
+interpreter when Ray is installed there; skipped when neither has it
+(`pip install 'estimator_rt[ray]'`).
 """
 
 import json
@@ -18,24 +22,39 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
+import textwrap
 import time
 
 import pytest
 
-try:
-  import ray  # pylint: disable=unused-import
-except ImportError as e:
-  pytest.skip(f"ray is not importable ({e}); pip install "
-              "'estimator_rt[ray]'", allow_module_level=True)
-
 import _cluster  # pylint: disable=g-import-not-at-top,wrong-import-position
 from estimator_rt import summaries  # pylint: disable=g-import-not-at-top,wrong-import-position
 
-# The launchers' arguments to the Python that runs them (_cluster.PYTHON).
+
+def _ray_python():
+  """The interpreter the Ray tests run Ray and the launchers with, or None."""
+  candidates = [os.path.join(_cluster.REPO_ROOT, '.venv-ray', 'bin',
+                             'python'), sys.executable]
+  for python in candidates:
+    if os.path.exists(python) and subprocess.run(
+        [python, '-c', 'import ray'], capture_output=True, timeout=120,
+        check=False).returncode == 0:
+      return python
+  return None
+
+
+PYTHON = _ray_python()
+if PYTHON is None:
+  pytest.skip("ray is not importable (neither .venv-ray nor this "
+              "interpreter has it); pip install 'estimator_rt[ray]'",
+              allow_module_level=True)
+
+# The launchers' arguments to the Python that runs them (PYTHON).
 LAUNCH_RAY = ['-m', 'estimator_rt.launch.ray_job']
 RAY_TRAIN_MWMS = ['-m', 'estimator_rt.launch.ray_train']
-RAY = os.path.join(os.path.dirname(_cluster.PYTHON), 'ray')
+RAY = os.path.join(os.path.dirname(PYTHON), 'ray')
 MAX_STEPS = 60
 SAVE_EVERY = 30
 # Ray resources of each task: 5 tasks must fit in the head's 4 CPUs.
@@ -99,7 +118,7 @@ def _start(tmp_path, script_and_args, *, home, env=None):
   output_path = os.path.join(tmp, 'launcher_output.txt')
   with open(output_path, 'w') as output:
     process = subprocess.Popen(
-        [_cluster.PYTHON] + list(script_and_args),
+        [PYTHON] + list(script_and_args),
         env=_cluster.task_env(dict(env or {}, HOME=home)),
         cwd=_cluster.REPO_ROOT,
         stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
@@ -260,28 +279,36 @@ _PRINT_TF_CONFIG = (
     'sys.exit(3 if config["task"]["type"] == "chief" else 0)\n')
 
 
-def test_run_on_ray_in_process(tmp_path, ray_head, capsys, monkeypatch):
-  """The importable function, in this process: each task gets its own
-  TF_CONFIG (one cluster, its own type and index, the node's address), the
-  extra env and the working directory; every line comes back with its
-  role; the chief's exit code (3, a failure with no restart left) is the
-  result's, and its Ray connection is closed afterwards."""
-  from estimator_rt.launch import ray_cluster  # pylint: disable=g-import-not-at-top
-  import ray  # pylint: disable=g-import-not-at-top
-  monkeypatch.setenv('HOME', ray_head['home'])  # Ray's token, if any.
-  # ray.init replaces this process's SIGTERM handler: put pytest's back.
-  sigterm_handler = signal.getsignal(signal.SIGTERM)
-  try:
-    status = ray_cluster.run_on_ray(
-        command=[_cluster.PYTHON, '-c', _PRINT_TF_CONFIG], workers=2, ps=1,
-        chief=True, evaluator=True, address=ray_head['address'],
-        env={'ERT_MARKER': 'from-the-driver'}, cwd=str(tmp_path),
-        cpus_per_task=CPUS_PER_TASK, grace_secs=30, timeout_secs=120,
-        placement_timeout_secs=120)
-  finally:
-    signal.signal(signal.SIGTERM, sigterm_handler)
-  assert not ray.is_initialized()
-  output = capsys.readouterr().out
+def test_run_on_ray_in_process(tmp_path, ray_head):
+  """The importable function, in a Python program of the user's (Ray's
+  interpreter): each task gets its own TF_CONFIG (one cluster, its own type
+  and index, the node's address), the extra env and the working directory;
+  every line comes back with its role; the chief's exit code (3, a failure
+  with no restart left) is the result's, and its Ray connection is closed
+  afterwards."""
+  driver = textwrap.dedent(f"""
+      import json, sys
+      import ray
+      from estimator_rt.launch import ray_cluster
+      status = ray_cluster.run_on_ray(
+          command=[sys.executable, '-c', {_PRINT_TF_CONFIG!r}], workers=2,
+          ps=1, chief=True, evaluator=True, address={ray_head['address']!r},
+          env={{'ERT_MARKER': 'from-the-driver'}}, cwd={str(tmp_path)!r},
+          cpus_per_task={CPUS_PER_TASK}, grace_secs=30, timeout_secs=120,
+          placement_timeout_secs=120)
+      print('STATUS ' + json.dumps(status))
+      print('RAY_INITIALIZED ' + str(ray.is_initialized()))
+      """)
+  result = subprocess.run(
+      [PYTHON, '-c', driver], capture_output=True, text=True,
+      timeout=_RUN_SECS, env=_cluster.task_env({'HOME': ray_head['home']}),
+      check=False)
+  assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+  lines = result.stdout.splitlines()
+  assert lines[-1] == 'RAY_INITIALIZED False', result.stdout[-3000:]
+  assert lines[-2].startswith('STATUS '), result.stdout[-3000:]
+  status = json.loads(lines[-2][len('STATUS '):])
+  output = '\n'.join(lines[:-2])
   assert status['exit_code'] == 3 and status['chief'] == 3, (status, output)
   assert status['tasks']['chief:0'] == 3, status
   configs = {}
@@ -445,7 +472,7 @@ def test_bad_flag_exits_2_without_restart_on_a_fresh_local_ray(tmp_path):
 ])
 def test_launcher_flags_refused_with_exit_2(argv, expected):
   """The launcher's own bad flags: exit 2 with one line, before Ray."""
-  result = subprocess.run([_cluster.PYTHON, *LAUNCH_RAY] + argv,
+  result = subprocess.run([PYTHON, *LAUNCH_RAY] + argv,
                           capture_output=True, text=True, timeout=60,
                           env=_cluster.task_env(), check=False)
   assert result.returncode == 2, result.stderr
@@ -461,7 +488,7 @@ def test_no_ray_cluster_at_address_exits_2(tmp_path):
   once (Ray's own connect would retry for minutes)."""
   port = _cluster.launcher().free_ports(1)[0]
   result = subprocess.run(
-      [_cluster.PYTHON, *LAUNCH_RAY, f'--address=127.0.0.1:{port}',
+      [PYTHON, *LAUNCH_RAY, f'--address=127.0.0.1:{port}',
        '--workers=1', '--', 'true'], capture_output=True, text=True,
       timeout=120, env=_cluster.task_env({'HOME': str(tmp_path)}),
       check=False)
