@@ -217,6 +217,22 @@ def test_tpu_configuration_checked_against_a_tpu_system_as_in_2_15():
   assert tpu_system.local_tpu_system('grpc://10.0.0.1:8470') is None
 
 
+def test_wrap_input_fn_switch_is_served_and_reaches_the_refusal(tmp_path):
+  """2.15's switch of its TPU infeed: programs set it; here it selects
+  nothing, and use_tpu=True is refused as without it."""
+  served = _served('tpu_estimator')
+  assert served._WRAP_INPUT_FN_INTO_WHILE_LOOP is False  # pylint: disable=protected-access
+  served._WRAP_INPUT_FN_INTO_WHILE_LOOP = True  # pylint: disable=protected-access
+  try:
+    estimator = served.TPUEstimator(
+        _model_fn, train_batch_size=2,
+        config=tpu.RunConfig(model_dir=str(tmp_path)))
+    with pytest.raises(ValueError, match='not TPUs; pass use_tpu=False'):
+      estimator.train(_input_fn, steps=1)
+  finally:
+    served._WRAP_INPUT_FN_INTO_WHILE_LOOP = False  # pylint: disable=protected-access
+
+
 def test_tpu_job_of_the_context_follows_2_15(tmp_path):
 
   def job(config, mode='train'):
