@@ -26,6 +26,7 @@ import tensorflow as tf
 from estimator_rt import run_config as run_config_lib
 from estimator_rt import tpu_checks
 from estimator_rt import tpu_context
+from estimator_rt import tpu_system
 from estimator_rt import user_fns
 from estimator_rt.errors import UserInputError
 from estimator_rt.errors import UserTypeError
@@ -449,9 +450,12 @@ class TPUEstimator(Estimator):
 
   def _refuse_tpu(self, what: str, mode: Optional[str] = None,
                   input_fn: Optional[Callable] = None) -> None:
-    """Raises tf.estimator's errors for the program (tpu_checks), then the
-    refusal."""
+    """Raises tf.estimator's errors for the configuration against TPU cores
+    TensorFlow lists here (tpu_system) and for the program (tpu_checks),
+    then the refusal."""
     if input_fn is not None:
+      tpu_system.check_against_local_tpus(self.config, mode,
+                                          self._batch_sizes[mode])
       tpu_checks.check_program(self._user_model_fn, input_fn, mode,
                                self.params, self.config,
                                self._batch_sizes[mode])

@@ -42,6 +42,7 @@ from estimator_rt import hooks as hooks_lib
 from estimator_rt import preemption
 from estimator_rt import roles
 from estimator_rt import server as server_lib
+from estimator_rt import stand_in_tasks
 from estimator_rt.errors import check_positive_count
 from estimator_rt.errors import MAX_INT32
 from estimator_rt.errors import PreemptedError
@@ -51,14 +52,14 @@ from estimator_rt.errors import UserInputError
 from estimator_rt.errors import UserTypeError
 from estimator_rt.preemption import PREEMPTED_EXIT_CODE
 
-# tf.estimator 2.15's constants. Workers are not delayed here (see the
-# module docstring): the two delay constants are kept for code reading them.
-_MAX_DELAY_SECS = 60
-_DELAY_SECS_PER_WORKER = 5
+# tf.estimator 2.15's constants. The runtime's workers are not delayed (see
+# the module docstring); a stand-in estimator's are (stand_in_tasks.py).
+_MAX_DELAY_SECS = stand_in_tasks.MAX_DELAY_SECS
+_DELAY_SECS_PER_WORKER = stand_in_tasks.DELAY_SECS_PER_WORKER
 _TF_CONFIG_ENV = 'TF_CONFIG'
 _ENVIRONMENT_KEY = 'environment'
 _ENVIRONMENT_GOOGLE_VALUE = 'google'
-_TRAINER_JOBS = ('chief', 'master', 'worker')
+_TRAINER_JOBS = stand_in_tasks.TRAINER_JOBS
 _GLOBAL_STEP = tf.compat.v1.GraphKeys.GLOBAL_STEP  # 'global_step'
 
 # How often the evaluator task looks for a new checkpoint when it found
@@ -284,7 +285,7 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
     raise UserInputError(
         'For distributed training, there can only be one `evaluator` task '
         f'(with task id 0).  Given task id {config.task_id}')
-  if _runtime_config(config):
+  if _runtime_config(config) and not stand_in_tasks.is_stand_in(estimator):
     role = config.role  # The runtime's reading of the cluster, or its error.
     if role.task is not None:
       cluster.check_strategy(role.task, role.strategy_name)
@@ -381,23 +382,6 @@ class _NewCheckpointListenerForEvaluate(
                          f'Eval status: {self.eval_result.status}')
 
 
-def _server_config_problem(config) -> Optional[str]:
-  """tf.estimator 2.15's checks of a cluster task's config before its
-  server starts, or None."""
-  if (not config.cluster_spec or not config.task_type or
-      config.task_id is None):
-    return ('Could not start server; be sure to specify cluster_spec, '
-            'task_type, and task in RunConfig or set the TF_CONFIG '
-            'environment variable.')
-  if not config.master:
-    jobs = config.cluster_spec.jobs
-    if not (len(jobs) == 1 and len(config.cluster_spec.job_tasks(jobs[0])) == 1
-            and config.task_type in _TRAINER_JOBS):
-      return ('Could not start server; be sure to specify master in '
-              'RunConfig or set the TF_CONFIG environment variable.')
-  return None
-
-
 class _TrainingExecutor(object):
   """Runs `Estimator` training and evaluation for this process's task
   (tf.estimator 2.15's class, over estimator_rt's roles)."""
@@ -486,12 +470,27 @@ class _TrainingExecutor(object):
         saving_listeners=self._train_spec.saving_listeners)
 
   def run_master(self):
-    """tf.estimator's legacy `master` job (a chief that evaluates): not run
-    by estimator_rt, which refuses it in one line (name the job `chief` and
-    add an evaluator task)."""
+    """tf.estimator's legacy `master` job: a chief that also evaluates each
+    new checkpoint (at most once per throttle_secs) and the final one.
+
+    The runtime refuses that job in one line when its config is read for a
+    run (name the job `chief` and add an evaluator task); a stand-in
+    estimator (stand_in_tasks.py) runs it as 2.15 did, returning (the last
+    evaluation's metrics, every export path).
+    """
     _assert_eval_spec(self._eval_spec)
-    return self._start_distributed_training(
-        saving_listeners=self._train_spec.saving_listeners)
+    if not stand_in_tasks.is_stand_in(self._estimator):
+      return self._start_distributed_training(
+          saving_listeners=self._train_spec.saving_listeners)
+    evaluator = _TrainingExecutor._Evaluator(self._estimator, self._eval_spec,
+                                             self._train_spec.max_steps)
+    listener_for_eval = _NewCheckpointListenerForEvaluate(
+        evaluator, self._eval_spec.throttle_secs,
+        self._continuous_eval_listener)
+    self._start_distributed_training(
+        saving_listeners=tuple(self._train_spec.saving_listeners) +
+        (listener_for_eval,))
+    return evaluator.last_metrics, evaluator.export_paths
 
   def run_evaluator(self):
     """The evaluator: evaluates each newest checkpoint once, exports, and
@@ -550,7 +549,17 @@ class _TrainingExecutor(object):
   def _start_distributed_training(self, saving_listeners=None):
     """This cluster task's part in training (see roles.py)."""
     config = self._estimator.config
-    problem = _server_config_problem(config)
+    if stand_in_tasks.is_stand_in(self._estimator):
+      # No runtime role for it: 2.15's procedure (see stand_in_tasks).
+      if config.task_type == cluster.PS:
+        stand_in_tasks.serve(self._estimator)
+      else:
+        stand_in_tasks.train(
+            self._estimator, self._train_spec, extra_hooks=self._train_hooks,
+            saving_listeners=saving_listeners,
+            start_server=not _is_google_env())
+      return None, []
+    problem = stand_in_tasks.server_config_problem(config)
     if problem:
       raise RuntimeError(problem)
     if not _runtime_config(config):

@@ -10,6 +10,7 @@ purpose (README, "Differences from tf.estimator") the test says so.
 
 import json
 import os
+import socket
 from unittest import mock
 
 import numpy as np
@@ -19,6 +20,7 @@ import tensorflow as tf
 import estimator_rt
 import estimator_rt.compat
 from estimator_rt import cluster
+from estimator_rt import stand_in_tasks
 from estimator_rt import summaries
 import _models as M
 
@@ -385,6 +387,98 @@ def test_executor_dispatch_and_its_refusals():
   with pytest.raises(ValueError, match='only be one `evaluator` task'):
     tf.estimator.train_and_evaluate(
         stand_in, training.TrainSpec(lambda: 1), training.EvalSpec(lambda: 1))
+
+
+class _StandInEstimator:
+  """Stands in for an Estimator as `Mock(spec=Estimator)` does in 2.15's
+  tests (isinstance through `__class__`): it runs nothing itself; `train`
+  records its arguments and, like an Estimator saving at steps 5 and 10,
+  calls the saving listeners."""
+
+  def __init__(self, config, model_dir):
+    self.config, self.model_dir = config, model_dir
+    self.trained, self.evaluated = [], []
+    self._step = 0
+
+  @property
+  def __class__(self):
+    return estimator_rt.Estimator
+
+  def train(self, **kwargs):
+    self.trained.append(kwargs)
+    listeners = kwargs['saving_listeners'] or ()
+    for listener in listeners:
+      listener.begin()
+    for self._step in (5, 10):
+      for listener in listeners:
+        listener.after_save(None, self._step)
+    for listener in listeners:
+      listener.end(None, self._step)
+
+  def latest_checkpoint(self):
+    return os.path.join(self.model_dir, f'model.ckpt-{self._step}')
+
+  def evaluate(self, **kwargs):
+    self.evaluated.append(kwargs['checkpoint_path'])
+    return {'global_step': self._step}
+
+
+def test_a_stand_in_estimator_gets_215s_cluster_task_procedure(tmp_path):
+  """No runtime role for an object standing in for an Estimator: a worker
+  starts its task's server then trains (delayed by 2.15's rule), a master
+  trains and evaluates each new checkpoint, exporting the one at max_steps
+  as the final one."""
+  addresses = []
+  for _ in range(2):
+    with socket.socket() as probe:
+      probe.bind(('127.0.0.1', 0))
+      addresses.append('127.0.0.1:%d' % probe.getsockname()[1])
+  worker_config = _config(
+      {'cluster': {'chief': [addresses[0]], 'worker': [addresses[1]]},
+       'task': {'type': 'worker', 'index': 0}},
+      experimental_max_worker_delay_secs=0)
+  worker = _StandInEstimator(worker_config, str(tmp_path))
+  hook, extra = _Hook(), _Hook()
+  train_spec = training.TrainSpec(lambda: 1, max_steps=10, hooks=[hook])
+  assert training._TrainingExecutor(  # pylint: disable=protected-access
+      worker, train_spec, None, train_hooks=[extra]).run_worker() == (None, [])
+  assert [t['hooks'] for t in worker.trained] == [[hook, extra]]
+  with socket.create_connection(('127.0.0.1', int(addresses[1].split(':')[1])),
+                                timeout=5):
+    pass  # The worker's own server listens.
+  delay = stand_in_tasks.worker_delay_secs
+  assert delay(worker_config) == 0
+  assert delay(worker_config.replace(
+      experimental_max_worker_delay_secs=None)) == 5
+  assert delay(_config({'cluster': {'chief': [A], 'worker': [B, C, D]},
+                        'task': {'type': 'worker', 'index': 2}},
+                       experimental_max_worker_delay_secs=12)) == 12
+  assert delay(_config({'cluster': {'chief': [A], 'worker': [B]},
+                        'task': {'type': 'chief', 'index': 0}})) == 0
+
+  # One master and no other task: no server (2.15 started none).
+  master = _StandInEstimator(
+      _config({'cluster': {'master': [A]}, 'task': {'type': 'master',
+                                                   'index': 0}}),
+      str(tmp_path))
+
+  class Exporter(tf.estimator.Exporter):
+    name = 'e'
+    finals = []
+
+    def export(self, estimator, export_path, checkpoint_path, eval_result,
+               is_the_final_export):
+      self.finals.append(is_the_final_export)
+      return checkpoint_path
+
+  metrics, exports = training._TrainingExecutor(  # pylint: disable=protected-access
+      master, train_spec,
+      training.EvalSpec(lambda: 1, throttle_secs=0,
+                        exporters=[Exporter()])).run_master()
+  assert master.evaluated == [os.path.join(str(tmp_path), f'model.ckpt-{s}')
+                              for s in (5, 10)]
+  assert metrics == {'global_step': 10} and exports == master.evaluated
+  assert Exporter.finals == [False, True]
 
 
 # --- hooks ---------------------------------------------------------------------

@@ -177,6 +177,62 @@ def test_use_tpu_checks_what_2_15_checked_then_refuses(tmp_path):
     no_params.train(_input_fn, steps=1)
 
 
+def test_tpu_configuration_checked_against_a_tpu_system_as_in_2_15():
+  """2.15's ValueErrors for a TPUConfig or batch size that does not fit the
+  TPU system (32 cores on 4 hosts here); on this machine, with no TPU
+  cores, there is nothing to check against and the refusal follows."""
+  from estimator_rt import tpu_system  # pylint: disable=g-import-not-at-top
+  system = tf.tpu.experimental.TPUSystemMetadata(
+      num_cores=32, num_hosts=4, num_of_cores_per_host=8, topology=None,
+      devices=[])
+
+  def config(**tpu_settings):
+    return tpu.RunConfig(tpu_config=tpu.TPUConfig(**tpu_settings))
+
+  check = tpu_system.check_configuration
+  check(config(num_shards=32), 'train', 64, system)
+  check(config(num_shards=4, num_cores_per_replica=8), 'train', 64, system)
+  for settings, mode, batch, message in [
+      (dict(num_shards=2, num_cores_per_replica=16), 'train', 64,
+       'Except the PER_HOST_V2 mode, the num of cores required by model '
+       'parallelism specified by TPUConfig.num_cores_per_replica should be '
+       'less than or equal to the num_cores_per_host. num_cores_per_replica: '
+       '16, num_cores_per_host: 8'),
+      (dict(num_shards=8), 'train', 64, r'num_shards is not set correctly.*'
+       r'num_replicas should be \(32\), got \(8\)'),
+      (dict(num_cores_per_replica=64), 'train', 64,
+       'larger than the total num of TPU cores in the system'),
+      (dict(), 'train', 48, 'train batch size 48 must be divisible by '
+       'number of replicas 32'),
+      (dict(), 'eval', 64, 'TPUEstimator.evaluate is only supported under '
+       'three conditions'),
+      (dict(), 'infer', 64, 'TPUEstimator.predict is only supported under '
+       'three conditions')]:
+    with pytest.raises(ValueError, match=message):
+      check(config(**settings), mode, batch, system)
+  # BROADCAST feeds every replica the whole batch, from one host.
+  check(config(per_host_input_for_training=tpu.InputPipelineConfig.BROADCAST),
+        'eval', 48, system)
+  assert tpu_system.local_tpu_system('') is None  # No TPU cores here.
+  assert tpu_system.local_tpu_system('grpc://10.0.0.1:8470') is None
+
+
+def test_wrap_input_fn_switch_is_served_and_reaches_the_refusal(tmp_path):
+  """2.15's switch of its TPU infeed: programs set it; here it selects
+  nothing, and use_tpu=True is refused as without it."""
+  served = _served('tpu_estimator')
+  assert served._WRAP_INPUT_FN_INTO_WHILE_LOOP is False  # pylint: disable=protected-access
+  served._WRAP_INPUT_FN_INTO_WHILE_LOOP = True  # pylint: disable=protected-access
+  try:
+    estimator = served.TPUEstimator(
+        _model_fn, train_batch_size=2,
+        config=tpu.RunConfig(model_dir=str(tmp_path)))
+    with pytest.raises(ValueError, match='not TPUs; pass use_tpu=False'):
+      estimator.train(_input_fn, steps=1)
+  finally:
+    served._WRAP_INPUT_FN_INTO_WHILE_LOOP = False  # pylint: disable=protected-access
+
+
 def test_tpu_job_of_the_context_follows_2_15(tmp_path):
 
   def job(config, mode='train'):

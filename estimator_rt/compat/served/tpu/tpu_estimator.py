@@ -30,6 +30,13 @@ from estimator_rt.tpu import TPUEstimatorSpec
 _TPU_ESTIMATOR = 'tpu_estimator'
 _ITERATIONS_PER_LOOP_VAR = 'iterations_per_loop'
 
+# tf.estimator 2.15's switch between two ways of building a TPU program's
+# per-core infeed (programs and 2.15's tests set it). There is no TPU
+# program here (TPUEstimator(use_tpu=True) refuses to run one), so it
+# selects nothing; it is served with 2.15's value so that code setting it
+# reaches that refusal.
+_WRAP_INPUT_FN_INTO_WHILE_LOOP = False
+
 
 def _create_or_get_iterations_per_loop():
   """The graph's `tpu_estimator/iterations_per_loop` variable (an int32
