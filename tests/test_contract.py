@@ -444,8 +444,29 @@ def test_spec_bad_metric_and_bad_mode():
   with pytest.raises(ert.ModelFnError, match="'acc'"):
     ert.EstimatorSpec(ert.ModeKeys.EVAL, loss=tf.constant(1.0),
                       eval_metric_ops={'acc': 0.5})
-  with pytest.raises(ert.ModelFnError, match='mode'):
-    ert.EstimatorSpec('training', loss=tf.constant(1.0))
+
+
+
+def test_a_spec_of_another_mode_is_refused_when_the_model_fn_returns_it(
+    tmp_path):
+  """EstimatorSpec takes any mode, as 2.15's did (its tests build
+  EstimatorSpec(None) as a stand-in); the engine the model_fn returns it to
+  refuses one that is not the mode it was called in, naming both."""
+  assert ert.EstimatorSpec('training', loss=tf.constant(1.0)).mode == (
+      'training')
+
+  def model_fn(features, labels, mode):
+    del mode  # The mistake: a mode of the user's own.
+    out = keras.layers.Dense(1)(features['x'])
+    return ert.EstimatorSpec('training', loss=tf.reduce_mean(out - labels),
+                             optimizer=keras.optimizers.SGD(0.1))
+
+  _, _, train_fn, _ = _train_eval_input()
+  est = ert.Estimator(model_fn, model_dir=str(tmp_path / 'm'),
+                      config=M.quiet_config())
+  with pytest.raises(ert.ModelFnError, match="'training'.*'train'|'train'.*'training'"):
+    est.train(train_fn, max_steps=5)
+  assert not (tmp_path / 'm').exists()
 
 
 def test_bad_spec_from_model_fn_fails_train_and_writes_nothing(tmp_path):
