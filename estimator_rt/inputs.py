@@ -22,6 +22,7 @@ from absl import logging
 import tensorflow as tf
 
 from estimator_rt import input_overlap
+from estimator_rt import slice_batches
 from estimator_rt import user_fns
 from estimator_rt.errors import InputFnError
 
@@ -121,8 +122,9 @@ def make_input(strategy: tf.distribute.Strategy,
       take an input_context are refused when there are several replicas:
       their batches are per replica.
     overlap: prefetch each dataset the input_fn returns onto the step
-      (`input_overlap.overlapped`: the same elements in the same order);
-      training passes True.
+      (`input_overlap.overlapped`) and, with one replica, read in-memory
+      slices a batch at a time (`slice_batches.gathered`): the same elements
+      in the same order; training passes True.
 
   Raises:
     InputFnError: the input_fn returned no dataset or an empty one.
@@ -140,7 +142,13 @@ def make_input(strategy: tf.distribute.Strategy,
                            role=role, config=config)
   if overlap:
     plain_call = call
-    call = lambda context: input_overlap.overlapped(plain_call(context))
+    # One replica reads the dataset as it is: it may be rebuilt to read
+    # in-memory slices a batch at a time. Distributed, the strategy rebatches
+    # or shards it by its batch op, which the rebuilt one has not.
+    gather = strategy.num_replicas_in_sync == 1 and coordinator is None
+    call = lambda context: input_overlap.overlapped(
+        slice_batches.gathered(plain_call(context)) if gather
+        else plain_call(context))
   local = call(tf.distribute.InputContext(
       num_input_pipelines=1, input_pipeline_id=0,
       num_replicas_in_sync=strategy.num_replicas_in_sync)

@@ -15,6 +15,7 @@ from absl import logging
 import tensorflow as tf
 
 from estimator_rt import input_overlap
+from estimator_rt import slice_batches
 from estimator_rt import inputs
 from estimator_rt import user_fns
 from estimator_rt.errors import InputFnError
@@ -84,7 +85,8 @@ def read_input(input_fn: Callable, params: dict, *, role: str, config,
   tensors instead of a dataset (an iterator's `get_next()`, as tf.estimator
   allowed) is read as it is: the graph evaluates them again at every step.
   `overlap`: the iterator's `get_next` runs ahead of the step
-  (`input_overlap.overlapped`; training passes True).
+  (`input_overlap.overlapped`), and in-memory slices are read a batch at a
+  time (`slice_batches.gathered`); training passes True.
 
   Raises:
     InputFnError: the input_fn failed or returned no dataset.
@@ -101,7 +103,9 @@ def read_input(input_fn: Callable, params: dict, *, role: str, config,
                       from_dataset=False)
   dataset = shard(result)
   if overlap:
-    dataset = input_overlap.overlapped(dataset)
+    # Replicas of this graph read consecutive elements of one iterator, so
+    # the same elements in the same order are all the rewrite must keep.
+    dataset = input_overlap.overlapped(slice_batches.gathered(dataset))
   iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
   features_spec, _ = inputs.split_element(dataset.element_spec)
   return GraphInput(
