@@ -362,8 +362,8 @@ class Engine(abc.ABC):
     """See `Estimator.export_saved_model`."""
 
   def _finish_evaluation(self, results: Dict[str, Any], *,
-                         name: Optional[str], checkpoint_path: str,
-                         steps_run: int, hooks: Sequence[Any]
+                         name: Optional[str],
+                         checkpoint_path: Optional[str], steps_run: int, hooks: Sequence[Any]
                          ) -> Dict[str, Any]:
     """What every evaluation ends with: its scalars written to
     model_dir/eval (or eval_<name>) at its global step, the runtime hooks'
@@ -373,8 +373,8 @@ class Engine(abc.ABC):
     runtime_hooks, _ = split_hooks(hooks)
     for hook in runtime_hooks:
       hook.end(global_step=results['global_step'])
-    logging.info('Evaluation of %s after %d steps: %s', checkpoint_path,
-                 steps_run, ', '.join(
+    logging.info('Evaluation of %s after %d steps: %s',
+                 checkpoint_path or 'the initialized variables', steps_run, ', '.join(
                      f'{k} = {v:.6g}' if _is_number(v) else f'{k} = {v!r:.80}'
                      for k, v in results.items()))
     return results
