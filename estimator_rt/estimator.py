@@ -1,5 +1,6 @@
 """`Estimator`: train, evaluate, predict and export one model_fn."""
 
+import math
 import os
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
@@ -27,6 +28,16 @@ from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.run_config import get_default_session_config
 from estimator_rt.run_config import RunConfig
 from estimator_rt.run_config import temporary_model_dir
+
+
+def _whole_steps(value):
+  """A positive finite float step count as tf.estimator 2.15 ran it: its
+  StopAtStepHook stopped at the first global step at or past the target,
+  so `steps=200 / 16` trained 13 steps; anything else is left to the
+  count's check."""
+  if (isinstance(value, float) and math.isfinite(value) and value > 0):
+    return math.ceil(value)
+  return value
 
 
 class Estimator:
@@ -304,6 +315,7 @@ class Estimator:
       PreemptedError: SIGTERM or SIGINT arrived; a checkpoint was saved at
         the end of the loop in flight (see preemption.py).
     """
+    steps, max_steps = _whole_steps(steps), _whole_steps(max_steps)
     check_positive_count('train: steps', steps,
                          phrase='Must specify steps > 0')
     check_positive_count('train: max_steps', max_steps,
