@@ -53,6 +53,7 @@ import tensorflow as tf
 
 from estimator_rt import estimator as estimator_lib
 from estimator_rt import export as export_lib
+from estimator_rt.errors import FormattedKeyError
 from estimator_rt.errors import UserInputError
 from estimator_rt.errors import shorten
 from estimator_rt.mode_keys import ModeKeys
@@ -225,10 +226,18 @@ def _select(what: str, given, names: Optional[List[str]], as_dict: bool):
     return given
   missing = [name for name in names if name not in given]
   if missing:
-    raise UserInputError(
-        f'{what} keys {sorted(given)} do not cover the Keras model\'s '
-        f'{"inputs" if what == "features" else "outputs"} {names}: missing '
-        f'{missing}.')
+    order = 'inputs' if what == 'features' else 'outputs'
+    # 2.15's message, with what to do in its first line: code matched its
+    # key lines with patterns like r'Missed keys:(\s|.)*<key>', which
+    # backtrack for minutes over any text after them.
+    raise FormattedKeyError(
+        f'The dictionary passed into {what} does not cover requested '
+        f'{order} keys defined in the keras model (model_to_estimator looks '
+        f'them up by name: key the input_fn\'s {what} by them, or give a '
+        'list in the model\'s order).'
+        f'\n\tExpected keys: {set(names)}'
+        f'\n\t{what} keys: {set(given)}'
+        f'\n\tMissed keys: {set(missing)}')
   if as_dict:
     return {name: given[name] for name in names}
   values = [given[name] for name in names]
@@ -258,8 +267,10 @@ def _as_keras3(kind: str, value, owner: str):
   """A tf_keras loss or metric (a string, a function or an object) as its
   Keras 3 namesake, by class name and config."""
   keras = _keras()
-  if value is None or isinstance(value, str):
+  if value is None:
     return value
+  if isinstance(value, str):
+    return _metric_named(value) if kind == 'metric' else value
   if isinstance(value, dict):
     return {k: _as_keras3(kind, v, owner) for k, v in value.items()}
   if isinstance(value, (list, tuple)):
@@ -283,6 +294,27 @@ def _as_keras3(kind: str, value, owner: str):
         f'keras_model={owner!r}: its tf_keras {kind} {name} has no Keras 3 '
         f'equivalent model_to_estimator can build ({type(e).__name__}: {e}); '
         'give a Keras 3 model.') from e
+
+
+def _metric_named(name: str):
+  """A tf_keras metric name as Keras 3 takes it: the name itself when
+  Keras 3 knows it, else (tf_keras's aliases, 'cosine_proximity',
+  'kullback_leibler_divergence') the Keras 3 metric of the function
+  tf_keras resolves it to, under that name (the key model.evaluate and
+  2.15's estimator reported it by)."""
+  keras = _keras()
+  if name.lower() in ('accuracy', 'acc', 'crossentropy', 'ce'):
+    return name  # Keras 3's compile() picks these by the loss, as tf_keras.
+  try:
+    keras.metrics.get(name)
+    return name
+  except ValueError:
+    pass
+  try:
+    metric = keras.metrics.get(_tf_keras().metrics.get(name).__name__)
+  except (AttributeError, TypeError, ValueError):
+    return name  # Unknown to both: Keras 3 refuses it in its words.
+  return type(metric).from_config({**metric.get_config(), 'name': name})
 
 
 def _optimizer_factory(model):
@@ -430,17 +462,27 @@ def _compiled_metrics(settings, output_names, labels, outputs, weights,
   if metric_names_map:
     unknown = sorted(set(metric_names_map) - set(metrics))
     if unknown:
+      unmapped = sorted(set(metrics) - set(metric_names_map))
+      # 2.15's phrases: it required every metric to be mapped, so a
+      # misspelt key also left a metric out ('do not exist').
+      also = (f' (the keras model metric names {unmapped} do not exist in '
+              'the `metric_names_map` dictionary: misspelt?)'
+              if unmapped else '')
       raise UserInputError(
-          f'metric_names_map keys {unknown} are not among the Keras '
-          f'model\'s metrics {sorted(metrics)}.')
+          'Invalid `metric_names_map`. There are unexpected keys in the '
+          f'`metric_names_map` dictionary: {unknown}{also}. Expected keys '
+          f'(the Keras model\'s metrics): {sorted(metrics)}; '
+          'model_to_estimator renames the metrics the map names and keeps '
+          'the others.')
     metrics = {metric_names_map.get(k, k): m for k, m in metrics.items()}
   return metrics
 
 
-def _cloner(model):
+def _cloner(model, custom_objects: Optional[Dict[str, Any]] = None):
   """A function building a clone of `model`'s architecture (uncompiled:
   cloning a compiled Keras 3 model serializes its optimizer, which a traced
-  call cannot)."""
+  call cannot), with `custom_objects` for what its config names (2.15's
+  model_to_estimator cloned with them too)."""
   if _is_tf_keras(model):
     from tf_keras.src.engine import training  # pylint: disable=g-import-not-at-top
 
@@ -452,14 +494,16 @@ def _cloner(model):
       original = training.Model._init_batch_counters  # pylint: disable=protected-access
       training.Model._init_batch_counters = lambda self: None  # pylint: disable=protected-access
       try:
-        return _tf_keras().models.clone_model(model)
+        with _tf_keras().utils.custom_object_scope(custom_objects or {}):
+          return _tf_keras().models.clone_model(model)
       finally:
         training.Model._init_batch_counters = original  # pylint: disable=protected-access
 
     return clone_tf_keras
   keras = _keras()
   try:
-    architecture = type(model).from_config(model.get_config())
+    with keras.utils.custom_object_scope(custom_objects or {}):
+      architecture = type(model).from_config(model.get_config())
   except (NotImplementedError, TypeError, ValueError) as e:
     raise UserInputError(
         f'keras_model={model.name!r} cannot be rebuilt from its config '
@@ -479,11 +523,16 @@ def _cloner(model):
 
 
 def _check_export_outputs(export_outputs, names: List[str]) -> None:
-  unknown = sorted(set(export_outputs or ()) - set(names))
+  unknown = set(export_outputs or ()) - set(names)
   if unknown:
-    raise UserInputError(
-        f'export_outputs keys {unknown} are not outputs of the Keras model '
-        f'({names}).')
+    # 2.15's message (see _select on its last lines).
+    raise FormattedKeyError(
+        'The dictionary passed into export_outputs does not cover requested '
+        'export_outputs keys defined in the keras model (export_outputs is '
+        'keyed by the Keras model\'s output names).'
+        f'\n\tExpected keys: {set(export_outputs)}'
+        f'\n\texport_outputs keys: {set(names)}'
+        f'\n\tMissed keys: {unknown}')
 
 
 def _listed(outputs) -> list:
@@ -505,17 +554,18 @@ def _compile_view(model, outputs, names: List[str], tf_keras_model: bool):
   return outputs, getattr(model, 'output_names', None)
 
 
-def _check_names(clone, settings, tf_keras_model, *, metric_names_map,
-                 export_outputs) -> None:
-  """Checks metric_names_map and export_outputs against the names a clone
-  of the model has, on a batch of zeros (before anything is written); a
-  model whose input shapes are not known is checked when the model_fn
-  first runs.
+def _check_export_names(clone, tf_keras_model, *, export_outputs) -> None:
+  """Checks export_outputs against the output names a clone of the model
+  has, on a batch of zeros (before anything is written); a model whose
+  input shapes are not known is checked when the model_fn first runs.
+  (metric_names_map is checked when the model_fn first runs in EVAL, as
+  2.15 checked it: train_and_evaluate builds the evaluation before
+  training.)
 
   Raises:
-    UserInputError: a key that names no metric or no output.
+    FormattedKeyError: a key that names no output.
   """
-  if not metric_names_map and not export_outputs:
+  if not export_outputs:
     return
   probe = clone()
   struct = getattr(probe, '_inputs_struct', None)
@@ -531,27 +581,20 @@ def _check_names(clone, settings, tf_keras_model, *, metric_names_map,
   zeros = tf.nest.map_structure(
       lambda t: tf.zeros((1,) + tuple(t.shape)[1:], t.dtype), struct)
   outputs = probe(zeros, training=False)
-  names = _output_names(probe, outputs)
-  _check_export_outputs(export_outputs, names)
-  outputs, compile_names = _compile_view(probe, outputs, names,
-                                         tf_keras_model)
-  # Metric names do not depend on the labels' values: the outputs stand in.
-  _compiled_metrics(settings, compile_names, outputs, outputs, None,
-                    metric_names_map, update=False)
+  _check_export_outputs(export_outputs, _output_names(probe, outputs))
 
 
-def _model_fn_for(keras_model, *, metric_names_map, export_outputs):
+def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
+                  export_outputs):
   """The model_fn running `keras_model` (see the module docstring)."""
   # Everything read from the Keras model is read now, eagerly: the
   # model_fn is also called while a step is traced.
-  clone = _cloner(keras_model)
+  clone = _cloner(keras_model, custom_objects)
   initial_values = _values_in_creation_order(keras_model, clone)
   settings = _compile_settings(keras_model)
   new_optimizer = _optimizer_factory(keras_model)
   tf_keras_model = _is_tf_keras(keras_model)
-  _check_names(clone, settings, tf_keras_model,
-               metric_names_map=metric_names_map,
-               export_outputs=export_outputs)
+  _check_export_names(clone, tf_keras_model, export_outputs=export_outputs)
 
   def model_fn(features, labels, mode):
     weights = None
@@ -626,11 +669,15 @@ def model_to_estimator(keras_model=None, keras_model_path=None,
       checkpoint_format, config, metric_names_map or export_outputs.
   """
   keras = _keras()
-  if (keras_model is None) == (keras_model_path is None):
+  if keras_model is None and keras_model_path is None:
     raise UserInputError(
-        'model_to_estimator: give exactly one of keras_model and '
-        f'keras_model_path (got keras_model={shorten(keras_model)}, '
-        f'keras_model_path={keras_model_path!r}).')
+        'Either `keras_model` or `keras_model_path` needs to be provided: '
+        'model_to_estimator takes exactly one of them (got neither).')
+  if keras_model is not None and keras_model_path is not None:
+    raise UserInputError(
+        'Please specify either `keras_model` or `keras_model_path`, but not '
+        f'both: model_to_estimator got keras_model={shorten(keras_model)} '
+        f'and keras_model_path={keras_model_path!r}.')
   if keras_model_path is not None:
     if not tf.io.gfile.exists(keras_model_path):
       raise UserInputError(
@@ -664,7 +711,8 @@ def model_to_estimator(keras_model=None, keras_model_path=None,
         "model_to_estimator: config.engine='graph' cannot run a Keras "
         'model; leave engine unset (the eager engine runs it).')
   return estimator_lib.Estimator(
-      _model_fn_for(keras_model, metric_names_map=metric_names_map,
+      _model_fn_for(keras_model, custom_objects=custom_objects,
+                    metric_names_map=metric_names_map,
                     export_outputs=export_outputs),
       model_dir=model_dir, config=config.replace(engine='eager'))
 

@@ -236,9 +236,11 @@ def test_sample_weights_in_features_weight_the_loss(tmp_path):
 
 def test_a_saved_model_file_and_refusals(tmp_path):
   """keras_model_path loads a saved .keras file; an uncompiled model, a
-  subclassed tf_keras model, a metric_names_map or export_outputs key the
-  model does not have (refused before anything runs), both or neither
-  model argument: one UserInputError each, naming the argument."""
+  subclassed tf_keras model, an export_outputs key the model does not have
+  (refused before anything runs), a metric_names_map key it does not have
+  (refused when the evaluation is built, as 2.15 did), features missing an
+  input (2.15's FormattedKeyError, a KeyError), both or neither model
+  argument: one UserInputError each, naming the argument."""
   model = _model(0.1)
   path = str(tmp_path / 'model.keras')
   model.save(path)
@@ -261,15 +263,52 @@ def test_a_saved_model_file_and_refusals(tmp_path):
   subclassed.compile(optimizer='sgd', loss='mse')
   with pytest.raises(UserInputError, match='subclassed tf_keras'):
     model_to_estimator(keras_model=subclassed)
-  with pytest.raises(UserInputError, match=r"metric_names_map keys \['auc'\]"):
-    model_to_estimator(keras_model=model, metric_names_map={'auc': 'x'})
-  with pytest.raises(UserInputError, match=r"export_outputs keys \['y'\]"):
+  misnamed = model_to_estimator(keras_model=model,
+                                metric_names_map={'auc': 'x'})
+  with pytest.raises(UserInputError, match=r"Invalid `metric_names_map`.*"
+                     r"unexpected keys.*\['auc'\]"):
+    misnamed.evaluate(_eval_input_fn, steps=1)
+  with pytest.raises(KeyError, match=r"export_outputs(.|\n)*Missed keys: "
+                     r"\{'y'\}"):
     model_to_estimator(keras_model=model,
                        export_outputs={'y': ert.export.RegressionOutput})
-  with pytest.raises(UserInputError, match='exactly one'):
+  with pytest.raises(KeyError, match=r"features keys: \{'z'\}\n\tMissed "
+                     r"keys: \{'x'\}"):
+    estimator.train(
+        lambda: tf.data.Dataset.from_tensors(({'z': X}, Y)), steps=1)
+  with pytest.raises(UserInputError, match='Either `keras_model` or '):
     model_to_estimator()
+  with pytest.raises(UserInputError, match='not both'):
+    model_to_estimator(keras_model=model, keras_model_path=path)
   with pytest.raises(UserInputError, match='keras_model_path'):
     model_to_estimator(keras_model_path=str(tmp_path / 'missing.keras'))
+
+
+def test_a_tf_keras_model_with_custom_objects_and_2_15_metric_names(
+    tmp_path):
+  """custom_objects reach the clone; a tf_keras metric name Keras 3 lacks
+  ('cosine_proximity') keeps its name and value; an input_fn returning
+  NumPy arrays (read again at every step, as a graph read them) runs."""
+  tf_keras = pytest.importorskip('tf_keras')
+
+  def custom_relu(x):
+    return tf.nn.relu6(x)
+
+  tf_keras.utils.set_random_seed(2)
+  inputs = tf_keras.Input((4,), name='x')
+  outputs = tf_keras.layers.Dense(2, activation=custom_relu)(inputs)
+  model = tf_keras.Model(inputs, outputs)
+  model.compile(optimizer='sgd', loss='mse', metrics=['cosine_proximity'])
+  labels = np.stack([Y, 1 - Y], axis=1).astype(np.float32)
+  expected = model.evaluate(X, labels, batch_size=256, verbose=0)
+  with pytest.raises(Exception, match='custom_relu'):
+    model_to_estimator(keras_model=model, model_dir=str(tmp_path / 'a'))
+  estimator = model_to_estimator(keras_model=model,
+                                 model_dir=str(tmp_path / 'b'),
+                                 custom_objects={'custom_relu': custom_relu})
+  results = estimator.evaluate(lambda: ({'x': X}, labels), steps=1)
+  np.testing.assert_allclose(
+      [results['loss'], results['cosine_proximity']], expected, rtol=1e-5)
 
 
 def test_tensorflow_estimators_keras_lib_route():
