@@ -45,6 +45,7 @@ those fresh, with a warning); a subclassed tf_keras model is refused.
 
 import contextlib
 import inspect
+import tempfile
 from typing import Any, Dict, List, Optional
 
 from absl import logging
@@ -701,11 +702,21 @@ def model_to_estimator(keras_model=None, keras_model_path=None,
     raise UserInputError(
         f'export_outputs={shorten(export_outputs)} must be a dict from '
         'output name to an export output class.')
-  from estimator_rt.run_config import RunConfig  # pylint: disable=g-import-not-at-top
-  config = config if config is not None else RunConfig()
-  if not isinstance(config, RunConfig):
+  from estimator_rt import run_config as run_config_lib  # pylint: disable=g-import-not-at-top
+  config = config if config is not None else run_config_lib.RunConfig()
+  if not isinstance(config, run_config_lib.RunConfig):
     raise UserInputError(
         f'config={shorten(config)} must be an estimator_rt.RunConfig.')
+  # As 2.15's model_to_estimator: the default session config filled in,
+  # and a temporary model_dir made at once (2.15 wrote the model's weights
+  # there when called).
+  if config.session_config is None:
+    config = config.replace(
+        session_config=run_config_lib.get_default_session_config())
+  if not model_dir and config.model_dir is None:
+    model_dir = tempfile.mkdtemp()
+    logging.warning('Using temporary folder as model directory: %s',
+                    model_dir)
   if config.engine == 'graph':
     raise UserInputError(
         "model_to_estimator: config.engine='graph' cannot run a Keras "

@@ -311,6 +311,16 @@ def test_a_tf_keras_model_with_custom_objects_and_2_15_metric_names(
       [results['loss'], results['cosine_proximity']], expected, rtol=1e-5)
 
 
+def test_model_dir_and_session_config_as_2_15_filled_them_in():
+  """No model_dir: a temporary one, made at once; the default session
+  config in the Estimator's config (2.15's model_to_estimator did both)."""
+  estimator = model_to_estimator(keras_model=_model(0.1))
+  assert os.path.isdir(estimator.model_dir)
+  assert estimator.config.session_config == (
+      ert.run_config.get_default_session_config())
+  os.rmdir(estimator.model_dir)
+
+
 def test_tensorflow_estimators_keras_lib_route():
   """What tf.keras.estimator.model_to_estimator called in 2.15,
   tensorflow_estimator's keras_lib.model_to_estimator, is served here
