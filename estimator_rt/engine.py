@@ -358,8 +358,36 @@ class Engine(abc.ABC):
   def export_saved_model(self, export_dir_base: str, *,
                          serving_input_receiver_fn: Optional[Callable] = None,
                          checkpoint_path: Optional[str] = None,
-                         input_fn: Optional[Callable] = None) -> str:
-    """See `Estimator.export_saved_model`."""
+                         input_fn: Optional[Callable] = None,
+                         initialization_is_trained: bool = False) -> str:
+    """See `Estimator.export_saved_model`; `initialization_is_trained`: see
+    `_checkpoint_to_export`."""
+
+  def _checkpoint_to_export(self, checkpoint_path: Optional[str], *,
+                            initialization_is_trained: bool
+                            ) -> Optional[str]:
+    """The checkpoint an export restores: `checkpoint_path`, else model_dir's
+    newest; with none there, warm_start_from's checkpoint (tf.estimator 2.15
+    exported it), else None if `initialization_is_trained` (the model_fn's
+    variables start trained: model_to_estimator's start as the Keras
+    model's weights, which 2.15 warm-started from).
+
+    Raises:
+      UserInputError: none of these (a ValueError starting with 2.15's
+        'Could not find trained model in model_dir'), or the named
+        checkpoint cannot be used.
+    """
+    if not checkpoint_path and checkpoints.latest_checkpoint(
+        self.model_dir) is None:
+      if self._warm_start_from:
+        return checkpoints.resolve_checkpoint(
+            self._warm_start_from.ckpt_to_initialize_from,
+            what='warm_start_from')
+      if initialization_is_trained:
+        logging.info('No checkpoint in model_dir %s: exporting the '
+                     'variables\' initial values.', self.model_dir)
+        return None
+    return checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
 
   def _finish_evaluation(self, results: Dict[str, Any], *,
                          name: Optional[str],

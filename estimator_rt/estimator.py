@@ -71,6 +71,12 @@ class Estimator:
       `WarmStartSettings` (see warm_starting.py).
   """
 
+  # Whether the model_fn's variables start trained, so that an export with
+  # no checkpoint in model_dir exports their initial values (see
+  # keras_estimator.py); otherwise it needs a checkpoint, or
+  # warm_start_from's, as tf.estimator 2.15's did.
+  _initialization_is_trained = False
+
   def __init__(self, model_fn: Callable, model_dir: Optional[str] = None,
                config: Optional[RunConfig] = None,
                params: Optional[Dict[str, Any]] = None,
@@ -440,7 +446,8 @@ class Estimator:
           f'(experimental_mode={ModeKeys.PREDICT!r}).')
     export_dir = self._run(lambda engine: engine.export_saved_model(
         export_dir_base, serving_input_receiver_fn=serving_input_receiver_fn,
-        checkpoint_path=checkpoint_path, input_fn=input_fn),
+        checkpoint_path=checkpoint_path, input_fn=input_fn,
+        initialization_is_trained=self._initialization_is_trained),
                            checkpoint_path=checkpoint_path)
     export_lib.add_extras(export_dir, assets_extra=assets_extra,
                           as_text=as_text)

@@ -44,6 +44,7 @@ those fresh, with a warning); a subclassed tf_keras model is refused.
 """
 
 import contextlib
+import dataclasses
 import inspect
 import tempfile
 from typing import Any, Dict, List, Optional
@@ -54,6 +55,7 @@ import tensorflow as tf
 
 from estimator_rt import estimator as estimator_lib
 from estimator_rt import export as export_lib
+from estimator_rt import keras_tf_optimizer
 from estimator_rt.errors import FormattedKeyError
 from estimator_rt.errors import UserInputError
 from estimator_rt.errors import shorten
@@ -585,6 +587,17 @@ def _check_export_names(clone, tf_keras_model, *, export_outputs) -> None:
   _check_export_outputs(export_outputs, _output_names(probe, outputs))
 
 
+@dataclasses.dataclass
+class _Forward:
+  """What one model_fn call computed: the spec of EVAL and PREDICT; TRAIN's
+  loss and the clone's trainable variables (the optimizer is the caller's).
+  """
+
+  estimator_spec: Optional[EstimatorSpec]
+  loss: Any = None
+  trainable_variables: Any = None
+
+
 def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
                   export_outputs):
   """The model_fn running `keras_model` (see the module docstring)."""
@@ -593,11 +606,30 @@ def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
   clone = _cloner(keras_model, custom_objects)
   initial_values = _values_in_creation_order(keras_model, clone)
   settings = _compile_settings(keras_model)
-  new_optimizer = _optimizer_factory(keras_model)
+  v1_optimizer = keras_tf_optimizer.wrapped_v1_optimizer(
+      getattr(keras_model, 'optimizer', None))
+  if v1_optimizer is not None:
+    new_v1_optimizer = keras_tf_optimizer.v1_optimizer_factory(
+        v1_optimizer, owner=keras_model.name)
+  else:
+    new_optimizer = _optimizer_factory(keras_model)
   tf_keras_model = _is_tf_keras(keras_model)
   _check_export_names(clone, tf_keras_model, export_outputs=export_outputs)
 
   def model_fn(features, labels, mode):
+    # A TF1 optimizer is applied here, to gradients taped here.
+    with tf.GradientTape(
+        watch_accessed_variables=mode == ModeKeys.TRAIN) as tape:
+      spec = forward(features, labels, mode)
+    if mode == ModeKeys.TRAIN and v1_optimizer is not None:
+      train_op = keras_tf_optimizer.v1_train_op(
+          new_v1_optimizer(), tape, spec.loss, spec.trainable_variables)
+      return EstimatorSpec(mode, loss=spec.loss, train_op=train_op)
+    if mode == ModeKeys.TRAIN:
+      return EstimatorSpec(mode, loss=spec.loss, optimizer=new_optimizer())
+    return spec.estimator_spec
+
+  def forward(features, labels, mode) -> _Forward:
     weights = None
     if isinstance(features, dict) and set(features) == _SAMPLE_WEIGHT_KEYS:
       features, weights = features['features'], features['sample_weights']
@@ -615,8 +647,8 @@ def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
       signatures = {'serving_default': export_lib.PredictOutput(predictions)}
       for key, output_class in (export_outputs or {}).items():
         signatures[key] = output_class(predictions[key])
-      return EstimatorSpec(mode, predictions=predictions,
-                           export_outputs=signatures)
+      return _Forward(EstimatorSpec(mode, predictions=predictions,
+                                    export_outputs=signatures))
     outputs, compile_names = _compile_view(model, outputs, names,
                                            tf_keras_model)
     targets = _select('labels', labels, names, isinstance(outputs, dict))
@@ -625,12 +657,40 @@ def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
     if model.losses:
       loss = loss + tf.cast(tf.math.add_n(model.losses), loss.dtype)
     if mode == ModeKeys.EVAL:
-      return EstimatorSpec(mode, loss=loss, eval_metric_ops=_compiled_metrics(
-          settings, compile_names, targets, outputs, weights,
-          metric_names_map))
-    return EstimatorSpec(mode, loss=loss, optimizer=new_optimizer())
+      return _Forward(EstimatorSpec(
+          mode, loss=loss, eval_metric_ops=_compiled_metrics(
+              settings, compile_names, targets, outputs, weights,
+              metric_names_map)))
+    return _Forward(None, loss=loss,
+                    trainable_variables=model.trainable_variables)
 
   return model_fn
+
+
+def _export_output_class(key: str, cls):
+  """An export output class as estimator_rt's: TensorFlow's own
+  (`tensorflow.python.saved_model.model_utils.export_output.
+  RegressionOutput`, tf.estimator 2.15's tf.estimator.export classes) as
+  estimator_rt.export's class of that name."""
+  if isinstance(cls, type) and issubclass(cls, export_lib.ExportOutput):
+    return cls
+  own = getattr(export_lib, getattr(cls, '__name__', ''), None)
+  if (isinstance(cls, type) and isinstance(own, type) and
+      issubclass(own, export_lib.ExportOutput) and
+      any(base.__name__ == 'ExportOutput' for base in cls.__mro__)):
+    return own
+  raise UserInputError(
+      f'export_outputs[{key!r}]={shorten(cls)} must be an export output '
+      'class (PredictOutput, RegressionOutput or ClassificationOutput of '
+      'tf.estimator.export).')
+
+
+class _KerasEstimator(estimator_lib.Estimator):
+  """model_to_estimator's Estimator: its variables start as the Keras
+  model's weights, a trained state, so an export before any training
+  exports them (2.15's, warm-started from them, did too)."""
+
+  _initialization_is_trained = True
 
 
 def model_to_estimator(keras_model=None, keras_model_path=None,
@@ -702,6 +762,9 @@ def model_to_estimator(keras_model=None, keras_model_path=None,
     raise UserInputError(
         f'export_outputs={shorten(export_outputs)} must be a dict from '
         'output name to an export output class.')
+  if export_outputs:
+    export_outputs = {key: _export_output_class(key, value)
+                      for key, value in export_outputs.items()}
   from estimator_rt import run_config as run_config_lib  # pylint: disable=g-import-not-at-top
   config = config if config is not None else run_config_lib.RunConfig()
   if not isinstance(config, run_config_lib.RunConfig):
@@ -721,7 +784,7 @@ def model_to_estimator(keras_model=None, keras_model_path=None,
     raise UserInputError(
         "model_to_estimator: config.engine='graph' cannot run a Keras "
         'model; leave engine unset (the eager engine runs it).')
-  return estimator_lib.Estimator(
+  return _KerasEstimator(
       _model_fn_for(keras_model, custom_objects=custom_objects,
                     metric_names_map=metric_names_map,
                     export_outputs=export_outputs),

@@ -142,6 +142,10 @@ def test_evaluate_without_a_checkpoint_warm_starts(tmp_path):
   assert warm['global_step'] == 0  # The warm start's variables, not its step.
   assert warm['loss'] == pytest.approx(trained.evaluate(eval_fn)['loss'],
                                        rel=1e-5)
+  # Exported with no checkpoint: warm_start_from's, as 2.15 exported it.
+  export_dir = est.export_saved_model(
+      str(tmp_path / 'export'), input_fn=M.global_input_fn(ex, batch_size=4))
+  assert M.saved_model_global_step(export_dir) == 20
 
 
 def test_estimator_arguments_are_checked(tmp_path):

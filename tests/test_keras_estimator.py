@@ -311,6 +311,40 @@ def test_a_tf_keras_model_with_custom_objects_and_2_15_metric_names(
       [results['loss'], results['cosine_proximity']], expected, rtol=1e-5)
 
 
+def test_a_tf1_optimizer_trains_as_in_tf_keras_and_export_needs_no_training(
+    tmp_path):
+  """A tf_keras model compiled with a TF1 optimizer trains with that
+  optimizer (one step: the weights tf_keras's train_on_batch gives); an
+  export before any training exports the model's weights, with a signature
+  per export_outputs entry (TensorFlow's export output classes too)."""
+  tf_keras = pytest.importorskip('tf_keras')
+  from tensorflow.python.saved_model.model_utils import export_output  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  tf_keras.utils.set_random_seed(3)
+  inputs = tf_keras.Input((4,), name='x')
+  model = tf_keras.Model(inputs, tf_keras.layers.Dense(1, name='y')(inputs))
+  model.compile(optimizer=tf.compat.v1.train.RMSPropOptimizer(0.1),
+                loss='mse')
+  labels = X[:, :1] * 2.0
+  estimator = model_to_estimator(
+      keras_model=model, model_dir=str(tmp_path / 'm'),
+      export_outputs={'y': export_output.RegressionOutput})
+  receiver = ert.export.build_raw_serving_input_receiver_fn(
+      {'x': tf.TensorSpec([None, 4], tf.float32)})
+  served = tf.saved_model.load(
+      estimator.export_saved_model(str(tmp_path / 'export'), receiver))
+  assert set(served.signatures) == {'serving_default', 'y'}
+  np.testing.assert_allclose(
+      served.signatures['y'](x=tf.constant(X[:3]))['outputs'],
+      model.predict(X[:3], verbose=0), rtol=1e-5)
+  estimator.train(lambda: tf.data.Dataset.from_tensors(({'x': X}, labels)),
+                  steps=1)
+  model.train_on_batch(X, labels)
+  predicted = np.stack([p['y'] for p in estimator.predict(
+      lambda: tf.data.Dataset.from_tensors({'x': X[:3]}))])
+  np.testing.assert_allclose(predicted, model.predict(X[:3], verbose=0),
+                             rtol=1e-5)
+
+
 def test_model_dir_and_session_config_as_2_15_filled_them_in():
   """No model_dir: a temporary one, made at once; the default session
   config in the Estimator's config (2.15's model_to_estimator did both)."""

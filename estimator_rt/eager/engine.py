@@ -309,9 +309,13 @@ class EagerEngine(engine_lib.Engine):
   def export_saved_model(self, export_dir_base: str, *,
                          serving_input_receiver_fn: Optional[Callable] = None,
                          checkpoint_path: Optional[str] = None,
-                         input_fn: Optional[Callable] = None) -> str:
+                         input_fn: Optional[Callable] = None,
+                         initialization_is_trained: bool = False) -> str:
     """See `Estimator.export_saved_model`."""
-    path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
+    path = self._checkpoint_to_export(
+        checkpoint_path, initialization_is_trained=initialization_is_trained)
+    if path is None:
+      self._seed()
     strategy = tf.distribute.get_strategy()
     if serving_input_receiver_fn is not None:
       receiver = export_lib.tf2_receiver(serving_input_receiver_fn)
@@ -321,10 +325,12 @@ class EagerEngine(engine_lib.Engine):
     graph = EagerModel(model_fn=self._model_fn, mode=ModeKeys.PREDICT,
                        params=self._params, config=self._config,
                        strategy=strategy, sample=(sample, None))
-    restore_lib.restore(graph, path, source=f'checkpoint {path!r}',
-                        io_device=self._checkpoint_io_device)
+    if path is not None:
+      restore_lib.restore(graph, path, source=f'checkpoint {path!r}',
+                          io_device=self._checkpoint_io_device)
     export_dir = export_lib.save(graph, receiver, export_dir_base)
-    logging.info('Exported SavedModel of %s to %s', path, export_dir)
+    logging.info('Exported SavedModel of %s to %s',
+                 path or 'the initial values', export_dir)
     return export_dir
 
 

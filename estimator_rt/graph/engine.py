@@ -446,9 +446,14 @@ class GraphEngine(engine_lib.Engine):
   def export_saved_model(self, export_dir_base: str, *,
                          serving_input_receiver_fn: Optional[Callable] = None,
                          checkpoint_path: Optional[str] = None,
-                         input_fn: Optional[Callable] = None) -> str:
-    """See `Estimator.export_saved_model`."""
-    path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
+                         input_fn: Optional[Callable] = None,
+                         initialization_is_trained: bool = False) -> str:
+    """See `Estimator.export_saved_model`; initial values are never
+    exported here (`initialization_is_trained` is model_to_estimator's,
+    which the eager engine runs)."""
+    del initialization_is_trained
+    path = self._checkpoint_to_export(checkpoint_path,
+                                      initialization_is_trained=False)
     if serving_input_receiver_fn is None:
       receiver = self._inferred_receiver(input_fn)
       serving_input_receiver_fn = lambda: receiver
