@@ -85,15 +85,33 @@ def _is_tf_keras(model) -> bool:
   return tf_keras is not None and isinstance(model, tf_keras.Model)
 
 
-def _check_model(model) -> None:
+def _is_subclassed_tf_keras(model) -> bool:
+  return _is_tf_keras(model) and not (
+      model._is_graph_network or  # pylint: disable=protected-access
+      isinstance(model, _tf_keras().Sequential))
+
+
+def _check_model(model, custom_objects, checkpoint_format: str) -> None:
   keras = _keras()
   if _is_tf_keras(model):
-    if not (model._is_graph_network or  # pylint: disable=protected-access
-            isinstance(model, _tf_keras().Sequential)):
-      raise UserInputError(
-          f'keras_model={model.name!r} is a subclassed tf_keras model, which '
-          "model_to_estimator cannot clone; give a Sequential or functional "
-          'model, or a Keras 3 model.')
+    if _is_subclassed_tf_keras(model):
+      # 2.15's checks of a subclassed model (it was cloned from its config,
+      # and 2.15 saved its checkpoints by name only), in 2.15's words.
+      try:
+        with _tf_keras().utils.custom_object_scope(custom_objects or {}):
+          type(model).from_config(model.get_config())
+      except NotImplementedError as e:
+        raise UserInputError(
+            'Subclassed `Model`s passed to `model_to_estimator` must '
+            'implement `Model.get_config` and `Model.from_config`: '
+            f'keras_model={model.name!r} ({type(model).__name__}) is cloned '
+            'from its config.') from e
+      if checkpoint_format == 'checkpoint':
+        raise UserInputError(
+            'Object-based checkpoints are currently not supported with '
+            f'subclassed models: keras_model={model.name!r} is a subclassed '
+            "tf_keras model; pass checkpoint_format='saver', as 2.15 "
+            'required.')
     if getattr(model, 'compiled_loss', None) is None or not getattr(
         model, 'optimizer', None):
       raise UserInputError(
@@ -132,7 +150,7 @@ def _values_in_creation_order(model, clone) -> List[Optional[np.ndarray]]:
   Raises:
     UserInputError: the clone's weights do not match the model's.
   """
-  values = [np.array(w.numpy()) for w in model.weights]
+  values = [np.array(w.numpy()) for w in _weights(model)]
   created = []
 
   def recorder(next_creator, **kwargs):
@@ -142,6 +160,8 @@ def _values_in_creation_order(model, clone) -> List[Optional[np.ndarray]]:
 
   with tf.variable_creator_scope(recorder):
     probe = clone()
+    if values and not _weights(probe):
+      _build_like(probe, model)
   listed = [_tf_variable(w) for w in probe.weights]
   shapes = [tuple(w.shape) for w in listed]
   if shapes != [v.shape for v in values]:
@@ -160,6 +180,38 @@ def _values_in_creation_order(model, clone) -> List[Optional[np.ndarray]]:
   while plan and plan[-1] is None:
     plan.pop()
   return plan
+
+
+def _weights(model) -> list:
+  """A model's weights; none for a subclassed tf_keras model not built yet
+  (whose `weights` raises, for itself or a part)."""
+  if _is_subclassed_tf_keras(model):
+    try:
+      return model.weights
+    except ValueError:
+      return []  # Not built: a part of it not called yet.
+  return model.weights
+
+
+def _build_like(clone, model) -> None:
+  """Builds a subclassed tf_keras `clone` (which creates its variables on
+  its first call) by calling it on zeros shaped as `model`'s inputs were.
+
+  Raises:
+    UserInputError: the model's input shapes are not known.
+  """
+  spec = model.save_spec() if hasattr(model, 'save_spec') else None
+  if not spec or not spec[0]:
+    raise UserInputError(
+        f'keras_model={model.name!r} is a built subclassed model whose input '
+        'shapes are not known (it was built, not called), so '
+        'model_to_estimator cannot start from its weights; call it on a '
+        'batch (or fit it) first.')
+  args, kwargs = spec
+  zeros = tf.nest.map_structure(
+      lambda t: tf.zeros([1 if d is None else d for d in t.shape], t.dtype),
+      (args, kwargs))
+  clone(*zeros[0], **zeros[1])
 
 
 @contextlib.contextmanager
@@ -198,6 +250,22 @@ def _input_names(model) -> Optional[List[str]]:
   # tf_keras names input tensors 'x:0'; its input_names are the layers'.
   names = getattr(model, 'input_names', None)
   return list(names) if names else [t.name for t in inputs]
+
+
+def _subclassed_inputs(model, features):
+  """Features as 2.15 gave them to a subclassed tf_keras model: a dict by
+  the keys of a dict the model set as its inputs; a dict keyed
+  'input_1', 'input_2', ... (2.15's names for its inputs) as a list in
+  that order (one tensor for one); anything else as it is."""
+  if not isinstance(features, dict):
+    return features
+  inputs = getattr(model, 'inputs', None)
+  if isinstance(inputs, dict):
+    return _select('features', features, list(inputs), True)
+  names = [f'input_{i}' for i in range(1, len(features) + 1)]
+  if set(features) != set(names):
+    return features
+  return _select('features', features, names, False)
 
 
 def _output_names(model, outputs) -> List[str]:
@@ -481,26 +549,41 @@ def _compiled_metrics(settings, output_names, labels, outputs, weights,
   return metrics
 
 
+@contextlib.contextmanager
+def _no_batch_counters():
+  """tf_keras models made inside create no step counters.
+
+  A tf_keras model creates three step counters (for fit, evaluate,
+  predict) when constructed eagerly but not inside a tf.function: the
+  build call would create variables the traced calls do not. They are
+  never used here.
+  """
+  from tf_keras.src.engine import training  # pylint: disable=g-import-not-at-top
+  original = training.Model._init_batch_counters  # pylint: disable=protected-access
+  training.Model._init_batch_counters = lambda self: None  # pylint: disable=protected-access
+  try:
+    yield
+  finally:
+    training.Model._init_batch_counters = original  # pylint: disable=protected-access
+
+
 def _cloner(model, custom_objects: Optional[Dict[str, Any]] = None):
   """A function building a clone of `model`'s architecture (uncompiled:
   cloning a compiled Keras 3 model serializes its optimizer, which a traced
   call cannot), with `custom_objects` for what its config names (2.15's
   model_to_estimator cloned with them too)."""
   if _is_tf_keras(model):
-    from tf_keras.src.engine import training  # pylint: disable=g-import-not-at-top
+    if _is_subclassed_tf_keras(model):
+      config = model.get_config()
+      # Built by its first call, as the model was.
+      make = lambda: type(model).from_config(config)
+    else:
+      make = lambda: _tf_keras().models.clone_model(model)
 
     def clone_tf_keras():
-      # A tf_keras model creates three step counters (for fit, evaluate,
-      # predict) when constructed eagerly but not inside a tf.function: the
-      # build call would create variables the traced calls do not. They
-      # are never used here, so no call creates them.
-      original = training.Model._init_batch_counters  # pylint: disable=protected-access
-      training.Model._init_batch_counters = lambda self: None  # pylint: disable=protected-access
-      try:
-        with _tf_keras().utils.custom_object_scope(custom_objects or {}):
-          return _tf_keras().models.clone_model(model)
-      finally:
-        training.Model._init_batch_counters = original  # pylint: disable=protected-access
+      with _no_batch_counters(), _tf_keras().utils.custom_object_scope(
+          custom_objects or {}):
+        return make()
 
     return clone_tf_keras
   keras = _keras()
@@ -614,6 +697,7 @@ def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
   else:
     new_optimizer = _optimizer_factory(keras_model)
   tf_keras_model = _is_tf_keras(keras_model)
+  subclassed_tf_keras = _is_subclassed_tf_keras(keras_model)
   _check_export_names(clone, tf_keras_model, export_outputs=export_outputs)
 
   def model_fn(features, labels, mode):
@@ -635,10 +719,12 @@ def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
       features, weights = features['features'], features['sample_weights']
     with _initial_values_from(initial_values):
       model = clone()
-      input_names = _input_names(model)
-      inputs = _select('features', features, input_names,
-                       isinstance(getattr(model, '_inputs_struct', None),
-                                  dict))
+      if subclassed_tf_keras:
+        inputs = _subclassed_inputs(model, features)
+      else:
+        inputs = _select('features', features, _input_names(model),
+                         isinstance(getattr(model, '_inputs_struct', None),
+                                    dict))
       outputs = model(inputs, training=mode == ModeKeys.TRAIN)
     names = _output_names(model, outputs)
     predictions = dict(zip(names, _listed(outputs)))
@@ -745,7 +831,7 @@ def model_to_estimator(keras_model=None, keras_model_path=None,
           f'keras_model_path={keras_model_path!r} does not exist.')
     keras_model = keras.models.load_model(keras_model_path,
                                           custom_objects=custom_objects)
-  _check_model(keras_model)
+  _check_model(keras_model, custom_objects, checkpoint_format)
   if checkpoint_format not in ('checkpoint', 'saver'):
     raise UserInputError(
         f'checkpoint_format={checkpoint_format!r} must be "checkpoint" or '

@@ -345,6 +345,61 @@ def test_a_tf1_optimizer_trains_as_in_tf_keras_and_export_needs_no_training(
                              rtol=1e-5)
 
 
+def test_a_subclassed_tf_keras_model_and_a_begin_only_session_hook(tmp_path):
+  """A subclassed tf_keras model (with get_config/from_config) starts from
+  its weights; 2.15's default object-based checkpoint_format is refused
+  for it, as 2.15 refused it. A SessionRunHook overriding begin() only
+  has it called once before training; one that looks at steps is refused
+  in the eager engine."""
+  tf_keras = pytest.importorskip('tf_keras')
+
+  class Subclassed(tf_keras.Model):
+
+    def __init__(self):
+      super().__init__()
+      self.dense = tf_keras.layers.Dense(1)
+
+    def call(self, inputs):
+      return self.dense(inputs)
+
+    def get_config(self):
+      return {}
+
+    @classmethod
+    def from_config(cls, config):
+      return cls()
+
+  class BeginOnly(tf.compat.v1.train.SessionRunHook):
+    begun = 0
+
+    def begin(self):
+      BeginOnly.begun += 1
+
+  class PerStep(tf.compat.v1.train.SessionRunHook):
+
+    def before_run(self, run_context):
+      return None
+
+  tf_keras.utils.set_random_seed(4)
+  model = Subclassed()
+  model.compile(optimizer='sgd', loss='mse')
+  labels = X[:, :1] * 2.0
+  model.train_on_batch(X, labels)
+  expected = model.evaluate(X, labels, batch_size=256, verbose=0)
+  with pytest.raises(ValueError, match='Object-based checkpoints are '
+                     'currently not supported with subclassed models'):
+    model_to_estimator(keras_model=model, model_dir=str(tmp_path / 'a'))
+  estimator = model_to_estimator(keras_model=model, checkpoint_format='saver',
+                                 model_dir=str(tmp_path / 'b'))
+  data = lambda: tf.data.Dataset.from_tensors((X, labels))
+  assert estimator.evaluate(data, steps=1)['loss'] == pytest.approx(
+      expected, rel=1e-5)
+  estimator.train(data, steps=1, hooks=[BeginOnly()])
+  assert BeginOnly.begun == 1
+  with pytest.raises(UserInputError, match='PerStep is a SessionRunHook'):
+    estimator.train(data, steps=1, hooks=[PerStep()])
+
+
 def test_model_dir_and_session_config_as_2_15_filled_them_in():
   """No model_dir: a temporary one, made at once; the default session
   config in the Estimator's config (2.15's model_to_estimator did both)."""
