@@ -46,6 +46,7 @@ those fresh, with a warning); a subclassed tf_keras model is refused.
 import contextlib
 import dataclasses
 import inspect
+import os
 import tempfile
 from typing import Any, Dict, List, Optional
 
@@ -56,6 +57,7 @@ import tensorflow as tf
 from estimator_rt import estimator as estimator_lib
 from estimator_rt import export as export_lib
 from estimator_rt import keras_tf_optimizer
+from estimator_rt import warm_starting
 from estimator_rt.errors import FormattedKeyError
 from estimator_rt.errors import UserInputError
 from estimator_rt.errors import shorten
@@ -138,9 +140,11 @@ def _tf_variable(variable):
   return variable.value if isinstance(variable, _keras().Variable) else variable
 
 
-def _values_in_creation_order(model, clone) -> List[Optional[np.ndarray]]:
-  """`model`'s weights in the order `clone()` creates its variables (None
-  in the place of a variable that is not one of them).
+def _values_in_creation_order(model, clone, weights=None
+                              ) -> List[Optional[np.ndarray]]:
+  """`model`'s weights (or `weights`, values in the order of the model's)
+  in the order `clone()` creates its variables (None in the place of a
+  variable that is not one of them).
 
   A clone lists its weights as the model does, but may create them in
   another order (Keras 3's from_config builds a multi-output model's
@@ -150,7 +154,8 @@ def _values_in_creation_order(model, clone) -> List[Optional[np.ndarray]]:
   Raises:
     UserInputError: the clone's weights do not match the model's.
   """
-  values = [np.array(w.numpy()) for w in _weights(model)]
+  values = ([np.array(w.numpy()) for w in _weights(model)]
+            if weights is None else weights)
   created = []
 
   def recorder(next_creator, **kwargs):
@@ -682,12 +687,14 @@ class _Forward:
 
 
 def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
-                  export_outputs):
-  """The model_fn running `keras_model` (see the module docstring)."""
+                  export_outputs, weights=None):
+  """The model_fn running `keras_model` (see the module docstring),
+  starting from its weights, or from `weights` (in the model's order)."""
   # Everything read from the Keras model is read now, eagerly: the
   # model_fn is also called while a step is traced.
   clone = _cloner(keras_model, custom_objects)
-  initial_values = _values_in_creation_order(keras_model, clone)
+  initial_values = _values_in_creation_order(keras_model, clone,
+                                             weights=weights)
   settings = _compile_settings(keras_model)
   v1_optimizer = keras_tf_optimizer.wrapped_v1_optimizer(
       getattr(keras_model, 'optimizer', None))
@@ -769,6 +776,41 @@ def _export_output_class(key: str, cls):
       f'export_outputs[{key!r}]={shorten(cls)} must be an export output '
       'class (PredictOutput, RegressionOutput or ClassificationOutput of '
       'tf.estimator.export).')
+
+
+def _saved_keras_weights(model, model_dir: str, custom_objects):
+  """(path, weights in the model's order) of the checkpoint of a tf_keras
+  functional or Sequential model's weights in model_dir/keras, or None.
+
+  2.15's model_to_estimator saved the model's weights there (unless a
+  checkpoint was there already, which a program may have saved with
+  `model.save_weights`) and warm-started from that checkpoint: a model_dir
+  keeps starting from the same weights, whatever the model holds now.
+
+  Raises:
+    UserInputError: the checkpoint there does not hold this model's
+      weights.
+  """
+  if not _is_tf_keras(model) or _is_subclassed_tf_keras(model):
+    return None
+  path = tf.train.latest_checkpoint(os.path.join(model_dir, 'keras'))
+  if path is None:
+    return None
+  with _no_batch_counters(), _tf_keras().utils.custom_object_scope(
+      custom_objects or {}):
+    copy = _tf_keras().models.clone_model(model)
+  try:
+    copy.load_weights(path).expect_partial()
+  except (tf.errors.OpError, ValueError, AssertionError) as e:
+    raise UserInputError(
+        f'keras_model={model.name!r}: model_dir/keras holds checkpoint '
+        f'{path!r}, which model_to_estimator starts from (as 2.15 did), but '
+        f'it does not hold this model\'s weights ({type(e).__name__}: '
+        f'{shorten(str(e), limit=200)}); remove it or use another '
+        'model_dir.') from e
+  logging.info('model_to_estimator: starting from the Keras weights in %s.',
+               path)
+  return path, [np.array(w.numpy()) for w in copy.weights]
 
 
 class _KerasEstimator(estimator_lib.Estimator):
@@ -870,11 +912,21 @@ def model_to_estimator(keras_model=None, keras_model_path=None,
     raise UserInputError(
         "model_to_estimator: config.engine='graph' cannot run a Keras "
         'model; leave engine unset (the eager engine runs it).')
-  return _KerasEstimator(
+  model_dir = model_dir or config.model_dir
+  saved = _saved_keras_weights(keras_model, model_dir, custom_objects)
+  estimator = _KerasEstimator(
       _model_fn_for(keras_model, custom_objects=custom_objects,
                     metric_names_map=metric_names_map,
-                    export_outputs=export_outputs),
+                    export_outputs=export_outputs,
+                    weights=saved[1] if saved else None),
       model_dir=model_dir, config=config.replace(engine='eager'))
+  if saved:
+    # Where its starting weights came from, under 2.15's attribute (its
+    # engine does not warm-start: the weights are the variables' initial
+    # values).
+    estimator._warm_start_settings = warm_starting.WarmStartSettings(  # pylint: disable=protected-access
+        saved[0])
+  return estimator
 
 
 def model_to_estimator_for_compat(keras_model=None, keras_model_path=None,

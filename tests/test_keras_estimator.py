@@ -400,6 +400,27 @@ def test_a_subclassed_tf_keras_model_and_a_begin_only_session_hook(tmp_path):
     estimator.train(data, steps=1, hooks=[PerStep()])
 
 
+def test_starts_from_keras_weights_saved_in_model_dir_keras(tmp_path):
+  """A checkpoint of the tf_keras model's weights in model_dir/keras is
+  what the estimator starts from, as 2.15 warm-started from it."""
+  tf_keras = pytest.importorskip('tf_keras')
+  tf_keras.utils.set_random_seed(5)
+  inputs = tf_keras.Input((4,), name='x')
+  model = tf_keras.Model(inputs, tf_keras.layers.Dense(1, name='y')(inputs))
+  model.compile(optimizer='sgd', loss='mse')
+  labels = X[:, :1] * 2.0
+  expected = model.evaluate(X, labels, batch_size=256, verbose=0)
+  path = str(tmp_path / 'm' / 'keras' / 'weights.ckpt')
+  model.save_weights(path)
+  model.set_weights([np.zeros_like(w) for w in model.get_weights()])
+  estimator = model_to_estimator(keras_model=model,
+                                 model_dir=str(tmp_path / 'm'))
+  assert estimator._warm_start_settings.ckpt_to_initialize_from == path  # pylint: disable=protected-access
+  results = estimator.evaluate(
+      lambda: tf.data.Dataset.from_tensors((X, labels)), steps=1)
+  assert results['loss'] == pytest.approx(expected, rel=1e-5)
+
+
 def test_model_dir_and_session_config_as_2_15_filled_them_in():
   """No model_dir: a temporary one, made at once; the default session
   config in the Estimator's config (2.15's model_to_estimator did both)."""
