@@ -56,6 +56,7 @@ import tensorflow as tf
 
 from estimator_rt import estimator as estimator_lib
 from estimator_rt import export as export_lib
+from estimator_rt import keras_graph_models
 from estimator_rt import keras_tf_optimizer
 from estimator_rt import warm_starting
 from estimator_rt.errors import FormattedKeyError
@@ -114,8 +115,12 @@ def _check_model(model, custom_objects, checkpoint_format: str) -> None:
             f'subclassed models: keras_model={model.name!r} is a subclassed '
             "tf_keras model; pass checkpoint_format='saver', as 2.15 "
             'required.')
-    if getattr(model, 'compiled_loss', None) is None or not getattr(
-        model, 'optimizer', None):
+    if keras_graph_models.is_graph_built(model):
+      compiled = keras_graph_models.is_compiled(model)
+    else:
+      compiled = getattr(model, 'compiled_loss', None) is not None and bool(
+          getattr(model, 'optimizer', None))
+    if not compiled:
       raise UserInputError(
           f'keras_model={model.name!r} is not compiled; call model.compile('
           'optimizer=..., loss=..., metrics=...) first.')
@@ -435,6 +440,15 @@ def _compile_settings(model) -> Dict[str, Any]:
     config = model._compile_config.config  # pylint: disable=protected-access
     return {key: config.get(key) for key in
             ('loss', 'loss_weights', 'metrics', 'weighted_metrics')}
+  if keras_graph_models.is_graph_built(model):
+    given = keras_graph_models.compile_arguments(model)
+    return {
+        'loss': _as_keras3('loss', given['loss'], model.name),
+        'loss_weights': given['loss_weights'],
+        'metrics': _as_keras3('metric', given['metrics'], model.name),
+        'weighted_metrics': _as_keras3('metric', given['weighted_metrics'],
+                                       model.name),
+    }
   # tf_keras keeps what compile() was given on its containers.
   loss = model.compiled_loss
   metrics = getattr(model, 'compiled_metrics', None)
@@ -687,15 +701,17 @@ class _Forward:
 
 
 def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
-                  export_outputs, weights=None):
+                  export_outputs, weights=None, settings=None):
   """The model_fn running `keras_model` (see the module docstring),
-  starting from its weights, or from `weights` (in the model's order)."""
+  starting from its weights, or from `weights` (in the model's order),
+  with its compile settings, or `settings` (`_compile_settings`' result,
+  read before)."""
   # Everything read from the Keras model is read now, eagerly: the
   # model_fn is also called while a step is traced.
   clone = _cloner(keras_model, custom_objects)
   initial_values = _values_in_creation_order(keras_model, clone,
                                              weights=weights)
-  settings = _compile_settings(keras_model)
+  settings = settings or _compile_settings(keras_model)
   v1_optimizer = keras_tf_optimizer.wrapped_v1_optimizer(
       getattr(keras_model, 'optimizer', None))
   if v1_optimizer is not None:
@@ -820,6 +836,12 @@ class _KerasEstimator(estimator_lib.Estimator):
 
   _initialization_is_trained = True
 
+  def _run(self, work, **kwargs):
+    # Called from a graph context (see keras_graph_models.eager), the work
+    # runs eagerly all the same: the eager engine runs a Keras model.
+    with keras_graph_models.eager():
+      return super()._run(work, **kwargs)
+
 
 def model_to_estimator(keras_model=None, keras_model_path=None,
                        custom_objects=None, model_dir=None, config=None,
@@ -913,13 +935,25 @@ def model_to_estimator(keras_model=None, keras_model_path=None,
         "model_to_estimator: config.engine='graph' cannot run a Keras "
         'model; leave engine unset (the eager engine runs it).')
   model_dir = model_dir or config.model_dir
-  saved = _saved_keras_weights(keras_model, model_dir, custom_objects)
-  estimator = _KerasEstimator(
-      _model_fn_for(keras_model, custom_objects=custom_objects,
-                    metric_names_map=metric_names_map,
-                    export_outputs=export_outputs,
-                    weights=saved[1] if saved else None),
-      model_dir=model_dir, config=config.replace(engine='eager'))
+  weights = settings = None
+  graph_built = keras_graph_models.is_graph_built(keras_model)
+  if graph_built:
+    weights = keras_graph_models.weights(keras_model, config.session_config)
+  with keras_graph_models.eager():
+    if graph_built:
+      # Read before anything is cloned (tf_keras swaps the base classes of
+      # its model classes when it makes a model in the other mode: the
+      # model then no longer looks built in a graph), eagerly (the Keras 3
+      # metrics made here must not hold graph variables).
+      settings = _compile_settings(keras_model)
+    saved = _saved_keras_weights(keras_model, model_dir, custom_objects)
+    estimator = _KerasEstimator(
+        _model_fn_for(keras_model, custom_objects=custom_objects,
+                      metric_names_map=metric_names_map,
+                      export_outputs=export_outputs,
+                      weights=saved[1] if saved else weights,
+                      settings=settings),
+        model_dir=model_dir, config=config.replace(engine='eager'))
   if saved:
     # Where its starting weights came from, under 2.15's attribute (its
     # engine does not warm-start: the weights are the variables' initial

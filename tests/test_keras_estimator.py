@@ -421,6 +421,33 @@ def test_starts_from_keras_weights_saved_in_model_dir_keras(tmp_path):
   assert results['loss'] == pytest.approx(expected, rel=1e-5)
 
 
+def test_a_tf_keras_model_built_in_a_graph(tmp_path):
+  """A tf_keras model built and compiled under tf.Graph().as_default()
+  (its v1 model): its uninitialized weights get 2.15's tf_keras session
+  made with the session config, and the estimator, called in the graph
+  context, runs eagerly from those weights."""
+  tf_keras = pytest.importorskip('tf_keras')
+  labels = X[:, :1] * 2.0
+  gpu_options = tf.compat.v1.GPUOptions(per_process_gpu_memory_fraction=0.3)
+  config = ert.RunConfig(session_config=tf.compat.v1.ConfigProto(
+      gpu_options=gpu_options))
+  with tf.Graph().as_default():
+    inputs = tf_keras.Input((4,), name='x')
+    model = tf_keras.Model(inputs, tf_keras.layers.Dense(1, name='y')(inputs))
+    model.compile(optimizer='sgd', loss='mse')
+    estimator = model_to_estimator(keras_model=model, config=config,
+                                   model_dir=str(tmp_path / 'm'))
+    from tf_keras.src import backend  # pylint: disable=g-import-not-at-top
+    session = backend.get_session()
+    assert session._config.gpu_options.per_process_gpu_memory_fraction == (  # pylint: disable=protected-access
+        pytest.approx(0.3))
+    kernel, bias = session.run(model.weights)
+    results = estimator.evaluate(
+        lambda: tf.data.Dataset.from_tensors((X, labels)), steps=1)
+  assert results['loss'] == pytest.approx(
+      float(np.mean((X @ kernel + bias - labels)**2)), rel=1e-5)
+
+
 def test_model_dir_and_session_config_as_2_15_filled_them_in():
   """No model_dir: a temporary one, made at once; the default session
   config in the Estimator's config (2.15's model_to_estimator did both)."""
