@@ -1,5 +1,6 @@
 """`Estimator`: train, evaluate, predict and export one model_fn."""
 
+import itertools
 import math
 import os
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
@@ -403,12 +404,30 @@ class Estimator:
     tensor); otherwise one per batch.
     """
     hooks = hooks_lib.check_hooks(hooks)
-    # Prediction needs a checkpoint, whose format names the engine.
-    return self._run(lambda engine: engine.predict(
+    return self._predictions(lambda engine: engine.predict(
         input_fn, predict_keys=predict_keys, hooks=hooks,
         checkpoint_path=checkpoint_path,
         yield_single_examples=yield_single_examples),
-                     checkpoint_path=checkpoint_path)
+                             checkpoint_path=checkpoint_path)
+
+  def _predictions(self, predict: Callable, *,
+                   checkpoint_path: Optional[str]) -> Iterator[Any]:
+    """The predictions `predict(engine)` (an engine's generator) yields, in
+    the engine `_run` picks, from the first next() on (as tf.estimator's
+    predict ran). The first prediction is made inside `_run`, so that a
+    model_fn that turns out TF1-style there goes to the graph engine, as
+    in train and evaluate (with no checkpoint in model_dir, or only an
+    object-based one of another layout, no engine is named before)."""
+    first = []
+
+    def started(engine):
+      predictions = predict(engine)
+      first.extend(itertools.islice(predictions, 1))
+      return predictions
+
+    predictions = self._run(started, checkpoint_path=checkpoint_path)
+    yield from first
+    yield from predictions
 
   # ------------------------------------------------------------- export
   def export_saved_model(self, export_dir_base: str,
