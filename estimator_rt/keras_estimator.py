@@ -44,6 +44,7 @@ those fresh, with a warning); a subclassed tf_keras model is refused.
 """
 
 import contextlib
+import copy
 import dataclasses
 import inspect
 import os
@@ -57,7 +58,7 @@ import tensorflow as tf
 from estimator_rt import estimator as estimator_lib
 from estimator_rt import export as export_lib
 from estimator_rt import keras_graph_models
-from estimator_rt import keras_tf_optimizer
+from estimator_rt import keras_train_op
 from estimator_rt import warm_starting
 from estimator_rt.errors import FormattedKeyError
 from estimator_rt.errors import UserInputError
@@ -172,7 +173,7 @@ def _values_in_creation_order(model, clone, weights=None
     probe = clone()
     if values and not _weights(probe):
       _build_like(probe, model)
-  listed = [_tf_variable(w) for w in probe.weights]
+  listed = [_tf_variable(w) for w in _weights(probe)]
   shapes = [tuple(w.shape) for w in listed]
   if shapes != [v.shape for v in values]:
     raise UserInputError(
@@ -398,12 +399,12 @@ def _metric_named(name: str):
   return type(metric).from_config({**metric.get_config(), 'name': name})
 
 
-def _optimizer_factory(model):
+def _optimizer_factory(model, optimizer=None):
   """A function making a fresh Keras 3 optimizer of the model's compiled
-  optimizer's class and config (read now, eagerly: the model_fn is also
-  traced)."""
+  optimizer's (or `optimizer`'s, one of the model's) class and config (read
+  now, eagerly: the model_fn is also traced)."""
   keras = _keras()
-  optimizer = model.optimizer
+  optimizer = optimizer or model.optimizer
   if not _is_tf_keras(model):
     config = keras.optimizers.serialize(optimizer)
     return lambda: keras.optimizers.deserialize(config)
@@ -594,8 +595,9 @@ def _cloner(model, custom_objects: Optional[Dict[str, Any]] = None):
   if _is_tf_keras(model):
     if _is_subclassed_tf_keras(model):
       config = model.get_config()
-      # Built by its first call, as the model was.
-      make = lambda: type(model).from_config(config)
+      # Built by its first call, as the model was; from a copy of the
+      # config (WideDeepModel.from_config takes its parts out of it).
+      make = lambda: type(model).from_config(copy.deepcopy(config))
     else:
       make = lambda: _tf_keras().models.clone_model(model)
 
@@ -617,12 +619,12 @@ def _cloner(model, custom_objects: Optional[Dict[str, Any]] = None):
   build_config = model.get_build_config() if model.built else None
 
   def clone_keras():
-    copy = keras.models.clone_model(architecture)
-    if not copy.built and build_config:
+    duplicate = keras.models.clone_model(architecture)
+    if not duplicate.built and build_config:
       # A subclassed model creates its variables when built: built as the
       # model was, it has them before it is called.
-      copy.build_from_config(build_config)
-    return copy
+      duplicate.build_from_config(build_config)
+    return duplicate
 
   return clone_keras
 
@@ -689,15 +691,39 @@ def _check_export_names(clone, tf_keras_model, *, export_outputs) -> None:
   _check_export_outputs(export_outputs, _output_names(probe, outputs))
 
 
+def _part_optimizers(model):
+  """[(optimizer factory, clone -> its variables)] for the optimizers the
+  model_fn applies itself (see keras_train_op.py), or None: the runtime
+  applies the model's one Keras 3 optimizer."""
+  optimizer = getattr(model, 'optimizer', None)
+  v1_optimizer = keras_train_op.wrapped_v1_optimizer(optimizer)
+  if v1_optimizer is not None:
+    return [(keras_train_op.v1_optimizer_factory(v1_optimizer,
+                                                   owner=model.name),
+             lambda clone: clone.trainable_variables)]
+  if not isinstance(optimizer, (list, tuple)):
+    return None
+  # tf_keras's WideDeepModel compiled with (linear, dnn) optimizers.
+  if not (len(optimizer) == 2 and hasattr(model, 'linear_model') and
+          hasattr(model, 'dnn_model')):
+    raise UserInputError(
+        f'keras_model={model.name!r} was compiled with {len(optimizer)} '
+        'optimizers; model_to_estimator takes several only for a '
+        'WideDeepModel (one for its linear part, one for its DNN part).')
+  return [(_optimizer_factory(model, optimizer[0]),
+           lambda clone: clone.linear_model.trainable_variables),
+          (_optimizer_factory(model, optimizer[1]),
+           lambda clone: clone.dnn_model.trainable_variables)]
+
+
 @dataclasses.dataclass
 class _Forward:
   """What one model_fn call computed: the spec of EVAL and PREDICT; TRAIN's
-  loss and the clone's trainable variables (the optimizer is the caller's).
-  """
+  loss and the clone it ran (the optimizer is the caller's)."""
 
   estimator_spec: Optional[EstimatorSpec]
   loss: Any = None
-  trainable_variables: Any = None
+  model: Any = None
 
 
 def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
@@ -712,26 +738,25 @@ def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
   initial_values = _values_in_creation_order(keras_model, clone,
                                              weights=weights)
   settings = settings or _compile_settings(keras_model)
-  v1_optimizer = keras_tf_optimizer.wrapped_v1_optimizer(
-      getattr(keras_model, 'optimizer', None))
-  if v1_optimizer is not None:
-    new_v1_optimizer = keras_tf_optimizer.v1_optimizer_factory(
-        v1_optimizer, owner=keras_model.name)
-  else:
+  # Optimizers the model_fn applies itself (see keras_train_op.py), one
+  # factory per part of the model; else the one the runtime applies.
+  part_optimizers = _part_optimizers(keras_model)
+  if part_optimizers is None:
     new_optimizer = _optimizer_factory(keras_model)
   tf_keras_model = _is_tf_keras(keras_model)
   subclassed_tf_keras = _is_subclassed_tf_keras(keras_model)
   _check_export_names(clone, tf_keras_model, export_outputs=export_outputs)
 
   def model_fn(features, labels, mode):
-    # A TF1 optimizer is applied here, to gradients taped here.
-    with tf.GradientTape(
-        watch_accessed_variables=mode == ModeKeys.TRAIN) as tape:
+    # Optimizers the model_fn applies itself get gradients taped here.
+    with tf.GradientTape(watch_accessed_variables=(
+        mode == ModeKeys.TRAIN and part_optimizers is not None)) as tape:
       spec = forward(features, labels, mode)
-    if mode == ModeKeys.TRAIN and v1_optimizer is not None:
-      train_op = keras_tf_optimizer.v1_train_op(
-          new_v1_optimizer(), tape, spec.loss, spec.trainable_variables)
-      return EstimatorSpec(mode, loss=spec.loss, train_op=train_op)
+    if mode == ModeKeys.TRAIN and part_optimizers is not None:
+      parts = [(make(), variables_of(spec.model))
+               for make, variables_of in part_optimizers]
+      return EstimatorSpec(mode, loss=spec.loss, train_op=(
+          keras_train_op.train_op(tape, spec.loss, parts)))
     if mode == ModeKeys.TRAIN:
       return EstimatorSpec(mode, loss=spec.loss, optimizer=new_optimizer())
     return spec.estimator_spec
@@ -770,8 +795,7 @@ def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
           mode, loss=loss, eval_metric_ops=_compiled_metrics(
               settings, compile_names, targets, outputs, weights,
               metric_names_map)))
-    return _Forward(None, loss=loss,
-                    trainable_variables=model.trainable_variables)
+    return _Forward(None, loss=loss, model=model)
 
   return model_fn
 
@@ -814,9 +838,9 @@ def _saved_keras_weights(model, model_dir: str, custom_objects):
     return None
   with _no_batch_counters(), _tf_keras().utils.custom_object_scope(
       custom_objects or {}):
-    copy = _tf_keras().models.clone_model(model)
+    duplicate = _tf_keras().models.clone_model(model)
   try:
-    copy.load_weights(path).expect_partial()
+    duplicate.load_weights(path).expect_partial()
   except (tf.errors.OpError, ValueError, AssertionError) as e:
     raise UserInputError(
         f'keras_model={model.name!r}: model_dir/keras holds checkpoint '
@@ -826,7 +850,7 @@ def _saved_keras_weights(model, model_dir: str, custom_objects):
         'model_dir.') from e
   logging.info('model_to_estimator: starting from the Keras weights in %s.',
                path)
-  return path, [np.array(w.numpy()) for w in copy.weights]
+  return path, [np.array(w.numpy()) for w in duplicate.weights]
 
 
 class _KerasEstimator(estimator_lib.Estimator):

@@ -448,6 +448,29 @@ def test_a_tf_keras_model_built_in_a_graph(tmp_path):
       float(np.mean((X @ kernel + bias - labels)**2)), rel=1e-5)
 
 
+def test_a_wide_deep_model_with_one_optimizer_per_part(tmp_path):
+  """A tf_keras WideDeepModel compiled with (linear, dnn) optimizers
+  trains each part with its own, as its train_step does: one step gives
+  the weights tf_keras's train_on_batch gives."""
+  tf_keras = pytest.importorskip('tf_keras')
+  tf_keras.utils.set_random_seed(6)
+  linear = tf_keras.experimental.LinearModel(units=1)
+  dnn = tf_keras.Sequential([tf_keras.layers.Dense(1)])
+  model = tf_keras.experimental.WideDeepModel(linear, dnn)
+  model.compile([tf_keras.optimizers.SGD(0.1), tf_keras.optimizers.SGD(0.0)],
+                'mse')
+  labels = X[:, :1] * 2.0
+  model.predict(X[:1], verbose=0)  # Builds it.
+  estimator = model_to_estimator(keras_model=model, checkpoint_format='saver',
+                                 model_dir=str(tmp_path / 'm'))
+  estimator.train(lambda: tf.data.Dataset.from_tensors((X, labels)), steps=1)
+  model.train_on_batch(X, labels)
+  predicted = np.stack([p['output_1'] for p in estimator.predict(
+      lambda: tf.data.Dataset.from_tensors(X[:3]))])
+  np.testing.assert_allclose(predicted,
+                             model.predict(X[:3], verbose=0), rtol=1e-5)
+
+
 def test_model_dir_and_session_config_as_2_15_filled_them_in():
   """No model_dir: a temporary one, made at once; the default session
   config in the Estimator's config (2.15's model_to_estimator did both)."""

@@ -1,19 +1,26 @@
-"""model_to_estimator's training of a tf_keras model compiled with a TF1
-optimizer (`tf.compat.v1.train.RMSPropOptimizer(...)`, which tf_keras wraps
-in a `TFOptimizer`).
+"""model_to_estimator's training where the model_fn applies the
+optimizers itself (its train_op), rather than returning one Keras 3
+optimizer for the runtime to apply:
 
-Keras 3 has no counterpart of the TF1 optimizers (tf.compat.v1.train's
-RMSProp, for one, starts its mean square at 1, Keras 3's at 0), so the
-estimator trains with the TF1 optimizer itself, as tf.estimator 2.15 did: a
-fresh one of the same class and hyperparameters on every model_fn call,
-applying the gradients of the loss (scaled by 1/replicas, as a TF1
-optimizer's `compute_gradients` scaled it, its `apply_gradients` summing
-them across replicas) in the model_fn's train_op. Its slots are created
-by the runtime's build call and saved with the model.
+  - a tf_keras model compiled with a TF1 optimizer
+    (`tf.compat.v1.train.RMSPropOptimizer(...)`, which tf_keras wraps in a
+    `TFOptimizer`). Keras 3 has no counterpart of the TF1 optimizers
+    (tf.compat.v1.train's RMSProp, for one, starts its mean square at 1,
+    Keras 3's at 0), so the estimator trains with the TF1 optimizer
+    itself, as tf.estimator 2.15 did: a fresh one of the same class and
+    hyperparameters on every model_fn call;
+  - a tf_keras WideDeepModel compiled with two optimizers, one for its
+    linear part and one for its DNN part (as its own train_step applies
+    them).
+
+The gradients of the loss are scaled by 1/replicas (as a TF1 optimizer's
+`compute_gradients` scaled them; both TF1 and Keras optimizers sum them
+across replicas). The optimizers' state is created by the runtime's build
+call and saved with the model.
 """
 
 import inspect
-from typing import Callable, Optional
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
@@ -75,12 +82,13 @@ def v1_optimizer_factory(optimizer: tf.compat.v1.train.Optimizer, *,
   return lambda: cls(use_locking=use_locking, **kwargs)
 
 
-def v1_train_op(optimizer: tf.compat.v1.train.Optimizer, tape: tf.GradientTape,
-                loss: tf.Tensor, variables) -> tf.Operation:
-  """Applies `optimizer` to the gradients of `loss` (recorded by `tape`)
-  with respect to `variables`; returns the update op (when run eagerly,
-  where the update already ran and a TF1 optimizer returns None, a
-  constant stands for it).
+def train_op(tape: tf.GradientTape, loss: tf.Tensor, parts: Sequence[
+    Tuple[Any, Sequence[tf.Variable]]]) -> Any:
+  """Applies each (optimizer, variables) of `parts` to the gradients of
+  `loss` (recorded by `tape`) with respect to its variables; returns the
+  update (a constant where the optimizers return nothing: run eagerly,
+  the update already ran; traced, their updates are stateful ops of the
+  step, which run).
 
   Raises:
     UserInputError: the loss depends on none of the variables.
@@ -88,11 +96,19 @@ def v1_train_op(optimizer: tf.compat.v1.train.Optimizer, tape: tf.GradientTape,
   context = tf.distribute.get_replica_context()
   replicas = context.num_replicas_in_sync if context is not None else 1
   scaled = loss / tf.cast(replicas, loss.dtype) if replicas > 1 else loss
-  grads = tape.gradient(scaled, variables)
-  pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
-  if not pairs:
+  variables = [v for _, part in parts for v in part]
+  grads = iter(tape.gradient(scaled, variables))
+  updates, applied = [], 0
+  for optimizer, part in parts:
+    # part first: zip then takes no gradient past the part's last.
+    pairs = [(g, v) for v, g in zip(part, grads) if g is not None]
+    if pairs:
+      applied += len(pairs)
+      updates.append(optimizer.apply_gradients(pairs))
+  if not applied:
     raise UserInputError(
         'model_to_estimator: the compiled loss depends on none of the Keras '
         f'model\'s {len(variables)} trainable variables.')
-  update = optimizer.apply_gradients(pairs)
-  return update if update is not None else tf.constant(True)
+  ops = [u for u in updates if isinstance(u, tf.Operation)]
+  return tf.group(*ops) if ops and not tf.executing_eagerly() else (
+      tf.constant(True))
