@@ -6,15 +6,18 @@ The Estimator's model_fn (run by the eager engine) calls a clone of the
 model on the features:
 
   - features: a dict keyed by the model's input names (extra keys are
-    ignored), a list in the model's input order, or one tensor for a
-    one-input model; labels likewise by output names, or one tensor. As in
-    2.15, features `{'features': ..., 'sample_weights': ...}` carry
-    per-example weights for the loss and the weighted metrics;
+    ignored; a missing one raises 2.15's FormattedKeyError, a KeyError), a
+    list in the model's input order, or one tensor for a one-input model;
+    labels likewise by output names, or one tensor. As in 2.15, features
+    `{'features': ..., 'sample_weights': ...}` carry per-example weights
+    for the loss and the weighted metrics;
   - TRAIN: the compiled loss (each output's loss times its loss weight,
     plus the model's regularization losses: the mean over this replica's
     batch, as the runtime's contract asks, not Keras's 1/replicas-scaled
     value), and a fresh optimizer of the compiled one's config (the
-    runtime differentiates, scales across replicas and applies it);
+    runtime differentiates, scales across replicas and applies it); a TF1
+    optimizer, or a WideDeepModel's two, the model_fn applies itself
+    (keras_train_op.py);
   - EVAL: 'loss' and the compiled metrics under the names `model.evaluate`
     gives them ('accuracy'; '<output>_<metric>' for a multi-output model),
     renamed by `metric_names_map`. As 2.15, the per-output losses
@@ -27,20 +30,24 @@ model on the features:
 
 The estimator starts from the Keras model's current weights, as 2.15's
 did (it warm-started from a checkpoint of them): the clone's variables take
-them as initial values, in creation order. The Keras model itself is not
-modified, and later changes to it do not reach the estimator.
+them as initial values, in creation order (or from the checkpoint a
+program saved in model_dir/keras, which 2.15 warm-started from). An export
+before any training exports them. The Keras model itself is not modified,
+and later changes to it do not reach the estimator.
 
-A compiled tf_keras (Keras 2) Sequential or functional model runs too: it
-is cloned with tf_keras, and its compiled loss, metrics and optimizer are
-rebuilt as their Keras 3 namesakes from their configs (an optimizer or
-loss without a Keras 3 class of the same name is refused, naming it).
+A compiled tf_keras (Keras 2) model runs too: it is cloned with tf_keras
+(a subclassed one from its config, as 2.15 cloned it; one built in a graph
+is read in its graph, see keras_graph_models.py), and its compiled loss,
+metrics and optimizer are rebuilt as their Keras 3 namesakes from their
+configs (an optimizer or loss without a Keras 3 class of the same name is
+refused, naming it; a metric name only tf_keras knows keeps its name).
 
 Differences from 2.15 (each where 2.15 hurt users or cannot apply):
 `metric_names_map` may rename some metrics only (2.15 required every
 one); `checkpoint_format='saver'` is accepted with a warning (the eager
-engine writes object-based checkpoints); a subclassed Keras 3 model must
-rebuild from its config, and starts from its own weights too (2.15 started
-those fresh, with a warning); a subclassed tf_keras model is refused.
+engine writes object-based checkpoints); a subclassed model starts from
+its own weights when built (2.15 started those fresh, with a warning); a
+subclassed Keras 3 model must rebuild from its config.
 """
 
 import contextlib
