@@ -391,8 +391,8 @@ class Engine(abc.ABC):
 
   def _finish_evaluation(self, results: Dict[str, Any], *,
                          name: Optional[str],
-                         checkpoint_path: Optional[str], steps_run: int, hooks: Sequence[Any]
-                         ) -> Dict[str, Any]:
+                         checkpoint_path: Optional[str], steps_run: int,
+                         hooks: Sequence[Any]) -> Dict[str, Any]:
     """What every evaluation ends with: its scalars written to
     model_dir/eval (or eval_<name>) at its global step, the runtime hooks'
     `end`, one log line. Returns `results`."""
@@ -402,9 +402,9 @@ class Engine(abc.ABC):
     for hook in runtime_hooks:
       hook.end(global_step=results['global_step'])
     logging.info('Evaluation of %s after %d steps: %s',
-                 checkpoint_path or 'the initialized variables', steps_run, ', '.join(
-                     f'{k} = {v:.6g}' if _is_number(v) else f'{k} = {v!r:.80}'
-                     for k, v in results.items()))
+                 checkpoint_path or 'the initialized variables', steps_run,
+                 ', '.join(f'{k} = {v:.6g}' if _is_number(v) else
+                           f'{k} = {v!r:.80}' for k, v in results.items()))
     return results
 
   def _inferred_receiver(self, input_fn: Optional[Callable]

@@ -43,8 +43,9 @@ def wrapped_v1_optimizer(optimizer) -> Optional[tf.compat.v1.train.Optimizer]:
   return None
 
 
-def v1_optimizer_factory(optimizer: tf.compat.v1.train.Optimizer, *,
-                         owner: str) -> Callable[[], tf.compat.v1.train.Optimizer]:
+def v1_optimizer_factory(
+    optimizer: tf.compat.v1.train.Optimizer, *,
+    owner: str) -> Callable[[], tf.compat.v1.train.Optimizer]:
   """A function making fresh TF1 optimizers of `optimizer`'s class and
   constructor arguments (read now: TF1 optimizers have no get_config, and
   keep each argument as `_<argument>`).
