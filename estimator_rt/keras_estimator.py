@@ -860,6 +860,9 @@ def _saved_keras_weights(model, model_dir: str, custom_objects):
   return path, [np.array(w.numpy()) for w in duplicate.weights]
 
 
+_END = object()
+
+
 class _KerasEstimator(estimator_lib.Estimator):
   """model_to_estimator's Estimator: its variables start as the Keras
   model's weights, a trained state, so an export before any training
@@ -872,6 +875,17 @@ class _KerasEstimator(estimator_lib.Estimator):
     # runs eagerly all the same: the eager engine runs a Keras model.
     with keras_graph_models.eager():
       return super()._run(work, **kwargs)
+
+  def _predictions(self, predict, **kwargs):
+    # Each prediction eagerly too, and only while it is made: the caller's
+    # code between two of them runs in its own context.
+    predictions = super()._predictions(predict, **kwargs)
+    while True:
+      with keras_graph_models.eager():
+        prediction = next(predictions, _END)
+      if prediction is _END:
+        return
+      yield prediction
 
 
 def model_to_estimator(keras_model=None, keras_model_path=None,

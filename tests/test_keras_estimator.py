@@ -425,7 +425,8 @@ def test_a_tf_keras_model_built_in_a_graph(tmp_path):
   """A tf_keras model built and compiled under tf.Graph().as_default()
   (its v1 model): its uninitialized weights get 2.15's tf_keras session
   made with the session config, and the estimator, called in the graph
-  context, runs eagerly from those weights."""
+  context (evaluate, and predict between graph-mode code), runs eagerly
+  from those weights."""
   tf_keras = pytest.importorskip('tf_keras')
   labels = X[:, :1] * 2.0
   gpu_options = tf.compat.v1.GPUOptions(per_process_gpu_memory_fraction=0.3)
@@ -444,8 +445,12 @@ def test_a_tf_keras_model_built_in_a_graph(tmp_path):
     kernel, bias = session.run(model.weights)
     results = estimator.evaluate(
         lambda: tf.data.Dataset.from_tensors((X, labels)), steps=1)
+    predictions = [p['y'] for p in estimator.predict(
+        lambda: tf.data.Dataset.from_tensors(X[:3]))]
   assert results['loss'] == pytest.approx(
       float(np.mean((X @ kernel + bias - labels)**2)), rel=1e-5)
+  np.testing.assert_allclose(np.stack(predictions), X[:3] @ kernel + bias,
+                             rtol=1e-5)
 
 
 def test_a_wide_deep_model_with_one_optimizer_per_part(tmp_path):
