@@ -34,7 +34,8 @@ from estimator_rt.run_config import temporary_model_dir
 def _whole_steps(value):
   """A positive finite float step count as tf.estimator 2.15 ran it: its
   StopAtStepHook stopped at the first global step at or past the target,
-  so `steps=200 / 16` trained 13 steps; anything else is left to the
+  so `steps=200 / 16` trained 13 steps (and evaluate's hook stopped at the
+  first evaluation step at or past it); anything else is left to the
   count's check."""
   if (isinstance(value, float) and math.isfinite(value) and value > 0):
     return math.ceil(value)
@@ -383,6 +384,7 @@ class Estimator:
       A dict with 'loss' (mean over examples), each metric's result and
       'global_step'.
     """
+    steps = _whole_steps(steps)  # 2.15 evaluated up to the next whole one.
     check_positive_count('evaluate: steps', steps,
                          phrase='Must specify steps > 0', maximum=MAX_INT32)
     hooks = hooks_lib.check_hooks(hooks)
