@@ -256,20 +256,48 @@ def latest_checkpoint(model_dir: Optional[str]) -> Optional[str]:
   return choose_checkpoint(model_dir).path
 
 
-def checkpoint_to_read(model_dir: str, checkpoint_path: Optional[str]) -> str:
-  """The checkpoint evaluate, predict and export use: `checkpoint_path`
-  (a prefix or a directory) if given, else model_dir's newest usable one.
+def checkpoint_to_run(model_dir: str, checkpoint_path: Optional[str], *,
+                      to: str) -> Optional[str]:
+  """The checkpoint evaluate and predict restore: `checkpoint_path` (a
+  prefix or a directory) if given, else model_dir's newest usable one, else
+  None. With None, they run from the variables' initialization (and
+  warm_start_from), as tf.estimator 2.15 did: a model evaluated before
+  training gives a baseline, and a model_fn whose variables start trained
+  (a Keras model's weights) predicts without training.
+
+  Args:
+    model_dir: the Estimator's model_dir.
+    checkpoint_path: the checkpoint the caller named, or None.
+    to: 'evaluate' or 'predict', for the log line.
 
   Raises:
-    UserInputError: there is none, or the named one cannot be used.
+    UserInputError: the named checkpoint cannot be used.
   """
-  if checkpoint_path is not None:
+  if checkpoint_path:
+    return resolve_checkpoint(checkpoint_path, what='checkpoint_path')
+  latest = latest_checkpoint(model_dir)
+  if latest is None:
+    # 2.15's words, which logs and tests look for.
+    logging.info('Could not find trained model in model_dir: %s, running '
+                 'initialization to %s.', model_dir, to)
+  return latest
+
+
+def checkpoint_to_read(model_dir: str, checkpoint_path: Optional[str]) -> str:
+  """The checkpoint export uses: `checkpoint_path` (a prefix or a
+  directory) if given, else model_dir's newest usable one.
+
+  Raises:
+    UserInputError: there is none (a ValueError starting with 2.15's
+      words), or the named one cannot be used.
+  """
+  if checkpoint_path:
     return resolve_checkpoint(checkpoint_path, what='checkpoint_path')
   latest = latest_checkpoint(model_dir)
   if latest is None:
     raise UserInputError(
-        f'No checkpoint in model_dir {model_dir!r} to evaluate or predict '
-        'with; train first or pass checkpoint_path.')
+        f'Could not find trained model in model_dir: {model_dir}. No '
+        'checkpoint there to export; train first or pass checkpoint_path.')
   return latest
 
 

@@ -358,13 +358,41 @@ class Engine(abc.ABC):
   def export_saved_model(self, export_dir_base: str, *,
                          serving_input_receiver_fn: Optional[Callable] = None,
                          checkpoint_path: Optional[str] = None,
-                         input_fn: Optional[Callable] = None) -> str:
-    """See `Estimator.export_saved_model`."""
+                         input_fn: Optional[Callable] = None,
+                         initialization_is_trained: bool = False) -> str:
+    """See `Estimator.export_saved_model`; `initialization_is_trained`: see
+    `_checkpoint_to_export`."""
+
+  def _checkpoint_to_export(self, checkpoint_path: Optional[str], *,
+                            initialization_is_trained: bool
+                            ) -> Optional[str]:
+    """The checkpoint an export restores: `checkpoint_path`, else model_dir's
+    newest; with none there, warm_start_from's checkpoint (tf.estimator 2.15
+    exported it), else None if `initialization_is_trained` (the model_fn's
+    variables start trained: model_to_estimator's start as the Keras
+    model's weights, which 2.15 warm-started from).
+
+    Raises:
+      UserInputError: none of these (a ValueError starting with 2.15's
+        'Could not find trained model in model_dir'), or the named
+        checkpoint cannot be used.
+    """
+    if not checkpoint_path and checkpoints.latest_checkpoint(
+        self.model_dir) is None:
+      if self._warm_start_from:
+        return checkpoints.resolve_checkpoint(
+            self._warm_start_from.ckpt_to_initialize_from,
+            what='warm_start_from')
+      if initialization_is_trained:
+        logging.info('No checkpoint in model_dir %s: exporting the '
+                     'variables\' initial values.', self.model_dir)
+        return None
+    return checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
 
   def _finish_evaluation(self, results: Dict[str, Any], *,
-                         name: Optional[str], checkpoint_path: str,
-                         steps_run: int, hooks: Sequence[Any]
-                         ) -> Dict[str, Any]:
+                         name: Optional[str],
+                         checkpoint_path: Optional[str], steps_run: int,
+                         hooks: Sequence[Any]) -> Dict[str, Any]:
     """What every evaluation ends with: its scalars written to
     model_dir/eval (or eval_<name>) at its global step, the runtime hooks'
     `end`, one log line. Returns `results`."""
@@ -373,10 +401,10 @@ class Engine(abc.ABC):
     runtime_hooks, _ = split_hooks(hooks)
     for hook in runtime_hooks:
       hook.end(global_step=results['global_step'])
-    logging.info('Evaluation of %s after %d steps: %s', checkpoint_path,
-                 steps_run, ', '.join(
-                     f'{k} = {v:.6g}' if _is_number(v) else f'{k} = {v!r:.80}'
-                     for k, v in results.items()))
+    logging.info('Evaluation of %s after %d steps: %s',
+                 checkpoint_path or 'the initialized variables', steps_run,
+                 ', '.join(f'{k} = {v:.6g}' if _is_number(v) else
+                           f'{k} = {v!r:.80}' for k, v in results.items()))
     return results
 
   def _inferred_receiver(self, input_fn: Optional[Callable]

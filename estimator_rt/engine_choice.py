@@ -15,9 +15,14 @@ The rule (`choose_engine`), so that no setting is needed:
 
   1. `RunConfig(engine='eager' | 'graph')` wins when given.
   2. Work on an existing checkpoint goes to the engine that wrote it: a
-     checkpoint with TensorFlow's object graph is the eager engine's, one
-     without (tf.estimator's, or the graph engine's) the graph engine's.
-     Training on a model_dir that has one continues in its engine.
+     checkpoint with the eager engine's layout (TensorFlow's object graph
+     and its model signature) is the eager engine's, one without an object
+     graph (tf.estimator's, or the graph engine's) the graph engine's.
+     Training on a model_dir that has one continues in its engine. An
+     object-based checkpoint of another layout (a program's own
+     tf.train.Checkpoint, or the one a TF1-style model_fn saves through
+     `Scaffold(saver=tf.train.Checkpoint(...))`, as tf.estimator 2.15's
+     object_checkpointing_test does) names no engine: rule 3 decides.
   3. Otherwise (a fresh model_dir) the eager engine starts, and its first
      call of the model_fn (the build call, before anything is written)
      tells: the model_fn goes to the graph engine, as tf.estimator always
@@ -119,7 +124,19 @@ def choose_engine(*, config: RunConfig, model_dir: str,
     path = checkpoints.latest_checkpoint(model_dir)
   if path is None:
     return None
-  return EAGER if is_object_based(path) else GRAPH
+  if not is_object_based(path):
+    return GRAPH
+  return EAGER if _has_eager_engine_layout(path) else None
+
+
+# What every checkpoint the eager engine writes holds beside the object
+# graph (see eager/restore.py).
+_EAGER_LAYOUT_KEY = 'model_names/.ATTRIBUTES/VARIABLE_VALUE'
+
+
+def _has_eager_engine_layout(checkpoint_path: str) -> bool:
+  names = tf.train.load_checkpoint(checkpoint_path).get_variable_to_shape_map()
+  return _EAGER_LAYOUT_KEY in names
 
 
 def checkpoint_variables(path: str) -> Dict[str, Callable[[], Any]]:

@@ -152,6 +152,16 @@ class UserTypeError(UserInputError, TypeError):
   """Bad user input of the wrong type, where tf.estimator raised TypeError."""
 
 
+class FormattedKeyError(UserInputError, KeyError):
+  """A key missing from user input, where tf.estimator raised KeyError
+  (2.15's `keras_lib.FormattedKeyError`: features or labels that do not
+  cover a Keras model's inputs or outputs). Its str() is the message as
+  written: KeyError's quotes it, hiding its line breaks."""
+
+  def __str__(self) -> str:
+    return str(self.args[0]) if self.args else ''
+
+
 class ModelFnTypeError(ModelFnError, TypeError):
   """A model_fn result of the wrong type, where tf.estimator raised
   TypeError."""

@@ -1,5 +1,7 @@
 """`Estimator`: train, evaluate, predict and export one model_fn."""
 
+import itertools
+import math
 import os
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
@@ -27,6 +29,17 @@ from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.run_config import get_default_session_config
 from estimator_rt.run_config import RunConfig
 from estimator_rt.run_config import temporary_model_dir
+
+
+def _whole_steps(value):
+  """A positive finite float step count as tf.estimator 2.15 ran it: its
+  StopAtStepHook stopped at the first global step at or past the target,
+  so `steps=200 / 16` trained 13 steps (and evaluate's hook stopped at the
+  first evaluation step at or past it); anything else is left to the
+  count's check."""
+  if (isinstance(value, float) and math.isfinite(value) and value > 0):
+    return math.ceil(value)
+  return value
 
 
 class Estimator:
@@ -59,6 +72,12 @@ class Estimator:
       initialize a model_dir that has no checkpoint yet, or a
       `WarmStartSettings` (see warm_starting.py).
   """
+
+  # Whether the model_fn's variables start trained, so that an export with
+  # no checkpoint in model_dir exports their initial values (see
+  # keras_estimator.py); otherwise it needs a checkpoint, or
+  # warm_start_from's, as tf.estimator 2.15's did.
+  _initialization_is_trained = False
 
   def __init__(self, model_fn: Callable, model_dir: Optional[str] = None,
                config: Optional[RunConfig] = None,
@@ -304,6 +323,7 @@ class Estimator:
       PreemptedError: SIGTERM or SIGINT arrived; a checkpoint was saved at
         the end of the loop in flight (see preemption.py).
     """
+    steps, max_steps = _whole_steps(steps), _whole_steps(max_steps)
     check_positive_count('train: steps', steps,
                          phrase='Must specify steps > 0')
     check_positive_count('train: max_steps', max_steps,
@@ -364,6 +384,7 @@ class Estimator:
       A dict with 'loss' (mean over examples), each metric's result and
       'global_step'.
     """
+    steps = _whole_steps(steps)  # 2.15 evaluated up to the next whole one.
     check_positive_count('evaluate: steps', steps,
                          phrase='Must specify steps > 0', maximum=MAX_INT32)
     hooks = hooks_lib.check_hooks(hooks)
@@ -385,12 +406,30 @@ class Estimator:
     tensor); otherwise one per batch.
     """
     hooks = hooks_lib.check_hooks(hooks)
-    # Prediction needs a checkpoint, whose format names the engine.
-    return self._run(lambda engine: engine.predict(
+    return self._predictions(lambda engine: engine.predict(
         input_fn, predict_keys=predict_keys, hooks=hooks,
         checkpoint_path=checkpoint_path,
         yield_single_examples=yield_single_examples),
-                     checkpoint_path=checkpoint_path)
+                             checkpoint_path=checkpoint_path)
+
+  def _predictions(self, predict: Callable, *,
+                   checkpoint_path: Optional[str]) -> Iterator[Any]:
+    """The predictions `predict(engine)` (an engine's generator) yields, in
+    the engine `_run` picks, from the first next() on (as tf.estimator's
+    predict ran). The first prediction is made inside `_run`, so that a
+    model_fn that turns out TF1-style there goes to the graph engine, as
+    in train and evaluate (with no checkpoint in model_dir, or only an
+    object-based one of another layout, no engine is named before)."""
+    first = []
+
+    def started(engine):
+      predictions = predict(engine)
+      first.extend(itertools.islice(predictions, 1))
+      return predictions
+
+    predictions = self._run(started, checkpoint_path=checkpoint_path)
+    yield from first
+    yield from predictions
 
   # ------------------------------------------------------------- export
   def export_saved_model(self, export_dir_base: str,
@@ -428,7 +467,8 @@ class Estimator:
           f'(experimental_mode={ModeKeys.PREDICT!r}).')
     export_dir = self._run(lambda engine: engine.export_saved_model(
         export_dir_base, serving_input_receiver_fn=serving_input_receiver_fn,
-        checkpoint_path=checkpoint_path, input_fn=input_fn),
+        checkpoint_path=checkpoint_path, input_fn=input_fn,
+        initialization_is_trained=self._initialization_is_trained),
                            checkpoint_path=checkpoint_path)
     export_lib.add_extras(export_dir, assets_extra=assets_extra,
                           as_text=as_text)

@@ -6,15 +6,18 @@ The Estimator's model_fn (run by the eager engine) calls a clone of the
 model on the features:
 
   - features: a dict keyed by the model's input names (extra keys are
-    ignored), a list in the model's input order, or one tensor for a
-    one-input model; labels likewise by output names, or one tensor. As in
-    2.15, features `{'features': ..., 'sample_weights': ...}` carry
-    per-example weights for the loss and the weighted metrics;
+    ignored; a missing one raises 2.15's FormattedKeyError, a KeyError), a
+    list in the model's input order, or one tensor for a one-input model;
+    labels likewise by output names, or one tensor. As in 2.15, features
+    `{'features': ..., 'sample_weights': ...}` carry per-example weights
+    for the loss and the weighted metrics;
   - TRAIN: the compiled loss (each output's loss times its loss weight,
     plus the model's regularization losses: the mean over this replica's
     batch, as the runtime's contract asks, not Keras's 1/replicas-scaled
     value), and a fresh optimizer of the compiled one's config (the
-    runtime differentiates, scales across replicas and applies it);
+    runtime differentiates, scales across replicas and applies it); a TF1
+    optimizer, or a WideDeepModel's two, the model_fn applies itself
+    (keras_train_op.py);
   - EVAL: 'loss' and the compiled metrics under the names `model.evaluate`
     gives them ('accuracy'; '<output>_<metric>' for a multi-output model),
     renamed by `metric_names_map`. As 2.15, the per-output losses
@@ -27,24 +30,32 @@ model on the features:
 
 The estimator starts from the Keras model's current weights, as 2.15's
 did (it warm-started from a checkpoint of them): the clone's variables take
-them as initial values, in creation order. The Keras model itself is not
-modified, and later changes to it do not reach the estimator.
+them as initial values, in creation order (or from the checkpoint a
+program saved in model_dir/keras, which 2.15 warm-started from). An export
+before any training exports them. The Keras model itself is not modified,
+and later changes to it do not reach the estimator.
 
-A compiled tf_keras (Keras 2) Sequential or functional model runs too: it
-is cloned with tf_keras, and its compiled loss, metrics and optimizer are
-rebuilt as their Keras 3 namesakes from their configs (an optimizer or
-loss without a Keras 3 class of the same name is refused, naming it).
+A compiled tf_keras (Keras 2) model runs too: it is cloned with tf_keras
+(a subclassed one from its config, as 2.15 cloned it; one built in a graph
+is read in its graph, see keras_graph_models.py), and its compiled loss,
+metrics and optimizer are rebuilt as their Keras 3 namesakes from their
+configs (an optimizer or loss without a Keras 3 class of the same name is
+refused, naming it; a metric name only tf_keras knows keeps its name).
 
 Differences from 2.15 (each where 2.15 hurt users or cannot apply):
 `metric_names_map` may rename some metrics only (2.15 required every
 one); `checkpoint_format='saver'` is accepted with a warning (the eager
-engine writes object-based checkpoints); a subclassed Keras 3 model must
-rebuild from its config, and starts from its own weights too (2.15 started
-those fresh, with a warning); a subclassed tf_keras model is refused.
+engine writes object-based checkpoints); a subclassed model starts from
+its own weights when built (2.15 started those fresh, with a warning); a
+subclassed Keras 3 model must rebuild from its config.
 """
 
 import contextlib
+import copy
+import dataclasses
 import inspect
+import os
+import tempfile
 from typing import Any, Dict, List, Optional
 
 from absl import logging
@@ -53,6 +64,10 @@ import tensorflow as tf
 
 from estimator_rt import estimator as estimator_lib
 from estimator_rt import export as export_lib
+from estimator_rt import keras_graph_models
+from estimator_rt import keras_train_op
+from estimator_rt import warm_starting
+from estimator_rt.errors import FormattedKeyError
 from estimator_rt.errors import UserInputError
 from estimator_rt.errors import shorten
 from estimator_rt.mode_keys import ModeKeys
@@ -81,17 +96,39 @@ def _is_tf_keras(model) -> bool:
   return tf_keras is not None and isinstance(model, tf_keras.Model)
 
 
-def _check_model(model) -> None:
+def _is_subclassed_tf_keras(model) -> bool:
+  return _is_tf_keras(model) and not (
+      model._is_graph_network or  # pylint: disable=protected-access
+      isinstance(model, _tf_keras().Sequential))
+
+
+def _check_model(model, custom_objects, checkpoint_format: str) -> None:
   keras = _keras()
   if _is_tf_keras(model):
-    if not (model._is_graph_network or  # pylint: disable=protected-access
-            isinstance(model, _tf_keras().Sequential)):
-      raise UserInputError(
-          f'keras_model={model.name!r} is a subclassed tf_keras model, which '
-          "model_to_estimator cannot clone; give a Sequential or functional "
-          'model, or a Keras 3 model.')
-    if getattr(model, 'compiled_loss', None) is None or not getattr(
-        model, 'optimizer', None):
+    if _is_subclassed_tf_keras(model):
+      # 2.15's checks of a subclassed model (it was cloned from its config,
+      # and 2.15 saved its checkpoints by name only), in 2.15's words.
+      try:
+        with _tf_keras().utils.custom_object_scope(custom_objects or {}):
+          type(model).from_config(model.get_config())
+      except NotImplementedError as e:
+        raise UserInputError(
+            'Subclassed `Model`s passed to `model_to_estimator` must '
+            'implement `Model.get_config` and `Model.from_config`: '
+            f'keras_model={model.name!r} ({type(model).__name__}) is cloned '
+            'from its config.') from e
+      if checkpoint_format == 'checkpoint':
+        raise UserInputError(
+            'Object-based checkpoints are currently not supported with '
+            f'subclassed models: keras_model={model.name!r} is a subclassed '
+            "tf_keras model; pass checkpoint_format='saver', as 2.15 "
+            'required.')
+    if keras_graph_models.is_graph_built(model):
+      compiled = keras_graph_models.is_compiled(model)
+    else:
+      compiled = getattr(model, 'compiled_loss', None) is not None and bool(
+          getattr(model, 'optimizer', None))
+    if not compiled:
       raise UserInputError(
           f'keras_model={model.name!r} is not compiled; call model.compile('
           'optimizer=..., loss=..., metrics=...) first.')
@@ -116,9 +153,11 @@ def _tf_variable(variable):
   return variable.value if isinstance(variable, _keras().Variable) else variable
 
 
-def _values_in_creation_order(model, clone) -> List[Optional[np.ndarray]]:
-  """`model`'s weights in the order `clone()` creates its variables (None
-  in the place of a variable that is not one of them).
+def _values_in_creation_order(model, clone, weights=None
+                              ) -> List[Optional[np.ndarray]]:
+  """`model`'s weights (or `weights`, values in the order of the model's)
+  in the order `clone()` creates its variables (None in the place of a
+  variable that is not one of them).
 
   A clone lists its weights as the model does, but may create them in
   another order (Keras 3's from_config builds a multi-output model's
@@ -128,7 +167,8 @@ def _values_in_creation_order(model, clone) -> List[Optional[np.ndarray]]:
   Raises:
     UserInputError: the clone's weights do not match the model's.
   """
-  values = [np.array(w.numpy()) for w in model.weights]
+  values = ([np.array(w.numpy()) for w in _weights(model)]
+            if weights is None else weights)
   created = []
 
   def recorder(next_creator, **kwargs):
@@ -138,7 +178,9 @@ def _values_in_creation_order(model, clone) -> List[Optional[np.ndarray]]:
 
   with tf.variable_creator_scope(recorder):
     probe = clone()
-  listed = [_tf_variable(w) for w in probe.weights]
+    if values and not _weights(probe):
+      _build_like(probe, model)
+  listed = [_tf_variable(w) for w in _weights(probe)]
   shapes = [tuple(w.shape) for w in listed]
   if shapes != [v.shape for v in values]:
     raise UserInputError(
@@ -156,6 +198,38 @@ def _values_in_creation_order(model, clone) -> List[Optional[np.ndarray]]:
   while plan and plan[-1] is None:
     plan.pop()
   return plan
+
+
+def _weights(model) -> list:
+  """A model's weights; none for a subclassed tf_keras model not built yet
+  (whose `weights` raises, for itself or a part)."""
+  if _is_subclassed_tf_keras(model):
+    try:
+      return model.weights
+    except ValueError:
+      return []  # Not built: a part of it not called yet.
+  return model.weights
+
+
+def _build_like(clone, model) -> None:
+  """Builds a subclassed tf_keras `clone` (which creates its variables on
+  its first call) by calling it on zeros shaped as `model`'s inputs were.
+
+  Raises:
+    UserInputError: the model's input shapes are not known.
+  """
+  spec = model.save_spec() if hasattr(model, 'save_spec') else None
+  if not spec or not spec[0]:
+    raise UserInputError(
+        f'keras_model={model.name!r} is a built subclassed model whose input '
+        'shapes are not known (it was built, not called), so '
+        'model_to_estimator cannot start from its weights; call it on a '
+        'batch (or fit it) first.')
+  args, kwargs = spec
+  zeros = tf.nest.map_structure(
+      lambda t: tf.zeros([1 if d is None else d for d in t.shape], t.dtype),
+      (args, kwargs))
+  clone(*zeros[0], **zeros[1])
 
 
 @contextlib.contextmanager
@@ -196,6 +270,22 @@ def _input_names(model) -> Optional[List[str]]:
   return list(names) if names else [t.name for t in inputs]
 
 
+def _subclassed_inputs(model, features):
+  """Features as 2.15 gave them to a subclassed tf_keras model: a dict by
+  the keys of a dict the model set as its inputs; a dict keyed
+  'input_1', 'input_2', ... (2.15's names for its inputs) as a list in
+  that order (one tensor for one); anything else as it is."""
+  if not isinstance(features, dict):
+    return features
+  inputs = getattr(model, 'inputs', None)
+  if isinstance(inputs, dict):
+    return _select('features', features, list(inputs), True)
+  names = [f'input_{i}' for i in range(1, len(features) + 1)]
+  if set(features) != set(names):
+    return features
+  return _select('features', features, names, False)
+
+
 def _output_names(model, outputs) -> List[str]:
   """Names predictions and labels are keyed by: a dict output's keys, the
   output layers' names (2.15's `model.output_names`), or 'output_<i>'."""
@@ -225,10 +315,18 @@ def _select(what: str, given, names: Optional[List[str]], as_dict: bool):
     return given
   missing = [name for name in names if name not in given]
   if missing:
-    raise UserInputError(
-        f'{what} keys {sorted(given)} do not cover the Keras model\'s '
-        f'{"inputs" if what == "features" else "outputs"} {names}: missing '
-        f'{missing}.')
+    order = 'inputs' if what == 'features' else 'outputs'
+    # 2.15's message, with what to do in its first line: code matched its
+    # key lines with patterns like r'Missed keys:(\s|.)*<key>', which
+    # backtrack for minutes over any text after them.
+    raise FormattedKeyError(
+        f'The dictionary passed into {what} does not cover requested '
+        f'{order} keys defined in the keras model (model_to_estimator looks '
+        f'them up by name: key the input_fn\'s {what} by them, or give a '
+        'list in the model\'s order).'
+        f'\n\tExpected keys: {set(names)}'
+        f'\n\t{what} keys: {set(given)}'
+        f'\n\tMissed keys: {set(missing)}')
   if as_dict:
     return {name: given[name] for name in names}
   values = [given[name] for name in names]
@@ -258,8 +356,10 @@ def _as_keras3(kind: str, value, owner: str):
   """A tf_keras loss or metric (a string, a function or an object) as its
   Keras 3 namesake, by class name and config."""
   keras = _keras()
-  if value is None or isinstance(value, str):
+  if value is None:
     return value
+  if isinstance(value, str):
+    return _metric_named(value) if kind == 'metric' else value
   if isinstance(value, dict):
     return {k: _as_keras3(kind, v, owner) for k, v in value.items()}
   if isinstance(value, (list, tuple)):
@@ -285,12 +385,33 @@ def _as_keras3(kind: str, value, owner: str):
         'give a Keras 3 model.') from e
 
 
-def _optimizer_factory(model):
-  """A function making a fresh Keras 3 optimizer of the model's compiled
-  optimizer's class and config (read now, eagerly: the model_fn is also
-  traced)."""
+def _metric_named(name: str):
+  """A tf_keras metric name as Keras 3 takes it: the name itself when
+  Keras 3 knows it, else (tf_keras's aliases, 'cosine_proximity',
+  'kullback_leibler_divergence') the Keras 3 metric of the function
+  tf_keras resolves it to, under that name (the key model.evaluate and
+  2.15's estimator reported it by)."""
   keras = _keras()
-  optimizer = model.optimizer
+  if name.lower() in ('accuracy', 'acc', 'crossentropy', 'ce'):
+    return name  # Keras 3's compile() picks these by the loss, as tf_keras.
+  try:
+    keras.metrics.get(name)
+    return name
+  except ValueError:
+    pass
+  try:
+    metric = keras.metrics.get(_tf_keras().metrics.get(name).__name__)
+  except (AttributeError, TypeError, ValueError):
+    return name  # Unknown to both: Keras 3 refuses it in its words.
+  return type(metric).from_config({**metric.get_config(), 'name': name})
+
+
+def _optimizer_factory(model, optimizer=None):
+  """A function making a fresh Keras 3 optimizer of the model's compiled
+  optimizer's (or `optimizer`'s, one of the model's) class and config (read
+  now, eagerly: the model_fn is also traced)."""
+  keras = _keras()
+  optimizer = optimizer or model.optimizer
   if not _is_tf_keras(model):
     config = keras.optimizers.serialize(optimizer)
     return lambda: keras.optimizers.deserialize(config)
@@ -327,6 +448,15 @@ def _compile_settings(model) -> Dict[str, Any]:
     config = model._compile_config.config  # pylint: disable=protected-access
     return {key: config.get(key) for key in
             ('loss', 'loss_weights', 'metrics', 'weighted_metrics')}
+  if keras_graph_models.is_graph_built(model):
+    given = keras_graph_models.compile_arguments(model)
+    return {
+        'loss': _as_keras3('loss', given['loss'], model.name),
+        'loss_weights': given['loss_weights'],
+        'metrics': _as_keras3('metric', given['metrics'], model.name),
+        'weighted_metrics': _as_keras3('metric', given['weighted_metrics'],
+                                       model.name),
+    }
   # tf_keras keeps what compile() was given on its containers.
   loss = model.compiled_loss
   metrics = getattr(model, 'compiled_metrics', None)
@@ -430,36 +560,64 @@ def _compiled_metrics(settings, output_names, labels, outputs, weights,
   if metric_names_map:
     unknown = sorted(set(metric_names_map) - set(metrics))
     if unknown:
+      unmapped = sorted(set(metrics) - set(metric_names_map))
+      # 2.15's phrases: it required every metric to be mapped, so a
+      # misspelt key also left a metric out ('do not exist').
+      also = (f' (the keras model metric names {unmapped} do not exist in '
+              'the `metric_names_map` dictionary: misspelt?)'
+              if unmapped else '')
       raise UserInputError(
-          f'metric_names_map keys {unknown} are not among the Keras '
-          f'model\'s metrics {sorted(metrics)}.')
+          'Invalid `metric_names_map`. There are unexpected keys in the '
+          f'`metric_names_map` dictionary: {unknown}{also}. Expected keys '
+          f'(the Keras model\'s metrics): {sorted(metrics)}; '
+          'model_to_estimator renames the metrics the map names and keeps '
+          'the others.')
     metrics = {metric_names_map.get(k, k): m for k, m in metrics.items()}
   return metrics
 
 
-def _cloner(model):
+@contextlib.contextmanager
+def _no_batch_counters():
+  """tf_keras models made inside create no step counters.
+
+  A tf_keras model creates three step counters (for fit, evaluate,
+  predict) when constructed eagerly but not inside a tf.function: the
+  build call would create variables the traced calls do not. They are
+  never used here.
+  """
+  from tf_keras.src.engine import training  # pylint: disable=g-import-not-at-top
+  original = training.Model._init_batch_counters  # pylint: disable=protected-access
+  training.Model._init_batch_counters = lambda self: None  # pylint: disable=protected-access
+  try:
+    yield
+  finally:
+    training.Model._init_batch_counters = original  # pylint: disable=protected-access
+
+
+def _cloner(model, custom_objects: Optional[Dict[str, Any]] = None):
   """A function building a clone of `model`'s architecture (uncompiled:
   cloning a compiled Keras 3 model serializes its optimizer, which a traced
-  call cannot)."""
+  call cannot), with `custom_objects` for what its config names (2.15's
+  model_to_estimator cloned with them too)."""
   if _is_tf_keras(model):
-    from tf_keras.src.engine import training  # pylint: disable=g-import-not-at-top
+    if _is_subclassed_tf_keras(model):
+      config = model.get_config()
+      # Built by its first call, as the model was; from a copy of the
+      # config (WideDeepModel.from_config takes its parts out of it).
+      make = lambda: type(model).from_config(copy.deepcopy(config))
+    else:
+      make = lambda: _tf_keras().models.clone_model(model)
 
     def clone_tf_keras():
-      # A tf_keras model creates three step counters (for fit, evaluate,
-      # predict) when constructed eagerly but not inside a tf.function: the
-      # build call would create variables the traced calls do not. They
-      # are never used here, so no call creates them.
-      original = training.Model._init_batch_counters  # pylint: disable=protected-access
-      training.Model._init_batch_counters = lambda self: None  # pylint: disable=protected-access
-      try:
-        return _tf_keras().models.clone_model(model)
-      finally:
-        training.Model._init_batch_counters = original  # pylint: disable=protected-access
+      with _no_batch_counters(), _tf_keras().utils.custom_object_scope(
+          custom_objects or {}):
+        return make()
 
     return clone_tf_keras
   keras = _keras()
   try:
-    architecture = type(model).from_config(model.get_config())
+    with keras.utils.custom_object_scope(custom_objects or {}):
+      architecture = type(model).from_config(model.get_config())
   except (NotImplementedError, TypeError, ValueError) as e:
     raise UserInputError(
         f'keras_model={model.name!r} cannot be rebuilt from its config '
@@ -468,22 +626,27 @@ def _cloner(model):
   build_config = model.get_build_config() if model.built else None
 
   def clone_keras():
-    copy = keras.models.clone_model(architecture)
-    if not copy.built and build_config:
+    duplicate = keras.models.clone_model(architecture)
+    if not duplicate.built and build_config:
       # A subclassed model creates its variables when built: built as the
       # model was, it has them before it is called.
-      copy.build_from_config(build_config)
-    return copy
+      duplicate.build_from_config(build_config)
+    return duplicate
 
   return clone_keras
 
 
 def _check_export_outputs(export_outputs, names: List[str]) -> None:
-  unknown = sorted(set(export_outputs or ()) - set(names))
+  unknown = set(export_outputs or ()) - set(names)
   if unknown:
-    raise UserInputError(
-        f'export_outputs keys {unknown} are not outputs of the Keras model '
-        f'({names}).')
+    # 2.15's message (see _select on its last lines).
+    raise FormattedKeyError(
+        'The dictionary passed into export_outputs does not cover requested '
+        'export_outputs keys defined in the keras model (export_outputs is '
+        'keyed by the Keras model\'s output names).'
+        f'\n\tExpected keys: {set(export_outputs)}'
+        f'\n\texport_outputs keys: {set(names)}'
+        f'\n\tMissed keys: {unknown}')
 
 
 def _listed(outputs) -> list:
@@ -505,17 +668,18 @@ def _compile_view(model, outputs, names: List[str], tf_keras_model: bool):
   return outputs, getattr(model, 'output_names', None)
 
 
-def _check_names(clone, settings, tf_keras_model, *, metric_names_map,
-                 export_outputs) -> None:
-  """Checks metric_names_map and export_outputs against the names a clone
-  of the model has, on a batch of zeros (before anything is written); a
-  model whose input shapes are not known is checked when the model_fn
-  first runs.
+def _check_export_names(clone, tf_keras_model, *, export_outputs) -> None:
+  """Checks export_outputs against the output names a clone of the model
+  has, on a batch of zeros (before anything is written); a model whose
+  input shapes are not known is checked when the model_fn first runs.
+  (metric_names_map is checked when the model_fn first runs in EVAL, as
+  2.15 checked it: train_and_evaluate builds the evaluation before
+  training.)
 
   Raises:
-    UserInputError: a key that names no metric or no output.
+    FormattedKeyError: a key that names no output.
   """
-  if not metric_names_map and not export_outputs:
+  if not export_outputs:
     return
   probe = clone()
   struct = getattr(probe, '_inputs_struct', None)
@@ -531,38 +695,91 @@ def _check_names(clone, settings, tf_keras_model, *, metric_names_map,
   zeros = tf.nest.map_structure(
       lambda t: tf.zeros((1,) + tuple(t.shape)[1:], t.dtype), struct)
   outputs = probe(zeros, training=False)
-  names = _output_names(probe, outputs)
-  _check_export_outputs(export_outputs, names)
-  outputs, compile_names = _compile_view(probe, outputs, names,
-                                         tf_keras_model)
-  # Metric names do not depend on the labels' values: the outputs stand in.
-  _compiled_metrics(settings, compile_names, outputs, outputs, None,
-                    metric_names_map, update=False)
+  _check_export_outputs(export_outputs, _output_names(probe, outputs))
 
 
-def _model_fn_for(keras_model, *, metric_names_map, export_outputs):
-  """The model_fn running `keras_model` (see the module docstring)."""
+def _part_optimizers(model):
+  """[(optimizer factory, clone -> its variables)] for the optimizers the
+  model_fn applies itself (see keras_train_op.py), or None: the runtime
+  applies the model's one Keras 3 optimizer."""
+  optimizer = getattr(model, 'optimizer', None)
+  v1_optimizer = keras_train_op.wrapped_v1_optimizer(optimizer)
+  if v1_optimizer is not None:
+    return [(keras_train_op.v1_optimizer_factory(v1_optimizer,
+                                                   owner=model.name),
+             lambda clone: clone.trainable_variables)]
+  if not isinstance(optimizer, (list, tuple)):
+    return None
+  # tf_keras's WideDeepModel compiled with (linear, dnn) optimizers.
+  if not (len(optimizer) == 2 and hasattr(model, 'linear_model') and
+          hasattr(model, 'dnn_model')):
+    raise UserInputError(
+        f'keras_model={model.name!r} was compiled with {len(optimizer)} '
+        'optimizers; model_to_estimator takes several only for a '
+        'WideDeepModel (one for its linear part, one for its DNN part).')
+  return [(_optimizer_factory(model, optimizer[0]),
+           lambda clone: clone.linear_model.trainable_variables),
+          (_optimizer_factory(model, optimizer[1]),
+           lambda clone: clone.dnn_model.trainable_variables)]
+
+
+@dataclasses.dataclass
+class _Forward:
+  """What one model_fn call computed: the spec of EVAL and PREDICT; TRAIN's
+  loss and the clone it ran (the optimizer is the caller's)."""
+
+  estimator_spec: Optional[EstimatorSpec]
+  loss: Any = None
+  model: Any = None
+
+
+def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
+                  export_outputs, weights=None, settings=None):
+  """The model_fn running `keras_model` (see the module docstring),
+  starting from its weights, or from `weights` (in the model's order),
+  with its compile settings, or `settings` (`_compile_settings`' result,
+  read before)."""
   # Everything read from the Keras model is read now, eagerly: the
   # model_fn is also called while a step is traced.
-  clone = _cloner(keras_model)
-  initial_values = _values_in_creation_order(keras_model, clone)
-  settings = _compile_settings(keras_model)
-  new_optimizer = _optimizer_factory(keras_model)
+  clone = _cloner(keras_model, custom_objects)
+  initial_values = _values_in_creation_order(keras_model, clone,
+                                             weights=weights)
+  settings = settings or _compile_settings(keras_model)
+  # Optimizers the model_fn applies itself (see keras_train_op.py), one
+  # factory per part of the model; else the one the runtime applies.
+  part_optimizers = _part_optimizers(keras_model)
+  if part_optimizers is None:
+    new_optimizer = _optimizer_factory(keras_model)
   tf_keras_model = _is_tf_keras(keras_model)
-  _check_names(clone, settings, tf_keras_model,
-               metric_names_map=metric_names_map,
-               export_outputs=export_outputs)
+  subclassed_tf_keras = _is_subclassed_tf_keras(keras_model)
+  _check_export_names(clone, tf_keras_model, export_outputs=export_outputs)
 
   def model_fn(features, labels, mode):
+    # Optimizers the model_fn applies itself get gradients taped here.
+    with tf.GradientTape(watch_accessed_variables=(
+        mode == ModeKeys.TRAIN and part_optimizers is not None)) as tape:
+      spec = forward(features, labels, mode)
+    if mode == ModeKeys.TRAIN and part_optimizers is not None:
+      parts = [(make(), variables_of(spec.model))
+               for make, variables_of in part_optimizers]
+      return EstimatorSpec(mode, loss=spec.loss, train_op=(
+          keras_train_op.train_op(tape, spec.loss, parts)))
+    if mode == ModeKeys.TRAIN:
+      return EstimatorSpec(mode, loss=spec.loss, optimizer=new_optimizer())
+    return spec.estimator_spec
+
+  def forward(features, labels, mode) -> _Forward:
     weights = None
     if isinstance(features, dict) and set(features) == _SAMPLE_WEIGHT_KEYS:
       features, weights = features['features'], features['sample_weights']
     with _initial_values_from(initial_values):
       model = clone()
-      input_names = _input_names(model)
-      inputs = _select('features', features, input_names,
-                       isinstance(getattr(model, '_inputs_struct', None),
-                                  dict))
+      if subclassed_tf_keras:
+        inputs = _subclassed_inputs(model, features)
+      else:
+        inputs = _select('features', features, _input_names(model),
+                         isinstance(getattr(model, '_inputs_struct', None),
+                                    dict))
       outputs = model(inputs, training=mode == ModeKeys.TRAIN)
     names = _output_names(model, outputs)
     predictions = dict(zip(names, _listed(outputs)))
@@ -571,8 +788,8 @@ def _model_fn_for(keras_model, *, metric_names_map, export_outputs):
       signatures = {'serving_default': export_lib.PredictOutput(predictions)}
       for key, output_class in (export_outputs or {}).items():
         signatures[key] = output_class(predictions[key])
-      return EstimatorSpec(mode, predictions=predictions,
-                           export_outputs=signatures)
+      return _Forward(EstimatorSpec(mode, predictions=predictions,
+                                    export_outputs=signatures))
     outputs, compile_names = _compile_view(model, outputs, names,
                                            tf_keras_model)
     targets = _select('labels', labels, names, isinstance(outputs, dict))
@@ -581,12 +798,94 @@ def _model_fn_for(keras_model, *, metric_names_map, export_outputs):
     if model.losses:
       loss = loss + tf.cast(tf.math.add_n(model.losses), loss.dtype)
     if mode == ModeKeys.EVAL:
-      return EstimatorSpec(mode, loss=loss, eval_metric_ops=_compiled_metrics(
-          settings, compile_names, targets, outputs, weights,
-          metric_names_map))
-    return EstimatorSpec(mode, loss=loss, optimizer=new_optimizer())
+      return _Forward(EstimatorSpec(
+          mode, loss=loss, eval_metric_ops=_compiled_metrics(
+              settings, compile_names, targets, outputs, weights,
+              metric_names_map)))
+    return _Forward(None, loss=loss, model=model)
 
   return model_fn
+
+
+def _export_output_class(key: str, cls):
+  """An export output class as estimator_rt's: TensorFlow's own
+  (`tensorflow.python.saved_model.model_utils.export_output.
+  RegressionOutput`, tf.estimator 2.15's tf.estimator.export classes) as
+  estimator_rt.export's class of that name."""
+  if isinstance(cls, type) and issubclass(cls, export_lib.ExportOutput):
+    return cls
+  own = getattr(export_lib, getattr(cls, '__name__', ''), None)
+  if (isinstance(cls, type) and isinstance(own, type) and
+      issubclass(own, export_lib.ExportOutput) and
+      any(base.__name__ == 'ExportOutput' for base in cls.__mro__)):
+    return own
+  raise UserInputError(
+      f'export_outputs[{key!r}]={shorten(cls)} must be an export output '
+      'class (PredictOutput, RegressionOutput or ClassificationOutput of '
+      'tf.estimator.export).')
+
+
+def _saved_keras_weights(model, model_dir: str, custom_objects):
+  """(path, weights in the model's order) of the checkpoint of a tf_keras
+  functional or Sequential model's weights in model_dir/keras, or None.
+
+  2.15's model_to_estimator saved the model's weights there (unless a
+  checkpoint was there already, which a program may have saved with
+  `model.save_weights`) and warm-started from that checkpoint: a model_dir
+  keeps starting from the same weights, whatever the model holds now.
+
+  Raises:
+    UserInputError: the checkpoint there does not hold this model's
+      weights.
+  """
+  if not _is_tf_keras(model) or _is_subclassed_tf_keras(model):
+    return None
+  path = tf.train.latest_checkpoint(os.path.join(model_dir, 'keras'))
+  if path is None:
+    return None
+  with _no_batch_counters(), _tf_keras().utils.custom_object_scope(
+      custom_objects or {}):
+    duplicate = _tf_keras().models.clone_model(model)
+  try:
+    duplicate.load_weights(path).expect_partial()
+  except (tf.errors.OpError, ValueError, AssertionError) as e:
+    raise UserInputError(
+        f'keras_model={model.name!r}: model_dir/keras holds checkpoint '
+        f'{path!r}, which model_to_estimator starts from (as 2.15 did), but '
+        f'it does not hold this model\'s weights ({type(e).__name__}: '
+        f'{shorten(str(e), limit=200)}); remove it or use another '
+        'model_dir.') from e
+  logging.info('model_to_estimator: starting from the Keras weights in %s.',
+               path)
+  return path, [np.array(w.numpy()) for w in duplicate.weights]
+
+
+_END = object()
+
+
+class _KerasEstimator(estimator_lib.Estimator):
+  """model_to_estimator's Estimator: its variables start as the Keras
+  model's weights, a trained state, so an export before any training
+  exports them (2.15's, warm-started from them, did too)."""
+
+  _initialization_is_trained = True
+
+  def _run(self, work, **kwargs):
+    # Called from a graph context (see keras_graph_models.eager), the work
+    # runs eagerly all the same: the eager engine runs a Keras model.
+    with keras_graph_models.eager():
+      return super()._run(work, **kwargs)
+
+  def _predictions(self, predict, **kwargs):
+    # Each prediction eagerly too, and only while it is made: the caller's
+    # code between two of them runs in its own context.
+    predictions = super()._predictions(predict, **kwargs)
+    while True:
+      with keras_graph_models.eager():
+        prediction = next(predictions, _END)
+      if prediction is _END:
+        return
+      yield prediction
 
 
 def model_to_estimator(keras_model=None, keras_model_path=None,
@@ -626,18 +925,22 @@ def model_to_estimator(keras_model=None, keras_model_path=None,
       checkpoint_format, config, metric_names_map or export_outputs.
   """
   keras = _keras()
-  if (keras_model is None) == (keras_model_path is None):
+  if keras_model is None and keras_model_path is None:
     raise UserInputError(
-        'model_to_estimator: give exactly one of keras_model and '
-        f'keras_model_path (got keras_model={shorten(keras_model)}, '
-        f'keras_model_path={keras_model_path!r}).')
+        'Either `keras_model` or `keras_model_path` needs to be provided: '
+        'model_to_estimator takes exactly one of them (got neither).')
+  if keras_model is not None and keras_model_path is not None:
+    raise UserInputError(
+        'Please specify either `keras_model` or `keras_model_path`, but not '
+        f'both: model_to_estimator got keras_model={shorten(keras_model)} '
+        f'and keras_model_path={keras_model_path!r}.')
   if keras_model_path is not None:
     if not tf.io.gfile.exists(keras_model_path):
       raise UserInputError(
           f'keras_model_path={keras_model_path!r} does not exist.')
     keras_model = keras.models.load_model(keras_model_path,
                                           custom_objects=custom_objects)
-  _check_model(keras_model)
+  _check_model(keras_model, custom_objects, checkpoint_format)
   if checkpoint_format not in ('checkpoint', 'saver'):
     raise UserInputError(
         f'checkpoint_format={checkpoint_format!r} must be "checkpoint" or '
@@ -654,19 +957,55 @@ def model_to_estimator(keras_model=None, keras_model_path=None,
     raise UserInputError(
         f'export_outputs={shorten(export_outputs)} must be a dict from '
         'output name to an export output class.')
-  from estimator_rt.run_config import RunConfig  # pylint: disable=g-import-not-at-top
-  config = config if config is not None else RunConfig()
-  if not isinstance(config, RunConfig):
+  if export_outputs:
+    export_outputs = {key: _export_output_class(key, value)
+                      for key, value in export_outputs.items()}
+  from estimator_rt import run_config as run_config_lib  # pylint: disable=g-import-not-at-top
+  config = config if config is not None else run_config_lib.RunConfig()
+  if not isinstance(config, run_config_lib.RunConfig):
     raise UserInputError(
         f'config={shorten(config)} must be an estimator_rt.RunConfig.')
+  # As 2.15's model_to_estimator: the default session config filled in,
+  # and a temporary model_dir made at once (2.15 wrote the model's weights
+  # there when called).
+  if config.session_config is None:
+    config = config.replace(
+        session_config=run_config_lib.get_default_session_config())
+  if not model_dir and config.model_dir is None:
+    model_dir = tempfile.mkdtemp()
+    logging.warning('Using temporary folder as model directory: %s',
+                    model_dir)
   if config.engine == 'graph':
     raise UserInputError(
         "model_to_estimator: config.engine='graph' cannot run a Keras "
         'model; leave engine unset (the eager engine runs it).')
-  return estimator_lib.Estimator(
-      _model_fn_for(keras_model, metric_names_map=metric_names_map,
-                    export_outputs=export_outputs),
-      model_dir=model_dir, config=config.replace(engine='eager'))
+  model_dir = model_dir or config.model_dir
+  weights = settings = None
+  graph_built = keras_graph_models.is_graph_built(keras_model)
+  if graph_built:
+    weights = keras_graph_models.weights(keras_model, config.session_config)
+  with keras_graph_models.eager():
+    if graph_built:
+      # Read before anything is cloned (tf_keras swaps the base classes of
+      # its model classes when it makes a model in the other mode: the
+      # model then no longer looks built in a graph), eagerly (the Keras 3
+      # metrics made here must not hold graph variables).
+      settings = _compile_settings(keras_model)
+    saved = _saved_keras_weights(keras_model, model_dir, custom_objects)
+    estimator = _KerasEstimator(
+        _model_fn_for(keras_model, custom_objects=custom_objects,
+                      metric_names_map=metric_names_map,
+                      export_outputs=export_outputs,
+                      weights=saved[1] if saved else weights,
+                      settings=settings),
+        model_dir=model_dir, config=config.replace(engine='eager'))
+  if saved:
+    # Where its starting weights came from, under 2.15's attribute (its
+    # engine does not warm-start: the weights are the variables' initial
+    # values).
+    estimator._warm_start_settings = warm_starting.WarmStartSettings(  # pylint: disable=protected-access
+        saved[0])
+  return estimator
 
 
 def model_to_estimator_for_compat(keras_model=None, keras_model_path=None,

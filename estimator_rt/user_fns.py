@@ -165,6 +165,23 @@ def _is_tensors(value) -> bool:
       for p in parts)
 
 
+def _is_constants(value) -> bool:
+  """Features, or (features, labels), as NumPy arrays or Python values:
+  what a graph reads again at every step is always the same."""
+  return all(isinstance(p, _ARRAY_LIKE)
+             for p in tf.nest.flatten(value) if p is not None)
+
+
+def _lists_as_tuples(value):
+  """`value` with its lists as tuples: a list of features (one array per
+  model input) is a structure to tf.data, not one array to stack."""
+  if isinstance(value, (list, tuple)):
+    return tuple(_lists_as_tuples(v) for v in value)
+  if isinstance(value, dict):
+    return {k: _lists_as_tuples(v) for k, v in value.items()}
+  return value
+
+
 def call_input_fn(input_fn: Callable, params: dict,
                   input_context: Optional[tf.distribute.InputContext] = None,
                   *, role: str = 'input_fn', config: Any = None,
@@ -190,7 +207,8 @@ def call_input_fn(input_fn: Callable, params: dict,
       bad param, is for its author to fix; the original is the `__cause__`)
       or did not return a Dataset.
     GraphModelFnError: it returned tensors and `allow_tensors` is False:
-      the graph engine runs it.
+      the graph engine runs it (except constants where config.engine is
+      'eager': they become a dataset repeating them).
   """
   if not callable(input_fn):
     raise InputFnError(f'{role}={shorten(input_fn)} is not callable.')
@@ -217,6 +235,10 @@ def call_input_fn(input_fn: Callable, params: dict,
           'labels) or of features, or (features, labels) as tensors.')
     if allow_tensors:
       return dataset
+    if getattr(config, 'engine', None) == 'eager' and _is_constants(dataset):
+      # Where only the eager engine may run (model_to_estimator's), the
+      # graph's reading of constants at every step, as a dataset.
+      return tf.data.Dataset.from_tensors(_lists_as_tuples(dataset)).repeat()
     raise GraphModelFnError(
         f'{role} {fn_name(input_fn)} returns tensors, not a tf.data.Dataset: '
         'only a graph reads them again at every step.',

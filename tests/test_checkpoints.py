@@ -110,13 +110,23 @@ def test_train_steps_adds_steps(tmp_path):
     (dict(steps=5, max_steps=10), 'not both'),
     (dict(steps=0), 'steps=0'),
     (dict(max_steps=-1), 'max_steps=-1'),
-    (dict(steps=2.5), 'steps=2.5'),
+    (dict(steps=float('nan')), 'steps=nan'),
 ])
 def test_bad_step_arguments(tmp_path, kwargs, match):
   est = _estimator(tmp_path / 'm')
   with pytest.raises(ert.UserInputError, match=match):
     est.train(_input_fn(), **kwargs)
   assert not (tmp_path / 'm').exists() or not os.listdir(tmp_path / 'm')
+
+
+def test_a_fractional_step_count_trains_up_to_the_next_whole_step(tmp_path):
+  # As tf.estimator 2.15's StopAtStepHook, which programs relied on
+  # (steps=num_examples / batch_size).
+  est = _estimator(tmp_path)
+  est.train(_input_fn(), steps=2.5)
+  assert M.read_global_step(est.latest_checkpoint()) == 3
+  est.train(_input_fn(), max_steps=4.2)
+  assert M.read_global_step(est.latest_checkpoint()) == 5
 
 
 def test_finite_input_ends_training_with_a_final_checkpoint(tmp_path):

@@ -70,7 +70,8 @@ def test_evaluate_twice_gives_identical_results(tmp_path, strategy):
 def test_evaluate_steps_limits_the_batches(tmp_path):
   est = _trained(tmp_path)
   ex, ey = M.make_data(40, seed=3)
-  result = est.evaluate(M.global_input_fn(ex, ey, batch_size=4), steps=3)
+  # A fraction of a step counts as one, as in tf.estimator 2.15.
+  result = est.evaluate(M.global_input_fn(ex, ey, batch_size=4), steps=2.5)
   expected = _numpy_metrics(est, ex[:12], ey[:12])
   assert result['loss'] == pytest.approx(expected['loss'], rel=1e-5)
   assert result['mae'] == pytest.approx(expected['mae'], rel=1e-5)
@@ -110,19 +111,42 @@ def test_evaluate_forever_repeating_input_without_steps(tmp_path):
   assert not (tmp_path / 'eval').exists()
 
 
-def test_evaluate_and_predict_without_a_checkpoint(tmp_path):
+def test_evaluate_and_predict_without_a_checkpoint_run_the_initialization(
+    tmp_path):
+  # As tf.estimator 2.15: the initial weights, at global step 0.
   est = ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path / 'empty'),
                       config=M.quiet_config())
   ex, ey = M.make_data(8)
-  with pytest.raises(ert.UserInputError, match='No checkpoint'):
-    est.evaluate(M.global_input_fn(ex, ey, batch_size=4, repeat=False))
-  with pytest.raises(ert.UserInputError, match='No checkpoint'):
-    list(est.predict(M.global_input_fn(ex, batch_size=4, repeat=False)))
+  expected = M.np_forward(M.initial_weights(0), ex)
+  results = est.evaluate(M.global_input_fn(ex, ey, batch_size=4,
+                                           repeat=False))
+  assert results['global_step'] == 0
+  np.testing.assert_allclose(results['loss'], np.mean((expected - ey)**2),
+                             rtol=1e-5)
+  predicted = [p['y'] for p in est.predict(
+      M.global_input_fn(ex, batch_size=4, repeat=False))]
+  np.testing.assert_allclose(np.stack(predicted), expected, rtol=1e-5)
+  assert not M.checkpoint_steps(str(tmp_path / 'empty'))
   with pytest.raises(ert.UserInputError):
     est.evaluate(M.global_input_fn(ex, ey, batch_size=4, repeat=False),
                  checkpoint_path=str(tmp_path / 'nope' / 'model.ckpt-3'))
-  assert not (tmp_path / 'empty').exists() or not list(
-      (tmp_path / 'empty').iterdir())
+
+
+def test_evaluate_without_a_checkpoint_warm_starts(tmp_path):
+  trained = _trained(tmp_path / 'trained')
+  ex, ey = M.make_data(8)
+  eval_fn = M.global_input_fn(ex, ey, batch_size=4, repeat=False)
+  est = ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path / 'empty'),
+                      config=M.quiet_config(),
+                      warm_start_from=trained.model_dir)
+  warm = est.evaluate(eval_fn)
+  assert warm['global_step'] == 0  # The warm start's variables, not its step.
+  assert warm['loss'] == pytest.approx(trained.evaluate(eval_fn)['loss'],
+                                       rel=1e-5)
+  # Exported with no checkpoint: warm_start_from's, as 2.15 exported it.
+  export_dir = est.export_saved_model(
+      str(tmp_path / 'export'), input_fn=M.global_input_fn(ex, batch_size=4))
+  assert M.saved_model_global_step(export_dir) == 20
 
 
 def test_estimator_arguments_are_checked(tmp_path):

@@ -236,9 +236,11 @@ def test_sample_weights_in_features_weight_the_loss(tmp_path):
 
 def test_a_saved_model_file_and_refusals(tmp_path):
   """keras_model_path loads a saved .keras file; an uncompiled model, a
-  subclassed tf_keras model, a metric_names_map or export_outputs key the
-  model does not have (refused before anything runs), both or neither
-  model argument: one UserInputError each, naming the argument."""
+  subclassed tf_keras model, an export_outputs key the model does not have
+  (refused before anything runs), a metric_names_map key it does not have
+  (refused when the evaluation is built, as 2.15 did), features missing an
+  input (2.15's FormattedKeyError, a KeyError), both or neither model
+  argument: one UserInputError each, naming the argument."""
   model = _model(0.1)
   path = str(tmp_path / 'model.keras')
   model.save(path)
@@ -261,15 +263,227 @@ def test_a_saved_model_file_and_refusals(tmp_path):
   subclassed.compile(optimizer='sgd', loss='mse')
   with pytest.raises(UserInputError, match='subclassed tf_keras'):
     model_to_estimator(keras_model=subclassed)
-  with pytest.raises(UserInputError, match=r"metric_names_map keys \['auc'\]"):
-    model_to_estimator(keras_model=model, metric_names_map={'auc': 'x'})
-  with pytest.raises(UserInputError, match=r"export_outputs keys \['y'\]"):
+  misnamed = model_to_estimator(keras_model=model,
+                                metric_names_map={'auc': 'x'})
+  with pytest.raises(UserInputError, match=r"Invalid `metric_names_map`.*"
+                     r"unexpected keys.*\['auc'\]"):
+    misnamed.evaluate(_eval_input_fn, steps=1)
+  with pytest.raises(KeyError, match=r"export_outputs(.|\n)*Missed keys: "
+                     r"\{'y'\}"):
     model_to_estimator(keras_model=model,
                        export_outputs={'y': ert.export.RegressionOutput})
-  with pytest.raises(UserInputError, match='exactly one'):
+  with pytest.raises(KeyError, match=r"features keys: \{'z'\}\n\tMissed "
+                     r"keys: \{'x'\}"):
+    estimator.train(
+        lambda: tf.data.Dataset.from_tensors(({'z': X}, Y)), steps=1)
+  with pytest.raises(UserInputError, match='Either `keras_model` or '):
     model_to_estimator()
+  with pytest.raises(UserInputError, match='not both'):
+    model_to_estimator(keras_model=model, keras_model_path=path)
   with pytest.raises(UserInputError, match='keras_model_path'):
     model_to_estimator(keras_model_path=str(tmp_path / 'missing.keras'))
+
+
+def test_a_tf_keras_model_with_custom_objects_and_2_15_metric_names(
+    tmp_path):
+  """custom_objects reach the clone; a tf_keras metric name Keras 3 lacks
+  ('cosine_proximity') keeps its name and value; an input_fn returning
+  NumPy arrays (read again at every step, as a graph read them) runs."""
+  tf_keras = pytest.importorskip('tf_keras')
+
+  def custom_relu(x):
+    return tf.nn.relu6(x)
+
+  tf_keras.utils.set_random_seed(2)
+  inputs = tf_keras.Input((4,), name='x')
+  outputs = tf_keras.layers.Dense(2, activation=custom_relu)(inputs)
+  model = tf_keras.Model(inputs, outputs)
+  model.compile(optimizer='sgd', loss='mse', metrics=['cosine_proximity'])
+  labels = np.stack([Y, 1 - Y], axis=1).astype(np.float32)
+  expected = model.evaluate(X, labels, batch_size=256, verbose=0)
+  with pytest.raises(Exception, match='custom_relu'):
+    model_to_estimator(keras_model=model, model_dir=str(tmp_path / 'a'))
+  estimator = model_to_estimator(keras_model=model,
+                                 model_dir=str(tmp_path / 'b'),
+                                 custom_objects={'custom_relu': custom_relu})
+  results = estimator.evaluate(lambda: ({'x': X}, labels), steps=1)
+  np.testing.assert_allclose(
+      [results['loss'], results['cosine_proximity']], expected, rtol=1e-5)
+
+
+def test_a_tf1_optimizer_trains_as_in_tf_keras_and_export_needs_no_training(
+    tmp_path):
+  """A tf_keras model compiled with a TF1 optimizer trains with that
+  optimizer (one step: the weights tf_keras's train_on_batch gives); an
+  export before any training exports the model's weights, with a signature
+  per export_outputs entry (TensorFlow's export output classes too)."""
+  tf_keras = pytest.importorskip('tf_keras')
+  from tensorflow.python.saved_model.model_utils import export_output  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  tf_keras.utils.set_random_seed(3)
+  inputs = tf_keras.Input((4,), name='x')
+  model = tf_keras.Model(inputs, tf_keras.layers.Dense(1, name='y')(inputs))
+  model.compile(optimizer=tf.compat.v1.train.RMSPropOptimizer(0.1),
+                loss='mse')
+  labels = X[:, :1] * 2.0
+  estimator = model_to_estimator(
+      keras_model=model, model_dir=str(tmp_path / 'm'),
+      export_outputs={'y': export_output.RegressionOutput})
+  receiver = ert.export.build_raw_serving_input_receiver_fn(
+      {'x': tf.TensorSpec([None, 4], tf.float32)})
+  served = tf.saved_model.load(
+      estimator.export_saved_model(str(tmp_path / 'export'), receiver))
+  assert set(served.signatures) == {'serving_default', 'y'}
+  np.testing.assert_allclose(
+      served.signatures['y'](x=tf.constant(X[:3]))['outputs'],
+      model.predict(X[:3], verbose=0), rtol=1e-5)
+  estimator.train(lambda: tf.data.Dataset.from_tensors(({'x': X}, labels)),
+                  steps=1)
+  model.train_on_batch(X, labels)
+  predicted = np.stack([p['y'] for p in estimator.predict(
+      lambda: tf.data.Dataset.from_tensors({'x': X[:3]}))])
+  np.testing.assert_allclose(predicted, model.predict(X[:3], verbose=0),
+                             rtol=1e-5)
+
+
+def test_a_subclassed_tf_keras_model_and_a_begin_only_session_hook(tmp_path):
+  """A subclassed tf_keras model (with get_config/from_config) starts from
+  its weights; 2.15's default object-based checkpoint_format is refused
+  for it, as 2.15 refused it. A SessionRunHook overriding begin() only
+  has it called once before training; one that looks at steps is refused
+  in the eager engine."""
+  tf_keras = pytest.importorskip('tf_keras')
+
+  class Subclassed(tf_keras.Model):
+
+    def __init__(self):
+      super().__init__()
+      self.dense = tf_keras.layers.Dense(1)
+
+    def call(self, inputs):
+      return self.dense(inputs)
+
+    def get_config(self):
+      return {}
+
+    @classmethod
+    def from_config(cls, config):
+      return cls()
+
+  class BeginOnly(tf.compat.v1.train.SessionRunHook):
+    begun = 0
+
+    def begin(self):
+      BeginOnly.begun += 1
+
+  class PerStep(tf.compat.v1.train.SessionRunHook):
+
+    def before_run(self, run_context):
+      return None
+
+  tf_keras.utils.set_random_seed(4)
+  model = Subclassed()
+  model.compile(optimizer='sgd', loss='mse')
+  labels = X[:, :1] * 2.0
+  model.train_on_batch(X, labels)
+  expected = model.evaluate(X, labels, batch_size=256, verbose=0)
+  with pytest.raises(ValueError, match='Object-based checkpoints are '
+                     'currently not supported with subclassed models'):
+    model_to_estimator(keras_model=model, model_dir=str(tmp_path / 'a'))
+  estimator = model_to_estimator(keras_model=model, checkpoint_format='saver',
+                                 model_dir=str(tmp_path / 'b'))
+  data = lambda: tf.data.Dataset.from_tensors((X, labels))
+  assert estimator.evaluate(data, steps=1)['loss'] == pytest.approx(
+      expected, rel=1e-5)
+  estimator.train(data, steps=1, hooks=[BeginOnly()])
+  assert BeginOnly.begun == 1
+  with pytest.raises(UserInputError, match='PerStep is a SessionRunHook'):
+    estimator.train(data, steps=1, hooks=[PerStep()])
+
+
+def test_starts_from_keras_weights_saved_in_model_dir_keras(tmp_path):
+  """A checkpoint of the tf_keras model's weights in model_dir/keras is
+  what the estimator starts from, as 2.15 warm-started from it."""
+  tf_keras = pytest.importorskip('tf_keras')
+  tf_keras.utils.set_random_seed(5)
+  inputs = tf_keras.Input((4,), name='x')
+  model = tf_keras.Model(inputs, tf_keras.layers.Dense(1, name='y')(inputs))
+  model.compile(optimizer='sgd', loss='mse')
+  labels = X[:, :1] * 2.0
+  expected = model.evaluate(X, labels, batch_size=256, verbose=0)
+  path = str(tmp_path / 'm' / 'keras' / 'weights.ckpt')
+  model.save_weights(path)
+  model.set_weights([np.zeros_like(w) for w in model.get_weights()])
+  estimator = model_to_estimator(keras_model=model,
+                                 model_dir=str(tmp_path / 'm'))
+  assert estimator._warm_start_settings.ckpt_to_initialize_from == path  # pylint: disable=protected-access
+  results = estimator.evaluate(
+      lambda: tf.data.Dataset.from_tensors((X, labels)), steps=1)
+  assert results['loss'] == pytest.approx(expected, rel=1e-5)
+
+
+def test_a_tf_keras_model_built_in_a_graph(tmp_path):
+  """A tf_keras model built and compiled under tf.Graph().as_default()
+  (its v1 model): its uninitialized weights get 2.15's tf_keras session
+  made with the session config, and the estimator, called in the graph
+  context (evaluate, and predict between graph-mode code), runs eagerly
+  from those weights."""
+  tf_keras = pytest.importorskip('tf_keras')
+  labels = X[:, :1] * 2.0
+  gpu_options = tf.compat.v1.GPUOptions(per_process_gpu_memory_fraction=0.3)
+  config = ert.RunConfig(session_config=tf.compat.v1.ConfigProto(
+      gpu_options=gpu_options))
+  with tf.Graph().as_default():
+    inputs = tf_keras.Input((4,), name='x')
+    model = tf_keras.Model(inputs, tf_keras.layers.Dense(1, name='y')(inputs))
+    model.compile(optimizer='sgd', loss='mse')
+    estimator = model_to_estimator(keras_model=model, config=config,
+                                   model_dir=str(tmp_path / 'm'))
+    from tf_keras.src import backend  # pylint: disable=g-import-not-at-top
+    session = backend.get_session()
+    assert session._config.gpu_options.per_process_gpu_memory_fraction == (  # pylint: disable=protected-access
+        pytest.approx(0.3))
+    kernel, bias = session.run(model.weights)
+    results = estimator.evaluate(
+        lambda: tf.data.Dataset.from_tensors((X, labels)), steps=1)
+    predictions = [p['y'] for p in estimator.predict(
+        lambda: tf.data.Dataset.from_tensors(X[:3]))]
+  assert results['loss'] == pytest.approx(
+      float(np.mean((X @ kernel + bias - labels)**2)), rel=1e-5)
+  np.testing.assert_allclose(np.stack(predictions), X[:3] @ kernel + bias,
+                             rtol=1e-5)
+
+
+def test_a_wide_deep_model_with_one_optimizer_per_part(tmp_path):
+  """A tf_keras WideDeepModel compiled with (linear, dnn) optimizers
+  trains each part with its own, as its train_step does: one step gives
+  the weights tf_keras's train_on_batch gives."""
+  tf_keras = pytest.importorskip('tf_keras')
+  tf_keras.utils.set_random_seed(6)
+  linear = tf_keras.experimental.LinearModel(units=1)
+  dnn = tf_keras.Sequential([tf_keras.layers.Dense(1)])
+  model = tf_keras.experimental.WideDeepModel(linear, dnn)
+  model.compile([tf_keras.optimizers.SGD(0.1), tf_keras.optimizers.SGD(0.0)],
+                'mse')
+  labels = X[:, :1] * 2.0
+  model.predict(X[:1], verbose=0)  # Builds it.
+  estimator = model_to_estimator(keras_model=model, checkpoint_format='saver',
+                                 model_dir=str(tmp_path / 'm'))
+  estimator.train(lambda: tf.data.Dataset.from_tensors((X, labels)), steps=1)
+  model.train_on_batch(X, labels)
+  predicted = np.stack([p['output_1'] for p in estimator.predict(
+      lambda: tf.data.Dataset.from_tensors(X[:3]))])
+  np.testing.assert_allclose(predicted,
+                             model.predict(X[:3], verbose=0), rtol=1e-5)
+
+
+def test_model_dir_and_session_config_as_2_15_filled_them_in():
+  """No model_dir: a temporary one, made at once; the default session
+  config in the Estimator's config (2.15's model_to_estimator did both)."""
+  estimator = model_to_estimator(keras_model=_model(0.1))
+  assert os.path.isdir(estimator.model_dir)
+  assert estimator.config.session_config == (
+      ert.run_config.get_default_session_config())
+  os.rmdir(estimator.model_dir)
 
 
 def test_tensorflow_estimators_keras_lib_route():

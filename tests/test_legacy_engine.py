@@ -278,6 +278,45 @@ def test_each_kind_of_model_fn_gets_its_engine_without_a_setting(tmp_path):
                                     'global_step'] == 5
 
 
+def test_the_graph_engine_evaluates_and_predicts_without_a_checkpoint(
+    tmp_path):
+  # As tf.estimator 2.15: from the initialization, warm-started if asked.
+  trained = estimator_rt.Estimator(_tf1_model_fn,
+                                   model_dir=str(tmp_path / 'trained'))
+  trained.train(_input_fn, max_steps=5)
+  w = trained.get_variable_value('w')
+  fresh = estimator_rt.Estimator(
+      _tf1_model_fn, model_dir=str(tmp_path / 'fresh'),
+      warm_start_from=trained.model_dir)
+  x = np.arange(4, dtype=np.float32).reshape(4, 1) / 8
+  results = fresh.evaluate(_input_fn, steps=1)
+  assert results['global_step'] == 0
+  assert results['loss'] == pytest.approx(
+      float(np.mean((x @ w - 2 * x)**2)), rel=1e-5)
+  predicted = list(fresh.predict(
+      lambda: tf.data.Dataset.from_tensor_slices(x).batch(4)))
+  np.testing.assert_allclose(np.stack(predicted), x @ w, rtol=1e-5)
+  assert tf.train.latest_checkpoint(fresh.model_dir) is None
+  # Predicting first, with a model_fn that refuses eager execution: the
+  # eager engine's try at its first prediction hands over to a graph.
+  graph_only = estimator_rt.Estimator(_library_checked_model_fn,
+                                      model_dir=str(tmp_path / 'graph_only'))
+  assert len(list(graph_only.predict(
+      lambda: tf.data.Dataset.from_tensor_slices(x).batch(4)))) == 4
+  assert graph_only._last_kind == engine_choice.GRAPH  # pylint: disable=protected-access
+
+
+def test_an_object_checkpoint_of_another_layout_names_no_engine(tmp_path):
+  """A program's own tf.train.Checkpoint in model_dir (a TF1-style
+  model_fn saves one through Scaffold(saver=tf.train.Checkpoint(...))):
+  the model_fn decides the engine, as in a fresh model_dir."""
+  model_dir = str(tmp_path / 'm')
+  tf.train.Checkpoint(step=tf.Variable(3, dtype=tf.int64)).save(
+      os.path.join(model_dir, 'ckpt'))
+  assert engine_choice.choose_engine(
+      config=estimator_rt.RunConfig(), model_dir=model_dir) is None
+
+
 def _library_checked_model_fn(features, labels, mode):
   """A model_fn behind a library's own check (TF-GAN's gan_model raises
   `ValueError: tfgan.gan_model doesn't work when executing eagerly`)."""

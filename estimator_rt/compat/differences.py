@@ -19,8 +19,8 @@ _ESTIMATOR = (
 _SESSION_RUN_HOOK = (
     'runs around every step in the graph engine (TF1-style model_fns, '
     'canned estimators); with a TF2 model_fn only StopAtStepHook, '
-    'NanTensorHook and StepCounterHook run, other SessionRunHooks are '
-    'refused')
+    'NanTensorHook, StepCounterHook and hooks that override begin() only '
+    'run, other SessionRunHooks are refused')
 _INPUT_FN = (
     'a tf.data pipeline: with shuffle=True the order differs from 2.15\'s '
     'queues; num_threads has no effect')
@@ -28,6 +28,11 @@ _V1_CANNED = (
     'the v1 classes\' summaries have the TF2 classes\' tags, and graph op '
     'names of their partitioned variables, metrics and train op differ '
     'from 2.15\'s (checkpoints and fetched tensors match)')
+_KERAS_TO_ESTIMATOR = (
+    'trains in the eager engine, with the compiled loss, metrics and '
+    'optimizer rebuilt as their Keras 3 namesakes (a TF1 optimizer is used '
+    'itself); a subclassed model starts from its weights when built (2.15 '
+    'started it fresh)')
 _HEAD = (
     'loss_reduction=AUTO in a TF2 model_fn on N replicas trains as one '
     'device on the global batch (2.15 left the loss undivided)')
@@ -71,15 +76,10 @@ DIFFERENCES = {
         'without a TPU'),
     'tf.compat.v1.estimator.inputs.numpy_input_fn': _INPUT_FN,
     'tf.compat.v1.estimator.inputs.pandas_input_fn': _INPUT_FN,
-    'tf.keras.estimator.model_to_estimator': (
-        'runs for Keras 3 models and compiled tf_keras Sequential/'
-        'functional ones; a subclassed tf_keras model is refused'),
-    'tf.compat.v1.keras.estimator.model_to_estimator': (
-        'runs for Keras 3 models and compiled tf_keras Sequential/'
-        'functional ones; a subclassed tf_keras model is refused'),
-    'tensorflow_estimator.python.estimator.keras_lib.model_to_estimator': (
-        'runs for Keras 3 models and compiled tf_keras Sequential/'
-        'functional ones; a subclassed tf_keras model is refused'),
+    'tf.keras.estimator.model_to_estimator': _KERAS_TO_ESTIMATOR,
+    'tf.compat.v1.keras.estimator.model_to_estimator': _KERAS_TO_ESTIMATOR,
+    'tensorflow_estimator.python.estimator.keras_lib.model_to_estimator':
+        _KERAS_TO_ESTIMATOR,
     'tf.compat.v1.estimator.DNNClassifier': _V1_CANNED,
     'tf.compat.v1.estimator.DNNRegressor': _V1_CANNED,
     'tf.compat.v1.estimator.DNNEstimator': _V1_CANNED,

@@ -56,7 +56,7 @@ REMOVED_TF_MODULES = {
 
 # Module paths whose non-public names real code reads too, served by
 # estimator_rt's objects ('module:attribute'): the heads' key classes, and
-# what tf_keras's tf.keras.estimator.model_to_estimator calls.
+# what tf_keras's tf.keras.estimator.model_to_estimator calls and raises.
 _EXTRA_NAMES = {
     f'{PACKAGE}.canned.metric_keys': {
         'MetricKeys': 'estimator_rt.head.keys:MetricKeys'},
@@ -69,7 +69,10 @@ _EXTRA_NAMES = {
         '_TPUEstimatorSpec': 'estimator_rt.tpu:TPUEstimatorSpec'},
     f'{PACKAGE}.keras_lib': {
         'model_to_estimator':
-            'estimator_rt.keras_estimator:model_to_estimator_for_compat'},
+            'estimator_rt.keras_estimator:model_to_estimator_for_compat',
+        # What model_to_estimator's model_fn raises for features or labels
+        # that miss a model input or output; code catches it by this name.
+        'FormattedKeyError': 'estimator_rt.errors:FormattedKeyError'},
 }
 
 

@@ -180,18 +180,35 @@ class EagerEngine(engine_lib.Engine):
                    int(model.global_step.numpy()))
       if input_iterator is not None:
         inputs.restore_iterator(input_iterator, latest)
-    elif self._warm_start_from:
-      settings = self._warm_start_from
-      if not settings.is_default:
-        raise UserInputError(
-            f'warm_start_from={settings!r}: a TF2 model_fn (eager engine) is '
-            'warm-started with all its variables from a checkpoint of the '
-            'same model_fn; vars_to_warm_start, vocabularies and renames '
-            'need a TF1-style model_fn (graph engine). Pass the checkpoint '
-            'path alone.')
-      used = restore_lib.warm_start(model, settings.ckpt_to_initialize_from,
-                                    io_device=self._checkpoint_io_device)
-      logging.info('Warm-started model variables from %s.', used)
+    else:
+      self._maybe_warm_start(model)
+
+  def _maybe_warm_start(self, model: EagerModel) -> None:
+    """Initializes `model`'s variables from warm_start_from, if set."""
+    settings = self._warm_start_from
+    if not settings:
+      return
+    if not settings.is_default:
+      raise UserInputError(
+          f'warm_start_from={settings!r}: a TF2 model_fn (eager engine) is '
+          'warm-started with all its variables from a checkpoint of the '
+          'same model_fn; vars_to_warm_start, vocabularies and renames '
+          'need a TF1-style model_fn (graph engine). Pass the checkpoint '
+          'path alone.')
+    used = restore_lib.warm_start(model, settings.ckpt_to_initialize_from,
+                                  io_device=self._checkpoint_io_device)
+    logging.info('Warm-started model variables from %s.', used)
+
+  def _restore_or_initialize(self, model: EagerModel,
+                             path: Optional[str]) -> None:
+    """Restores checkpoint `path` into an EVAL or PREDICT model; with None,
+    leaves its fresh variables as initialized and warm-starts them, as
+    tf.estimator 2.15 evaluated and predicted without a checkpoint."""
+    if path is not None:
+      restore_lib.restore(model, path, source=f'checkpoint {path!r}',
+                          io_device=self._checkpoint_io_device)
+    else:
+      self._maybe_warm_start(model)
 
   # ----------------------------------------------------------- evaluate
   def _evaluation(self, input_fn: Callable, *, steps: Optional[int],
@@ -232,11 +249,16 @@ class EagerEngine(engine_lib.Engine):
                name: Optional[str] = None) -> Dict[str, Any]:
     """See `Estimator.evaluate`."""
     _refuse_session_hooks(hooks)
-    path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
+    path = checkpoints.checkpoint_to_run(self.model_dir, checkpoint_path,
+                                         to='evaluate')
+    if path is None:
+      # Fresh variables (a cached graph's hold a checkpoint's values), made
+      # as training makes them.
+      self._eval_states = {}
+      self._seed()
     data, state = self._evaluation(input_fn, steps=steps, name=name)
     graph = state.graph
-    restore_lib.restore(graph, path, source=f'checkpoint {path!r}',
-                        io_device=self._checkpoint_io_device)
+    self._restore_or_initialize(graph, path)
     graph.reset_metrics()
     loss_sum, count, steps_run, pair_values = state.loop(
         iter(data.dataset),
@@ -260,7 +282,10 @@ class EagerEngine(engine_lib.Engine):
     """See `Estimator.predict`."""
     # Prediction runs no training loop for runtime hooks to observe.
     _refuse_session_hooks(hooks)
-    path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
+    path = checkpoints.checkpoint_to_run(self.model_dir, checkpoint_path,
+                                         to='predict')
+    if path is None:
+      self._seed()
     strategy = self.eval_strategy
     data = inputs.make_input(strategy, input_fn, self._params,
                              auto_shard_policy='OFF',
@@ -269,8 +294,7 @@ class EagerEngine(engine_lib.Engine):
     graph = EagerModel(model_fn=self._model_fn, mode=ModeKeys.PREDICT,
                        params=self._params, config=self._config,
                        strategy=strategy, sample=data.sample)
-    restore_lib.restore(graph, path, source=f'checkpoint {path!r}',
-                        io_device=self._checkpoint_io_device)
+    self._restore_or_initialize(graph, path)
     keys = engine_lib.check_predict_keys(
         predict_keys, graph.build_spec.predictions_dict,
         single=not isinstance(graph.build_spec.predictions, dict))
@@ -285,9 +309,13 @@ class EagerEngine(engine_lib.Engine):
   def export_saved_model(self, export_dir_base: str, *,
                          serving_input_receiver_fn: Optional[Callable] = None,
                          checkpoint_path: Optional[str] = None,
-                         input_fn: Optional[Callable] = None) -> str:
+                         input_fn: Optional[Callable] = None,
+                         initialization_is_trained: bool = False) -> str:
     """See `Estimator.export_saved_model`."""
-    path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
+    path = self._checkpoint_to_export(
+        checkpoint_path, initialization_is_trained=initialization_is_trained)
+    if path is None:
+      self._seed()
     strategy = tf.distribute.get_strategy()
     if serving_input_receiver_fn is not None:
       receiver = export_lib.tf2_receiver(serving_input_receiver_fn)
@@ -297,10 +325,12 @@ class EagerEngine(engine_lib.Engine):
     graph = EagerModel(model_fn=self._model_fn, mode=ModeKeys.PREDICT,
                        params=self._params, config=self._config,
                        strategy=strategy, sample=(sample, None))
-    restore_lib.restore(graph, path, source=f'checkpoint {path!r}',
-                        io_device=self._checkpoint_io_device)
+    if path is not None:
+      restore_lib.restore(graph, path, source=f'checkpoint {path!r}',
+                          io_device=self._checkpoint_io_device)
     export_dir = export_lib.save(graph, receiver, export_dir_base)
-    logging.info('Exported SavedModel of %s to %s', path, export_dir)
+    logging.info('Exported SavedModel of %s to %s',
+                 path or 'the initial values', export_dir)
     return export_dir
 
 

@@ -222,7 +222,9 @@ def warm_start(graph, source: str, *, io_device: Optional[str] = None
   """Initializes the model variables (only) from another checkpoint.
 
   Args:
-    graph: the TRAIN EagerModel, before any training.
+    graph: the EagerModel, before any training (TRAIN), or evaluating or
+      predicting without a checkpoint (EVAL, PREDICT: its variables are
+      matched with the checkpoint's as `restore` matches them).
     source: a checkpoint prefix or a model_dir.
     io_device: as for `restore`.
 
@@ -230,6 +232,13 @@ def warm_start(graph, source: str, *, io_device: Optional[str] = None
     The checkpoint path used.
   """
   path = checkpoints.resolve_checkpoint(source, what='warm_start_from')
+  if graph.mode != ModeKeys.TRAIN:
+    mapping = align(path, graph, source=f'warm_start_from={source!r}')
+    model = {str(j): graph.model_variables[i] for i, j in mapping.items()}
+    tf.train.Checkpoint(model=model).read(
+        path, options=checkpoints.checkpoint_options(io_device)
+    ).expect_partial()
+    return path
   saved = _read(path).shapes
   for i, variable in enumerate(graph.model_variables):
     entry = saved.get(_entry('model', i))

@@ -286,6 +286,17 @@ class GraphEngine(engine_lib.Engine):
           f'{present[:8]}{" ..." if len(present) > 8 else ""}). It belongs to '
           'another model: use a new model_dir. Nothing was written.')
 
+  def _check_fits_or_warm_start(self, checkpoint_path: Optional[str],
+                                scaffold) -> None:
+    """Before an evaluation or prediction session: checks that checkpoint
+    `checkpoint_path` fits the graph, or, with None, warm-starts the
+    variables the session initializes (tf.estimator 2.15's
+    `_maybe_warm_start`)."""
+    if checkpoint_path is not None:
+      self._check_fits(checkpoint_path, scaffold)
+    elif self._warm_start_from:
+      self._warm_start()
+
   def _warm_start(self) -> None:
     """Initializes variables from `warm_start_from` (WarmStartSettings):
     by default the trainable variables the checkpoint has by name; with a
@@ -351,14 +362,15 @@ class GraphEngine(engine_lib.Engine):
     """See `Estimator.evaluate`."""
     check_positive_count('evaluate: steps', steps,
                          phrase='Must specify steps > 0', maximum=MAX_INT32)
-    path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
+    path = checkpoints.checkpoint_to_run(self.model_dir, checkpoint_path,
+                                         to='evaluate')
     self._refuse_endless_evaluation(input_fn, steps)
     _, session_hooks = engine_lib.split_hooks(hooks)
     with tf.Graph().as_default(), compat.keras_names_per_graph():
       self._seed()
       data, built = self._build_eval(input_fn)
       saver, _ = self._saver(built.spec.scaffold)
-      self._check_fits(path, built.spec.scaffold)
+      self._check_fits_or_warm_start(path, built.spec.scaffold)
       update = tf.group(*[pair[1] for pair in built.metrics.values()])
       final = {name: pair[0] for name, pair in built.metrics.items()}
       final['global_step'] = built.global_step
@@ -390,7 +402,8 @@ class GraphEngine(engine_lib.Engine):
               checkpoint_path: Optional[str] = None,
               yield_single_examples: bool = True) -> Iterator[Any]:
     """See `Estimator.predict`."""
-    path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
+    path = checkpoints.checkpoint_to_run(self.model_dir, checkpoint_path,
+                                         to='predict')
     engine_lib.refuse_endless(
         bool(self._repeats_forever(input_fn, 'predict input_fn')),
         what='predict')
@@ -406,7 +419,7 @@ class GraphEngine(engine_lib.Engine):
           predict_keys, built.predictions,
           single=not isinstance(built.spec.predictions, dict))
       saver, _ = self._saver(built.spec.scaffold)
-      self._check_fits(path, built.spec.scaffold)
+      self._check_fits_or_warm_start(path, built.spec.scaffold)
       scaffold = tf.compat.v1.train.Scaffold(
           saver=saver, copy_from_scaffold=built.spec.scaffold)
       # Prediction has no training loop for runtime hooks to observe.
@@ -433,9 +446,14 @@ class GraphEngine(engine_lib.Engine):
   def export_saved_model(self, export_dir_base: str, *,
                          serving_input_receiver_fn: Optional[Callable] = None,
                          checkpoint_path: Optional[str] = None,
-                         input_fn: Optional[Callable] = None) -> str:
-    """See `Estimator.export_saved_model`."""
-    path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
+                         input_fn: Optional[Callable] = None,
+                         initialization_is_trained: bool = False) -> str:
+    """See `Estimator.export_saved_model`; initial values are never
+    exported here (`initialization_is_trained` is model_to_estimator's,
+    which the eager engine runs)."""
+    del initialization_is_trained
+    path = self._checkpoint_to_export(checkpoint_path,
+                                      initialization_is_trained=False)
     if serving_input_receiver_fn is None:
       receiver = self._inferred_receiver(input_fn)
       serving_input_receiver_fn = lambda: receiver
