@@ -248,9 +248,10 @@ def test_the_preempted_code_is_the_runtimes():
 
 
 # ------------------------------------------------------------ real clusters
-# About 330-450 tiny steps/s with two MWMS workers here: 5000 steps leave
-# more than 10 s of training after the first checkpoint for a kill to land.
-MWMS_MAX_STEPS = 5000
+# About 330-450 tiny steps/s with two MWMS workers here: the kill lands
+# within a poll (0.2 s) of the first checkpoint at 250, and 2000 steps leave
+# 1750 (about 4 s, more on a loaded machine) of training after it.
+MWMS_MAX_STEPS = 2000
 MWMS_SAVE_EVERY = 250
 PS_MAX_STEPS = 1500
 PS_SAVE_EVERY = 250
