@@ -114,6 +114,29 @@ def check_model_fn(model_fn: Any) -> Callable:
   return model_fn
 
 
+def takes_params(model_fn: Callable) -> bool:
+  """Whether `model_fn` takes `params` (by name or **kwargs); True when
+  its signature cannot be read (a builtin), which nothing can check."""
+  args = declared_args(model_fn)
+  return not args or bool({'params', '*'} & args)
+
+
+def check_takes_params(model_fn: Callable, params: Any) -> None:
+  """Refuses `params` for a model_fn that does not take them, as
+  tf.estimator 2.15 did (params, even `{}`, exist to reach the model_fn;
+  without a `params` argument they would be dropped silently).
+
+  Raises:
+    ValueError: `params` is not None and `model_fn` declares neither
+      `params` nor `**kwargs`.
+  """
+  if params is not None and not takes_params(model_fn):
+    raise UserInputError(
+        f'model_fn ({fn_name(model_fn)}) does not include params argument, '
+        f'but params ({shorten(params)}) is passed to Estimator: add a '
+        '`params` argument to the model_fn, or pass params=None.')
+
+
 def call_model_fn(model_fn, features, labels, mode, params, config):
   """Calls `model_fn` with the subset of arguments it declares."""
   args = declared_args(model_fn)

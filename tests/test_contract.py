@@ -96,10 +96,17 @@ def test_model_fn_declaring_config_receives_the_run_config(tmp_path):
 
 
 def test_model_fn_declaring_only_features_labels_mode_works(tmp_path):
-  # make_model_fn's model_fn is (features, labels, mode): no params, no config.
+  inner = M.make_model_fn()
+
+  def model_fn(features, labels, mode):  # No params, no config.
+    return inner(features, labels, mode)
+
   _, _, train_fn, eval_fn = _train_eval_input()
-  est = ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path),
-                      params={'unused': 1}, config=M.quiet_config())
+  # Params it does not take are refused, as tf.estimator 2.15 refused them.
+  with pytest.raises(ValueError, match='does not include params argument'):
+    ert.Estimator(model_fn, model_dir=str(tmp_path), params={'unused': 1})
+  est = ert.Estimator(model_fn, model_dir=str(tmp_path),
+                      config=M.quiet_config())
   est.train(train_fn, max_steps=10)
   assert est.evaluate(eval_fn)['global_step'] == 10
 
