@@ -377,7 +377,9 @@ class GraphEngine(engine_lib.Engine):
         while not session.should_stop() and (steps is None or ran < steps):
           session.run(update)
           ran += 1
-    results = {key: summaries.python_value(value)
+    # A metric's value may be a structure of tensors (2.15 returned it as
+    # the session gave it: nested tuples of values).
+    results = {key: tf.nest.map_structure(summaries.python_value, value)
                for key, value in final_hook.final_ops_values.items()}
     results['global_step'] = int(results['global_step'])
     return self._finish_evaluation(results, name=name, checkpoint_path=path,
@@ -391,13 +393,19 @@ class GraphEngine(engine_lib.Engine):
               yield_single_examples: bool = True) -> Iterator[Any]:
     """See `Estimator.predict`."""
     path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
-    engine_lib.refuse_endless(
-        bool(self._repeats_forever(input_fn, 'predict input_fn')),
-        what='predict')
     with tf.Graph().as_default(), compat.keras_names_per_graph():
       self._seed()
       data = model_lib.read_input(input_fn, self._params,
                                   role='predict input_fn', config=self._config)
+      engine_lib.refuse_endless(bool(model_lib.repeats_forever(data)),
+                                what='predict')
+      if not data.from_dataset and not model_lib.has_dataset_or_queue_runner(
+          data.next_batch()[0]):
+        # 2.15's warning, through its logger (code and its tests watch it).
+        tf.compat.v1.logging.warning(
+            'Input graph does not use tf.data.Dataset or contain a '
+            'QueueRunner. That means predict yields forever. This is '
+            'probably a mistake.')
       built = model_lib.build(
           model_fn=self._model_fn, mode=ModeKeys.PREDICT,
           batches=lambda: (data.next_batch()[0], None), params=self._params,
