@@ -356,6 +356,10 @@ def _validated_loss(loss: Any, mode: str) -> Any:
         'tf.reduce_mean).')
   if loss.shape.rank not in (None, 0):
     loss = tf.reshape(loss, [])
+  if loss.dtype.is_integer:
+    # tf.estimator 2.15 took an integer loss (its dtype was not checked);
+    # the runtime averages losses and checks them for NaN, in floats.
+    loss = tf.cast(loss, tf.float32)
   if not (loss.dtype.is_floating or loss.dtype.is_complex):
     raise ModelFnError(
         f'EstimatorSpec(mode={mode!r}): `loss` must be a floating point '
