@@ -98,3 +98,29 @@ def test_predicting_on_tensors_not_from_a_dataset_warns(tmp_path):
     next(estimator.predict(_constant_input_fn))
   assert 'does not use tf.data.Dataset or contain a QueueRunner' in str(
       warning.call_args)
+
+
+def test_graph_evaluate_and_predict_call_the_input_fn_once(tmp_path):
+  calls = []
+
+  def input_fn():
+    calls.append(1)
+    return tf.data.Dataset.from_tensors(({'x': [[1.]]}, [[0.]]))
+
+  def model_fn(features, labels, mode):
+    del labels
+    # Reads its input, so that evaluating and predicting end with it.
+    x = tf.reduce_sum(features['x'])
+    return ert.EstimatorSpec(
+        mode, loss=x, predictions=features['x'],
+        train_op=tf1.assign_add(tf1.train.get_global_step(), 1))
+
+  estimator = ert.Estimator(model_fn, model_dir=str(tmp_path))
+  estimator.train(_constant_input_fn, steps=1)
+  estimator.evaluate(input_fn)
+  assert len(calls) == 1
+  list(estimator.predict(input_fn))
+  assert len(calls) == 2
+  # Whether it repeats forever is read from the dataset in the graph.
+  with pytest.raises(ert.UserInputError, match='repeats forever'):
+    estimator.evaluate(lambda: input_fn().repeat())

@@ -315,9 +315,15 @@ class GraphEngine(engine_lib.Engine):
     logging.info('Warm-starting %d variables from %s.', len(names), source)
 
   # ----------------------------------------------------------- evaluate
-  def _build_eval(self, input_fn: Callable):
+  def _build_eval(self, input_fn: Callable, steps: Optional[int]):
+    """Builds evaluation into the current graph; an input that repeats
+    forever with steps=None is refused first, from the dataset read in the
+    graph (the input_fn is called once, as tf.estimator called it)."""
     data = model_lib.read_input(input_fn, self._params, role='eval input_fn',
                                 config=self._config)
+    if steps is None:
+      engine_lib.refuse_endless(bool(model_lib.repeats_forever(data)),
+                                what='evaluate', steps=steps)
     self._features_spec = data.features_spec
     built = model_lib.build(
         model_fn=self._model_fn, mode=ModeKeys.EVAL,
@@ -326,13 +332,6 @@ class GraphEngine(engine_lib.Engine):
             self._config.eval_distribute, for_training=False))
     return data, built
 
-  def _refuse_endless_evaluation(self, input_fn: Callable,
-                                 steps: Optional[int]) -> None:
-    if steps is None:
-      engine_lib.refuse_endless(
-          bool(self._repeats_forever(input_fn, 'eval input_fn')),
-          what='evaluate', steps=steps)
-
   def check_evaluation(self, input_fn: Callable, *,
                        steps: Optional[int] = None,
                        name: Optional[str] = None) -> None:
@@ -340,9 +339,8 @@ class GraphEngine(engine_lib.Engine):
     del name
     check_positive_count('evaluate: steps', steps,
                          phrase='Must specify steps > 0', maximum=MAX_INT32)
-    self._refuse_endless_evaluation(input_fn, steps)
     with tf.Graph().as_default(), compat.keras_names_per_graph():
-      self._build_eval(input_fn)
+      self._build_eval(input_fn, steps)
 
   def evaluate(self, input_fn: Callable, *, steps: Optional[int] = None,
                hooks: Sequence[Any] = (),
@@ -352,11 +350,10 @@ class GraphEngine(engine_lib.Engine):
     check_positive_count('evaluate: steps', steps,
                          phrase='Must specify steps > 0', maximum=MAX_INT32)
     path = checkpoints.checkpoint_to_read(self.model_dir, checkpoint_path)
-    self._refuse_endless_evaluation(input_fn, steps)
     _, session_hooks = engine_lib.split_hooks(hooks)
     with tf.Graph().as_default(), compat.keras_names_per_graph():
       self._seed()
-      data, built = self._build_eval(input_fn)
+      data, built = self._build_eval(input_fn, steps)
       saver, _ = self._saver(built.spec.scaffold)
       self._check_fits(path, built.spec.scaffold)
       update = tf.group(*[pair[1] for pair in built.metrics.values()])
