@@ -27,6 +27,7 @@ from estimator_rt.hooks import LoopResult
 from estimator_rt.hooks import SavingListener
 from estimator_rt.preemption import PREEMPTED_EXIT_CODE
 from estimator_rt.summaries import ScalarWriter
+from estimator_rt.tf_errors import NanLossDuringTrainingError
 
 
 
@@ -103,7 +104,9 @@ def divergence_error(*, loss: float, loss_finite: bool, loop_start: int,
     kept = (f'the newest checkpoint, at step {last_saved_step}, is the last '
             'finite one')
     again = 'resumes from that checkpoint'
-  return NanLossError(
+  # 2.15's NanTensorHook's phrase first, for a loss that is not finite.
+  return NanLossDuringTrainingError(
+      ('' if loss_finite else 'NaN loss during training. ') +
       f'Training diverged: {what}. Nothing was saved from the diverged '
       f'weights; {kept}. Lower the learning rate, check the input, or clip '
       f'gradients; the same command then {again}.')

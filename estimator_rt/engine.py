@@ -174,6 +174,8 @@ def _batch_length(batch: Dict[str, Any]) -> int:
 
 
 def _is_number(value) -> bool:
+  if isinstance(value, (tuple, list, dict)):
+    return False  # A structure of values (a metric of several tensors).
   return np.ndim(value) == 0 and np.asarray(value).dtype.kind in 'biuf'
 
 

@@ -3,6 +3,7 @@
 import itertools
 import math
 import os
+import tempfile
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from absl import logging
@@ -14,7 +15,9 @@ from estimator_rt import engine_choice
 from estimator_rt import export as export_lib
 from estimator_rt import hooks as hooks_lib
 from estimator_rt import log_handlers
+from estimator_rt import overrides
 from estimator_rt import preemption
+from estimator_rt import protected_methods
 from estimator_rt import summaries
 from estimator_rt import user_fns
 from estimator_rt import warm_starting
@@ -28,7 +31,6 @@ from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.run_config import get_default_session_config
 from estimator_rt.run_config import RunConfig
-from estimator_rt.run_config import temporary_model_dir
 
 
 def _whole_steps(value):
@@ -42,7 +44,7 @@ def _whole_steps(value):
   return value
 
 
-class Estimator:
+class Estimator(protected_methods.ProtectedMethods):
   """Trains, evaluates, predicts with and exports a `model_fn`.
 
   Semantics follow tf.estimator: `train` trains *up to* a global step and
@@ -59,6 +61,10 @@ class Estimator:
   (controller.py) of up to `config.steps_per_loop` steps per loop, with
   runtime hooks between loops. A model_dir holding another model's
   checkpoint is refused before anything is written.
+
+  tf.estimator 2.15's protected helpers that subclasses call
+  (`_call_input_fn`, `_get_iterator_from_input_fn`, `_call_model_fn`, ...)
+  are inherited from protected_methods.py.
 
   Args:
     model_fn: `model_fn(features, labels, mode, params, config)` returning
@@ -84,8 +90,11 @@ class Estimator:
                params: Optional[Dict[str, Any]] = None,
                warm_start_from: Optional[str] = None):
     log_handlers.use_root_handler()
-    # The config first, then the model_fn, as tf.estimator 2.15 checked
-    # them; the messages start with 2.15's phrases, which code matched.
+    # The subclass first, then the config, then the model_fn, as
+    # tf.estimator 2.15 checked them; the messages start with 2.15's
+    # phrases, which code matched. Called on the class, as 2.15 did, so
+    # that a subclass's override of the check is what runs.
+    self.__class__._assert_members_are_not_overridden(self)  # pylint: disable=protected-access
     config = RunConfig() if config is None else config
     if not isinstance(config, RunConfig):
       raise UserInputError(
@@ -93,18 +102,24 @@ class Estimator:
           f'{shorten(config)}: give a tf.estimator.RunConfig '
           '(estimator_rt.RunConfig), or None.')
     self._model_fn = user_fns.check_model_fn(model_fn)
+    user_fns.check_takes_params(model_fn, params)
     if (model_dir and config.model_dir and
         os.path.normpath(model_dir) != os.path.normpath(config.model_dir)):
       raise UserInputError(
           '`model_dir` are set both in constructor and `RunConfig`, but with '
           f'different values: model_dir={model_dir!r}, config.model_dir='
           f'{config.model_dir!r}; give one of them.')
+    # An empty model_dir is none, as in 2.15.
     model_dir = model_dir or config.model_dir
-    self._temporary_model_dir = model_dir is None
-    if model_dir is None:
-      # Named now, created when training starts (after validation).
-      model_dir = temporary_model_dir()
-      logging.warning('No model_dir given; using temporary %s', model_dir)
+    self._temporary_model_dir = not model_dir
+    if not model_dir:
+      # Created now, by tempfile.mkdtemp, as 2.15 did (programs and 2.15's
+      # tests patch it to choose the directory). The command line names its
+      # temporary model_dir itself, and creates it only once the input is
+      # valid (main.py).
+      model_dir = tempfile.mkdtemp()
+      logging.warning('Using temporary folder as model directory: %s',
+                      model_dir)
     checkpoints.ensure_writable_dir(model_dir)
     self._config = config.replace(model_dir=model_dir)
     if params is not None and not isinstance(params, dict):
@@ -142,6 +157,12 @@ class Estimator:
       role = None
     if role is not None and role.creates_strategy_first:
       self._engine_of(engine_choice.EAGER)
+
+  def _assert_members_are_not_overridden(self) -> None:
+    """Raises ValueError if this object's class overrides a member of
+    Estimator (2.15's rule, see overrides.py); a subclass that overrides
+    this method skips the check."""
+    overrides.check_not_overridden(Estimator, self)
 
   def _engine_of(self, kind: str):
     engine = self._engines.get(kind)
@@ -347,6 +368,8 @@ class Estimator:
           'tf.estimator.train_and_evaluate, which runs each task\'s part.')
     hooks = hooks_lib.check_hooks(hooks)
     saving_listeners = hooks_lib.check_saving_listeners(saving_listeners)
+    hooks_lib.check_listeners_have_saves(saving_listeners, hooks,
+                                         self._config)
     with preemption.training():
       self._run(lambda engine: engine.train(
           input_fn, hooks=hooks, steps=steps,

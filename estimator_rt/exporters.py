@@ -137,11 +137,16 @@ _EVENT_FILE_PATTERN = re.compile(r'(eval(?:_[^/]+)?)/\*\.tfevents\.\*$')
 
 
 class BestExporter(_SavedModelExporter):
-  """Exports when an evaluation beats every earlier one.
+  """Exports when an evaluation beats the best one, as tf.estimator 2.15's.
 
-  "Earlier" includes evaluations from previous runs in the same model_dir:
-  on first use the exporter reads the evaluation event files, so a resumed
-  job does not export a model worse than one it already had.
+  The exporter's first evaluation is always exported, also in a job
+  resumed after a preemption (2.15's rule, which its tests check: the
+  first export after a restart is made whatever the earlier runs
+  exported); each later one is exported when `compare_fn` finds it better
+  than the best so far. The best so far is read from the evaluation event
+  files when the exporter first sees a model_dir, which matters only for
+  an exporter that already exported and is then used with another
+  model_dir (as in 2.15).
 
   Args:
     name: subdirectory of model_dir/export (tf.estimator's default was
@@ -152,7 +157,7 @@ class BestExporter(_SavedModelExporter):
     compare_fn: `compare_fn(best_eval_result, current_eval_result)` returns
       True when current is better. Default: smaller 'loss'.
     exports_to_keep: see LatestExporter.
-    metric_name: the metric `compare_fn` looks at, used to recover the best
+    metric_name: the metric `compare_fn` looks at, used to read the best
       earlier value from event files (default 'loss').
     eval_name: the EvalSpec name whose event files hold earlier results
       (instead of `event_file_pattern`).
@@ -180,11 +185,14 @@ class BestExporter(_SavedModelExporter):
     self._metric_name = metric_name
     self._eval_name = eval_name
     self._best: Optional[Dict[str, Any]] = None
-    self._history_loaded = False
+    # The model_dir whose event files gave `_best`, and whether this
+    # exporter exported yet (its first evaluation always is).
+    self._model_dir: Optional[str] = None
+    self._has_exported = False
 
   def export(self, estimator, export_path, checkpoint_path, eval_result,
              is_the_final_export):
-    if not self._history_loaded:
+    if estimator.model_dir != self._model_dir:
       # An eval_result without a step (tf.estimator's allowed one, and None)
       # judges every step of the history.
       self._load_history(estimator.model_dir,
@@ -194,7 +202,7 @@ class BestExporter(_SavedModelExporter):
 
   def _load_history(self, model_dir: str,
                     current_step: Optional[int]) -> None:
-    self._history_loaded = True
+    self._model_dir = model_dir
     points = summaries.read_scalars(
         summaries.eval_dir(model_dir, self._eval_name)).get(
             self._metric_name, [])
@@ -206,7 +214,9 @@ class BestExporter(_SavedModelExporter):
         self._best = candidate
 
   def should_export(self, *, eval_result, is_the_final_export):
-    if self._best is None or self._compare_fn(self._best, eval_result):
+    if (self._best is None or not self._has_exported or
+        self._compare_fn(self._best, eval_result)):
       self._best = dict(eval_result) if eval_result is not None else None
+      self._has_exported = True
       return True
     return False

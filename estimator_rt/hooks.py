@@ -19,12 +19,13 @@ import datetime
 import os
 import tempfile
 import time
-from typing import Optional
+from typing import Any, Optional, Sequence
 
 from absl import logging
 import tensorflow as tf
 
 from estimator_rt import summaries
+from estimator_rt.errors import shorten
 from estimator_rt.errors import UserInputError
 from estimator_rt.errors import UserTypeError
 
@@ -333,6 +334,31 @@ def check_saving_listeners(saving_listeners) -> list:
   for listener in listeners:
     SavingListener(listener)
   return listeners
+
+
+def check_listeners_have_saves(saving_listeners: Sequence[Any],
+                               hooks: Sequence[Any], config) -> None:
+  """Refuses saving listeners where nothing saves during training, as
+  tf.estimator 2.15 did: there they were called by the CheckpointSaverHook,
+  which RunConfig's save_checkpoints_steps or save_checkpoints_secs made
+  (or the caller passed).
+
+  Raises:
+    ValueError: `saving_listeners` is not empty, `config` saves neither by
+      steps nor by seconds, and no hook is a CheckpointSaverHook.
+  """
+  if not saving_listeners or (config.save_checkpoints_steps or
+                              config.save_checkpoints_secs):
+    return
+  if any(isinstance(hook, tf.compat.v1.train.CheckpointSaverHook)
+         for hook in hooks):
+    return
+  raise UserInputError(
+      'There should be a CheckpointSaverHook to use saving_listeners. Please '
+      'set one of the RunConfig.save_checkpoints_steps or '
+      'RunConfig.save_checkpoints_secs: the RunConfig has both None, so no '
+      f'checkpoint is saved during training for saving_listeners='
+      f'{shorten(list(saving_listeners))} to follow.')
 
 
 class InMemoryEvaluatorHook(tf.compat.v1.train.SessionRunHook):

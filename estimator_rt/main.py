@@ -416,8 +416,14 @@ def _build_estimator(role, strategy, remote_cluster):
     # still get the job's (--params: batch_size, ...).
     input_fn = _with_params(input_fn, params)
     eval_input_fn = _with_params(eval_input_fn, params)
-  else:
+  elif user_fns.takes_params(model_fn):
     estimator = ert.Estimator(model_fn, config=config, params=params)
+  else:
+    # An Estimator refuses params its model_fn does not take, as
+    # tf.estimator's did; the input_fns still get the job's.
+    estimator = ert.Estimator(model_fn, config=config)
+    input_fn = _with_params(input_fn, params)
+    eval_input_fn = _with_params(eval_input_fn, params)
   return estimator, input_fn, eval_input_fn
 
 

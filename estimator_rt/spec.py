@@ -321,6 +321,23 @@ class EstimatorSpec(collections.namedtuple('EstimatorSpec', _FIELDS_215)):
     return {'predictions': self.predictions}
 
 
+def for_mode(spec: EstimatorSpec, mode: str) -> EstimatorSpec:
+  """`spec` as the spec of `mode`, the mode its model_fn was called in.
+
+  tf.estimator 2.15 never compared a spec's mode with the mode it called
+  the model_fn in, so a model_fn could return `EstimatorSpec(mode=None,
+  ...)` (2.15's own tests do): such a spec is validated again as `mode`'s
+  (a TRAIN spec without a loss fails then, in EstimatorSpec's words). A
+  spec of any other mode is returned as it is, for the engine to refuse a
+  mode other than `mode`.
+  """
+  if spec.mode is not None:
+    return spec
+  values = spec._asdict()
+  values['optimizer'] = spec.optimizer
+  values.pop('mode')
+  return EstimatorSpec(mode, **values)
+
 def _validated_loss(loss: Any, mode: str) -> Any:
   """The loss, reshaped to a scalar if it holds one element (tf.estimator's
   rule: shape (1,), or (None,) as a mean over a batch of unknown size)."""
@@ -339,6 +356,10 @@ def _validated_loss(loss: Any, mode: str) -> Any:
         'tf.reduce_mean).')
   if loss.shape.rank not in (None, 0):
     loss = tf.reshape(loss, [])
+  if loss.dtype.is_integer:
+    # tf.estimator 2.15 took an integer loss (its dtype was not checked);
+    # the runtime averages losses and checks them for NaN, in floats.
+    loss = tf.cast(loss, tf.float32)
   if not (loss.dtype.is_floating or loss.dtype.is_complex):
     raise ModelFnError(
         f'EstimatorSpec(mode={mode!r}): `loss` must be a floating point '

@@ -27,6 +27,27 @@ _MODEL_FN_ARGS = ('features', 'labels', 'mode', 'params', 'config')
 _FILE_MODULE_PREFIX = '_estimator_rt_user_'
 
 
+# What TensorFlow's graph-only APIs say when called eagerly (all raise
+# RuntimeError): "... should be a function when eager execution is
+# enabled", "tf.metrics.accuracy is not supported when eager execution is
+# enabled", "tf.placeholder() is not compatible with eager execution",
+# "`make_initializable_iterator()` is not supported in eager mode", ...
+_GRAPH_ONLY_MARKS = ('eager execution', 'eager mode')
+
+
+def graph_only_reason(error: BaseException) -> Optional[str]:
+  """The first line of TensorFlow's graph-only RuntimeError in `error`'s
+  chain of causes, or None if there is none."""
+  seen = set()
+  while error is not None and id(error) not in seen:
+    seen.add(id(error))
+    if isinstance(error, RuntimeError) and any(
+        mark in str(error) for mark in _GRAPH_ONLY_MARKS):
+      return str(error).strip().splitlines()[0]
+    error = error.__cause__ or error.__context__
+  return None
+
+
 def fn_name(fn: Callable) -> str:
   """How errors name a user function: as it is named on the command line,
   'module.path:qualname' (or 'path/to/file.py:qualname' for a function
@@ -114,6 +135,29 @@ def check_model_fn(model_fn: Any) -> Callable:
   return model_fn
 
 
+def takes_params(model_fn: Callable) -> bool:
+  """Whether `model_fn` takes `params` (by name or **kwargs); True when
+  its signature cannot be read (a builtin), which nothing can check."""
+  args = declared_args(model_fn)
+  return not args or bool({'params', '*'} & args)
+
+
+def check_takes_params(model_fn: Callable, params: Any) -> None:
+  """Refuses `params` for a model_fn that does not take them, as
+  tf.estimator 2.15 did (params, even `{}`, exist to reach the model_fn;
+  without a `params` argument they would be dropped silently).
+
+  Raises:
+    ValueError: `params` is not None and `model_fn` declares neither
+      `params` nor `**kwargs`.
+  """
+  if params is not None and not takes_params(model_fn):
+    raise UserInputError(
+        f'model_fn ({fn_name(model_fn)}) does not include params argument, '
+        f'but params ({shorten(params)}) is passed to Estimator: add a '
+        '`params` argument to the model_fn, or pass params=None.')
+
+
 def call_model_fn(model_fn, features, labels, mode, params, config):
   """Calls `model_fn` with the subset of arguments it declares."""
   args = declared_args(model_fn)
@@ -158,6 +202,11 @@ def _is_tensors(value) -> bool:
       value[1] is None and value[0] is not None):
     # (features, None): no labels, as a predict input_fn returned them.
     value = value[0]
+  if isinstance(value, dict) and not value:
+    # No features at all, as a model_fn that reads none (it makes its own
+    # tensors) got them from tf.estimator: only a graph reads "nothing"
+    # at every step.
+    return True
   parts = tf.nest.flatten(value)
   return bool(parts) and all(
       tf.is_tensor(p) or
@@ -206,9 +255,10 @@ def call_input_fn(input_fn: Callable, params: dict,
       an input_fn is user code, and whatever it raises, a missing file or a
       bad param, is for its author to fix; the original is the `__cause__`)
       or did not return a Dataset.
-    GraphModelFnError: it returned tensors and `allow_tensors` is False:
-      the graph engine runs it (except constants where config.engine is
-      'eager': they become a dataset repeating them).
+    GraphModelFnError: it returned tensors, or raised TensorFlow's error
+      for a graph-only API, and `allow_tensors` is False: the graph engine
+      runs it (except constants where config.engine is 'eager': they
+      become a dataset repeating them).
   """
   if not callable(input_fn):
     raise InputFnError(f'{role}={shorten(input_fn)} is not callable.')
@@ -223,9 +273,18 @@ def call_input_fn(input_fn: Callable, params: dict,
   except UserInputError:
     raise  # Already says what is wrong (the bundled input_fns' checks).
   except Exception as e:  # pylint: disable=broad-except
-    raise InputFnError(
+    failed = InputFnError(
         f'{role} {fn_name(input_fn)} raised {describe_exception(e)}'
-        f'{where_in(input_fn, e)}') from e
+        f'{where_in(input_fn, e)}')
+    reason = None if allow_tensors else graph_only_reason(e)
+    if reason is not None:
+      # It uses an API that only a graph has (an initializable iterator,
+      # a placeholder), as tf.estimator's input_fns could: the graph engine
+      # runs it; where the engine is settled, this is its error.
+      raise GraphModelFnError(
+          str(failed), reason=f'its input_fn uses a graph-only API: {reason}',
+          eager_error=failed) from e
+    raise failed from e
   if not isinstance(dataset, tf.data.Dataset) and _is_tensors(dataset):
     if isinstance(dataset, (list, tuple)) and len(dataset) != 2:
       raise InputFnError(

@@ -442,3 +442,58 @@ def test_stop_at_checkpoint_step_hooks_are_2_15s_session_hooks(tmp_path):
   assert session == []
   assert isinstance(runtime[0], runtime_early_stopping._StopAtCheckpointStepHook)
   assert runtime[0]._wait_secs == 7
+
+
+# ------------------------------------------------- export.function, export
+
+
+def test_wrapped_graph_runs_a_model_fn_and_receivers_as_functions():
+  function = _served('export.function')
+  model_fn_lib = _served('model_fn')
+  export_lib = _served('export.export')
+
+  def model_fn(features, labels, mode):
+    v = tf.Variable(lambda: tf.constant(2), name='v')
+    return model_fn_lib.EstimatorSpec(
+        mode, predictions=features * v + labels, loss=tf.constant(1) + v,
+        train_op=tf.compat.v1.assign_add(
+            tf.compat.v1.train.get_global_step(), 1))
+
+  graph = function._EstimatorWrappedGraph()
+  fn = graph.wrap_model_fn(model_fn, mode='train',
+                           args=[tf.constant(3), tf.constant(4), 'train'],
+                           kwargs={})
+  assert int(graph.global_step) == 0
+  assert int(fn(tf.constant(3), tf.constant(4))['predictions']) == 10
+  assert int(graph.global_step) == 1
+  # 2.15 took an integer loss; the spec holds it as a float.
+  assert graph.estimator_spec.loss.dtype == tf.float32
+  with pytest.raises(ValueError, match='only called once per graph'):
+    graph.wrap_model_fn(model_fn, mode='eval', args=[], kwargs={})
+
+  def receiver_fn():
+    text = tf.compat.v1.placeholder(tf.string)
+    lowered = tf.strings.lower(text)
+    # The alternative receives what the features are computed from.
+    return export_lib.ServingInputReceiver(
+        {'upper': tf.strings.upper(lowered)}, {'text': text},
+        {'raw': lowered})
+
+  functions = dict((name, f) for f, name in
+                   function._EstimatorWrappedGraph().wrap_input_receiver_fn(
+                       receiver_fn))
+  assert functions[None](tf.constant('ab'))['upper'].numpy() == b'AB'
+  assert functions['raw'](tf.constant('cd'))['upper'].numpy() == b'CD'
+
+
+def test_estimator_export_deprecates_and_names_the_symbol():
+  estimator_export = _served('estimator_export').estimator_export
+
+  class Exported:
+    pass
+
+  assert estimator_export('estimator.Exported')(Exported) is Exported
+  assert Exported._estimator_api_names == ('estimator.Exported',)
+  assert Exported._estimator_api_names_v1 == ('estimator.Exported',)
+  with pytest.raises(ValueError, match='under package name of component'):
+    estimator_export('keras.Exported')

@@ -37,23 +37,7 @@ _RUNTIME_ERRORS = (tf.errors.OpError, MemoryError)
 _USER_OP_ERRORS = (tf.errors.InvalidArgumentError,)
 
 
-# What TensorFlow's graph-only APIs say when called eagerly (all raise
-# RuntimeError): "... should be a function when eager execution is
-# enabled", "tf.metrics.accuracy is not supported when eager execution is
-# enabled", "tf.placeholder() is not compatible with eager execution", ...
-_GRAPH_ONLY_MARK = 'eager execution'
-
-
-def graph_only_reason(error: BaseException) -> Optional[str]:
-  """The first line of TensorFlow's graph-only RuntimeError in `error`'s
-  chain of causes, or None if there is none."""
-  seen = set()
-  while error is not None and id(error) not in seen:
-    seen.add(id(error))
-    if isinstance(error, RuntimeError) and _GRAPH_ONLY_MARK in str(error):
-      return str(error).strip().splitlines()[0]
-    error = error.__cause__ or error.__context__
-  return None
+graph_only_reason = user_fns.graph_only_reason
 
 
 def eager_failure_reason(error: BaseException) -> str:
@@ -312,6 +296,7 @@ class EagerModel:
           'model_fn should return an EstimatorSpec: model_fn '
           f'{user_fns.fn_name(self._model_fn)} returned '
           f'{type(spec).__name__} in mode {self.mode!r}.')
+    spec = spec_lib.for_mode(spec, self.mode)
     if spec.mode != self.mode:
       raise ModelFnError(
           f'model_fn returned EstimatorSpec(mode={spec.mode!r}) when called '

@@ -326,9 +326,15 @@ class GraphEngine(engine_lib.Engine):
     logging.info('Warm-starting %d variables from %s.', len(names), source)
 
   # ----------------------------------------------------------- evaluate
-  def _build_eval(self, input_fn: Callable):
+  def _build_eval(self, input_fn: Callable, steps: Optional[int]):
+    """Builds evaluation into the current graph; an input that repeats
+    forever with steps=None is refused first, from the dataset read in the
+    graph (the input_fn is called once, as tf.estimator called it)."""
     data = model_lib.read_input(input_fn, self._params, role='eval input_fn',
                                 config=self._config)
+    if steps is None:
+      engine_lib.refuse_endless(bool(model_lib.repeats_forever(data)),
+                                what='evaluate', steps=steps)
     self._features_spec = data.features_spec
     built = model_lib.build(
         model_fn=self._model_fn, mode=ModeKeys.EVAL,
@@ -337,13 +343,6 @@ class GraphEngine(engine_lib.Engine):
             self._config.eval_distribute, for_training=False))
     return data, built
 
-  def _refuse_endless_evaluation(self, input_fn: Callable,
-                                 steps: Optional[int]) -> None:
-    if steps is None:
-      engine_lib.refuse_endless(
-          bool(self._repeats_forever(input_fn, 'eval input_fn')),
-          what='evaluate', steps=steps)
-
   def check_evaluation(self, input_fn: Callable, *,
                        steps: Optional[int] = None,
                        name: Optional[str] = None) -> None:
@@ -351,9 +350,8 @@ class GraphEngine(engine_lib.Engine):
     del name
     check_positive_count('evaluate: steps', steps,
                          phrase='Must specify steps > 0', maximum=MAX_INT32)
-    self._refuse_endless_evaluation(input_fn, steps)
     with tf.Graph().as_default(), compat.keras_names_per_graph():
-      self._build_eval(input_fn)
+      self._build_eval(input_fn, steps)
 
   def evaluate(self, input_fn: Callable, *, steps: Optional[int] = None,
                hooks: Sequence[Any] = (),
@@ -364,11 +362,10 @@ class GraphEngine(engine_lib.Engine):
                          phrase='Must specify steps > 0', maximum=MAX_INT32)
     path = checkpoints.checkpoint_to_run(self.model_dir, checkpoint_path,
                                          to='evaluate')
-    self._refuse_endless_evaluation(input_fn, steps)
     _, session_hooks = engine_lib.split_hooks(hooks)
     with tf.Graph().as_default(), compat.keras_names_per_graph():
       self._seed()
-      data, built = self._build_eval(input_fn)
+      data, built = self._build_eval(input_fn, steps)
       saver, _ = self._saver(built.spec.scaffold)
       self._check_fits_or_warm_start(path, built.spec.scaffold)
       update = tf.group(*[pair[1] for pair in built.metrics.values()])
@@ -389,7 +386,9 @@ class GraphEngine(engine_lib.Engine):
         while not session.should_stop() and (steps is None or ran < steps):
           session.run(update)
           ran += 1
-    results = {key: summaries.python_value(value)
+    # A metric's value may be a structure of tensors (2.15 returned it as
+    # the session gave it: nested tuples of values).
+    results = {key: tf.nest.map_structure(summaries.python_value, value)
                for key, value in final_hook.final_ops_values.items()}
     results['global_step'] = int(results['global_step'])
     return self._finish_evaluation(results, name=name, checkpoint_path=path,
@@ -404,13 +403,19 @@ class GraphEngine(engine_lib.Engine):
     """See `Estimator.predict`."""
     path = checkpoints.checkpoint_to_run(self.model_dir, checkpoint_path,
                                          to='predict')
-    engine_lib.refuse_endless(
-        bool(self._repeats_forever(input_fn, 'predict input_fn')),
-        what='predict')
     with tf.Graph().as_default(), compat.keras_names_per_graph():
       self._seed()
       data = model_lib.read_input(input_fn, self._params,
                                   role='predict input_fn', config=self._config)
+      engine_lib.refuse_endless(bool(model_lib.repeats_forever(data)),
+                                what='predict')
+      if not data.from_dataset and not model_lib.has_dataset_or_queue_runner(
+          data.next_batch()[0]):
+        # 2.15's warning, through its logger (code and its tests watch it).
+        tf.compat.v1.logging.warning(
+            'Input graph does not use tf.data.Dataset or contain a '
+            'QueueRunner. That means predict yields forever. This is '
+            'probably a mistake.')
       built = model_lib.build(
           model_fn=self._model_fn, mode=ModeKeys.PREDICT,
           batches=lambda: (data.next_batch()[0], None), params=self._params,

@@ -24,6 +24,7 @@ from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.spec import check_metric_names
 from estimator_rt.spec import EstimatorSpec
+from estimator_rt.spec import for_mode as spec_for_mode
 from estimator_rt.spec import is_keras2_metric
 from estimator_rt.spec import metric_object_as_pair
 
@@ -48,33 +49,40 @@ class GraphInput:
     features_spec: the TensorSpec(s) of an element's features.
     from_dataset: whether the input_fn returned a dataset (False: tensors,
       which every `session.run` evaluates once, whatever it runs).
+    cardinality: the dataset's cardinality, in the graph (None for
+      tensors); see `repeats_forever`.
   """
 
   elements: Callable[[], Tuple[Any, Any]]
   initializer: tf.Operation
   features_spec: Any
   from_dataset: bool = True
+  cardinality: Optional[tf.Tensor] = None
 
   def next_batch(self) -> Tuple[Any, Any]:
     """(features, labels) tensors of the next element (labels may be None)."""
     return self.elements()
 
 
-def _spec_of(tensor):
-  return tf.TensorSpec(tensor.shape, tensor.dtype, name=None) if isinstance(
-      tensor, tf.Tensor) else tf.type_spec_from_value(tensor)
-
-
-def _as_tensors(value):
-  """An input_fn's features or labels with NumPy arrays, lists and numbers
-  made constants of this graph (a dict's values one by one: a list is one
-  value, not a structure)."""
-  if value is None or tf.is_tensor(value) or isinstance(
-      value, tf.compat.v1.SparseTensorValue):
-    return value
+def _spec_of(value):
+  """The TensorSpec (or TypeSpec) of an input_fn's features or labels; a
+  NumPy array, list or number is specified as the constant TensorFlow
+  would make of it (a dict's values one by one: a list is one value, not
+  a structure)."""
+  if value is None:
+    return None
   if isinstance(value, dict):
-    return {key: _as_tensors(item) for key, item in value.items()}
-  return tf.convert_to_tensor(value)
+    return {key: _spec_of(item) for key, item in value.items()}
+  if isinstance(value, (tuple, list)) and any(
+      tf.is_tensor(part) for part in tf.nest.flatten(value)):
+    return tf.nest.map_structure(_spec_of, value)  # A structure of tensors.
+  if isinstance(value, tf.Tensor):
+    return tf.TensorSpec(value.shape, value.dtype, name=None)
+  if tf.is_tensor(value) or isinstance(value,
+                                       tf.compat.v1.SparseTensorValue):
+    return tf.type_spec_from_value(value)
+  with tf.init_scope():  # Eagerly: nothing is added to the graph.
+    return tf.TensorSpec.from_tensor(tf.convert_to_tensor(value))
 
 
 def read_input(input_fn: Callable, params: dict, *, role: str, config,
@@ -96,10 +104,11 @@ def read_input(input_fn: Callable, params: dict, *, role: str, config,
   if not isinstance(result, tf.data.Dataset):
     features, labels = inputs.split_element(
         tuple(result) if isinstance(result, list) else result)
-    features, labels = _as_tensors(features), _as_tensors(labels)
+    # Given to the model_fn as they are, as tf.estimator gave them: NumPy
+    # arrays, lists and numbers too (its ops make them constants).
     return GraphInput(elements=lambda: (features, labels),
                       initializer=tf.no_op(),
-                      features_spec=tf.nest.map_structure(_spec_of, features),
+                      features_spec=_spec_of(features),
                       from_dataset=False)
   dataset = shard(result)
   if overlap:
@@ -110,7 +119,35 @@ def read_input(input_fn: Callable, params: dict, *, role: str, config,
   features_spec, _ = inputs.split_element(dataset.element_spec)
   return GraphInput(
       elements=lambda: inputs.split_element(iterator.get_next()),
-      initializer=iterator.initializer, features_spec=features_spec)
+      initializer=iterator.initializer, features_spec=features_spec,
+      cardinality=dataset.cardinality())
+
+
+def repeats_forever(data: GraphInput) -> Optional[bool]:
+  """Whether `data`'s dataset repeats forever, from its cardinality,
+  computed in a throwaway session on the current graph (nothing is read:
+  the input_fn is called once, in the graph, as tf.estimator called it);
+  None when that cannot tell (tensors, or a dataset whose cardinality
+  needs what only the real session initializes)."""
+  if data.cardinality is None:
+    return None
+  try:
+    with tf.compat.v1.Session(graph=data.cardinality.graph) as session:
+      value = session.run(data.cardinality)
+  except (tf.errors.OpError, ValueError, TypeError):
+    return None
+  return int(value) == int(tf.data.INFINITE_CARDINALITY)
+
+
+def has_dataset_or_queue_runner(features: Any) -> bool:
+  """Whether tensors the input_fn returned come from a dataset's iterator
+  (`get_next()`) or a queue: only then does predicting on them end
+  (tf.estimator 2.15's check, on the top-level tensors)."""
+  if any(isinstance(t, tf.Tensor) and t.op.type == 'IteratorGetNext'
+         for t in tf.nest.flatten(features)):
+    return True
+  return bool(tf.compat.v1.get_collection(
+      tf.compat.v1.GraphKeys.QUEUE_RUNNERS))
 
 
 @dataclasses.dataclass
@@ -155,6 +192,7 @@ def _call(model_fn: Callable, features, labels, mode: str, params: dict,
         'model_fn should return an EstimatorSpec: model_fn '
         f'{user_fns.fn_name(model_fn)} returned {type(spec).__name__} in mode '
         f'{mode!r}.')
+  spec = spec_for_mode(spec, mode)
   if spec.mode != mode:
     raise ModelFnError(
         f'model_fn {user_fns.fn_name(model_fn)} was called in mode {mode!r} '

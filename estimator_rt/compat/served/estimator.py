@@ -2,15 +2,19 @@
 
 `Estimator` (2.15's v1 class, `tf.compat.v1.estimator.Estimator`) and
 `EstimatorV2` (`tf.estimator.Estimator`) are both the runtime's Estimator,
-which has 2.15's protected methods subclasses override or call
-(`_call_model_fn`, `_call_input_fn`, `_create_global_step`, ...). Here
+which has 2.15's protected methods subclasses call (`_call_model_fn`,
+`_call_input_fn`, `_get_iterator_from_input_fn`, `_create_global_step`,
+...: estimator_rt/protected_methods.py) and refuses, as 2.15 did,
+subclasses that override its members (estimator_rt/overrides.py). Here
 are the module's private helpers that code imports: writing a dict of
-results as a summary, reading a model_dir's global step, checking hooks.
+results as a summary, reading a model_dir's global step, checking hooks
+and overrides.
 """
 
 import tensorflow as tf
 
 from estimator_rt import checkpoints
+from estimator_rt import overrides
 from estimator_rt import summaries
 from estimator_rt.errors import UserInputError
 from estimator_rt.errors import UserTypeError
@@ -67,6 +71,12 @@ def _check_checkpoint_available(model_dir):
   if not tf.train.latest_checkpoint(model_dir):
     raise UserInputError(
         f'Could not find trained model in model_dir: {model_dir}.')
+
+
+def _assert_members_are_not_overridden(cls, obj):
+  """Raises ValueError if `obj`'s class overrides a member of `cls`, other
+  than the few 2.15 allowed (see estimator_rt/overrides.py)."""
+  overrides.check_not_overridden(cls, obj)
 
 
 def _check_hooks_type(hooks):

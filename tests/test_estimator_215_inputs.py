@@ -1,0 +1,126 @@
+"""tf.estimator 2.15's model_fn and input_fn results, as the runtime takes them.
+
+Each test does what a 2.15 program did and checks 2.15's outcome: a
+mode-less EstimatorSpec, input_fns returning Python values, empty
+features or graph-only iterators, a NaN loss as 2.15's error, a metric of
+several tensors, and predict's warning about tensors that never end.
+"""
+
+from unittest import mock
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import estimator_rt as ert
+
+tf1 = tf.compat.v1
+
+
+def _counting_model_fn(features, labels, mode):
+  """Counts the global step; the features and labels are recorded."""
+  _counting_model_fn.seen = (features, labels, mode)
+  return ert.EstimatorSpec(
+      mode, loss=tf.constant(0.), predictions=tf.constant([[10.]]),
+      train_op=tf1.assign_add(tf1.train.get_global_step(), 1))
+
+
+def _constant_input_fn():
+  return {'x': tf.constant([[1.], [2.]])}, tf.constant([[1.], [0.]])
+
+
+def test_a_spec_without_mode_is_the_called_modes(tmp_path):
+  def model_fn(features):
+    del features
+    return ert.EstimatorSpec(
+        None, loss=tf.constant(0.),
+        train_op=tf1.assign_add(tf1.train.get_global_step(), 1))
+
+  estimator = ert.Estimator(model_fn, model_dir=str(tmp_path))
+  estimator.train(lambda: {'x': tf.constant([1.])}, steps=2)
+  assert estimator.get_variable_value('global_step') == 2
+
+
+def test_python_values_of_an_input_fn_reach_the_model_fn_as_they_are(
+    tmp_path):
+  features, labels = {'x': [[1], [1]]}, {'y': [[1], [1]]}
+  estimator = ert.Estimator(_counting_model_fn, model_dir=str(tmp_path))
+  estimator.train(lambda: (features, labels), steps=1)
+  assert _counting_model_fn.seen == (features, labels, ert.ModeKeys.TRAIN)
+
+
+def test_empty_features_run_in_a_graph_and_nan_is_2_15s_error(tmp_path):
+  def nan_model_fn(features, labels, mode):
+    del features, labels
+    step = tf1.assign_add(tf1.train.get_global_step(), 1)
+    loss = tf.cond(step > 1, lambda: tf.constant(np.nan), lambda: 1.)
+    return ert.EstimatorSpec(mode, loss=loss, train_op=step)
+
+  estimator = ert.Estimator(nan_model_fn, model_dir=str(tmp_path))
+  with pytest.raises(tf1.train.NanLossDuringTrainingError,
+                     match='^NaN loss during training'):
+    estimator.train(lambda: ({}, None), steps=3)
+  with pytest.raises(ert.NanLossError):
+    estimator.train(lambda: ({}, None), steps=3)
+
+
+def test_an_input_fn_with_a_graph_only_iterator_runs_in_a_graph(tmp_path):
+  def input_fn():
+    dataset = tf.data.Dataset.from_tensors(({'x': [1.]}, [0.])).repeat()
+    return tf1.data.make_initializable_iterator(dataset).get_next()
+
+  estimator = ert.Estimator(_counting_model_fn, model_dir=str(tmp_path))
+  estimator.train(input_fn, steps=2)
+  assert estimator.get_variable_value('global_step') == 2
+
+
+def test_a_metric_of_several_tensors_is_returned_as_its_structure(tmp_path):
+  def model_fn(features, labels, mode):
+    del features, labels
+    return ert.EstimatorSpec(
+        mode, loss=tf.constant(1.),
+        train_op=tf1.assign_add(tf1.train.get_global_step(), 1),
+        eval_metric_ops={'nested': (((tf.constant(2.), tf.constant(1)),
+                                     tf.constant(3., tf.float64)),
+                                    tf.no_op())})
+
+  estimator = ert.Estimator(model_fn, model_dir=str(tmp_path))
+  estimator.train(_constant_input_fn, steps=1)
+  (two, one), three = estimator.evaluate(_constant_input_fn,
+                                         steps=1)['nested']
+  assert (two, one, three) == (2., 1, 3.)
+
+
+def test_predicting_on_tensors_not_from_a_dataset_warns(tmp_path):
+  estimator = ert.Estimator(_counting_model_fn, model_dir=str(tmp_path))
+  estimator.train(_constant_input_fn, steps=1)
+  with mock.patch.object(tf1.logging, 'warning') as warning:
+    next(estimator.predict(_constant_input_fn))
+  assert 'does not use tf.data.Dataset or contain a QueueRunner' in str(
+      warning.call_args)
+
+
+def test_graph_evaluate_and_predict_call_the_input_fn_once(tmp_path):
+  calls = []
+
+  def input_fn():
+    calls.append(1)
+    return tf.data.Dataset.from_tensors(({'x': [[1.]]}, [[0.]]))
+
+  def model_fn(features, labels, mode):
+    del labels
+    # Reads its input, so that evaluating and predicting end with it.
+    x = tf.reduce_sum(features['x'])
+    return ert.EstimatorSpec(
+        mode, loss=x, predictions=features['x'],
+        train_op=tf1.assign_add(tf1.train.get_global_step(), 1))
+
+  estimator = ert.Estimator(model_fn, model_dir=str(tmp_path))
+  estimator.train(_constant_input_fn, steps=1)
+  estimator.evaluate(input_fn)
+  assert len(calls) == 1
+  list(estimator.predict(input_fn))
+  assert len(calls) == 2
+  # Whether it repeats forever is read from the dataset in the graph.
+  with pytest.raises(ert.UserInputError, match='repeats forever'):
+    estimator.evaluate(lambda: input_fn().repeat())
