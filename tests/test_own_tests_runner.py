@@ -63,7 +63,7 @@ if __name__ == '__main__':
 
 # A private module of 2.15 that estimator_rt does not serve.
 UNSERVED_FILE = '''
-from tensorflow_estimator.python.estimator import estimator_export
+from tensorflow_estimator.python.estimator.canned.timeseries import saved_model_utils
 '''
 
 # pytest makes each TestCase when it collects the file: one that reads a
@@ -100,7 +100,9 @@ def _write_tree(root):
   (top / 'canned' / 'broken_class_test.py').write_text(BROKEN_CLASS_FILE)
   # Product modules: `canned` is not a test-only package.
   (top / 'canned' / 'optimizers.py').write_text('PRODUCT = True\n')
-  (top / 'estimator_export.py').write_text('PRODUCT = True\n')
+  (top / 'canned' / 'timeseries').mkdir()
+  (top / 'canned' / 'timeseries' / 'saved_model_utils.py').write_text(
+      'PRODUCT = True\n')
 
 
 def test_test_code_is_the_test_files_and_their_testing_modules(tmp_path):
@@ -155,7 +157,8 @@ def test_runs_each_file_against_estimator_rt_and_compares(tmp_path):
   # The product's module is not loaded from the tree, test code or not.
   assert results['files']['optimizers_test.py']['error'].startswith(
       'import error: ModuleNotFoundError: tensorflow_estimator.python.'
-      'estimator.estimator_export is not provided by estimator_rt')
+      'estimator.canned.timeseries.saved_model_utils is not provided by '
+      'estimator_rt')
   assert tests['test_ok'] == passing
   assert 'test_never' not in tests
   assert results['files']['canned/broken_class_test.py']['error'].startswith(
