@@ -44,10 +44,10 @@ def python_runner():
 
 # The test files that take longest (multi-process clusters, schedulers,
 # fresh processes per case), slowest first, from `make test`'s durations.
-# `make test` runs two test processes that each take whole files in
-# collection order (-n 2 --dist loadfile --no-loadscope-reorder): handing
+# `make test` runs three test processes that each take whole files in
+# collection order (-n 3 --dist loadfile --no-loadscope-reorder): handing
 # out the long files first keeps one process from picking up a long file
-# when the other has nothing left.
+# when the others have nothing left.
 SLOWEST_FILES = (
     'test_slurm.py',
     'test_ray.py',

@@ -1,6 +1,8 @@
 """`GraphEngine`: runs a TF1-style model_fn as tf.estimator did.
 
-Each mode builds the model_fn's graph afresh (`model.build`). Training
+Each mode builds the model_fn's graph afresh (`model.build`), but for
+evaluation: its graph is built once per eval input_fn and steps, and each
+evaluation of a checkpoint runs it in a new session (`_EvalGraph`). Training
 opens one monitored session over it, with the model_fn's Scaffold and
 SessionRunHooks, and the shared training loop (`engine.Engine.train`, a
 `controller.TrainController`) drives it through `session_loop.SessionLoop`,
@@ -17,6 +19,7 @@ summaries under model_dir/eval.
 """
 
 import contextlib
+import dataclasses
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 
 from absl import logging
@@ -41,6 +44,39 @@ from estimator_rt.graph import placement as placement_lib
 from estimator_rt.graph import saved_model
 from estimator_rt.graph import session_loop
 from estimator_rt.mode_keys import ModeKeys
+
+
+@dataclasses.dataclass
+class _EvalGraph:
+  """An evaluation graph, built for `input_fn` and `steps`, which every
+  evaluation of a checkpoint with them runs in a new session (which
+  restores the checkpoint and initializes the input and the metrics).
+  tf.estimator 2.15 built one per evaluation: in `train_and_evaluate` each
+  evaluation paid the model_fn's graph building again (about a second for
+  a wide & deep model on this project's 2-core machines)."""
+
+  input_fn: Callable
+  steps: Optional[int]
+  graph: tf.Graph
+  data: Any  # model.GraphInput
+  built: Any  # model.GraphModel
+  saver: Any
+  update: tf.Operation  # Every metric's update op.
+  final: Dict[str, Any]  # Metric name -> value tensor, and 'global_step'.
+  # Whether a session ran it: its Scaffold's init, ready and local-init ops
+  # exist from then on, and cover only the variables of that time.
+  used: bool = False
+
+  def reusable(self, input_fn: Callable, steps: Optional[int],
+               session_hooks: Sequence[Any]) -> bool:
+    """Whether an evaluation of `input_fn` and `steps` with `session_hooks`
+    can run this graph: the same input_fn object and steps, and no
+    SessionRunHook that may add ops or variables in `begin()` (the
+    model_fn's own evaluation hooks, or the evaluation's) once a session
+    has run it (its local-init op would not initialize them)."""
+    return (self.input_fn is input_fn and self.steps == steps and
+            not self.built.spec.evaluation_hooks and
+            (not session_hooks or not self.used))
 
 
 class GraphEngine(engine_lib.Engine):
@@ -343,15 +379,44 @@ class GraphEngine(engine_lib.Engine):
             self._config.eval_distribute, for_training=False))
     return data, built
 
+  def _eval_graph(self, input_fn: Callable, steps: Optional[int], *,
+                  of_checkpoint: bool,
+                  session_hooks: Sequence[Any]) -> _EvalGraph:
+    """The evaluation graph for `input_fn` and `steps`: for the evaluation
+    of a checkpoint (`of_checkpoint`), the one kept from the last when it
+    can run this one (`_EvalGraph.reusable`), else a new one, kept for the
+    next. Without a checkpoint the variables are initialized, and
+    warm-started into that graph only: it is built for that evaluation
+    alone."""
+    kept = getattr(self, '_kept_eval_graph', None)
+    if (of_checkpoint and kept is not None and
+        kept.reusable(input_fn, steps, session_hooks)):
+      return kept
+    graph = tf.Graph()
+    with graph.as_default(), compat.keras_names_per_graph():
+      self._seed()
+      data, built = self._build_eval(input_fn, steps)
+      saver, _ = self._saver(built.spec.scaffold)
+      final = {name: pair[0] for name, pair in built.metrics.items()}
+      final['global_step'] = built.global_step
+      eval_graph = _EvalGraph(
+          input_fn=input_fn, steps=steps, graph=graph, data=data,
+          built=built, saver=saver,
+          update=tf.group(*[pair[1] for pair in built.metrics.values()]),
+          final=final)
+    if of_checkpoint:
+      self._kept_eval_graph = eval_graph
+    return eval_graph
+
   def check_evaluation(self, input_fn: Callable, *,
                        steps: Optional[int] = None,
                        name: Optional[str] = None) -> None:
-    """See `Estimator.check_evaluation`."""
+    """See `Estimator.check_evaluation`. The graph built is kept for the
+    evaluations that follow (of checkpoints training writes next)."""
     del name
     check_positive_count('evaluate: steps', steps,
                          phrase='Must specify steps > 0', maximum=MAX_INT32)
-    with tf.Graph().as_default(), compat.keras_names_per_graph():
-      self._build_eval(input_fn, steps)
+    self._eval_graph(input_fn, steps, of_checkpoint=True, session_hooks=())
 
   def evaluate(self, input_fn: Callable, *, steps: Optional[int] = None,
                hooks: Sequence[Any] = (),
@@ -363,28 +428,27 @@ class GraphEngine(engine_lib.Engine):
     path = checkpoints.checkpoint_to_run(self.model_dir, checkpoint_path,
                                          to='evaluate')
     _, session_hooks = engine_lib.split_hooks(hooks)
-    with tf.Graph().as_default(), compat.keras_names_per_graph():
-      self._seed()
-      data, built = self._build_eval(input_fn, steps)
-      saver, _ = self._saver(built.spec.scaffold)
+    evaluation = self._eval_graph(input_fn, steps,
+                                  of_checkpoint=path is not None,
+                                  session_hooks=session_hooks)
+    built = evaluation.built
+    with evaluation.graph.as_default():
       self._check_fits_or_warm_start(path, built.spec.scaffold)
-      update = tf.group(*[pair[1] for pair in built.metrics.values()])
-      final = {name: pair[0] for name, pair in built.metrics.items()}
-      final['global_step'] = built.global_step
-      final_hook = tf.compat.v1.train.FinalOpsHook(final)
-      all_hooks = ([session_loop.RunOnceHook(data.initializer)] +
+      final_hook = tf.compat.v1.train.FinalOpsHook(evaluation.final)
+      all_hooks = ([session_loop.RunOnceHook(evaluation.data.initializer)] +
                    session_hooks + built.spec.evaluation_hooks +
                    [final_hook])
       scaffold = tf.compat.v1.train.Scaffold(
-          saver=saver, copy_from_scaffold=built.spec.scaffold)
+          saver=evaluation.saver, copy_from_scaffold=built.spec.scaffold)
       creator = tf.compat.v1.train.ChiefSessionCreator(
           scaffold=scaffold, config=self._session_config(),
           checkpoint_filename_with_path=path)
       ran = 0
+      evaluation.used = True
       with tf.compat.v1.train.MonitoredSession(
           session_creator=creator, hooks=all_hooks) as session:
         while not session.should_stop() and (steps is None or ran < steps):
-          session.run(update)
+          session.run(evaluation.update)
           ran += 1
     # A metric's value may be a structure of tensors (2.15 returned it as
     # the session gave it: nested tuples of values).
