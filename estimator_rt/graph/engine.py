@@ -92,6 +92,11 @@ class GraphEngine(engine_lib.Engine):
   `engine.Engine` (warm_start_from: the trainable variables, by name).
   """
 
+  def __init__(self, **kwargs):
+    super().__init__(**kwargs)
+    # The evaluation graph kept for the next evaluation (`_eval_graph`).
+    self._kept_eval_graph: Optional[_EvalGraph] = None
+
   def _refuse_unsupported(self) -> None:
     config = self._config
     refusals = (
@@ -388,7 +393,7 @@ class GraphEngine(engine_lib.Engine):
     next. Without a checkpoint the variables are initialized, and
     warm-started into that graph only: it is built for that evaluation
     alone."""
-    kept = getattr(self, '_kept_eval_graph', None)
+    kept = self._kept_eval_graph
     if (of_checkpoint and kept is not None and
         kept.reusable(input_fn, steps, session_hooks)):
       return kept
