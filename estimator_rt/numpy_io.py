@@ -23,6 +23,11 @@ def _check_shuffle(shuffle) -> None:
         'tf.estimator.')
 
 
+# Arrays larger than this, in all, are not made graph constants (see
+# `_gathered_in_python`).
+LARGEST_GRAPH_CONSTANT_BYTES = 16 << 20
+
+
 def _dataset(columns: 'collections.OrderedDict', *, batch_size: int,
              num_epochs: Optional[int], shuffle: bool,
              queue_capacity: int) -> tf.data.Dataset:
@@ -31,13 +36,56 @@ def _dataset(columns: 'collections.OrderedDict', *, batch_size: int,
     raise UserInputError(
         f'numpy_input_fn: the arrays of x and y differ in length: {lengths}; '
         'every element of x and y must have the same length.')
-  dataset = tf.data.Dataset.from_tensor_slices(dict(columns))
+  if _gathered_in_python(columns):
+    dataset = tf.data.Dataset.range(next(iter(lengths.values())))
+  else:
+    dataset = tf.data.Dataset.from_tensor_slices(dict(columns))
   if shuffle:
     dataset = dataset.shuffle(queue_capacity)
   dataset = dataset.repeat(num_epochs)
   # tf.estimator dequeued whole batches when the data repeats forever, and
   # up to a batch (a smaller last one) when it ends.
-  return dataset.batch(batch_size, drop_remainder=num_epochs is None)
+  dataset = dataset.batch(batch_size, drop_remainder=num_epochs is None)
+  if _gathered_in_python(columns):
+    dataset = dataset.map(_gather(columns))
+  return dataset
+
+
+def _gathered_in_python(columns: 'collections.OrderedDict') -> bool:
+  """Whether the batches are read from the arrays by NumPy, a batch of
+  example indices at a time, rather than sliced from graph constants: in a
+  graph (the graph engine), for numeric arrays of more than
+  LARGEST_GRAPH_CONSTANT_BYTES. `from_tensor_slices` would put the arrays
+  into the GraphDef, which every session made on the graph copies and
+  TensorFlow's graph optimizer rewrites (an MNIST-sized train_and_evaluate
+  spent most of its time there, with checkpoints and evaluations at every
+  step). tf.estimator fed them from Python through a queue. In eager
+  execution the arrays are copied into tensors once."""
+  return (not tf.executing_eagerly() and
+          all(array.dtype.kind in 'biuf' for array in columns.values()) and
+          sum(array.nbytes for array in columns.values()) >
+          LARGEST_GRAPH_CONSTANT_BYTES)
+
+
+def _gather(columns: 'collections.OrderedDict') -> Callable:
+  """Maps a batch of example indices to the batch dict of `columns`' rows
+  (the elements `from_tensor_slices(columns)` batched would give)."""
+  keys = list(columns)
+
+  def rows(indices):
+    return [columns[key][indices] for key in keys]
+
+  def gather(indices):
+    values = tf.numpy_function(
+        rows, [indices], [tf.as_dtype(columns[key].dtype) for key in keys],
+        stateful=False)
+    batch = {}
+    for key, value in zip(keys, values):
+      value.set_shape(indices.shape.concatenate(columns[key].shape[1:]))
+      batch[key] = value
+    return batch
+
+  return gather
 
 
 def _split(keys_x, target, x_is_array: bool):
