@@ -202,6 +202,35 @@ def test_an_unused_legacy_optimizer_is_used_as_given():
     assert len(calls) == 2 and calls[1] is not given
 
 
+def test_a_legacy_optimizer_with_a_decayed_learning_rate_tensor_trains():
+  """TensorFlow's canned-estimator migration guide gives a Keras legacy Ftrl
+  with `learning_rate=tf.compat.v1.train.exponential_decay(...)` of the
+  global step, a tensor of the graph being built. The optimizer trains in
+  that graph as given (its settings are not read by running the tensor
+  before the variables exist), decaying with the step; a second graph is
+  refused in one line saying to pass a function, as the guide does."""
+  import tf_keras  # pylint: disable=g-import-not-at-top
+  with tf.Graph().as_default():
+    step = tf.compat.v1.train.get_or_create_global_step()
+    given = tf_keras.optimizers.legacy.Ftrl(
+        l1_regularization_strength=0.001,
+        learning_rate=tf.compat.v1.train.exponential_decay(
+            learning_rate=0.1, global_step=step, decay_steps=1,
+            decay_rate=0.5))
+    train_op = _train_op_on(given)
+    with tf.compat.v1.Session() as session:
+      session.run(tf.compat.v1.global_variables_initializer())
+      session.run(train_op)
+      assert session.run(step) == 1
+      assert session.run(given._get_hyper('learning_rate')) == (  # pylint: disable=protected-access
+          pytest.approx(0.05))
+  with tf.Graph().as_default():
+    tf.compat.v1.train.get_or_create_global_step()
+    with pytest.raises(errors.UserInputError,
+                       match=r'pass a function that returns the optimizer'):
+      _train_op_on(given)
+
+
 def test_get_variable_value_takes_a_tensor_name(tmp_path):
   import estimator_rt  # pylint: disable=g-import-not-at-top
   estimator = estimator_rt.LinearRegressor(

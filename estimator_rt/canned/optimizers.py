@@ -87,19 +87,37 @@ def _is_unbuilt(opt: Any) -> bool:
           not getattr(opt, '_weights', None))
 
 
+def _graph_config(opt: Any) -> Optional[dict]:
+  """`opt.get_config()`, or None when a hyperparameter is a tensor (as
+  `learning_rate=tf.compat.v1.train.exponential_decay(...)` is in a graph):
+  get_config would run it, and its value belongs to that graph alone."""
+  if any(tf.is_tensor(value) for value in
+         getattr(opt, '_hyper', {}).values()):
+    return None
+  return opt.get_config()
+
+
 def _for_this_graph(opt: Any):
   """`opt` itself the first time a graph is built with it (2.15 trained
   the user's object), a copy from its settings before that use after."""
   try:
-    config = _USED.get(opt)
+    used = opt in _USED
   except TypeError:  # Not weakly referable: always a copy.
     return type(opt).from_config(opt.get_config())
-  if config is not None:
+  if used:
+    config = _USED[opt]
+    if config is None:
+      raise UserInputError(
+          f'optimizer {opt!r} has a hyperparameter that is a tensor of the '
+          'graph it first trained in (such as learning_rate='
+          'tf.compat.v1.train.exponential_decay(...)), and a new graph '
+          'needs its own: pass a function that returns the optimizer '
+          '(optimizer=lambda: ...), as tf.estimator\'s examples did.')
     return type(opt).from_config(config)
   if not _is_unbuilt(opt):
     # Built by the user's own code: its variables belong elsewhere.
     return type(opt).from_config(opt.get_config())
-  _USED[opt] = opt.get_config()
+  _USED[opt] = _graph_config(opt)
   return opt
 
 
