@@ -18,9 +18,13 @@ of their URLs) and the Iris CSVs (`tf.keras.utils.get_file`).
 
 Each program runs in a fresh process on each side: with `.venv-tf215`'s
 Python (tf.estimator 2.15) and with `--compat_python -m estimator_rt.compat`
-(the environment must have pandas, which estimator_rt does not need: the
-project's `.venv` leaves it out, see the README). The weights start unseeded
-in most programs, so the sides' metrics agree in kind, not to the digit.
+(the environment must have pandas 2, which estimator_rt does not need: the
+project's `.venv` leaves it out, see the README; under pandas 3 the
+canned-estimator guide's `df['sex'].replace(..., inplace=True)` changes
+nothing, and its model then fails on string features on both sides). The
+weights start unseeded in most programs, so the sides' metrics agree in
+kind, not to the digit. Last results: `public_programs.json` beside this
+script.
 """
 
 import argparse
