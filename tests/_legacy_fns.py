@@ -1,4 +1,5 @@
-"""A TF1-style model_fn and input_fn for the binary (graph engine) tests."""
+"""TF1-style model_fns and input_fns for the graph engine's tests: the binary's
+(by file path) and tf.estimator 2.15's construction and input conventions."""
 
 import numpy as np
 import tensorflow as tf
@@ -47,3 +48,17 @@ def linear_model_fn(features, labels, mode):
 def double_batch_input_fn():
   """input_fn's elements two by two: one worker's view of two workers."""
   return input_fn().unbatch().batch(64)
+
+
+def counting_model_fn(features, labels, mode):
+  """Counts the global step; the features and labels are recorded."""
+  counting_model_fn.seen = (features, labels, mode)
+  return estimator_rt.EstimatorSpec(
+      mode, loss=tf.constant(0.), predictions=tf.constant([[10.]]),
+      train_op=tf.compat.v1.assign_add(
+          tf.compat.v1.train.get_global_step(), 1))
+
+
+def constant_input_fn():
+  """Tensors, not a dataset: one batch of two examples."""
+  return {'x': tf.constant([[1.], [2.]])}, tf.constant([[1.], [0.]])

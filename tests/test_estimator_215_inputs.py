@@ -14,19 +14,10 @@ import tensorflow as tf
 
 import estimator_rt as ert
 
+from _legacy_fns import constant_input_fn as _constant_input_fn
+from _legacy_fns import counting_model_fn as _counting_model_fn
+
 tf1 = tf.compat.v1
-
-
-def _counting_model_fn(features, labels, mode):
-  """Counts the global step; the features and labels are recorded."""
-  _counting_model_fn.seen = (features, labels, mode)
-  return ert.EstimatorSpec(
-      mode, loss=tf.constant(0.), predictions=tf.constant([[10.]]),
-      train_op=tf1.assign_add(tf1.train.get_global_step(), 1))
-
-
-def _constant_input_fn():
-  return {'x': tf.constant([[1.], [2.]])}, tf.constant([[1.], [0.]])
 
 
 def test_a_spec_without_mode_is_the_called_modes(tmp_path):
