@@ -36,7 +36,8 @@ def _dataset(columns: 'collections.OrderedDict', *, batch_size: int,
     raise UserInputError(
         f'numpy_input_fn: the arrays of x and y differ in length: {lengths}; '
         'every element of x and y must have the same length.')
-  if _gathered_in_python(columns):
+  gathered = _gathered_in_python(columns)
+  if gathered:
     dataset = tf.data.Dataset.range(next(iter(lengths.values())))
   else:
     dataset = tf.data.Dataset.from_tensor_slices(dict(columns))
@@ -46,7 +47,7 @@ def _dataset(columns: 'collections.OrderedDict', *, batch_size: int,
   # tf.estimator dequeued whole batches when the data repeats forever, and
   # up to a batch (a smaller last one) when it ends.
   dataset = dataset.batch(batch_size, drop_remainder=num_epochs is None)
-  if _gathered_in_python(columns):
+  if gathered:
     dataset = dataset.map(_gather(columns))
   return dataset
 
