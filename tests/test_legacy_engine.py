@@ -236,6 +236,42 @@ def _input_fn():
   return tf.data.Dataset.from_tensor_slices((x, 2 * x)).repeat().batch(4)
 
 
+class _SessionConfigSeen(tf.compat.v1.train.SessionRunHook):
+
+  def __init__(self):
+    self.rewrite_options = None
+
+  def after_create_session(self, session, coord):
+    del coord
+    self.rewrite_options = session._config.graph_options.rewrite_options  # pylint: disable=protected-access
+
+
+def test_the_graph_engine_leaves_out_grappler_passes_and_users_options_win(
+    tmp_path):
+  """The training session runs one Grappler round without the memory,
+  layout and MLIR passes (engine._lean_grappler); the rewrite options of
+  RunConfig.session_config win over that, field by field."""
+  rewriter = tf.compat.v1.ConfigProto().graph_options.rewrite_options
+  seen = _SessionConfigSeen()
+  estimator_rt.Estimator(_tf1_model_fn, model_dir=str(tmp_path / 'a')).train(
+      _input_fn, max_steps=2, hooks=[seen])
+  assert seen.rewrite_options.meta_optimizer_iterations == rewriter.ONE
+  assert seen.rewrite_options.layout_optimizer == rewriter.OFF
+  assert seen.rewrite_options.memory_optimization == rewriter.NO_MEM_OPT
+  assert seen.rewrite_options.disable_tfg_optimizer
+  user = tf.compat.v1.ConfigProto()
+  user.graph_options.rewrite_options.meta_optimizer_iterations = rewriter.TWO
+  user.graph_options.rewrite_options.constant_folding = rewriter.OFF
+  seen = _SessionConfigSeen()
+  estimator_rt.Estimator(
+      _tf1_model_fn, model_dir=str(tmp_path / 'b'),
+      config=estimator_rt.RunConfig(session_config=user)).train(
+          _input_fn, max_steps=2, hooks=[seen])
+  assert seen.rewrite_options.meta_optimizer_iterations == rewriter.TWO
+  assert seen.rewrite_options.constant_folding == rewriter.OFF
+  assert seen.rewrite_options.layout_optimizer == rewriter.OFF
+
+
 def test_the_graph_engine_saves_summarizes_and_notifies_on_the_exact_step(
     tmp_path):
   """The shared training loop gives the graph engine what the eager one
