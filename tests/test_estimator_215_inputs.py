@@ -6,7 +6,6 @@ features or graph-only iterators, a NaN loss as 2.15's error, a metric of
 several tensors, and predict's warning about tensors that never end.
 """
 
-
 import numpy as np
 import pytest
 import tensorflow as tf

@@ -48,7 +48,7 @@ from estimator_rt.mode_keys import ModeKeys
 
 def _lean_grappler(options) -> None:
   """Leaves out the Grappler passes that cost a graph-engine session time
-  and change nothing on CPU.
+  and buy little on CPU.
 
   A session optimizes each distinct `session.run` signature once, and a
   `train()` call opens a session with about nine of them (restore, ready
