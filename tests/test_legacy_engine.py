@@ -248,8 +248,8 @@ class _SessionConfigSeen(tf.compat.v1.train.SessionRunHook):
 
 def test_the_graph_engine_leaves_out_grappler_passes_and_users_options_win(
     tmp_path):
-  """The training session runs one Grappler round without the memory,
-  layout and MLIR passes (engine._lean_grappler); the rewrite options of
+  """The training session runs one Grappler round without the memory and
+  layout optimizers (engine._lean_grappler); the rewrite options of
   RunConfig.session_config win over that, field by field."""
   rewriter = tf.compat.v1.ConfigProto().graph_options.rewrite_options
   seen = _SessionConfigSeen()
@@ -258,7 +258,6 @@ def test_the_graph_engine_leaves_out_grappler_passes_and_users_options_win(
   assert seen.rewrite_options.meta_optimizer_iterations == rewriter.ONE
   assert seen.rewrite_options.layout_optimizer == rewriter.OFF
   assert seen.rewrite_options.memory_optimization == rewriter.NO_MEM_OPT
-  assert seen.rewrite_options.disable_tfg_optimizer
   user = tf.compat.v1.ConfigProto()
   user.graph_options.rewrite_options.meta_optimizer_iterations = rewriter.TWO
   user.graph_options.rewrite_options.constant_folding = rewriter.OFF

@@ -47,30 +47,29 @@ from estimator_rt.mode_keys import ModeKeys
 
 
 def _lean_grappler(options) -> None:
-  """Leaves out the Grappler passes that cost a graph-engine session time
-  and buy little on CPU.
+  """Leaves out the Grappler work that costs a graph-engine session time
+  and buys little on CPU.
 
   A session optimizes each distinct `session.run` signature once, and a
   `train()` call opens a session with about nine of them (restore, ready
   checks, initializers, the loop, the save): with TensorFlow's defaults that
   was 0.45-0.6 s per call for a wide & deep model, 160 ms for its training
-  loop alone. Kept: pruning and the passes that rewrite kernels (remapper's
-  fusions, arithmetic, constant folding, dependency, function, loop).
-  Dropped: the second round of every pass (on that loop it merged 8 of 618
-  nodes), the memory optimizer (swapping and recomputation for
-  accelerators), the layout optimizer (GPU layouts) and the MLIR (tfg)
-  passes. Measured on that model: the session runs of a 10-step `train()`,
-  605-645 ms -> 340-400 ms; CPU per step of 4000-step calls, median of 9,
-  1.28 -> 1.06 ms (the step's kernels were not slower); the TF1-style MLP
-  benchmark (W2) unchanged within noise. RunConfig.session_config's
-  rewrite options win over these.
+  loop alone. Dropped: the second round of every pass (on that loop it
+  merged 8 of 618 nodes; on an MLP's loop, none), the memory optimizer
+  (swapping and recomputation for accelerators) and the layout optimizer
+  (GPU layouts). Kept: everything else, pruning, remapper's fusions,
+  arithmetic, constant folding, and the MLIR (tfg) passes, whose removal
+  made an MLP's step 3-7% slower. Measured on the wide & deep model: the
+  session runs of a 10-step `train()`, 605-645 ms -> 380-520 ms; CPU per
+  step of 4000-step calls, median of 9, 1.28 -> 1.07 ms; on the TF1-style
+  MLP (W2), CPU per step 53.1/55.4/51.5 -> 52.5/54.1/49.9 ms per 100 steps
+  in three alternated pairs. RunConfig.session_config's rewrite options win
+  over these.
   """
   rewriter = type(options)
   options.meta_optimizer_iterations = rewriter.ONE
   options.memory_optimization = rewriter.NO_MEM_OPT
   options.layout_optimizer = rewriter.OFF
-  if 'disable_tfg_optimizer' in rewriter.DESCRIPTOR.fields_by_name:
-    options.disable_tfg_optimizer = True
 
 
 @dataclasses.dataclass
@@ -141,7 +140,7 @@ class GraphEngine(engine_lib.Engine):
             '(graph engine). Turn it off.')
 
   def _session_config(self, placement=None) -> tf.compat.v1.ConfigProto:
-    """The placement's session config and the engine's Grappler passes
+    """The placement's session config and the engine's Grappler settings
     (`_lean_grappler`), with RunConfig.session_config's fields over them
     (the user's thread counts, GPU options, rewrite options ...)."""
     config = tf.compat.v1.ConfigProto()
