@@ -625,14 +625,13 @@ def test_process_killed_in_the_middle_of_a_save_resumes_cleanly(tmp_path,
       process.kill()
     process.communicate(timeout=60)
   assert killed_during_save, 'never saw a save in flight'
-  # The newest checkpoint that is whole: a kill can land after the save's
-  # .index is in place and before its data file is (the graph engine's
-  # sharded Saver merges its shards into place), which the resume sets
-  # aside and goes back past.
-  survivors = [step for step in checkpoint_steps(model_dir)
-               if checkpoints.problem_with(ckpt_path(model_dir, step)) is None]
-  assert len(survivors) >= 1, checkpoint_steps(model_dir)
-  newest = survivors[-1]
+  # The checkpoint the resume chooses (the runtime's own rule): a kill can
+  # land after the save's .index is in place and before its data file is
+  # (the graph engine's sharded Saver merges its shards into place), and
+  # the resume goes back past that one.
+  chosen = checkpoints.latest_checkpoint(model_dir)
+  assert chosen is not None, checkpoint_steps(model_dir)
+  newest = checkpoints.checkpoint_step(chosen)
   rerun = _run_big_model_training(module, model_dir, max_steps=newest + 2)
   try:
     _, stderr = rerun.communicate(timeout=180)
