@@ -18,6 +18,7 @@ from estimator_rt import log_handlers
 from estimator_rt import overrides
 from estimator_rt import preemption
 from estimator_rt import protected_methods
+from estimator_rt import session_threads
 from estimator_rt import summaries
 from estimator_rt import user_fns
 from estimator_rt import warm_starting
@@ -134,6 +135,9 @@ class Estimator(protected_methods.ProtectedMethods):
     # makes the config of its sessions itself (graph/engine.py).
     self._session_config = (self._config.session_config or
                             get_default_session_config())
+    # Before anything below runs an op: TensorFlow fixes its thread pools
+    # when its runtime starts.
+    session_threads.apply(self._config.session_config)
     self._device_fn = self._config.device_fn
     self._train_distribution = self._config.train_distribute
     self._eval_distribution = self._config.eval_distribute

@@ -413,3 +413,59 @@ def test_tf1_layers_right_after_import_estimator_rt(tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   assert 'dense [None, 2]' in result.stdout
   assert 'tf.keras keras' in result.stdout
+
+
+_SESSION_THREADS_PROGRAM = '''
+import sys
+import tensorflow as tf
+tf1 = tf.compat.v1
+if sys.argv[2] == 'eager_op_first':
+  print('eager', (tf.constant(1.0) + 1).numpy())
+
+def model_fn(features, labels, mode):
+  w = tf1.get_variable('w', [3, 1])
+  loss = tf.reduce_mean(tf.square(tf.matmul(features, w) - labels))
+  train_op = tf1.train.AdamOptimizer(0.1).minimize(
+      loss, global_step=tf1.train.get_global_step())
+  return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+def input_fn():
+  return tf.data.Dataset.from_tensors(
+      (tf.ones([4, 3]), tf.ones([4, 1]))).repeat()
+
+config = tf.estimator.RunConfig(session_config=tf1.ConfigProto(
+    intra_op_parallelism_threads=1, inter_op_parallelism_threads=2))
+estimator = tf.estimator.Estimator(model_fn, model_dir=sys.argv[1],
+                                   config=config)
+estimator.train(input_fn, max_steps=3)
+print('step', estimator.get_variable_value('global_step'),
+      'intra', tf.config.threading.get_intra_op_parallelism_threads(),
+      'inter', tf.config.threading.get_inter_op_parallelism_threads())
+'''
+
+
+@pytest.mark.parametrize('start', ['estimator_first', 'eager_op_first'])
+def test_session_config_thread_counts_size_the_process_pools(tmp_path, start):
+  """A RunConfig's session_config sizes TensorFlow's thread pools, as the
+  session tf.estimator 2.15 made with it did (the runtime starts the eager
+  context first, whose pools sessions then share, so the session's own
+  setting would be ignored). A program that ran an op before making the
+  Estimator gets one warning naming the fields, and trains on. In a fresh
+  process, as users run it."""
+  program = tmp_path / 'program.py'
+  program.write_text(_SESSION_THREADS_PROGRAM)
+  result = subprocess.run(
+      [sys.executable, '-m', 'estimator_rt.compat', str(program),
+       str(tmp_path / 'm'), start],
+      capture_output=True, text=True, timeout=180, cwd=REPO_ROOT,
+      env=dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2'))
+  assert result.returncode == 0, result.stderr[-3000:]
+  warnings = [line for line in result.stderr.splitlines()
+              if 'asks for intra_op_parallelism_threads=1, '
+                 'inter_op_parallelism_threads=2' in line]
+  if start == 'estimator_first':
+    assert 'step 3 intra 1 inter 2' in result.stdout
+    assert not warnings
+  else:
+    assert 'step 3 intra 0 inter 0' in result.stdout
+    assert len(warnings) == 1, result.stderr[-3000:]
