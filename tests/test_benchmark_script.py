@@ -171,3 +171,21 @@ def test_train_and_evaluate_summary_splits_off_the_imports(monkeypatch):
   assert summary['after_imports_ratio'] == pytest.approx(1.0 / 1.3)
   assert 'after imports' in report.format_train_and_evaluate(
       {'W1': summary})
+
+
+def test_intra_op_threads_reach_every_side(monkeypatch):
+  """`--intra_op_threads N` is passed to every side's child alike (the
+  bare loop, Keras fit, the runtime in either engine, tf.estimator 2.15),
+  and nothing is passed when it is 0 (TensorFlow's choice)."""
+  local_runs = _bench_module('local_runs', monkeypatch)
+  for side in ('bare', 'keras_fit', 'runtime', 'tf_estimator'):
+    for graph_engine in (False, True):
+      command = local_runs._command(  # pylint: disable=protected-access
+          side, 'W2', 200, jit_compile=False, graph_engine=graph_engine,
+          peer_data_dir='/tmp', intra_op_threads=1)
+      flag = command.index('--intra_op_threads')
+      assert command[flag + 1] == '1', (side, command)
+      default = local_runs._command(  # pylint: disable=protected-access
+          side, 'W2', 200, jit_compile=False, graph_engine=graph_engine,
+          peer_data_dir='/tmp')
+      assert '--intra_op_threads' not in default, (side, default)

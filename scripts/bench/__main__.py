@@ -254,6 +254,14 @@ def _parser() -> argparse.ArgumentParser:
                       + ', '.join(f'{k} {v}' for k, v in
                                   distributed.DEFAULT_STEPS.items())
                       + ')')
+  parser.add_argument('--intra_op_threads', type=int, default=0,
+                      help="every side's TensorFlow intra-op pool size "
+                      "(default 0: TensorFlow's choice); the estimator "
+                      'sides also ask for it in their session_config, as '
+                      'users do. With 1, the TF1-style W2 no longer pays '
+                      "TensorFlow 2.16+'s fused Adam kernel splitting small "
+                      'variables across the pool (README, "The two '
+                      'engines"); local comparison only')
   parser.add_argument('--json', action='store_true',
                       help='print one JSON object on stdout instead of the '
                       'table (progress still goes to stderr)')
@@ -269,6 +277,9 @@ def _local_steps(parser: argparse.ArgumentParser,
                  'pass --workloads W1,W2.')
   if args.rounds < 1:
     parser.error(f'--rounds={args.rounds} must be >= 1.')
+  if args.intra_op_threads < 0:
+    parser.error(f'--intra_op_threads={args.intra_op_threads} must be >= 0 '
+                 "(0: TensorFlow's choice).")
   steps = {w: args.steps.get(w, DEFAULT_STEPS[w]) for w in args.workloads}
   for workload, n in steps.items():
     if n < MIN_STEPS:
@@ -298,7 +309,8 @@ def _run_sides(args, steps: Dict[str, int], sides: List[str], *,
                            timeout_s=args.timeout, env=env,
                            jit_compile=args.jit_compile,
                            graph_engine=args.engine == 'graph',
-                           peer_data_dir=peer_data_dir)
+                           peer_data_dir=peer_data_dir,
+                           intra_op_threads=args.intra_op_threads)
         runs[workload][side].append(result)
         print(f'round {round_index + 1}/{args.rounds} {workload} {side:12s}: '
               f"{result['steps_per_sec']:9,.0f} steps/s, first step "
@@ -328,7 +340,8 @@ def _run_train_and_evaluate(args, *, env: Dict[str, str], peer_data_dir: str
       for side in order:
         result = run_train_and_evaluate_child(
             side, workload, timeout_s=args.timeout, env=env,
-            peer_data_dir=peer_data_dir)
+            peer_data_dir=peer_data_dir,
+            intra_op_threads=args.intra_op_threads)
         tae_runs[workload][side].append(result)
         print(f'round {round_index + 1}/{args.rounds} {workload} '
               f"{side:12s} train_and_evaluate: {result['wall_s']:.1f} s",

@@ -52,6 +52,9 @@ def main():
   parser.add_argument('--rounds', type=int, default=3)
   parser.add_argument('--workloads', default='C1,C2')
   parser.add_argument('--steps', type=int, default=None)
+  parser.add_argument('--intra_op_threads', type=int, default=0,
+                      help="both sides' TensorFlow intra-op pool size, in "
+                      "their session_config (0: TensorFlow's choice)")
   parser.add_argument('--user_prefetch', choices=('both', 'yes', 'no'),
                       default='both',
                       help="whether the train input_fn ends in the user's "
@@ -61,6 +64,8 @@ def main():
     if not os.path.exists(python):
       sys.exit(f'{python} is missing ({side} side); see this module.')
   steps = ['--steps', str(args.steps)] if args.steps else []
+  if args.intra_op_threads:
+    steps += ['--intra_op_threads', str(args.intra_op_threads)]
   prefetch = ['yes', 'no'] if args.user_prefetch == 'both' else [
       args.user_prefetch]
   for workload, user_prefetch in [(w, p) for w in args.workloads.split(',')

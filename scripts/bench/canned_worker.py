@@ -39,6 +39,8 @@ import json
 import tempfile
 import time
 
+from scripts.bench.protocol import apply_intra_op_threads
+
 EDUCATION = ('none', 'primary', 'secondary', 'bachelors', 'masters',
              'doctorate', 'vocational', 'other')
 
@@ -129,15 +131,25 @@ def main():
   parser.add_argument('--user_prefetch', choices=('yes', 'no'),
                       default='yes',
                       help='whether the train input_fn ends in .prefetch(2)')
+  parser.add_argument('--intra_op_threads', type=int, default=0,
+                      help="TensorFlow's intra-op pool size, asked for in "
+                      "the RunConfig's session_config (0: TensorFlow's "
+                      'choice)')
   args = parser.parse_args()
   user_prefetch = args.user_prefetch == 'yes'
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  # Before any op, on both sides alike (scripts.bench.protocol); the
+  # session_config below asks for it too, as users do.
+  apply_intra_op_threads(args.intra_op_threads)
+  session_config = (tf.compat.v1.ConfigProto(
+      intra_op_parallelism_threads=args.intra_op_threads)
+                    if args.intra_op_threads else None)
   if args.side == 'tf_estimator':
     est = tf.estimator
   else:
     import estimator_rt as est  # pylint: disable=g-import-not-at-top
   quiet = dict(tf_random_seed=1, save_summary_steps=1_000_000,
-               log_step_count_steps=1_000_000)
+               log_step_count_steps=1_000_000, session_config=session_config)
   config = est.RunConfig(save_checkpoints_steps=10 * args.steps, **quiet)
   with tempfile.TemporaryDirectory() as model_dir:
     estimator, train_input_fn, eval_input_fn = build(

@@ -45,17 +45,21 @@ def write_peer_data(workloads: List[str], directory: str, *,
 
 
 def _command(side: str, workload: str, steps: int, *, jit_compile: bool,
-             graph_engine: bool, peer_data_dir: Optional[str]) -> List[str]:
+             graph_engine: bool, peer_data_dir: Optional[str],
+             intra_op_threads: int = 0) -> List[str]:
+  # Every side alike (protocol.apply_intra_op_threads).
+  threads = (['--intra_op_threads', str(intra_op_threads)]
+             if intra_op_threads else [])
   if side == 'tf_estimator':
     # With the graph engine, both sides run the same TF1-style model_fn.
     return module_command('tf_estimator_worker', '--workload', workload,
                           '--steps', str(steps), '--data',
                           peer_data_path(workload, peer_data_dir),
                           *(['--tf1_model_fn'] if graph_engine else []),
-                          python=PEER_PYTHON)
+                          *threads, python=PEER_PYTHON)
   worker_side = 'graph' if (side == 'runtime' and graph_engine) else side
   command = module_command('worker', '--side', worker_side, '--workload',
-                           workload, '--steps', str(steps))
+                           workload, '--steps', str(steps), *threads)
   if jit_compile and side == 'runtime':
     command.append('--jit_compile')
   return command
@@ -96,13 +100,15 @@ def _run_process(command: List[str], label: str, *, timeout_s: float,
 
 def run_train_and_evaluate_child(side: str, workload: str, *,
                                  timeout_s: float, env: Dict[str, str],
-                                 peer_data_dir: Optional[str]) -> dict:
+                                 peer_data_dir: Optional[str],
+                                 intra_op_threads: int = 0) -> dict:
   """One local train_and_evaluate (TAE_STEPS steps, a checkpoint every
   TAE_CHECKPOINT_EVERY, TAE_EVAL_STEPS batches evaluated after each) by the
   runtime or tf.estimator in a fresh process; adds `wall_s`, from just
   before the process started until train_and_evaluate returned."""
   command = _command(side, workload, TAE_STEPS, jit_compile=False,
-                     graph_engine=False, peer_data_dir=peer_data_dir)
+                     graph_engine=False, peer_data_dir=peer_data_dir,
+                     intra_op_threads=intra_op_threads)
   command += ['--train_and_evaluate',
               f'{TAE_CHECKPOINT_EVERY},{TAE_EVAL_STEPS}']
   result, launched = _run_process(
@@ -116,7 +122,8 @@ def run_train_and_evaluate_child(side: str, workload: str, *,
 def run_child(side: str, workload: str, steps: int, *,
               timeout_s: float, env: Dict[str, str],
               jit_compile: bool = False, graph_engine: bool = False,
-              peer_data_dir: Optional[str] = None) -> dict:
+              peer_data_dir: Optional[str] = None,
+              intra_op_threads: int = 0) -> dict:
   """Runs one side of one workload in a fresh process; returns its result.
 
   Adds `first_step_s` (from just before the process was started to the end
@@ -128,7 +135,8 @@ def run_child(side: str, workload: str, steps: int, *,
       killed) or printed no result line.
   """
   command = _command(side, workload, steps, jit_compile=jit_compile,
-                     graph_engine=graph_engine, peer_data_dir=peer_data_dir)
+                     graph_engine=graph_engine, peer_data_dir=peer_data_dir,
+                     intra_op_threads=intra_op_threads)
   result, launched = _run_process(command, f'{side} {workload}',
                                   timeout_s=timeout_s, env=env)
   result['first_step_s'] = result['first_step_wall'] - launched

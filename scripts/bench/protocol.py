@@ -33,6 +33,20 @@ def add_run_flags(parser: argparse.ArgumentParser, workloads, *,
   parser.add_argument('--workload', choices=workloads, required=True)
   parser.add_argument('--steps', type=int, required=True,
                       help=f'{steps_help} (>= {MIN_STEPS})')
+  parser.add_argument('--intra_op_threads', type=int, default=0,
+                      help="TensorFlow's intra-op pool size for every side "
+                      "(0: TensorFlow's choice); see apply_intra_op_threads")
+
+
+def apply_intra_op_threads(count: int) -> None:
+  """Sizes this process's intra-op pool to `count` threads (0: TensorFlow's
+  choice), before any TensorFlow op runs, on every side alike: the
+  estimator sides also ask for it through their RunConfig's session_config,
+  as users do, but the graph side builds a Keras optimizer (whose settings
+  the TF1 model_fn mirrors) before its Estimator exists."""
+  if count:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    tf.config.threading.set_intra_op_parallelism_threads(count)
 
 
 def check_steps(parser: argparse.ArgumentParser,

@@ -38,6 +38,7 @@ import time
 
 from scripts.bench import tf1_model_fns
 from scripts.bench.protocol import add_run_flags
+from scripts.bench.protocol import apply_intra_op_threads
 from scripts.bench.protocol import check_steps
 from scripts.bench.protocol import exit_at_once
 from scripts.bench.protocol import STEPS_PER_LOOP
@@ -184,14 +185,21 @@ def _input_fn(x, y, meta):
 
 
 def _estimator(workload, meta, model_dir: str, *,
-               save_checkpoints_steps: int, tf1_model_fn: bool = False):
+               save_checkpoints_steps: int, tf1_model_fn: bool = False,
+               intra_op_threads: int = 0):
   """The workload's tf.estimator.Estimator, with the runtime side's
   summaries and step-rate/loss log lines every 100 steps; `tf1_model_fn`:
-  the model_fn the graph engine runs (`tf1_model_fns`), not MODEL_FNS'."""
+  the model_fn the graph engine runs (`tf1_model_fns`), not MODEL_FNS';
+  `intra_op_threads` (if not 0) in its session_config, as the runtime
+  side's."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  session_config = (tf.compat.v1.ConfigProto(
+      intra_op_parallelism_threads=intra_op_threads)
+                    if intra_op_threads else None)
   config = tf.estimator.RunConfig(
       model_dir=model_dir, save_checkpoints_steps=save_checkpoints_steps,
-      save_summary_steps=100, log_step_count_steps=100)
+      save_summary_steps=100, log_step_count_steps=100,
+      session_config=session_config)
   model_fn = (tf1_model_fns.make_model_fn(workload, tf.estimator.EstimatorSpec,
                                           meta['params'])
               if tf1_model_fn else MODEL_FNS[workload])
@@ -201,7 +209,7 @@ def _estimator(workload, meta, model_dir: str, *,
 
 
 def train(workload, steps, x, y, meta, record, *,
-          tf1_model_fn: bool = False) -> int:
+          tf1_model_fn: bool = False, intra_op_threads: int = 0) -> int:
   """Trains with tf.estimator; calls `record(global_step)` at boundaries.
 
   Returns:
@@ -245,7 +253,8 @@ def train(workload, steps, x, y, meta, record, *,
     # interval is past the run).
     estimator = _estimator(workload, meta, model_dir,
                            save_checkpoints_steps=10 * steps,
-                           tf1_model_fn=tf1_model_fn)
+                           tf1_model_fn=tf1_model_fn,
+                           intra_op_threads=intra_op_threads)
     estimator.train(_input_fn(x, y, meta), hooks=[BoundaryHook()],
                     max_steps=steps)
     return int(estimator.get_variable_value('global_step'))
@@ -292,6 +301,7 @@ def main(argv=None) -> int:
                  f'{tf1_model_fns.WORKLOADS} have.')
 
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  apply_intra_op_threads(args.intra_op_threads)
   # tf.estimator and tf.keras load on first use: load them now, so that
   # imports_done_wall covers the framework's imports as on the other sides
   # (TensorFlow, Keras and estimator_rt).
@@ -322,7 +332,8 @@ def main(argv=None) -> int:
       first_step_wall.append(time.time())
 
   final_step = train(args.workload, args.steps, x, y, meta, record,
-                     tf1_model_fn=args.tf1_model_fn)
+                     tf1_model_fn=args.tf1_model_fn,
+                     intra_op_threads=args.intra_op_threads)
   if not boundaries or args.steps != final_step or (
       args.steps != boundaries[-1][0]):
     raise RuntimeError(

@@ -53,6 +53,7 @@ from scripts.bench.loops import loop_sizes
 from scripts.bench.loops import LoopRecord
 from scripts.bench.loops import runtime_config
 from scripts.bench.protocol import add_run_flags
+from scripts.bench.protocol import apply_intra_op_threads
 from scripts.bench.protocol import check_steps
 from scripts.bench.protocol import exit_at_once
 from scripts.bench.protocol import STEPS_PER_LOOP
@@ -121,7 +122,8 @@ def run_keras_fit(workload: str, total_steps: int, record) -> None:
             callbacks=[_FitBoundaries(record)])
 
 
-def run_graph_engine(workload: str, total_steps: int, record) -> None:
+def run_graph_engine(workload: str, total_steps: int, record, *,
+                     intra_op_threads: int = 0) -> None:
   """The workload's TF1-style model_fn (`tf1_model_fns`) in the graph
   engine, with run_runtime's settings and loops (the in-graph loop: one
   session run per loop)."""
@@ -129,19 +131,22 @@ def run_graph_engine(workload: str, total_steps: int, record) -> None:
   with tempfile.TemporaryDirectory(prefix='bench_ert_graph_') as model_dir:
     estimator = ert.Estimator(
         tf1_model_fn(workload), model_dir=model_dir,
-        config=runtime_config(total_steps), params=dict(spec['params']))
+        config=runtime_config(total_steps,
+                              intra_op_threads=intra_op_threads),
+        params=dict(spec['params']))
     estimator.train(spec['input_fn'], max_steps=total_steps,
                     hooks=[BoundaryHook(record)])
 
 
 def run_runtime(workload: str, total_steps: int, record, *,
-                jit_compile: bool = False) -> None:
+                jit_compile: bool = False, intra_op_threads: int = 0) -> None:
   """Trains with `ert.Estimator.train` and `runtime_config`."""
   spec = WORKLOADS[workload]
   with tempfile.TemporaryDirectory(prefix='bench_ert_') as model_dir:
     estimator = ert.Estimator(
         spec['model_fn'], model_dir=model_dir,
-        config=runtime_config(total_steps, jit_compile=jit_compile),
+        config=runtime_config(total_steps, jit_compile=jit_compile,
+                              intra_op_threads=intra_op_threads),
         params=dict(spec['params']))
     estimator.train(spec['input_fn'], max_steps=total_steps,
                     hooks=[BoundaryHook(record)])
@@ -193,6 +198,7 @@ def main(argv=None) -> int:
                       'to this file (distorts the timings; for diagnosis)')
   args = parser.parse_args(argv)
   check_steps(parser, args)
+  apply_intra_op_threads(args.intra_op_threads)
 
   if args.train_and_evaluate:
     if args.side != 'runtime':
@@ -217,10 +223,14 @@ def main(argv=None) -> int:
   if args.side == 'graph' and args.workload not in tf1_model_fns.WORKLOADS:
     parser.error(f'--side=graph: no TF1-style model_fn for {args.workload}; '
                  f'there are {tf1_model_fns.WORKLOADS}.')
-  run = {'bare': run_bare, 'graph': run_graph_engine,
+  run = {'bare': run_bare,
+         'graph': functools.partial(run_graph_engine,
+                                    intra_op_threads=args.intra_op_threads),
          'keras_fit': run_keras_fit,
          'runtime': functools.partial(run_runtime,
-                                      jit_compile=args.jit_compile)}[args.side]
+                                      jit_compile=args.jit_compile,
+                                      intra_op_threads=args.intra_op_threads),
+         }[args.side]
   if args.profile:
     import cProfile  # pylint: disable=g-import-not-at-top
     profiler = cProfile.Profile()
