@@ -14,7 +14,6 @@ bind guard, print an error) before paying for it.
 """
 
 import importlib
-import sys
 
 # Public name -> the module that defines it.
 _EXPORTS = {
@@ -89,12 +88,10 @@ def __dir__():
   return sorted(set(globals()) | set(_EXPORTS) | set(_SUBMODULES))
 
 
-if 'tensorflow' in sys.modules:
-  # The user's module imported TensorFlow first: its TF1-style
-  # `tf.compat.v1.layers` are tf_keras' legacy layers from now on, as they
-  # are once an engine module loads (estimator_rt/graph/compat.py), not
-  # only after an estimator_rt name is first used. With TensorFlow not
-  # imported yet, that stays for then: importing it here would cost every
-  # `import estimator_rt` its import time.
-  importlib.import_module('estimator_rt.graph.compat'
-                          ).route_v1_layers_to_tf_keras()
+# TF1-style `tf.compat.v1.layers` are tf_keras' legacy layers from the
+# moment TensorFlow is imported, whichever of the two the program imported
+# first (estimator_rt/route_on_import.py), not only once an estimator_rt
+# name is used: with TensorFlow not imported yet, importing it here would
+# cost every `import estimator_rt` its import time.
+importlib.import_module('estimator_rt.route_on_import'
+                        ).route_when_tensorflow_loads()

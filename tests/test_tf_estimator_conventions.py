@@ -387,9 +387,14 @@ def test_numpy_input_fn_over_large_arrays_keeps_them_out_of_the_graph(
 
 
 _LAYERS_BEFORE_ANY_ESTIMATOR_NAME = '''
-import tensorflow as tf
+import sys
+if sys.argv[1] == 'tensorflow_first':
+  import tensorflow as tf
+  import estimator_rt  # Nothing of it used yet.
+else:
+  import estimator_rt  # Nothing of it used yet; TensorFlow not imported.
+  import tensorflow as tf
 tf1 = tf.compat.v1
-import estimator_rt  # Nothing of it used yet.
 
 with tf.Graph().as_default():
   x = tf1.placeholder(tf.float32, [None, 3])
@@ -398,16 +403,18 @@ print('tf.keras', tf.keras.layers.Dense.__module__.split('.')[0])
 '''
 
 
-def test_tf1_layers_right_after_import_estimator_rt(tmp_path):
-  """A module that imports TensorFlow, then estimator_rt, gets tf_keras'
-  legacy `tf.compat.v1.layers` at once, before any estimator_rt name is
-  used (they were Keras 3's, which refuses them, until then), and
-  `tf.keras` stays Keras 3. In a fresh process, as users run it."""
+@pytest.mark.parametrize('first', ['tensorflow_first', 'estimator_rt_first'])
+def test_tf1_layers_right_after_import_estimator_rt(tmp_path, first):
+  """A module that imports TensorFlow and estimator_rt, in either order,
+  gets tf_keras' legacy `tf.compat.v1.layers` at once, before any
+  estimator_rt name is used (they were Keras 3's, which refuses them, until
+  then), and `tf.keras` stays Keras 3. In a fresh process, as users run
+  it."""
   program = tmp_path / 'program.py'
   program.write_text(_LAYERS_BEFORE_ANY_ESTIMATOR_NAME)
   env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2')
   env.pop('TF_USE_LEGACY_KERAS', None)
-  result = subprocess.run([sys.executable, str(program)],
+  result = subprocess.run([sys.executable, str(program), first],
                           capture_output=True, text=True, timeout=120,
                           cwd=str(tmp_path), env=env)
   assert result.returncode == 0, result.stderr[-3000:]
