@@ -25,13 +25,19 @@ def run_python(args, *, timeout=180, env=None, cwd=None):
 
   Bounded by `timeout` seconds (the process is killed past it). The repo
   root is on PYTHONPATH so `estimator_rt`, `model_fns` and `input_fns`
-  import as in an installed checkout.
+  import as in an installed checkout. `env`: variables to set on top of
+  this process's environment; a value of None leaves that variable out
+  (a user's shell without it).
   """
   full_env = dict(os.environ)
   full_env['PYTHONPATH'] = REPO_ROOT + os.pathsep + full_env.get(
       'PYTHONPATH', '')
   full_env.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
-  full_env.update(env or {})
+  for name, value in (env or {}).items():
+    if value is None:
+      full_env.pop(name, None)
+    else:
+      full_env[name] = value
   return subprocess.run([sys.executable] + list(args), capture_output=True,
                         text=True, timeout=timeout, env=full_env,
                         cwd=cwd or REPO_ROOT, check=False)

@@ -24,6 +24,7 @@ import tensorflow as tf
 import estimator_rt
 import estimator_rt.compat
 from conftest import REPO_ROOT
+from conftest import run_python
 
 estimator_rt.compat.install()
 tf1 = tf.compat.v1
@@ -412,11 +413,9 @@ def test_tf1_layers_right_after_import_estimator_rt(tmp_path, first):
   it."""
   program = tmp_path / 'program.py'
   program.write_text(_LAYERS_BEFORE_ANY_ESTIMATOR_NAME)
-  env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2')
-  env.pop('TF_USE_LEGACY_KERAS', None)
-  result = subprocess.run([sys.executable, str(program), first],
-                          capture_output=True, text=True, timeout=120,
-                          cwd=str(tmp_path), env=env)
+  result = run_python([str(program), first], timeout=120, cwd=str(tmp_path),
+                      env={'TF_CPP_MIN_LOG_LEVEL': '2',
+                           'TF_USE_LEGACY_KERAS': None})
   assert result.returncode == 0, result.stderr[-3000:]
   assert 'dense [None, 2]' in result.stdout
   assert 'tf.keras keras' in result.stdout
@@ -461,11 +460,9 @@ def test_session_config_thread_counts_size_the_process_pools(tmp_path, start):
   process, as users run it."""
   program = tmp_path / 'program.py'
   program.write_text(_SESSION_THREADS_PROGRAM)
-  result = subprocess.run(
-      [sys.executable, '-m', 'estimator_rt.compat', str(program),
-       str(tmp_path / 'm'), start],
-      capture_output=True, text=True, timeout=180, cwd=REPO_ROOT,
-      env=dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2'))
+  result = run_python(
+      ['-m', 'estimator_rt.compat', str(program), str(tmp_path / 'm'), start],
+      env={'TF_CPP_MIN_LOG_LEVEL': '2'})
   assert result.returncode == 0, result.stderr[-3000:]
   warnings = [line for line in result.stderr.splitlines()
               if 'asks for intra_op_parallelism_threads=1, '
