@@ -90,12 +90,32 @@ def eval_input_fn(
                    seed_offset=10_000, repeat_default=False)
 
 
+def _standardized(low: float, high: float):
+  """A normalizer_fn to mean 0 and variance 1 for values uniform in
+  [low, high), the generator's ranges."""
+  mean, std = (low + high) / 2, (high - low) / 12 ** 0.5
+
+  def normalize(values):
+    return (values - mean) / std
+
+  return normalize
+
+
 def feature_columns():
   """The columns a wide & deep model uses on this data:
-  (wide columns, deep columns)."""
+  (wide columns, deep columns).
+
+  The deep side reads age and hours standardized, next to embeddings of
+  values near 1: raw (ages up to 80), the binary's wide & deep model ended
+  400 steps at eval AUC 0.48-0.66 on three seeds and 2,000 steps at
+  0.66-0.76; standardized, at 0.57-0.71 and 0.75-0.78. The wide side
+  buckets the raw age.
+  """
   fc = tf.feature_column
   age = fc.numeric_column('age')
-  hours = fc.numeric_column('hours')
+  hours = fc.numeric_column('hours',
+                            normalizer_fn=_standardized(10.0, 70.0))
+  deep_age = fc.numeric_column('age', normalizer_fn=_standardized(18.0, 80.0))
   education = fc.categorical_column_with_vocabulary_list('education',
                                                          EDUCATION)
   occupation = fc.categorical_column_with_hash_bucket('occupation', 50)
@@ -103,6 +123,6 @@ def feature_columns():
   age_buckets = fc.bucketized_column(age, [25, 35, 45, 55, 65])
   wide = [education, occupation, region, age_buckets,
           fc.crossed_column(['education', 'occupation'], 200)]
-  deep = [age, hours, fc.indicator_column(education),
+  deep = [deep_age, hours, fc.indicator_column(education),
           fc.embedding_column(occupation, 8), fc.embedding_column(region, 8)]
   return wide, deep
