@@ -98,6 +98,14 @@ flags.DEFINE_integer('num_cpu_devices', None,
                      'mirrored strategies get several replicas without a '
                      f'GPU (at most {MAX_CPU_DEVICES}).', lower_bound=1,
                      upper_bound=MAX_CPU_DEVICES)
+flags.DEFINE_integer('intra_op_threads', None,
+                     "Threads of TensorFlow's intra-op pool (one op's work "
+                     "split up; default: TensorFlow's choice). 1 speeds up "
+                     "small models with Adam on CPU (TensorFlow 2.16+'s "
+                     'kernel splits even small variables).', lower_bound=1)
+flags.DEFINE_integer('inter_op_threads', None,
+                     "Threads of TensorFlow's inter-op pool (ops run side by "
+                     "side; default: TensorFlow's choice).", lower_bound=1)
 flags.DEFINE_enum('auto_shard_policy', 'AUTO', ('AUTO', 'FILE', 'DATA', 'OFF'),
                   'How a globally batched dataset is sharded across workers.')
 flags.DEFINE_bool('checkpoint_input', False,
@@ -350,11 +358,19 @@ def _prepare_process(role):
   strategy for RunConfig (an object, or a name the Estimator resolves).
 
   It may relaunch the process under the bind guard (before TensorFlow is
-  imported), splits the CPU into logical devices, turns on op determinism,
-  and creates a multi_worker_mirrored strategy before any op runs.
+  imported), sizes TensorFlow's thread pools, splits the CPU into logical
+  devices, turns on op determinism, and creates a multi_worker_mirrored
+  strategy before any op runs.
   """
   _keep_server_to_its_address(role.task)
+  from estimator_rt import session_threads  # pylint: disable=g-import-not-at-top
   from estimator_rt import strategies  # pylint: disable=g-import-not-at-top
+  # Before any op runs (the strategy, the user's modules): TensorFlow fixes
+  # its pools when its runtime starts.
+  session_threads.size_pools(
+      {'intra_op_parallelism_threads': FLAGS.intra_op_threads,
+       'inter_op_parallelism_threads': FLAGS.inter_op_threads},
+      asked_by='--intra_op_threads/--inter_op_threads')
   if FLAGS.num_cpu_devices:
     strategies.configure_cpu_devices(FLAGS.num_cpu_devices)
   if FLAGS.deterministic_ops:

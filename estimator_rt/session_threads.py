@@ -24,12 +24,12 @@ import tensorflow as tf
 
 # The ConfigProto field, and the tf.config.threading setter that sizes the
 # same pool in the eager context.
-_POOLS = (
-    ('intra_op_parallelism_threads',
-     tf.config.threading.set_intra_op_parallelism_threads),
-    ('inter_op_parallelism_threads',
-     tf.config.threading.set_inter_op_parallelism_threads),
-)
+_SETTERS = {
+    'intra_op_parallelism_threads':
+        tf.config.threading.set_intra_op_parallelism_threads,
+    'inter_op_parallelism_threads':
+        tf.config.threading.set_inter_op_parallelism_threads,
+}
 
 
 def apply(session_config) -> None:
@@ -37,31 +37,42 @@ def apply(session_config) -> None:
 
   A field left at 0 (TensorFlow's choice) changes nothing. The first
   Estimator of a process to ask wins, as the first session did under
-  tf.estimator 2.15. Once TensorFlow's runtime has started with other
-  sizes, they can no longer change: this logs one warning naming the
-  fields, their values and what to do, and training goes on with the pools
-  as they are.
+  tf.estimator 2.15. See `size_pools` for a runtime already started.
 
   Args:
     session_config: a `tf.compat.v1.ConfigProto`, or None.
   """
-  if session_config is None:
-    return
+  if session_config is not None:
+    size_pools({field: getattr(session_config, field) for field in _SETTERS},
+               asked_by='RunConfig(session_config=...)')
+
+
+def size_pools(counts, *, asked_by: str) -> None:
+  """Sizes the pools to `counts` ({ConfigProto field: threads}; 0 or None:
+  TensorFlow's choice).
+
+  Once TensorFlow's runtime has started with other sizes, they can no
+  longer change: this logs one warning naming the fields, their values and
+  what to do, and training goes on with the pools as they are.
+
+  Args:
+    counts: threads per field of `_SETTERS`.
+    asked_by: who asked, for the warning (a flag, the RunConfig).
+  """
   refused = []
-  for field, setter in _POOLS:
-    wanted = getattr(session_config, field)
-    if wanted <= 0:
+  for field, wanted in counts.items():
+    if not wanted or wanted <= 0:
       continue
     try:
-      setter(wanted)
+      _SETTERS[field](wanted)
     except RuntimeError:  # TensorFlow's runtime started with other sizes.
       refused.append(f'{field}={wanted}')
   if refused:
     logging.warning(
-        'RunConfig(session_config=...) asks for %s, but TensorFlow\'s '
-        'runtime already started in this process with other thread pools, '
-        'which cannot change any more: training goes on with them. To have '
-        'it, construct the Estimator before running any TensorFlow op, or '
-        'call tf.config.threading.set_intra_op_parallelism_threads / '
+        '%s asks for %s, but TensorFlow\'s runtime already started in this '
+        'process with other thread pools, which cannot change any more: '
+        'training goes on with them. To have it, construct the Estimator '
+        'before running any TensorFlow op, or call '
+        'tf.config.threading.set_intra_op_parallelism_threads / '
         'set_inter_op_parallelism_threads at the start of the program.',
-        ', '.join(refused))
+        asked_by, ', '.join(refused))

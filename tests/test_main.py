@@ -31,6 +31,11 @@ USER_FNS = textwrap.dedent('''
       x, y = _data()
       return tf.data.Dataset.from_tensor_slices(({'x': x}, y)).batch(16)
 
+    def pools_input_fn(params):
+      print('pools', tf.config.threading.get_intra_op_parallelism_threads(),
+            tf.config.threading.get_inter_op_parallelism_threads())
+      return input_fn(params)
+
     def list_input_fn(params):
       return [1, 2, 3]
 
@@ -108,8 +113,17 @@ def test_train_then_evaluate_predict_and_export_modes(user_fns, tmp_path):
   common = [f'--model_fn={user_fns}:model_fn', f'--input_fn={user_fns}:input_fn',
             f'--eval_input_fn={user_fns}:eval_input_fn',
             f'--model_dir={model_dir}']
-  result = _binary(common + ['--mode=train', '--max_steps=40'])
+  # --intra_op_threads/--inter_op_threads size TensorFlow's pools before
+  # any op runs (the input_fn reports them).
+  result = _binary([f'--model_fn={user_fns}:model_fn',
+                    f'--input_fn={user_fns}:pools_input_fn',
+                    f'--eval_input_fn={user_fns}:eval_input_fn',
+                    f'--model_dir={model_dir}', '--mode=train',
+                    '--max_steps=40', '--intra_op_threads=1',
+                    '--inter_op_threads=2'])
   assert result.returncode == 0, result.stderr[-3000:]
+  assert 'pools 1 2' in result.stdout
+  assert 'asks for' not in result.stderr
   assert os.path.isfile(os.path.join(model_dir, 'model.ckpt-40.index'))
   result = _binary(common + ['--mode=evaluate'])
   assert result.returncode == 0, result.stderr[-3000:]
