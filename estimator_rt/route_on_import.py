@@ -20,6 +20,12 @@ import sys
 _WATCHED = 'tensorflow.python.util.lazy_loader'
 
 
+def _route() -> None:
+  # Imported only now: the routing module imports TensorFlow's.
+  importlib.import_module('estimator_rt.graph.compat'
+                          ).route_v1_layers_to_tf_keras()
+
+
 class _RouteWhenLoaded(importlib.abc.MetaPathFinder):
   """Finds nothing itself: lets the finders after it find `_WATCHED`, and
   routes the layers once that module has executed."""
@@ -40,8 +46,7 @@ class _RouteWhenLoaded(importlib.abc.MetaPathFinder):
     def exec_module(module):
       execute(module)
       self.remove()
-      importlib.import_module('estimator_rt.graph.compat'
-                              ).route_v1_layers_to_tf_keras()
+      _route()
 
     spec.loader.exec_module = exec_module
     return spec
@@ -55,8 +60,7 @@ def route_when_tensorflow_loads() -> None:
   """Routes the TF1-style layers now if TensorFlow is imported, else as
   soon as it is (idempotent)."""
   if _WATCHED in sys.modules:
-    importlib.import_module('estimator_rt.graph.compat'
-                            ).route_v1_layers_to_tf_keras()
+    _route()
     return
   if not any(isinstance(finder, _RouteWhenLoaded)
              for finder in sys.meta_path):

@@ -39,7 +39,9 @@ import json
 import tempfile
 import time
 
+from scripts.bench.protocol import add_intra_op_threads_flag
 from scripts.bench.protocol import apply_intra_op_threads
+from scripts.bench.protocol import intra_op_session_config
 
 EDUCATION = ('none', 'primary', 'secondary', 'bachelors', 'masters',
              'doctorate', 'vocational', 'other')
@@ -131,19 +133,14 @@ def main():
   parser.add_argument('--user_prefetch', choices=('yes', 'no'),
                       default='yes',
                       help='whether the train input_fn ends in .prefetch(2)')
-  parser.add_argument('--intra_op_threads', type=int, default=0,
-                      help="TensorFlow's intra-op pool size, asked for in "
-                      "the RunConfig's session_config (0: TensorFlow's "
-                      'choice)')
+  add_intra_op_threads_flag(parser)
   args = parser.parse_args()
   user_prefetch = args.user_prefetch == 'yes'
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   # Before any op, on both sides alike (scripts.bench.protocol); the
   # session_config below asks for it too, as users do.
   apply_intra_op_threads(args.intra_op_threads)
-  session_config = (tf.compat.v1.ConfigProto(
-      intra_op_parallelism_threads=args.intra_op_threads)
-                    if args.intra_op_threads else None)
+  session_config = intra_op_session_config(args.intra_op_threads)
   if args.side == 'tf_estimator':
     est = tf.estimator
   else:

@@ -5,9 +5,8 @@ amortizes per-call costs alike; the runtime side's settings.
 
 import time
 
-import tensorflow as tf
-
 import estimator_rt as ert
+from scripts.bench.protocol import intra_op_session_config
 from scripts.bench.protocol import STEPS_PER_LOOP
 from scripts.bench.protocol import steady_state
 
@@ -47,10 +46,9 @@ def runtime_config(total_steps: int, *, intra_op_threads: int = 0,
   every user gets them. `intra_op_threads` (if not 0) goes into its
   session_config, as a user asks for it; `settings`: further RunConfig
   arguments."""
-  if intra_op_threads:
-    settings['session_config'] = tf.compat.v1.ConfigProto(
-        intra_op_parallelism_threads=intra_op_threads)
   return ert.RunConfig(steps_per_loop=STEPS_PER_LOOP,
+                       session_config=intra_op_session_config(
+                           intra_op_threads),
                        save_checkpoints_steps=10 * total_steps,
                        log_step_count_steps=100, save_summary_steps=100,
                        **settings)

@@ -33,9 +33,25 @@ def add_run_flags(parser: argparse.ArgumentParser, workloads, *,
   parser.add_argument('--workload', choices=workloads, required=True)
   parser.add_argument('--steps', type=int, required=True,
                       help=f'{steps_help} (>= {MIN_STEPS})')
+  add_intra_op_threads_flag(parser)
+
+
+def add_intra_op_threads_flag(parser: argparse.ArgumentParser) -> None:
+  """Adds `--intra_op_threads` (see apply_intra_op_threads and
+  intra_op_session_config)."""
   parser.add_argument('--intra_op_threads', type=int, default=0,
                       help="TensorFlow's intra-op pool size for every side "
                       "(0: TensorFlow's choice); see apply_intra_op_threads")
+
+
+def intra_op_session_config(count: int):
+  """The `session_config` an estimator side asks for `count` intra-op
+  threads with, as a user writes it (None for 0: TensorFlow's choice);
+  under either TensorFlow version."""
+  if not count:
+    return None
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.compat.v1.ConfigProto(intra_op_parallelism_threads=count)
 
 
 def apply_intra_op_threads(count: int) -> None:

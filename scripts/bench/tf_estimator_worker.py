@@ -41,6 +41,7 @@ from scripts.bench.protocol import add_run_flags
 from scripts.bench.protocol import apply_intra_op_threads
 from scripts.bench.protocol import check_steps
 from scripts.bench.protocol import exit_at_once
+from scripts.bench.protocol import intra_op_session_config
 from scripts.bench.protocol import STEPS_PER_LOOP
 from scripts.bench.protocol import steady_state
 from scripts.bench.protocol import write_result
@@ -193,13 +194,10 @@ def _estimator(workload, meta, model_dir: str, *,
   `intra_op_threads` (if not 0) in its session_config, as the runtime
   side's."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  session_config = (tf.compat.v1.ConfigProto(
-      intra_op_parallelism_threads=intra_op_threads)
-                    if intra_op_threads else None)
   config = tf.estimator.RunConfig(
       model_dir=model_dir, save_checkpoints_steps=save_checkpoints_steps,
       save_summary_steps=100, log_step_count_steps=100,
-      session_config=session_config)
+      session_config=intra_op_session_config(intra_op_threads))
   model_fn = (tf1_model_fns.make_model_fn(workload, tf.estimator.EstimatorSpec,
                                           meta['params'])
               if tf1_model_fn else MODEL_FNS[workload])
