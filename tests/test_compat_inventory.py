@@ -87,16 +87,6 @@ NOT_SERVED_YET = {
         '_generate_input_map', '_get_saved_model_ckpt',
         '_validate_and_extract_outputs',
     },
-    'canned.timeseries.ar_model': {
-        'ARModel', 'LSTMPredictionModel',
-    },
-    'canned.timeseries.estimators': {
-        'LSTMAutoRegressor', 'TimeSeriesRegressor',
-    },
-    'canned.timeseries.saved_model_utils': {
-        '_canonicalize_numpy_data', '_colate_features_to_feeds_and_fetches',
-        'cold_start_filter', 'filter_continuation', 'predict_continuation',
-    },
     'early_stopping': {
         '_CheckForStoppingHook', '_EVENT_FILE_GLOB_PATTERN',
         '_MultiWorkerEarlyStoppingHook',
@@ -275,6 +265,10 @@ _LITERAL = re.compile(r"^(None|True|False|-?[0-9.e+-]+|'.*'|\".*\"|\(.*\)|"
 
 
 def _same_default(here, then):
+  if here is not None:
+    # A served module is the module of 2.15's path (finder.py): a default
+    # defined there (a class) names that path in 2.15's repr.
+    here = here.replace("'estimator_rt.compat.served.", f"'{PACKAGE}.")
   if here == then or then is None:
     return True
   return then == _SENTINEL and here is not None and not _LITERAL.match(here)
