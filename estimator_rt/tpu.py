@@ -484,9 +484,6 @@ class TPUEstimator(Estimator):
     self._use_tpu = bool(use_tpu)
     self._eval_on_tpu = bool(use_tpu and eval_on_tpu)
     self._export_to_tpu = bool(use_tpu and export_to_tpu)
-    self._batch_sizes = {ModeKeys.TRAIN: train_batch_size,
-                         ModeKeys.EVAL: eval_batch_size,
-                         ModeKeys.PREDICT: predict_batch_size}
     params = dict(params or {}, use_tpu=False)
     super().__init__(_as_estimator_spec(model_fn), model_dir=model_dir,
                      config=config, params=params,
@@ -506,19 +503,24 @@ class TPUEstimator(Estimator):
     then the refusal."""
     if input_fn is not None:
       tpu_system.check_against_local_tpus(self.config, mode,
-                                          self._batch_sizes[mode])
+                                          self._global_batch_size(mode))
       tpu_checks.check_program(self._user_model_fn, input_fn, mode,
                                self.params, self.config,
-                               self._batch_sizes[mode])
+                               self._global_batch_size(mode))
     _check_takes_params(self._user_model_fn)
     raise UserInputError(
         f'TPUEstimator(use_tpu=True).{what}: estimator_rt runs on CPUs and '
         'GPUs, not TPUs; pass use_tpu=False (the program then runs as '
         'tf.estimator ran it without a TPU).')
 
+  def _global_batch_size(self, mode: str) -> Optional[int]:
+    """The batch size the constructor was given for `mode`."""
+    with self._ctx.with_mode(mode) as ctx:
+      return ctx.global_batch_size
+
   def _check_batch_size_on_tpu(self, mode: str, name: str,
                                method: str) -> None:
-    if self._batch_sizes[mode] is None:
+    if self._global_batch_size(mode) is None:
       raise UserInputError(
           f'{name} in TPUEstimator constructor cannot be `None` if .{method} '
           'is running on TPU.')
@@ -528,7 +530,7 @@ class TPUEstimator(Estimator):
     """params['batch_size'] is the mode's batch size meanwhile (the params
     dict is the one the engines pass to the input_fn and the model_fn)."""
     previous = self._params.get('batch_size')
-    size = self._batch_sizes[mode]
+    size = self._global_batch_size(mode)
     if size is not None:
       self._params['batch_size'] = size
     try:
@@ -544,7 +546,7 @@ class TPUEstimator(Estimator):
     if self._use_tpu:
       _check_train_steps_on_tpu(steps, max_steps)
       self._refuse_tpu('train', ModeKeys.TRAIN, input_fn)
-    if self._batch_sizes[ModeKeys.TRAIN] is None:
+    if self._global_batch_size(ModeKeys.TRAIN) is None:
       raise UserInputError('TPUEstimator.train: train_batch_size is None; '
                            'give it to the constructor.')
     with self._batch_size_of(ModeKeys.TRAIN):
