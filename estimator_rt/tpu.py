@@ -19,7 +19,6 @@ import enum
 import re
 from typing import Callable, Optional
 
-from absl import logging
 import numpy as np
 import tensorflow as tf
 

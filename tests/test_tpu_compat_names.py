@@ -13,7 +13,6 @@ import inspect
 import json
 import signal
 
-import numpy as np
 import pytest
 import tensorflow as tf
 

@@ -37,14 +37,12 @@ from tensorflow.python.training import evaluation  # pylint: disable=g-direct-te
 
 from estimator_rt import export as export_lib
 from estimator_rt import tpu_context
-from estimator_rt import tpu_hooks
 from estimator_rt import tpu_inputs
 from estimator_rt import user_fns
 from estimator_rt.compat.served.tpu.iteration_count_estimator import IterationCountEstimator
 from estimator_rt.errors import UserInputError
 from estimator_rt.errors import UserTypeError
 from estimator_rt.mode_keys import ModeKeys
-from estimator_rt.spec import EstimatorSpec
 # pylint: disable=unused-import,g-bad-import-order
 from estimator_rt.tpu import _BATCH_SIZE_KEY
 from estimator_rt.tpu import _CTX_KEY
