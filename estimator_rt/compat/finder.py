@@ -52,6 +52,8 @@ _SERVED = 'estimator_rt.compat.served'
 REMOVED_TF_MODULES = {
     'tensorflow.python.distribute.estimator_training':
         'estimator_rt.compat.removed_tf.estimator_training',
+    'tensorflow.python.tpu.tpu_embedding':
+        'estimator_rt.compat.removed_tf.tpu_embedding',
 }
 
 # Module paths whose non-public names real code reads too, served by
