@@ -25,8 +25,8 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from estimator_rt import tf_errors
 from estimator_rt.errors import CheckpointSaveError
-from estimator_rt.errors import UnusableCheckpointsError
 from estimator_rt.errors import UserInputError
 
 CHECKPOINT_NAME = 'model.ckpt'
@@ -240,7 +240,7 @@ def choose_checkpoint(directory: Optional[str], *, what: str = 'model_dir'
       logging.warning('Skipping checkpoint %s: %s.', path, problem)
   if skipped:
     listed = '; '.join(f'{os.path.basename(p)}: {why}' for p, why in skipped)
-    raise UnusableCheckpointsError(
+    raise tf_errors.CheckpointDataLossError(
         f'{what} {directory!r} holds {len(skipped)} checkpoint(s) and none '
         f'can be used ({listed}). Nothing was written. Restore them from a '
         'backup, or move them away to start training from step 0.')
@@ -319,7 +319,7 @@ def resolve_checkpoint(path_or_dir: str, *, what: str) -> str:
         f'{path_or_dir}.index) nor a directory holding one.')
   problem = problem_with(path_or_dir)
   if problem is not None:
-    raise UnusableCheckpointsError(
+    raise tf_errors.CheckpointDataLossError(
         f'{what}={path_or_dir!r} cannot be used: {problem}. Name another '
         'checkpoint, or leave it out to use the newest usable one.')
   return path_or_dir
@@ -476,12 +476,12 @@ class CheckpointSaver:
       self._write_state_file(path, kept)
     except (tf.errors.OpError, OSError) as e:
       self._remove_partial(prefix)
-      raise CheckpointSaveError(
+      raise tf_errors.from_cause(CheckpointSaveError, (
           f'Could not save checkpoint {os.path.basename(prefix)} in '
           f'{self._directory!r}: {_one_line(e)}. The checkpoints saved '
           f'before are intact (newest: step {self._last_saved_step}); fix '
           'the disk space or permissions and run the same command again to '
-          'resume from it.') from e
+          'resume from it.'), e) from e
     _checked.pop(path, None)
     self._last_save_time = time.time()
     self._last_saved_step = step

@@ -33,6 +33,7 @@ from estimator_rt import per_loop_hooks
 from estimator_rt import summaries
 from estimator_rt import user_fns
 from estimator_rt.errors import check_positive_count
+from estimator_rt import tf_errors
 from estimator_rt.errors import IncompatibleCheckpointError
 from estimator_rt.errors import MAX_INT32
 from estimator_rt.errors import UserInputError
@@ -348,9 +349,9 @@ class GraphEngine(engine_lib.Engine):
     if missing:
       present = sorted(tf.train.load_checkpoint(
           checkpoint_path).get_variable_to_shape_map())
-      raise IncompatibleCheckpointError(
-          f'model_dir {self.model_dir!r}: checkpoint {checkpoint_path} has no '
-          f'variable(s) {missing[:5]}{" ..." if len(missing) > 5 else ""} that '
+      raise tf_errors.CheckpointMissingVariableError(
+          f'{tf_errors.MISSING_FROM_CHECKPOINT}: model_dir {self.model_dir!r}: '
+          f'checkpoint {checkpoint_path} has no variable(s) {missing[:5]}{" ..." if len(missing) > 5 else ""} that '
           f'model_fn {user_fns.fn_name(self._model_fn)} creates (it has '
           f'{present[:8]}{" ..." if len(present) > 8 else ""}). It belongs to '
           'another model: use a new model_dir. Nothing was written.')

@@ -141,13 +141,24 @@ def repeats_forever(data: GraphInput) -> Optional[bool]:
 
 def has_dataset_or_queue_runner(features: Any) -> bool:
   """Whether tensors the input_fn returned come from a dataset's iterator
-  (`get_next()`) or a queue: only then does predicting on them end
-  (tf.estimator 2.15's check, on the top-level tensors)."""
-  if any(isinstance(t, tf.Tensor) and t.op.type == 'IteratorGetNext'
-         for t in tf.nest.flatten(features)):
+  (`get_next()`) or a queue: only then does predicting on them end.
+  tf.estimator 2.15 looked at the top-level tensors only; here the ops they
+  are computed from count too (an input_fn that reshapes what an iterator,
+  or numpy_input_fn's input_fn, gave it)."""
+  if bool(tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)):
     return True
-  return bool(tf.compat.v1.get_collection(
-      tf.compat.v1.GraphKeys.QUEUE_RUNNERS))
+  pending = [t.op for t in tf.nest.flatten(features)
+             if isinstance(t, tf.Tensor) and hasattr(t, 'op')]
+  seen = set()
+  while pending:
+    op = pending.pop()
+    if op.type == 'IteratorGetNext':
+      return True
+    if op.name in seen:
+      continue
+    seen.add(op.name)
+    pending.extend(t.op for t in op.inputs)
+  return False
 
 
 @dataclasses.dataclass

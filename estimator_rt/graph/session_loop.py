@@ -30,6 +30,7 @@ from tensorflow.python.training import monitored_session  # pylint: disable=g-di
 
 from estimator_rt import server as server_lib
 from estimator_rt import summaries
+from estimator_rt import tf_errors
 from estimator_rt.errors import TaskLostError
 
 SessionRunHook = tf.compat.v1.train.SessionRunHook
@@ -161,11 +162,11 @@ class SessionLoop:
       yield self
     except _PEER_ERRORS as e:
       server_lib.abandon(self._session)
-      raise TaskLostError(
+      raise tf_errors.from_cause(TaskLostError, (
           f'A step failed because a task of the cluster is gone ('
           f'{type(e).__name__}: {e.message.splitlines()[0]}); the last '
           'checkpoint in model_dir is kept: restart the cluster to resume '
-          'from it.') from e
+          'from it.'), e) from e
     except BaseException:
       self._close_within(sys.exc_info())
       raise
