@@ -143,13 +143,13 @@ def estimator_spec(*, head, features, mode, labels, logits,
         parts, per_replica_loss(loss, loss_reduction), v1=v1,
         update_ops=update_ops)
 
-  with _model_name_scope(v1.model_scope if v1 is not None else ''):
+  with model_name_scope(v1.model_scope if v1 is not None else ''):
     return head.create_estimator_spec(
         features=features, mode=mode, labels=labels, logits=logits,
         train_op_fn=train_op_fn if mode == ModeKeys.TRAIN else None)
 
 
-def _model_name_scope(model_scope: str):
+def model_name_scope(model_scope: str):
   """Re-enters the name scope `model_scope` of the current one (where the
   model's layers made their ops), or stays where it is for ''. (A plain
   name_scope(model_scope) would open a new `<model_scope>_1`.)"""

@@ -229,6 +229,13 @@ def create_estimator_spec_train_op(
           raise UserInputError(
               'train_op_fn and optimizer cannot both be set: give one.')
         optimizer = graph_optimizer(optimizer)
+        if not metrics_lib.in_graph_engine():
+          # Before get_updates touches the optimizer (a library's keeps
+          # state it makes on first use, which would hold eager tensors).
+          raise GraphModelFnError(
+              f'create_estimator_spec_train_op: optimizer={optimizer!r} is a '
+              'Keras 2 optimizer, whose get_updates builds a graph.',
+              reason='its head trains with a Keras 2 optimizer (get_updates)')
         validate_trainable_variables(trainable_variables)
         if loss_reduction == SUM_OVER_BATCH_SIZE:
           replicas = tf.distribute.get_strategy().num_replicas_in_sync
@@ -615,7 +622,18 @@ class SingleHead(Head):
     In a graph, EVAL's `eval_metric_ops` are `(value, update_op)` pairs
     (2.15's EstimatorSpec made them so of the metric objects); in the eager
     engine, Keras metric objects.
+
+    A subclass that overrides `_create_tpu_estimator_spec` and not this
+    method (a library's head built on 2.15's, which routed every call
+    through it) gets that method's TPUEstimatorSpec as an EstimatorSpec.
     """
+    if (type(self)._create_tpu_estimator_spec is not
+        SingleHead._create_tpu_estimator_spec):
+      return Head.create_estimator_spec(
+          self, features=features, mode=mode, logits=logits, labels=labels,
+          optimizer=optimizer, trainable_variables=trainable_variables,
+          train_op_fn=train_op_fn, update_ops=update_ops,
+          regularization_losses=regularization_losses)
     with tf.name_scope(self._name or 'head'):
       predictions = self.predictions(logits)
       if mode == ModeKeys.PREDICT:
