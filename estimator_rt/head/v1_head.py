@@ -395,10 +395,25 @@ class MeanSquaredErrorHead(_V1Behaviour, regression_head.RegressionHead,
             'unreduced_loss': loss_spec.unreduced_loss}
 
 
+def _check_factory_reduction(loss_reduction) -> None:
+  """2.15's factories refused NONE as well (the classes take it: a
+  subclass may reduce the per-example losses itself).
+
+  Raises:
+    UserInputError: (a ValueError) NONE or not a v1 reduction.
+  """
+  check_v1_reduction(loss_reduction)
+  if loss_reduction == tf.compat.v1.losses.Reduction.NONE:
+    raise UserInputError(
+        f'Invalid loss_reduction: {loss_reduction}. (A head made by this '
+        'function reduces the loss to a scalar.)')
+
+
 def binary_logistic_head(weight_column=None, thresholds=None,
                          label_vocabulary=None, loss_reduction=V1_SUM,
                          loss_fn=None, name=None) -> BinaryLogisticHead:
   """2.15's `_binary_logistic_head_with_sigmoid_cross_entropy_loss`."""
+  _check_factory_reduction(loss_reduction)
   return BinaryLogisticHead(
       weight_column=weight_column, thresholds=thresholds,
       label_vocabulary=label_vocabulary, loss_reduction=loss_reduction,
@@ -409,6 +424,7 @@ def multi_class_head(n_classes, weight_column=None, label_vocabulary=None,
                      loss_reduction=V1_SUM, loss_fn=None,
                      name=None) -> MultiClassSoftmaxHead:
   """2.15's `_multi_class_head_with_softmax_cross_entropy_loss`."""
+  _check_factory_reduction(loss_reduction)
   return MultiClassSoftmaxHead(
       n_classes, weight_column=weight_column,
       label_vocabulary=label_vocabulary, loss_reduction=loss_reduction,
@@ -419,6 +435,7 @@ def regression_head(weight_column=None, label_dimension=1,
                     loss_reduction=V1_SUM, loss_fn=None, inverse_link_fn=None,
                     name=None) -> MeanSquaredErrorHead:
   """2.15's `_regression_head`."""
+  _check_factory_reduction(loss_reduction)
   return MeanSquaredErrorHead(
       label_dimension=label_dimension, weight_column=weight_column,
       loss_reduction=loss_reduction, loss_fn=loss_fn,
