@@ -246,3 +246,7 @@ def test_head_utils_test_helpers_check_a_spec():
     with tf.compat.v1.Session().as_default():
       head_utils._initialize_variables(_Case(), tf.compat.v1.train.Scaffold())
   assert head_utils._DEFAULT_SERVING_KEY == 'serving_default'
+
+
+def test_saved_model_estimator_helpers_read_a_signature_as_2_15s():
+  assert cases.saved_model_helpers() == REFERENCE['saved_model_helpers']

@@ -217,7 +217,54 @@ def dnn_linear_combined_model_fn():
       REGRESSION_LABELS, fix_variables=True)
 
 
+def saved_model_helpers():
+  """saved_model_estimator's helpers on a hand-made EVAL signature: the
+  input map's keys, the metrics and predictions read from its outputs, and
+  the first line of each refusal."""
+  # pylint: disable=g-import-not-at-top,protected-access
+  from tensorflow_estimator.python.estimator.canned import saved_model_estimator as sme
+  # pylint: enable=g-import-not-at-top
+  with tf.Graph().as_default():
+    x = tf.compat.v1.placeholder(tf.float32, [None, 1], name='x')
+    y = tf.compat.v1.placeholder(tf.int64, [None, 1], name='y')
+    signature = tf.compat.v1.saved_model.signature_def_utils.build_signature_def(
+        inputs={'x': tf.compat.v1.saved_model.utils.build_tensor_info(x),
+                'label': tf.compat.v1.saved_model.utils.build_tensor_info(y)},
+        outputs={}, method_name='tensorflow/supervised/eval')
+    features = tf.zeros([2, 1])
+    labels = tf.zeros([2, 1], tf.int64)
+    mapping = sme._generate_input_map(signature, {'x': features}, labels)
+    refusals = []
+    for bad in ({'x': tf.zeros([2, 1], tf.int32)}, {'z': features}):
+      try:
+        sme._generate_input_map(signature, bad, labels)
+      except ValueError as e:
+        refusals.append(str(e).split('\n')[0][:40])
+    value, update, loss, prediction = (tf.constant(float(i))
+                                       for i in range(4))
+    outputs = {'metrics/auc/a/value': value, 'metrics/auc/a/update_op': update,
+               'metrics/lonely/value': value, 'loss': loss,
+               'predictions/p': prediction, 'other': prediction}
+    extracted = sme._validate_and_extract_outputs(
+        'eval', outputs, 'tensorflow/supervised/eval')
+    try:
+      sme._validate_and_extract_outputs('train', outputs,
+                                        'tensorflow/supervised/eval')
+    except RuntimeError as e:
+      refusals.append(str(e).split('\n')[0])
+    return {'input_map': sorted(mapping),
+            'mapped_features': mapping['x'] is features,
+            'loss_is_loss': extracted[0] is loss,
+            'predictions': sorted(extracted[1]),
+            'metrics': {k: [v[0] is value, v[1] is update]
+                        for k, v in extracted[2].items()},
+            'predict': sorted(sme._validate_and_extract_outputs(
+                'infer', outputs, 'x')[1]),
+            'refusals': refusals}
+
+
 CASES = {f.__name__: f for f in (
+    saved_model_helpers,
     v1_head_eval, v1_head_none_reduction, v1_metric_helpers,
     linear_model_fn, linear_model_fn_v2, baseline_model_fn,
     baseline_model_fn_v2, dnn_model_fn, dnn_linear_combined_model_fn)}
