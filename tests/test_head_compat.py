@@ -156,8 +156,8 @@ def test_v1_head_subclass_without_a_spec_is_refused():
     def create_loss(self, features, mode, logits, labels):
       return None
 
-  with tf.Graph().as_default(), pytest.raises(
-      NotImplementedError, match='Subclasses of _Head must implement'):
+  with pytest.raises(NotImplementedError,
+                     match='Subclasses of _Head must implement'):
     Incomplete().create_estimator_spec(features={}, mode='eval', logits=None)
 
 

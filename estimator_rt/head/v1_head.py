@@ -124,12 +124,9 @@ class V1Head(abc.ABC):
     EstimatorSpec.
 
     Raises:
-      GraphModelFnError: called by the eager engine (a v1 head builds a
-        graph: see _require_graph).
       SubclassError: (a NotImplementedError) the head defines neither
         create_estimator_spec nor _create_tpu_estimator_spec.
     """
-    _require_graph(self)
     try:
       # Positionally, as 2.15 called it (overrides name them their way).
       tpu_spec = self._create_tpu_estimator_spec(
@@ -156,7 +153,7 @@ class V1Head(abc.ABC):
 
 
 def _require_graph(head) -> None:
-  """A v1 head builds a graph (tf.compat.v1 metrics, `optimizer.minimize`
+  """2.15's v1 heads build a graph (tf.compat.v1 metrics, `optimizer.minimize`
   of a loss tensor), as 2.15's only did: the eager engine's build call is
   sent to the graph engine here, before the head or its subclass touches
   anything (a library's optimizer keeps state it creates on first use, which
@@ -214,7 +211,19 @@ class _V1Behaviour:
     scales a mean loss for its replicas)."""
     return _as_reduction(self._loss_reduction)
 
-  create_estimator_spec = V1Head.create_estimator_spec
+  def create_estimator_spec(self, features, mode, logits, labels=None,
+                            optimizer=None, train_op_fn=None,
+                            regularization_losses=None):
+    """V1Head's (the head's `_create_tpu_estimator_spec` as an
+    EstimatorSpec), in a graph.
+
+    Raises:
+      GraphModelFnError: called by the eager engine (see _require_graph).
+    """
+    _require_graph(self)
+    return V1Head.create_estimator_spec(
+        self, features, mode, logits, labels=labels, optimizer=optimizer,
+        train_op_fn=train_op_fn, regularization_losses=regularization_losses)
 
   def create_loss(self, features, mode, logits, labels):
     """The LossSpec of 2.15's v1 heads: the training loss before

@@ -26,7 +26,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -52,7 +51,9 @@ LIBRARIES = {
 
 SIDES = {'here': os.path.join(REPO, '.venv', 'bin', 'python'),
          '2.15': os.path.join(REPO, '.venv-tf215', 'bin', 'python')}
-_OUTCOME = re.compile(r'^(PASSED|FAILED|ERROR|SKIPPED) (\S+?)(?: - (.*))?$')
+# pytest -rA's summary lines (a parametrized test's id may hold spaces).
+_OUTCOME = re.compile(r'^(PASSED|FAILED|ERROR|SKIPPED) (.+?)(?: - (.*))?$')
+_DURATION = re.compile(r' in ([0-9.]+)s')
 
 
 def _purelib(python: str) -> str:
@@ -96,21 +97,32 @@ def run_tests(side: str, library: str, python: str, work: str,
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
   if side == 'here':
     env['PYTHONPATH'] = REPO
-  started = time.time()
   done = subprocess.run(
       [python] + runner + ['-q', '-rA', '-p', 'no:cacheprovider',
                            f'--rootdir={rundir}', tests],
       capture_output=True, text=True, timeout=timeout, cwd=rundir, env=env)
-  with open(os.path.join(rundir, 'pytest.log'), 'w') as f:
+  log = os.path.join(rundir, 'pytest.log')
+  with open(log, 'w') as f:
     f.write(done.stdout + done.stderr)
-  results = {}
-  for line in done.stdout.splitlines():
+  return parse_log(log)
+
+
+def parse_log(log: str) -> dict:
+  """{'seconds': pytest's own duration, 'tests': {test id: {'outcome',
+  'reason'}}} of a pytest -rA log."""
+  results, seconds = {}, None
+  with open(log) as f:
+    lines = f.read().splitlines()
+  for line in lines:
     match = _OUTCOME.match(line)
     if match:
       outcome, test, reason = match.groups()
       results[test] = {'outcome': outcome.lower(),
                        'reason': (reason or '')[:200]}
-  return {'seconds': round(time.time() - started, 1), 'tests': results}
+    elif line.startswith('=') or re.match(r'^\d+ (passed|failed)', line):
+      duration = _DURATION.search(line)
+      seconds = float(duration.group(1)) if duration else seconds
+  return {'seconds': seconds, 'tests': results}
 
 
 def _versions(python: str) -> str:
@@ -166,6 +178,9 @@ def main():
                       help='where the scratch environments and runs go')
   parser.add_argument('--timeout', type=float, default=1800)
   parser.add_argument('--report-only', action='store_true')
+  parser.add_argument('--from-logs', action='store_true',
+                      help='read the last runs\' logs under --work again '
+                      'instead of running the tests')
   args = parser.parse_args()
   if not args.report_only:
     os.makedirs(RESULTS, exist_ok=True)
@@ -174,8 +189,13 @@ def main():
                 'date': datetime.date.today().isoformat()}
       for side in ('2.15', 'here'):
         python = scratch_env(side, library, args.work)
-        record[side] = run_tests(side, library, python, args.work,
-                                 args.timeout)
+        if args.from_logs:
+          record[side] = parse_log(os.path.join(
+              args.work, f'run-{library}-{side.replace(".", "")}',
+              'pytest.log'))
+        else:
+          record[side] = run_tests(side, library, python, args.work,
+                                   args.timeout)
         record[side]['versions'] = _versions(python)
         passed = sum(r['outcome'] == 'passed'
                      for r in record[side]['tests'].values())
