@@ -54,6 +54,8 @@ SIDES = {'here': os.path.join(REPO, '.venv', 'bin', 'python'),
 # pytest -rA's summary lines (a parametrized test's id may hold spaces).
 _OUTCOME = re.compile(r'^(PASSED|FAILED|ERROR|SKIPPED) (.+?)(?: - (.*))?$')
 _DURATION = re.compile(r' in ([0-9.]+)s')
+# pytest -rA's lines for skipped tests: a count, the skipping file, a reason.
+_SKIPPED = re.compile(r'^SKIPPED \[(\d+)\] \S+:\d+: (.*)$')
 
 
 def _purelib(python: str) -> str:
@@ -114,6 +116,12 @@ def parse_log(log: str) -> dict:
   with open(log) as f:
     lines = f.read().splitlines()
   for line in lines:
+    skipped = _SKIPPED.match(line)
+    if skipped:
+      count, reason = skipped.groups()
+      results[f'({count} skipped: {reason})'] = {'outcome': 'skipped',
+                                                 'reason': reason[:200]}
+      continue
     match = _OUTCOME.match(line)
     if match:
       outcome, test, reason = match.groups()
