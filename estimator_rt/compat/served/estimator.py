@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from estimator_rt import checkpoints
 from estimator_rt import estimator as estimator_lib
+from estimator_rt.canned import base as canned_base
 from estimator_rt import overrides
 from estimator_rt import summaries
 from estimator_rt import warm_starting
@@ -36,6 +37,9 @@ from estimator_rt.warm_starting import VocabInfo
 from estimator_rt.warm_starting import WarmStartSettings
 
 EstimatorV2 = Estimator
+
+# What libraries' canned estimators record their type in (2.15's gauge).
+_canned_estimator_api_gauge = canned_base.API_GAUGE
 
 # The arguments a model_fn may declare.
 _VALID_MODEL_FN_ARGS = model_fn_lib._VALID_MODEL_FN_ARGS  # pylint: disable=protected-access
