@@ -206,7 +206,10 @@ def problem_with(path: str) -> Optional[str]:
   if known is not None and known[0] == fingerprint:
     return known[1]
   problem = _find_problem(path)
-  _checked[path] = (fingerprint, problem)
+  if all(mtime for _, _, mtime in fingerprint):
+    # A filesystem that keeps no modification times (ram://) cannot tell a
+    # file rewritten at the same size: read it again at every look.
+    _checked[path] = (fingerprint, problem)
   return problem
 
 
@@ -344,7 +347,10 @@ def resolve_checkpoint(path_or_dir: str, *, what: str) -> str:
   Raises:
     UserInputError: nothing there is a checkpoint, or it cannot be used.
   """
-  if tf.io.gfile.isdir(path_or_dir):
+  # A prefix with an index is a checkpoint, whatever isdir says of it (ram://
+  # and object stores call any prefix of a file's name a directory).
+  if (not tf.io.gfile.exists(path_or_dir + '.index') and
+      tf.io.gfile.isdir(path_or_dir)):
     found = choose_checkpoint(path_or_dir, what=what).path
     if found is None:
       raise UserInputError(

@@ -395,7 +395,7 @@ class Engine(abc.ABC):
                          name: Optional[str],
                          checkpoint_path: Optional[str], steps_run: int,
                          hooks: Sequence[Any],
-                         graph: Optional[Callable[[], Tuple[bytes, bytes]]]
+                         graph: Optional[Callable[[], Tuple[bytes, Optional[bytes]]]]
                          = None) -> Dict[str, Any]:
     """What every evaluation ends with: its scalars written to
     model_dir/eval (or eval_<name>) at its global step (and `graph()`'s

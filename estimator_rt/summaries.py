@@ -88,15 +88,17 @@ class ScalarWriter:
         summary=tf.compat.v1.Summary.FromString(serialized))
     self._writer.write(event.SerializeToString())
 
-  def write_graph(self, graph_def: bytes, meta_graph_def: bytes) -> None:
+  def write_graph(self, graph_def: bytes,
+                  meta_graph_def: Optional[bytes] = None) -> None:
     """Appends a serialized GraphDef and MetaGraphDef (TensorBoard's Graphs
     tab shows the first), as tf.estimator's summary writer added them."""
     if self._writer is None:
       self._open()
-    for event in (tf.compat.v1.Event(wall_time=time.time(),
-                                     graph_def=graph_def),
-                  tf.compat.v1.Event(wall_time=time.time(),
-                                     meta_graph_def=meta_graph_def)):
+    events = [tf.compat.v1.Event(wall_time=time.time(), graph_def=graph_def)]
+    if meta_graph_def is not None:
+      events.append(tf.compat.v1.Event(wall_time=time.time(),
+                                       meta_graph_def=meta_graph_def))
+    for event in events:
       self._writer.write(event.SerializeToString())
 
   def write_session_log(self, status: str, step: int,
@@ -245,7 +247,7 @@ class _AppendingWriter:
     self._writer = None
 
   def write_summaries(self, serialized: Sequence[bytes], step: int,
-                      graph: Optional[Callable[[], Tuple[bytes, bytes]]]
+                      graph: Optional[Callable[[], Tuple[bytes, Optional[bytes]]]]
                       = None) -> None:
     if self._writer is not None and not tf.io.gfile.exists(self._writer.path):
       self._writer.close()
@@ -266,7 +268,7 @@ _APPENDING_LOCK = threading.Lock()
 
 
 def _append(logdir: str, serialized: Sequence[bytes], step: int,
-            graph: Optional[Callable[[], Tuple[bytes, bytes]]] = None
+            graph: Optional[Callable[[], Tuple[bytes, Optional[bytes]]]] = None
             ) -> None:
   """Appends the serialized Summaries at `step` to this process's event file
   of `logdir` (see _AppendingWriter); `graph` gives what a new file starts
@@ -299,7 +301,7 @@ def checkpoint_path_summary(checkpoint_path: str) -> bytes:
 def write_eval_results(model_dir: str, name: Optional[str],
                        results: Mapping[str, object],
                        checkpoint_path: Optional[str] = None,
-                       graph: Optional[Callable[[], Tuple[bytes, bytes]]]
+                       graph: Optional[Callable[[], Tuple[bytes, Optional[bytes]]]]
                        = None) -> None:
   """Writes an evaluation's results (all but 'global_step', see
   `write_dict`) to model_dir/eval (or eval_<name>) at its 'global_step',

@@ -28,6 +28,7 @@ import tensorflow as tf
 from estimator_rt import checkpoints
 from estimator_rt import controller
 from estimator_rt import engine as engine_lib
+from estimator_rt import graph_files
 from estimator_rt import inputs
 from estimator_rt import per_loop_hooks
 from estimator_rt import summaries
@@ -38,7 +39,6 @@ from estimator_rt.errors import MAX_INT32
 from estimator_rt.errors import UserInputError
 from estimator_rt.graph import between_graph
 from estimator_rt.graph import compat
-from estimator_rt.graph import graph_files
 from estimator_rt.graph import in_graph_loop
 from estimator_rt.graph import model as model_lib
 from estimator_rt.graph import placement as placement_lib

@@ -1,4 +1,5 @@
-"""The files tf.estimator 2.15 wrote about a training graph into model_dir.
+"""The files tf.estimator 2.15 wrote about a training graph into model_dir,
+for both engines.
 
 Once the training session existed (its graph final, SessionRunHooks' ops
 included), 2.15's CheckpointSaverHook wrote `graph.pbtxt` (the GraphDef as
@@ -23,6 +24,13 @@ names 2.15's graph had), reading the same variables and input: a program
 that feeds `features:0` and fetches `predictions:0` of a restored .meta,
 or freezes the graph at them, works as on 2.15's. The copy is never run in
 training; it only exists in the files.
+
+The eager engine's training graph is its compiled loop (a `tf.function`):
+it writes that graph to graph.pbtxt and to the event file, as Keras'
+TensorBoard callback shows a model's training function. Its checkpoints
+are object-based (`tf.train.Checkpoint`), restored by object, not by the
+names of a graph's variables, so it writes no .meta: no MetaGraphDef has a
+Saver that restores them (see the README's Differences).
 """
 
 import functools
@@ -127,13 +135,17 @@ class GraphFiles:
     saver: the Saver checkpoints are written with (its SaverDef goes into
       the MetaGraphDef), or None.
     loop_op: the in-graph loop's While op, or None (one step per run).
+    with_meta_graph: whether there is a MetaGraphDef to write (not for the
+      eager engine's compiled functions, see the module docstring).
   """
 
-  def __init__(self, *, graph: tf.Graph, saver: Optional[object],
-               loop_op: Optional[tf.Operation] = None):
+  def __init__(self, *, graph: tf.Graph, saver: Optional[object] = None,
+               loop_op: Optional[tf.Operation] = None,
+               with_meta_graph: bool = True):
     self._graph = graph
     self._saver = saver
     self._loop_op = loop_op
+    self._with_meta_graph = with_meta_graph
 
   @functools.cached_property
   def graph_def(self) -> graph_pb2.GraphDef:
@@ -157,10 +169,11 @@ class GraphFiles:
   def _meta_graph_bytes(self) -> bytes:
     return self.meta_graph_def.SerializeToString()
 
-  def for_events(self) -> Tuple[bytes, bytes]:
-    """(GraphDef, MetaGraphDef) serialized, for an event file
+  def for_events(self) -> Tuple[bytes, Optional[bytes]]:
+    """(GraphDef, MetaGraphDef or None) serialized, for an event file
     (`summaries.ScalarWriter.write_graph`)."""
-    return self.graph_def.SerializeToString(), self._meta_graph_bytes
+    return self.graph_def.SerializeToString(), (
+        self._meta_graph_bytes if self._with_meta_graph else None)
 
   def write_graph_file(self, directory: str) -> None:
     """Writes `<directory>/graph.pbtxt` (replacing it, atomically)."""
