@@ -54,6 +54,9 @@ class ScalarWriter:
     self._logdir = logdir
     self._writer = None
     self.path = None  # The event file, once created.
+    # The graph is written from a thread of its own while training runs
+    # (graph_files.written_in_background).
+    self._lock = threading.RLock()
 
   def _open(self):
     tf.io.gfile.makedirs(self._logdir)
@@ -66,40 +69,44 @@ class ScalarWriter:
     self._writer.write(header.SerializeToString())
 
   def write(self, scalars: Mapping[str, float], step: int) -> None:
-    if self._writer is None:
-      self._open()
-    values = [
-        tf.compat.v1.Summary.Value(
-            tag=name, metadata=_SCALAR_METADATA,
-            tensor=_float32_scalar(value))
-        for name, value in scalars.items()]
-    event = tf.compat.v1.Event(wall_time=time.time(), step=int(step),
-                               summary=tf.compat.v1.Summary(value=values))
-    self._writer.write(event.SerializeToString())
+    with self._lock:
+      if self._writer is None:
+        self._open()
+      values = [
+          tf.compat.v1.Summary.Value(
+              tag=name, metadata=_SCALAR_METADATA,
+              tensor=_float32_scalar(value))
+          for name, value in scalars.items()]
+      event = tf.compat.v1.Event(wall_time=time.time(), step=int(step),
+                                 summary=tf.compat.v1.Summary(value=values))
+      self._writer.write(event.SerializeToString())
 
   def write_summary(self, serialized: bytes, step: int) -> None:
     """Appends a serialized `Summary` (what a graph's `tf.compat.v1.summary`
     ops return) at `step`, in the same file as the scalars: one training
     event file per run, as TensorBoard reads best."""
-    if self._writer is None:
-      self._open()
-    event = tf.compat.v1.Event(
-        wall_time=time.time(), step=int(step),
-        summary=tf.compat.v1.Summary.FromString(serialized))
-    self._writer.write(event.SerializeToString())
+    with self._lock:
+      if self._writer is None:
+        self._open()
+      event = tf.compat.v1.Event(
+          wall_time=time.time(), step=int(step),
+          summary=tf.compat.v1.Summary.FromString(serialized))
+      self._writer.write(event.SerializeToString())
 
   def write_graph(self, graph_def: bytes,
                   meta_graph_def: Optional[bytes] = None) -> None:
     """Appends a serialized GraphDef and MetaGraphDef (TensorBoard's Graphs
     tab shows the first), as tf.estimator's summary writer added them."""
-    if self._writer is None:
-      self._open()
-    events = [tf.compat.v1.Event(wall_time=time.time(), graph_def=graph_def)]
-    if meta_graph_def is not None:
-      events.append(tf.compat.v1.Event(wall_time=time.time(),
-                                       meta_graph_def=meta_graph_def))
-    for event in events:
-      self._writer.write(event.SerializeToString())
+    with self._lock:
+      if self._writer is None:
+        self._open()
+      events = [tf.compat.v1.Event(wall_time=time.time(),
+                                   graph_def=graph_def)]
+      if meta_graph_def is not None:
+        events.append(tf.compat.v1.Event(wall_time=time.time(),
+                                         meta_graph_def=meta_graph_def))
+      for event in events:
+        self._writer.write(event.SerializeToString())
 
   def write_session_log(self, status: str, step: int,
                         checkpoint_path: str = '') -> None:
@@ -108,23 +115,26 @@ class ScalarWriter:
     checkpoint. TensorBoard, meeting START at step N, drops what the event
     files hold beyond N from an earlier run that ended without a
     checkpoint there (its summaries would be stale after the resume)."""
-    if self._writer is None:
-      self._open()
-    log = tf.compat.v1.SessionLog(
-        status=tf.compat.v1.SessionLog.SessionStatus.Value(status),
-        checkpoint_path=checkpoint_path)
-    event = tf.compat.v1.Event(wall_time=time.time(), step=int(step),
-                               session_log=log)
-    self._writer.write(event.SerializeToString())
+    with self._lock:
+      if self._writer is None:
+        self._open()
+      log = tf.compat.v1.SessionLog(
+          status=tf.compat.v1.SessionLog.SessionStatus.Value(status),
+          checkpoint_path=checkpoint_path)
+      event = tf.compat.v1.Event(wall_time=time.time(), step=int(step),
+                                 session_log=log)
+      self._writer.write(event.SerializeToString())
 
   def flush(self) -> None:
-    if self._writer is not None:
-      self._writer.flush()
+    with self._lock:
+      if self._writer is not None:
+        self._writer.flush()
 
   def close(self) -> None:
-    if self._writer is not None:
-      self._writer.close()
-      self._writer = None
+    with self._lock:
+      if self._writer is not None:
+        self._writer.close()
+        self._writer = None
 
 
 def _float32_scalar(value) -> tensor_pb2.TensorProto:

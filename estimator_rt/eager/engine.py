@@ -185,14 +185,16 @@ class EagerEngine(engine_lib.Engine):
     tf.estimator 2.15 wrote its training graph (graph_files.py). A loop
     that is not one tf.function (parameter-server training schedules
     several) writes none."""
-    if summary_writer is not None and isinstance(train_loop,
-                                                 loops.CompiledTrainLoop):
-      files = graph_files.GraphFiles(graph=train_loop.traced_graph(iterator),
-                                     with_meta_graph=False)
-      if self._config.checkpoint_save_graph_def:
-        files.write_graph_file(self.model_dir)
-      summary_writer.write_graph(*files.for_events())
-    yield
+    if summary_writer is None or not isinstance(train_loop,
+                                                loops.CompiledTrainLoop):
+      yield
+      return
+    files = graph_files.GraphFiles(graph=train_loop.traced_graph(iterator),
+                                   with_meta_graph=False)
+    with graph_files.written_in_background(
+        files, directory=self.model_dir, summary_writer=summary_writer,
+        graph_file=self._config.checkpoint_save_graph_def):
+      yield
 
   def _restore_for_training(self, model: EagerModel, latest: Optional[str],
                             input_iterator) -> None:

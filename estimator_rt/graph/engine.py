@@ -20,7 +20,8 @@ summaries under model_dir/eval.
 
 import contextlib
 import dataclasses
-from typing import Any, Callable, Dict, Iterator, Optional, Sequence
+from typing import (Any, Callable, ContextManager, Dict, Iterator, Optional,
+                    Sequence)
 
 from absl import logging
 import tensorflow as tf
@@ -252,23 +253,25 @@ class GraphEngine(engine_lib.Engine):
         asynchronous=placement.between_graph, hooks=runtime_hooks,
         session=lambda: self._training_session(
             graph, loop, placement, latest,
-            graph_written=lambda: self._write_graph_files(
+            graph_files_written=lambda: self._graph_files_written(
                 files, checkpoint_writer, summary_writer)))
 
-  def _write_graph_files(self, files: graph_files.GraphFiles,
-                         checkpoint_writer: session_loop.SaverWriter,
-                         summary_writer) -> None:
+  def _graph_files_written(self, files: graph_files.GraphFiles,
+                           checkpoint_writer: session_loop.SaverWriter,
+                           summary_writer) -> ContextManager:
     """What tf.estimator 2.15's CheckpointSaverHook wrote when the training
     session started, by the writer of model_dir only (`summary_writer` is
     None elsewhere): graph.pbtxt and a .meta beside every checkpoint
     (unless RunConfig.checkpoint_save_graph_def is False), and the graph in
-    the training event file (always)."""
+    the training event file (always); around training (see
+    graph_files.written_in_background)."""
     if summary_writer is None:
-      return
+      return contextlib.nullcontext()
     if self._config.checkpoint_save_graph_def:
-      files.write_graph_file(self.model_dir)
       checkpoint_writer.graph_files = files
-    summary_writer.write_graph(*files.for_events())
+    return graph_files.written_in_background(
+        files, directory=self.model_dir, summary_writer=summary_writer,
+        graph_file=self._config.checkpoint_save_graph_def)
 
   def _session_loop(self, built, data, placement, *, saver,
                     latest: Optional[str], session_hooks,
@@ -314,11 +317,11 @@ class GraphEngine(engine_lib.Engine):
   @contextlib.contextmanager
   def _training_session(self, graph: tf.Graph, loop: session_loop.SessionLoop,
                         placement, latest: Optional[str], *,
-                        graph_written: Callable[[], None]):
+                        graph_files_written: Callable[[], ContextManager]):
     """The graph as default and the training session open, around the
     controller's whole run (a Saver and the hooks need both).
-    `graph_written` writes the graph files once the session exists (the
-    graph is final then, as tf.estimator wrote them)."""
+    `graph_files_written` writes the graph files once the session exists
+    (the graph is final then, as tf.estimator wrote them)."""
     with graph.as_default():
       if placement.between_graph:
         between_graph.prepare(placement, self._config.task_info)
@@ -330,8 +333,8 @@ class GraphEngine(engine_lib.Engine):
             # the shared global step on already.
             logging.info('Restored %s (global step %d).', latest,
                          checkpoints.checkpoint_step(latest))
-          graph_written()
-          yield
+          with graph_files_written():
+            yield
       finally:
         tf.compat.v1.summary.FileWriterCache.clear()
 
