@@ -215,7 +215,6 @@ _NO_EFFECT = {
                                       'their own'),
     'keep_checkpoint_every_n_hours': (10000, 'keep_checkpoint_max decides '
                                       'which checkpoints stay'),
-    'checkpoint_save_graph_def': (True, 'no graph.pbtxt is written'),
 }
 _warned = set()
 
@@ -723,11 +722,15 @@ class RunConfig:
       (`tf.function(jit_compile=True)`); the loop around the steps, which
       reads the input, stays a plain compiled function. A model_fn using an
       op XLA cannot compile fails on the first step, naming the op.
+    checkpoint_save_graph_def: write graph.pbtxt when training starts and
+      a MetaGraphDef beside each checkpoint (`model.ckpt-<step>.meta`), as
+      tf.estimator 2.15 did (default True); see graph/graph_files.py. The
+      graph goes into the training event file either way.
     keep_checkpoint_every_n_hours, device_fn, protocol,
-      experimental_max_worker_delay_secs, session_creation_timeout_secs,
-      checkpoint_save_graph_def: tf.estimator 2.15's, validated as 2.15
-      validated them; they have no effect here, and a value other than the
-      default is named in one warning.
+      experimental_max_worker_delay_secs, session_creation_timeout_secs:
+      tf.estimator 2.15's, validated as 2.15 validated them; they have no
+      effect here, and a value other than the default is named in one
+      warning.
     engine: which engine runs the model_fn: 'auto' (the default: chosen
       by the rule in engine_choice.py, no setting needed), 'eager' (TF2
       model_fns, compiled loops) or 'graph' (TF1-style model_fns in a

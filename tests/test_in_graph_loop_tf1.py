@@ -91,7 +91,7 @@ def test_the_loop_computes_what_one_step_per_run_computes(tmp_path, caplog,
   np.testing.assert_allclose(loops.results[-1].loss, steps.results[-1].loss,
                              rtol=1e-5)
   assert checkpoint_steps(looped) == checkpoint_steps(stepped) == [
-      25, 50, end]
+      0, 25, 50, end]
   for step in (25, 50, end):
     ours = tf.train.load_checkpoint(ckpt_path(str(looped), step))
     theirs = tf.train.load_checkpoint(ckpt_path(str(stepped), step))

@@ -37,7 +37,7 @@ class _Contents:
 
 
 def _read(path: str) -> _Contents:
-  reader = tf.train.load_checkpoint(path)
+  reader = checkpoints.reader(path)
   shapes = reader.get_variable_to_shape_map()
   dtypes = reader.get_variable_to_dtype_map()
   return _Contents(reader=reader, shapes={

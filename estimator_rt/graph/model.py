@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from absl import logging
 import tensorflow as tf
 
+from estimator_rt import checkpoints
 from estimator_rt import input_overlap
 from estimator_rt import slice_batches
 from estimator_rt import inputs
@@ -365,7 +366,7 @@ def scaffold_saver(scaffold) -> Optional[tf.compat.v1.train.Saver]:
 def missing_from_checkpoint(checkpoint_path: str, saver_names: List[str]
                             ) -> List[str]:
   """The names in `saver_names` that checkpoint `checkpoint_path` lacks."""
-  present = set(tf.train.load_checkpoint(
+  present = set(checkpoints.reader(
       checkpoint_path).get_variable_to_shape_map())
   return [name for name in saver_names if name not in present]
 

@@ -59,16 +59,29 @@ class RunOnceHook(SessionRunHook):
 
 class SaverWriter:
   """Gives a name-based `Saver` the `write(prefix, options)` method
-  `checkpoints.CheckpointSaver` calls, on the training session."""
+  `checkpoints.CheckpointSaver` calls, on the training session.
+
+  Attributes:
+    graph_files: a `graph_files.TrainingGraph` whose MetaGraphDef each
+      checkpoint gets beside it (`<prefix>.meta`, as tf.estimator's Saver
+      wrote), or None for none. Set once the session exists.
+  """
 
   def __init__(self, saver: tf.compat.v1.train.Saver, loop: 'SessionLoop'):
     self._saver = saver
     self._loop = loop
+    self.graph_files = None
 
   def write(self, prefix: str, options=None) -> str:
     del options  # Written by this process's session, where it runs.
-    return self._saver.save(self._loop.raw_session, prefix,
+    # The Saver's own MetaGraphDef would be the graph as it runs, without
+    # the in-graph loop's step at top level (graph_files.py); and it would
+    # serialize the graph again at every save.
+    path = self._saver.save(self._loop.raw_session, prefix,
                             write_meta_graph=False, write_state=False)
+    if self.graph_files is not None:
+      self.graph_files.write_meta(path)
+    return path
 
 
 def _all_finite(variables: List[tf.Variable]) -> tf.Tensor:
