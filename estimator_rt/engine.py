@@ -394,12 +394,15 @@ class Engine(abc.ABC):
   def _finish_evaluation(self, results: Dict[str, Any], *,
                          name: Optional[str],
                          checkpoint_path: Optional[str], steps_run: int,
-                         hooks: Sequence[Any]) -> Dict[str, Any]:
+                         hooks: Sequence[Any],
+                         graph: Optional[Callable[[], Tuple[bytes, Optional[bytes]]]]
+                         = None) -> Dict[str, Any]:
     """What every evaluation ends with: its scalars written to
-    model_dir/eval (or eval_<name>) at its global step, the runtime hooks'
-    `end`, one log line. Returns `results`."""
+    model_dir/eval (or eval_<name>) at its global step (and `graph()`'s
+    serialized GraphDef and MetaGraphDef, see `summaries.write_eval_results`),
+    the runtime hooks' `end`, one log line. Returns `results`."""
     summaries.write_eval_results(self.model_dir, name, results,
-                                 checkpoint_path=checkpoint_path)
+                                 checkpoint_path=checkpoint_path, graph=graph)
     runtime_hooks, _ = split_hooks(hooks)
     for hook in runtime_hooks:
       hook.end(global_step=results['global_step'])

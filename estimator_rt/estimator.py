@@ -33,6 +33,7 @@ from estimator_rt.errors import shorten
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.run_config import get_default_session_config
+from estimator_rt.run_config import path_to_str
 from estimator_rt.run_config import RunConfig
 
 
@@ -45,6 +46,52 @@ def _whole_steps(value):
   if (isinstance(value, float) and math.isfinite(value) and value > 0):
     return math.ceil(value)
   return value
+
+
+def checked_config(config: Optional[RunConfig]) -> RunConfig:
+  """`config`, or a default RunConfig for None.
+
+  Raises:
+    UserInputError: it is not a RunConfig (2.15's ValueError and phrase).
+  """
+  config = RunConfig() if config is None else config
+  if not isinstance(config, RunConfig):
+    raise UserInputError(
+        'config must be an instance of `RunConfig`, but provided '
+        f'{shorten(config)}: give a tf.estimator.RunConfig '
+        '(estimator_rt.RunConfig), or None.')
+  return config
+
+
+def config_with_model_dir(config: RunConfig,
+                          model_dir: Optional[str]) -> RunConfig:
+  """`config` with the model_dir an Estimator writes: `model_dir` (a path
+  or PathLike; it must agree with `config.model_dir` if both are set), or
+  `config.model_dir`, or else a new temporary directory. An empty
+  model_dir is none, as in 2.15.
+
+  The temporary directory is made now, by tempfile.mkdtemp, as 2.15 did
+  (programs and 2.15's tests patch it to choose the directory); the
+  command line names its temporary model_dir itself, and creates it only
+  once the input is valid (main.py).
+
+  Raises:
+    UserInputError: `model_dir` and `config.model_dir` differ (2.15's
+      ValueError and phrase).
+  """
+  model_dir = path_to_str(model_dir)
+  if (model_dir and config.model_dir and
+      os.path.normpath(model_dir) != os.path.normpath(config.model_dir)):
+    raise UserInputError(
+        '`model_dir` are set both in constructor and `RunConfig`, but with '
+        f'different values: model_dir={model_dir!r}, config.model_dir='
+        f'{config.model_dir!r}; give one of them.')
+  model_dir = model_dir or config.model_dir
+  if not model_dir:
+    model_dir = tempfile.mkdtemp()
+    logging.warning('Using temporary folder as model directory: %s',
+                    model_dir)
+  return config.replace(model_dir=model_dir)
 
 
 class Estimator(protected_methods.ProtectedMethods):
@@ -98,33 +145,14 @@ class Estimator(protected_methods.ProtectedMethods):
     # phrases, which code matched. Called on the class, as 2.15 did, so
     # that a subclass's override of the check is what runs.
     self.__class__._assert_members_are_not_overridden(self)  # pylint: disable=protected-access
-    config = RunConfig() if config is None else config
-    if not isinstance(config, RunConfig):
-      raise UserInputError(
-          'config must be an instance of `RunConfig`, but provided '
-          f'{shorten(config)}: give a tf.estimator.RunConfig '
-          '(estimator_rt.RunConfig), or None.')
+    config = checked_config(config)
     self._model_fn = user_fns.check_model_fn(model_fn)
     user_fns.check_takes_params(model_fn, params)
-    if (model_dir and config.model_dir and
-        os.path.normpath(model_dir) != os.path.normpath(config.model_dir)):
-      raise UserInputError(
-          '`model_dir` are set both in constructor and `RunConfig`, but with '
-          f'different values: model_dir={model_dir!r}, config.model_dir='
-          f'{config.model_dir!r}; give one of them.')
-    # An empty model_dir is none, as in 2.15.
-    model_dir = model_dir or config.model_dir
-    self._temporary_model_dir = not model_dir
-    if not model_dir:
-      # Created now, by tempfile.mkdtemp, as 2.15 did (programs and 2.15's
-      # tests patch it to choose the directory). The command line names its
-      # temporary model_dir itself, and creates it only once the input is
-      # valid (main.py).
-      model_dir = tempfile.mkdtemp()
-      logging.warning('Using temporary folder as model directory: %s',
-                      model_dir)
+    self._temporary_model_dir = not (model_dir or config.model_dir)
+    config = config_with_model_dir(config, model_dir)
+    model_dir = config.model_dir
     checkpoints.ensure_writable_dir(model_dir)
-    self._config = config.replace(model_dir=model_dir)
+    self._config = config
     if params is not None and not isinstance(params, dict):
       raise UserInputError(f'params={params!r} must be a dict or None.')
     self._params = dict(params or {})

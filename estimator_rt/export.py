@@ -23,7 +23,7 @@ SINGLE_FEATURE_NAME = 'features'
 
 
 # What tf.estimator named a lone tensor given where a dict was expected.
-_SINGLE_NAMES = {
+SINGLE_NAMES = {
     'feature': 'feature',
     'label': 'label',
     'receiver_tensor': 'input',
@@ -43,7 +43,10 @@ def _is_labeled_tensor(value: Any) -> bool:
   return True
 
 
-def _check_tensor(tensor: Any, name: Any, what: str) -> None:
+def check_tensor(tensor: Any, name: Any, what: str) -> None:
+  """Raises UserInputError (tf.estimator's ValueError, with its words)
+  unless `tensor`, `name` of `what`, is a Tensor, SparseTensor or
+  RaggedTensor (or a LabeledTensor)."""
   if not isinstance(tensor, (tf.Tensor, tf.SparseTensor, tf.RaggedTensor)
                     ) and not _is_labeled_tensor(tensor):
     where = f' {name}' if name is not None else ''
@@ -52,10 +55,20 @@ def _check_tensor(tensor: Any, name: Any, what: str) -> None:
         f'{type(tensor).__name__}: {shorten(tensor)}.')
 
 
-def _wrapped_tensors(tensors: Any, what: str, *,
+def check_tensor_key(name: Any, what: str, *, allow_ints: bool = False) -> None:
+  """Raises UserInputError (tf.estimator's ValueError, with its words)
+  unless `name`, a key of `what` ('feature', 'receiver_tensor', ...), is a
+  string, or an int if `allow_ints`."""
+  if not isinstance(name, str) and not (allow_ints and isinstance(name, int)):
+    raise UserInputError(
+        f'{what} keys must be strings{" or ints" if allow_ints else ""}: '
+        f'{name!r}.')
+
+
+def wrapped_tensors(tensors: Any, what: str, *,
                      allow_int_keys: bool = False) -> Dict[Any, Any]:
   """`tensors` as a dict (a lone tensor named as tf.estimator named it,
-  `_SINGLE_NAMES`), each key a string (or an int if `allow_int_keys`) and
+  `SINGLE_NAMES`), each key a string (or an int if `allow_int_keys`) and
   each value a Tensor, SparseTensor or RaggedTensor.
 
   Raises:
@@ -65,14 +78,10 @@ def _wrapped_tensors(tensors: Any, what: str, *,
   if tensors is None:
     raise UserInputError(f'{what}s must be defined.')
   if not isinstance(tensors, Mapping):
-    tensors = {_SINGLE_NAMES[what]: tensors}
+    tensors = {SINGLE_NAMES[what]: tensors}
   for name, tensor in tensors.items():
-    if not isinstance(name, str) and not (
-        allow_int_keys and isinstance(name, int)):
-      raise UserInputError(
-          f'{what} keys must be strings{" or ints" if allow_int_keys else ""}'
-          f': {name!r}.')
-    _check_tensor(tensor, name, what)
+    check_tensor_key(name, what, allow_ints=allow_int_keys)
+    check_tensor(tensor, name, what)
   return dict(tensors)
 
 
@@ -127,14 +136,14 @@ class ServingInputReceiver:
             f'receiver_tensors={shorten(receiver_tensors)}.')
     else:
       features = self._checked_features(features)
-      receiver_tensors = _wrapped_tensors(receiver_tensors, 'receiver_tensor')
+      receiver_tensors = wrapped_tensors(receiver_tensors, 'receiver_tensor')
       if receiver_tensors_alternatives is not None:
         if not isinstance(receiver_tensors_alternatives, Mapping):
           raise UserInputError(
               'receiver_tensors_alternatives must be a dict: '
               f'{shorten(receiver_tensors_alternatives)}.')
         receiver_tensors_alternatives = {
-            name: _wrapped_tensors(group, 'receiver_tensors_alternative')
+            name: wrapped_tensors(group, 'receiver_tensors_alternative')
             for name, group in receiver_tensors_alternatives.items()}
     self.features = features
     self.receiver_tensors = receiver_tensors
@@ -145,7 +154,7 @@ class ServingInputReceiver:
 
   @staticmethod
   def _checked_features(features):
-    return _wrapped_tensors(features, 'feature', allow_int_keys=True)
+    return wrapped_tensors(features, 'feature', allow_int_keys=True)
 
   @property
   def is_graph_form(self) -> bool:
@@ -190,7 +199,7 @@ class TensorServingInputReceiver(ServingInputReceiver):
   def _checked_features(features):
     if features is None:
       raise UserInputError('features must be defined.')
-    _check_tensor(features, None, 'feature')
+    check_tensor(features, None, 'feature')
     return features
 
 
@@ -384,17 +393,19 @@ class SupervisedInputReceiver:
   """
 
   def __init__(self, features, labels, receiver_tensors):
-    _wrapped_tensors(features, 'feature', allow_int_keys=True)
-    _wrapped_tensors(labels, 'label', allow_int_keys=True)
+    wrapped_tensors(features, 'feature', allow_int_keys=True)
+    wrapped_tensors(labels, 'label', allow_int_keys=True)
     self.features = features
     self.labels = labels
-    self.receiver_tensors = _wrapped_tensors(receiver_tensors,
+    self.receiver_tensors = wrapped_tensors(receiver_tensors,
                                              'receiver_tensor')
     self.receiver_tensors_alternatives = None
 
 
-def _placeholder_like(tensor, default_batch_size: Optional[int], name: str):
-  # tf.estimator's rule: the first dimension is the batch.
+def placeholder_like(tensor, default_batch_size: Optional[int],
+                     name: Optional[str]):
+  """A placeholder of `tensor`'s dtype and shape, its first dimension (the
+  batch, tf.estimator's rule) `default_batch_size` (None: any)."""
   shape = tf.TensorShape([default_batch_size]).concatenate(
       tensor.shape[1:])
   return tf.compat.v1.placeholder(tensor.dtype, shape, name=name)
@@ -412,9 +423,9 @@ def build_raw_supervised_input_receiver_fn(
     UserInputError: (a ValueError) features and labels share a key.
   """
   feature_keys = (set(features) if isinstance(features, Mapping)
-                  else {_SINGLE_NAMES['receiver_tensor']})
+                  else {SINGLE_NAMES['receiver_tensor']})
   label_keys = (set(labels) if isinstance(labels, Mapping)
-                else {_SINGLE_NAMES['label']})
+                else {SINGLE_NAMES['label']})
   if feature_keys & label_keys:
     raise UserInputError(
         'Features and labels must have distinct keys. Found overlapping '
@@ -422,17 +433,17 @@ def build_raw_supervised_input_receiver_fn(
 
   def placeholders(value, single_name):
     if isinstance(value, Mapping):
-      made = {name: _placeholder_like(t, default_batch_size, name)
+      made = {name: placeholder_like(t, default_batch_size, name)
               for name, t in value.items()}
       return made, made
-    made = _placeholder_like(value, default_batch_size, single_name)
+    made = placeholder_like(value, default_batch_size, single_name)
     return made, {single_name: made}
 
   def receiver_fn():
     made_features, received = placeholders(
-        features, _SINGLE_NAMES['receiver_tensor'])
+        features, SINGLE_NAMES['receiver_tensor'])
     made_labels, received_labels = placeholders(labels,
-                                                _SINGLE_NAMES['label'])
+                                                SINGLE_NAMES['label'])
     receivers = dict(received)
     receivers.update(received_labels)
     return SupervisedInputReceiver(made_features, made_labels, receivers)

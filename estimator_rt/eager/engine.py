@@ -11,6 +11,7 @@ How the steps are distributed is the business of the `train_paths` object
 it picks.
 """
 
+import contextlib
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 
 from absl import logging
@@ -21,6 +22,7 @@ from estimator_rt import checkpoints
 from estimator_rt import cluster
 from estimator_rt import engine as engine_lib
 from estimator_rt import export as export_lib
+from estimator_rt import graph_files
 from estimator_rt import inputs
 from estimator_rt import strategies
 from estimator_rt import summaries
@@ -128,8 +130,9 @@ class EagerEngine(engine_lib.Engine):
   # -------------------------------------------------------------- train
   def _build_training(self, input_fn, *, latest, session_hooks,
                       summary_writer) -> engine_lib.TrainingSetup:
-    """See `engine.Engine._build_training`."""
-    del summary_writer  # The controller writes every training scalar.
+    """See `engine.Engine._build_training`. The controller writes every
+    training scalar; the compiled loop's graph goes to `summary_writer`
+    and graph.pbtxt once training starts (`_write_graph_files`)."""
     if self._config.checkpoint_input:
       self._check_input_checkpointing()
     path = self._path
@@ -166,8 +169,32 @@ class EagerEngine(engine_lib.Engine):
         global_step=lambda: int(model.global_step.numpy()),
         max_to_keep=self._config.keep_checkpoint_max,
         agree=path.agreement(), io_device=self._checkpoint_io_device,
-        # No session here: see eager/session_hooks.py.
+        # No SessionRunHook session here (see eager/session_hooks.py): what
+        # opens around training writes the graph files.
+        session=lambda: self._write_graph_files(train_loop, iterator,
+                                                summary_writer),
         hooks=session_hooks_lib.as_runtime_hooks(session_hooks))
+
+  @contextlib.contextmanager
+  def _write_graph_files(self, train_loop, iterator,
+                         summary_writer: Optional[summaries.ScalarWriter]):
+    """Once training starts, by the writer of model_dir (`summary_writer`
+    is None elsewhere): the compiled loop's graph to the training event
+    file (TensorBoard's Graphs tab) and, unless
+    RunConfig.checkpoint_save_graph_def is False, to graph.pbtxt, as
+    tf.estimator 2.15 wrote its training graph (graph_files.py). A loop
+    that is not one tf.function (parameter-server training schedules
+    several) writes none."""
+    if summary_writer is None or not isinstance(train_loop,
+                                                loops.CompiledTrainLoop):
+      yield
+      return
+    files = graph_files.GraphFiles(graph=train_loop.traced_graph(iterator),
+                                   with_meta_graph=False)
+    with graph_files.written_in_background(
+        files, directory=self.model_dir, summary_writer=summary_writer,
+        graph_file=self._config.checkpoint_save_graph_def):
+      yield
 
   def _restore_for_training(self, model: EagerModel, latest: Optional[str],
                             input_iterator) -> None:
@@ -260,9 +287,9 @@ class EagerEngine(engine_lib.Engine):
     graph = state.graph
     self._restore_or_initialize(graph, path)
     graph.reset_metrics()
-    loss_sum, count, steps_run, pair_values = state.loop(
-        iter(data.dataset),
-        tf.constant(steps or loops.UNTIL_END_OF_INPUT, tf.int32))
+    iterator = iter(data.dataset)
+    num_steps = tf.constant(steps or loops.UNTIL_END_OF_INPUT, tf.int32)
+    loss_sum, count, steps_run, pair_values = state.loop(iterator, num_steps)
     count = float(count)
     results = {'loss': float(loss_sum) / count if count else float('nan')}
     for metric_name, metric in graph.metrics.items():
@@ -270,8 +297,14 @@ class EagerEngine(engine_lib.Engine):
     for metric_name, value in zip(state.loop.pair_names, pair_values):
       results[metric_name] = summaries.python_value(value)
     results['global_step'] = int(graph.global_step.numpy())
+    # The graph of the compiled evaluation, for a new event file of the
+    # evaluation's directory (traced already: this only looks it up).
+    evaluation_graph = lambda: graph_files.GraphFiles(
+        graph=state.loop.traced_graph(iterator, num_steps),
+        with_meta_graph=False).for_events()
     return self._finish_evaluation(results, name=name, checkpoint_path=path,
-                                   steps_run=int(steps_run), hooks=hooks)
+                                   steps_run=int(steps_run), hooks=hooks,
+                                   graph=evaluation_graph)
 
   # ------------------------------------------------------------ predict
   def predict(self, input_fn: Callable, *,

@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from absl import logging
 import tensorflow as tf
 
+from estimator_rt import checkpoints
 from estimator_rt import input_overlap
 from estimator_rt import slice_batches
 from estimator_rt import inputs
@@ -152,13 +153,24 @@ def repeats_forever(data: GraphInput) -> Optional[bool]:
 
 def has_dataset_or_queue_runner(features: Any) -> bool:
   """Whether tensors the input_fn returned come from a dataset's iterator
-  (`get_next()`) or a queue: only then does predicting on them end
-  (tf.estimator 2.15's check, on the top-level tensors)."""
-  if any(isinstance(t, tf.Tensor) and t.op.type == 'IteratorGetNext'
-         for t in tf.nest.flatten(features)):
+  (`get_next()`) or a queue: only then does predicting on them end.
+  tf.estimator 2.15 looked at the top-level tensors only; here the ops they
+  are computed from count too (an input_fn that reshapes what an iterator,
+  or numpy_input_fn's input_fn, gave it)."""
+  if bool(tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)):
     return True
-  return bool(tf.compat.v1.get_collection(
-      tf.compat.v1.GraphKeys.QUEUE_RUNNERS))
+  pending = [t.op for t in tf.nest.flatten(features)
+             if isinstance(t, tf.Tensor) and hasattr(t, 'op')]
+  seen = set()
+  while pending:
+    op = pending.pop()
+    if op.type == 'IteratorGetNext':
+      return True
+    if op.name in seen:
+      continue
+    seen.add(op.name)
+    pending.extend(t.op for t in op.inputs)
+  return False
 
 
 @dataclasses.dataclass
@@ -387,7 +399,7 @@ def scaffold_saver(scaffold) -> Optional[tf.compat.v1.train.Saver]:
 def missing_from_checkpoint(checkpoint_path: str, saver_names: List[str]
                             ) -> List[str]:
   """The names in `saver_names` that checkpoint `checkpoint_path` lacks."""
-  present = set(tf.train.load_checkpoint(
+  present = set(checkpoints.reader(
       checkpoint_path).get_variable_to_shape_map())
   return [name for name in saver_names if name not in present]
 
