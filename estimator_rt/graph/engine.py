@@ -295,10 +295,7 @@ class GraphEngine(engine_lib.Engine):
           lambda vector: loop.run(agreed, {values: vector}),
           replicas=placement.replicas_in_sync)
     checkpoint_writer = session_loop.SaverWriter(saver, loop)
-    files = graph_files.GraphFiles(
-        graph=graph, saver=saver,
-        loop_op=(graph_files.loop_op_of(built.steps_run)
-                 if isinstance(built, in_graph_loop.LoopModel) else None))
+    files = graph_files.GraphFiles(graph=graph, saver=saver)
     return engine_lib.TrainingSetup(
         train_loop=loop, iterator=None, checkpoint=checkpoint_writer,
         global_step=loop.global_step, max_to_keep=keep, agree=agree,

@@ -29,6 +29,7 @@ from estimator_rt.spec import check_metric_names
 from estimator_rt.spec import EstimatorSpec
 from estimator_rt.spec import for_mode as spec_for_mode
 from estimator_rt.spec import is_keras2_metric
+from estimator_rt.spec import is_keras3
 from estimator_rt.spec import metric_object_as_pair
 
 # Ops that write a resource variable or a ref variable: how the global step
@@ -248,12 +249,6 @@ def _keras2_metrics_as_pairs(spec: EstimatorSpec, model_fn: Callable) -> None:
                                                        metric.updates)
 
 
-def _is_keras3(value: Any) -> bool:
-  """Whether `value` is an object of Keras 3 (not tf_keras' Keras 2)."""
-  module = type(value).__module__ or ''
-  return module == 'keras' or module.startswith('keras.')
-
-
 def _check_graph_spec(spec: EstimatorSpec, model_fn: Callable) -> None:
   """Raises EagerModelFnError for what only the eager engine runs: a TF2
   model_fn's spec (estimator_rt's own API, never tf.estimator's)."""
@@ -266,7 +261,7 @@ def _check_graph_spec(spec: EstimatorSpec, model_fn: Callable) -> None:
         'tf.compat.v1.train optimizer, or run a TF2 model_fn in a new '
         'model_dir (RunConfig(engine="eager")).',
         reason='it returns a Keras optimizer for the runtime to apply')
-  if spec.mode == ModeKeys.TRAIN and _is_keras3(spec.train_op):
+  if spec.mode == ModeKeys.TRAIN and is_keras3(spec.train_op):
     raise EagerModelFnError(
         f'model_fn {name} returned train_op={shorten(spec.train_op)}, what '
         'a Keras 3 optimizer\'s apply_gradients returns, and runs in the '
@@ -282,7 +277,7 @@ def _check_graph_spec(spec: EstimatorSpec, model_fn: Callable) -> None:
           f'{type(metric).__name__}; in the graph engine give a Keras 2 '
           '(tf_keras) metric or a (value, update_op) pair, e.g. '
           'tf.compat.v1.metrics.mean(...).')
-      if _is_keras3(metric):
+      if is_keras3(metric):
         raise EagerModelFnError(
             message, reason=f'its eval_metric_ops[{metric_name!r}] is a '
             'Keras 3 metric object')
