@@ -1,10 +1,15 @@
-"""SavedModel export: a serving signature from the model_fn's PREDICT branch.
+"""SavedModel export: receivers, export outputs, and the eager engine's save.
 
-The signature's inputs are, in order of preference: what a
+The serving signature's inputs are, in order of preference: what a
 `serving_input_fn` describes, or the features of an input_fn's dataset with
-the batch dimension left open. The exported model holds the model
+the batch dimension left open. The eager engine's export holds the model
 variables (restored from a checkpoint) and one concrete function; it loads
 with `tf.saved_model.load` in a process that has never seen the model_fn.
+
+tf.estimator's receivers and outputs are here too: the serving ones, and
+for TRAIN and EVAL exports (graph/saved_model.py, TF1-style model_fns) the
+receivers of features and labels and `TrainOutput`/`EvalOutput`, with the
+tags and signature keys of each mode's MetaGraph.
 """
 
 import os
