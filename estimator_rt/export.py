@@ -1,10 +1,15 @@
-"""SavedModel export: a serving signature from the model_fn's PREDICT branch.
+"""SavedModel export: receivers, export outputs, and the eager engine's save.
 
-The signature's inputs are, in order of preference: what a
+The serving signature's inputs are, in order of preference: what a
 `serving_input_fn` describes, or the features of an input_fn's dataset with
-the batch dimension left open. The exported model holds the model
+the batch dimension left open. The eager engine's export holds the model
 variables (restored from a checkpoint) and one concrete function; it loads
 with `tf.saved_model.load` in a process that has never seen the model_fn.
+
+tf.estimator's receivers and outputs are here too: the serving ones, and
+for TRAIN and EVAL exports (graph/saved_model.py, TF1-style model_fns) the
+receivers of features and labels and `TrainOutput`/`EvalOutput`, with the
+tags and signature keys of each mode's MetaGraph.
 """
 
 import os
@@ -12,6 +17,8 @@ from typing import Any, Callable, Dict, Mapping, Optional
 
 from absl import logging
 import tensorflow as tf
+from tensorflow.python.saved_model import signature_constants  # pylint: disable=g-direct-tensorflow-import
+from tensorflow.python.saved_model import tag_constants  # pylint: disable=g-direct-tensorflow-import
 
 from estimator_rt import export_dirs
 from estimator_rt.errors import shorten
@@ -347,36 +354,179 @@ class RegressionOutput(ExportOutput):
                                                              self.value)
 
 
-class EvalOutput(ExportOutput):
-  """tf.estimator's output of an EVAL-mode export (loss, predictions,
-  metrics). estimator_rt exports the PREDICT graph only, where this output
-  is left out, with a warning."""
+# What the signature of a TRAIN or EVAL export names its outputs, as
+# tf.estimator 2.15 (TensorFlow's `_SupervisedOutput`) named them:
+# `loss`, `predictions` (or `predictions/<key>`), and per metric
+# `metrics/<name>/value` and `metrics/<name>/update_op`. A reader of such a
+# SavedModel (canned/saved_model_outputs.py) splits the names at SEPARATOR.
+SEPARATOR = '/'
+LOSS_NAME = 'loss'
+PREDICTIONS_NAME = 'predictions'
+METRICS_NAME = 'metrics'
+METRIC_VALUE_SUFFIX = 'value'
+METRIC_UPDATE_SUFFIX = 'update_op'
+
+
+def _output_key(key: Any, what: str) -> str:
+  """A key of a supervised output's dict: a string, or a tuple of strings
+  (a multi-head model's), joined with SEPARATOR."""
+  if isinstance(key, tuple):
+    key = SEPARATOR.join(key)
+  if not isinstance(key, str):
+    raise UserInputError(f'{what} output key must be a string; got {key!r}.')
+  return key
+
+
+def _prefixed(key: str, prefix: str) -> str:
+  """`key` under `prefix` (`prefix/key`), unless it starts with it already
+  (a lone tensor's key is the prefix itself)."""
+  return key if key.startswith(prefix) else f'{prefix}{SEPARATOR}{key}'
+
+
+def _metric_pair(name: str, metric: Any):
+  """(value, update tensor) of one of the spec's eval_metric_ops: a
+  `(value, update_op)` pair, or a metric object with `result()` and the
+  `updates` its update_state calls made (a Keras 2 metric). An update that
+  is an op becomes a tensor that runs it (a signature holds tensors only)."""
+  if isinstance(metric, (tuple, list)) and len(metric) == 2:
+    value, update = metric
+  elif hasattr(metric, 'result') and getattr(metric, 'updates', None):
+    value, update = metric.result(), tf.group(*metric.updates)
+  else:
+    raise UserInputError(
+        f'metrics[{name!r}] must be a (value, update_op) pair or a metric '
+        f'whose update_state was called; got {shorten(metric)}.')
+  if not isinstance(value, tf.Tensor):
+    raise UserInputError(
+        f'{name} output value must be a Tensor; got {shorten(value)}.')
+  if isinstance(update, tf.Operation):
+    with tf.control_dependencies([update]):
+      update = tf.constant([], name='metric_op_wrapper')
+  elif not isinstance(update, tf.Tensor):
+    update = getattr(update, 'op', update)  # A variable's assign.
+    if not isinstance(update, tf.Operation):
+      raise UserInputError(
+          f'{name} update_op must be a Tensor or Operation; got '
+          f'{shorten(update)}.')
+    with tf.control_dependencies([update]):
+      update = tf.constant([], name='metric_op_wrapper')
+  return value, update
+
+
+class _SupervisedOutput(ExportOutput):
+  """The signature of a TRAIN or EVAL export: its outputs are the loss,
+  the predictions and the metrics' values and update ops, named as
+  tf.estimator 2.15 named them (see SEPARATOR above); its inputs are the
+  receiver's features and labels.
+
+  Args:
+    loss: a tensor, or a dict of them.
+    predictions: a tensor, or a dict of them.
+    metrics: {name: (value, update_op)} (or a Keras 2 metric object), or
+      one pair.
+
+  Raises:
+    UserInputError: (a ValueError) a key that is not a string, or a value
+      that is not a tensor.
+  """
+
+  method_name = None  # The SignatureDef's method name (a subclass's).
+  LOSS_NAME = LOSS_NAME
+  PREDICTIONS_NAME = PREDICTIONS_NAME
+  METRICS_NAME = METRICS_NAME
+  METRIC_VALUE_SUFFIX = METRIC_VALUE_SUFFIX
+  METRIC_UPDATE_SUFFIX = METRIC_UPDATE_SUFFIX
 
   def __init__(self, loss=None, predictions=None, metrics=None):
-    self._loss = loss
-    self._predictions = predictions
-    self._metrics = metrics
+    self._loss = (None if loss is None else
+                  self._tensors(loss, LOSS_NAME))
+    self._predictions = (None if predictions is None else
+                         self._tensors(predictions, PREDICTIONS_NAME))
+    self._metrics = None if metrics is None else self._metric_tensors(metrics)
+
+  @staticmethod
+  def _tensors(value: Any, prefix: str) -> Dict[str, Any]:
+    named = value if isinstance(value, Mapping) else {prefix: value}
+    found = {}
+    for key, tensor in named.items():
+      key = _output_key(key, prefix)
+      if not isinstance(tensor, (tf.Tensor, tf.SparseTensor)):
+        raise UserInputError(
+            f'{prefix} output value must be a Tensor; got {shorten(tensor)}.')
+      found[_prefixed(key, prefix)] = tensor
+    return found
+
+  @staticmethod
+  def _metric_tensors(metrics: Any) -> Dict[str, tf.Tensor]:
+    if not isinstance(metrics, Mapping):
+      metrics = {METRICS_NAME: metrics}
+    found = {}
+    for key, metric in metrics.items():
+      name = _prefixed(_output_key(key, METRICS_NAME), METRICS_NAME)
+      value, update = _metric_pair(name, metric)
+      found[f'{name}{SEPARATOR}{METRIC_VALUE_SUFFIX}'] = value
+      found[f'{name}{SEPARATOR}{METRIC_UPDATE_SUFFIX}'] = update
+    return found
 
   @property
-  def loss(self):
+  def loss(self) -> Optional[Dict[str, Any]]:
     return self._loss
 
   @property
-  def predictions(self):
+  def predictions(self) -> Optional[Dict[str, Any]]:
     return self._predictions
 
   @property
-  def metrics(self):
+  def metrics(self) -> Optional[Dict[str, Any]]:
     return self._metrics
 
   def signature_def(self, receiver_tensors):
-    del receiver_tensors
-    return None
+    if not receiver_tensors:
+      raise UserInputError(
+          f'{self.method_name} `inputs` cannot be None or empty: a '
+          f'{type(self).__name__} needs the receiver\'s features and labels.')
+    outputs = {}
+    for group in (self._loss, self._predictions, self._metrics):
+      outputs.update(group or {})
+    info = tf.compat.v1.saved_model.build_tensor_info
+    return tf.compat.v1.saved_model.build_signature_def(
+        {key: info(tensor) for key, tensor in receiver_tensors.items()},
+        {key: info(tensor) for key, tensor in outputs.items()},
+        self.method_name)
+
+
+class TrainOutput(_SupervisedOutput):
+  """The signature of a TRAIN export (method
+  `tensorflow/supervised/training`): loss, predictions, metrics. The train
+  op itself is kept in the MetaGraph's `saved_model_train_op` collection."""
+
+  method_name = signature_constants.SUPERVISED_TRAIN_METHOD_NAME
+
+
+class EvalOutput(_SupervisedOutput):
+  """The signature of an EVAL export (method `tensorflow/supervised/eval`):
+  loss, predictions, metrics."""
+
+  method_name = signature_constants.SUPERVISED_EVAL_METHOD_NAME
+
+
+# tf.estimator 2.15's SavedModel tags and signature keys of each mode's
+# MetaGraph (TensorFlow's `EXPORT_TAG_MAP` and `SIGNATURE_KEY_MAP`).
+EXPORT_TAG_MAP = {
+    ModeKeys.TRAIN: [tag_constants.TRAINING],
+    ModeKeys.EVAL: [tag_constants.EVAL],
+    ModeKeys.PREDICT: [tag_constants.SERVING],
+}
+SIGNATURE_KEY_MAP = {
+    ModeKeys.TRAIN: signature_constants.DEFAULT_TRAIN_SIGNATURE_DEF_KEY,
+    ModeKeys.EVAL: signature_constants.DEFAULT_EVAL_SIGNATURE_DEF_KEY,
+    ModeKeys.PREDICT: signature_constants.DEFAULT_SERVING_SIGNATURE_DEF_KEY,
+}
 
 
 class UnsupervisedInputReceiver(ServingInputReceiver):
   """tf.estimator's receiver of features without labels, for TRAIN and
-  EVAL exports (which estimator_rt refuses in one line)."""
+  EVAL exports (of a model_fn that takes no labels)."""
 
   def __init__(self, features, receiver_tensors):
     super().__init__(features, receiver_tensors)
@@ -384,7 +534,7 @@ class UnsupervisedInputReceiver(ServingInputReceiver):
 
 class SupervisedInputReceiver:
   """tf.estimator's receiver of features and labels, for TRAIN and EVAL
-  exports (which estimator_rt refuses in one line). `features` and
+  exports (see graph/saved_model.py). `features` and
   `labels` are kept as given (a tensor or a dict of tensors, checked as
   ServingInputReceiver checks them); `receiver_tensors` becomes a dict.
 
@@ -560,7 +710,9 @@ def _signature_outputs(output: 'ExportOutput') -> Optional[Dict[str, Any]]:
   """What a signature of the eager engine's export returns for one of the
   model_fn's `export_outputs` (TF2 SavedModels have predict-style
   signatures only: a classification's classes and scores, a regression's
-  outputs), or None for an output it cannot serve (EvalOutput)."""
+  outputs), or None for an output it cannot serve (a TrainOutput or
+  EvalOutput, which only a TRAIN or EVAL export of the graph engine
+  writes)."""
   if isinstance(output, PredictOutput):
     return output.outputs
   if isinstance(output, ClassificationOutput):

@@ -8,10 +8,8 @@ outputs `loss`, `predictions/<key>` and, per metric, `metrics/<name>/value`
 and `metrics/<name>/update_op` ('/' separating the parts, as 2.15's
 `_SupervisedOutput` named them); a PREDICT one has the predictions alone.
 
-Not here yet: `SavedModelEstimator` itself. It needs TRAIN and EVAL
-SavedModels, which estimator_rt's export does not write (it exports the
-PREDICT graph only), and a model_fn that imports a whole MetaGraph
-(global step included) into the graph engine.
+The outputs' names are export.py's (the writer's); SavedModelEstimator
+(canned/saved_model_estimator.py) reads them with these helpers.
 """
 
 import os
@@ -21,14 +19,13 @@ from tensorflow.python.saved_model import constants  # pylint: disable=g-direct-
 from tensorflow.python.saved_model import signature_constants  # pylint: disable=g-direct-tensorflow-import
 
 from estimator_rt.errors import UserInputError
+from estimator_rt.export import LOSS_NAME
+from estimator_rt.export import METRIC_UPDATE_SUFFIX
+from estimator_rt.export import METRIC_VALUE_SUFFIX
+from estimator_rt.export import METRICS_NAME
+from estimator_rt.export import PREDICTIONS_NAME
+from estimator_rt.export import SEPARATOR
 from estimator_rt.mode_keys import ModeKeys
-
-SEPARATOR = '/'
-LOSS_NAME = 'loss'
-PREDICTIONS_NAME = 'predictions'
-METRICS_NAME = 'metrics'
-METRIC_VALUE_SUFFIX = 'value'
-METRIC_UPDATE_SUFFIX = 'update_op'
 # A features or labels tensor given alone is keyed so, as 2.15 keyed it.
 _SINGLE_TENSOR_KEYS = {'feature': 'feature', 'label': 'label'}
 
@@ -144,7 +141,7 @@ def mode_outputs(mode, output_dict, method_name):
               if mode == ModeKeys.EVAL else
               signature_constants.SUPERVISED_TRAIN_METHOD_NAME)
   if method_name != expected:
-    raise _MethodNameError(
+    raise SavedModelContentError(
         f'Invalid SignatureDef method name for mode {mode}.\n\tExpected: '
         f'{expected}\n\tGot: {method_name}\nPlease ensure that the '
         'SavedModel was exported with '
@@ -154,6 +151,7 @@ def mode_outputs(mode, output_dict, method_name):
   return output_dict[LOSS_NAME], predictions, eval_metrics(output_dict)
 
 
-class _MethodNameError(UserInputError, RuntimeError):
-  """A signature of another method than its mode's (2.15 raised a
-  RuntimeError)."""
+class SavedModelContentError(UserInputError, RuntimeError):
+  """The SavedModel lacks what a mode needs (its MetaGraph, a signature of
+  the mode's method, a single train op), or the graph it is imported into
+  has a global step already: 2.15 raised a RuntimeError."""

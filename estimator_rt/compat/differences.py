@@ -14,7 +14,8 @@ checks that every key resolves to a real object.
 _ESTIMATOR = (
     'TF2 model_fns run steps_per_loop steps per compiled call; a '
     'non-finite loss or weight always stops training, unsaved; a model_dir '
-    'holding another model and TRAIN/EVAL SavedModel exports are refused; '
+    'holding another model and a TF2 model_fn\'s TRAIN/EVAL SavedModel '
+    'exports are refused; '
     'the learning rate is not restored from checkpoints')
 _SESSION_RUN_HOOK = (
     'runs around every step in the graph engine (TF1-style model_fns, '

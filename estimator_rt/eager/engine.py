@@ -32,6 +32,7 @@ from estimator_rt.eager import session_hooks as session_hooks_lib
 from estimator_rt.eager import train_paths
 from estimator_rt.eager.model import EagerModel
 from estimator_rt.errors import check_positive_count
+from estimator_rt.errors import GraphModelFnError
 from estimator_rt.errors import MAX_INT32
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
@@ -365,6 +366,43 @@ class EagerEngine(engine_lib.Engine):
     logging.info('Exported SavedModel of %s to %s',
                  path or 'the initial values', export_dir)
     return export_dir
+
+  def export_saved_models(self, export_dir_base: str, *,
+                          receiver_fn_map: Dict[str, Callable],
+                          checkpoint_path: Optional[str] = None,
+                          initialization_is_trained: bool = False) -> str:
+    """See `Estimator.experimental_export_all_saved_models`: the PREDICT
+    mode only. TRAIN and EVAL SavedModels are TF1 MetaGraphs (a train op in
+    a collection, supervised signatures, name-based variables) that a TF2
+    model_fn's compiled functions and object-based checkpoints have no
+    form of: they are refused in one line, before anything is written.
+
+    Raises:
+      GraphModelFnError: the checkpoint to export is name-based (nothing
+        told the engine yet; the model_fn is TF1-style): the Estimator
+        hands the export to the graph engine.
+      UserInputError: TRAIN or EVAL asked of a TF2 model_fn.
+    """
+    supervised = sorted(set(receiver_fn_map) - {ModeKeys.PREDICT})
+    if not supervised:
+      return self.export_saved_model(
+          export_dir_base,
+          serving_input_receiver_fn=receiver_fn_map[ModeKeys.PREDICT],
+          checkpoint_path=checkpoint_path,
+          initialization_is_trained=initialization_is_trained)
+    path = self._checkpoint_to_export(
+        checkpoint_path, initialization_is_trained=initialization_is_trained)
+    from estimator_rt import engine_choice  # pylint: disable=g-import-not-at-top
+    if path is not None and not engine_choice.is_object_based(path):
+      raise GraphModelFnError(
+          f'checkpoint {path!r} is name-based (tf.estimator\'s or the graph '
+          'engine\'s)', reason='the checkpoint to export is name-based')
+    raise UserInputError(
+        f'experimental_export_all_saved_models: modes {supervised} are not '
+        'exported for a TF2 model_fn (eager engine): TRAIN and EVAL '
+        'SavedModels are TF1 MetaGraphs (a train op, supervised signatures, '
+        'name-based variables), which the graph engine writes for TF1-style '
+        'model_fns; export the PREDICT mode.')
 
 
 def _refuse_session_hooks(hooks: Sequence[Any]) -> None:

@@ -97,6 +97,10 @@ class _EvalGraph:
   saver: Any
   update: tf.Operation  # Every metric's update op.
   final: Dict[str, Any]  # Metric name -> value tensor, and 'global_step'.
+  # The model_fn's Scaffold's local_init_op grouped with the default one
+  # (which initializes the metrics' variables made after the model_fn
+  # returned: the mean loss), as 2.15 grouped them; None without one.
+  local_init_op: Optional[tf.Operation] = None
 
   def is_for(self, input_fn: Callable, steps: Optional[int]) -> bool:
     """Whether an evaluation of `input_fn` and `steps` can run this graph:
@@ -494,11 +498,17 @@ class GraphEngine(engine_lib.Engine):
       saver, _ = self._saver(built.spec.scaffold)
       final = {name: pair[0] for name, pair in built.metrics.items()}
       final['global_step'] = built.global_step
+      scaffold = built.spec.scaffold
+      local_init_op = None
+      if scaffold is not None and scaffold.local_init_op is not None:
+        local_init_op = tf.group(
+            scaffold.local_init_op,
+            tf.compat.v1.train.Scaffold.default_local_init_op())
       return _EvalGraph(
           input_fn=input_fn, steps=steps, graph=graph, data=data,
           built=built, saver=saver,
           update=tf.group(*[pair[1] for pair in built.metrics.values()]),
-          final=final)
+          final=final, local_init_op=local_init_op)
 
   def check_evaluation(self, input_fn: Callable, *,
                        steps: Optional[int] = None,
@@ -532,7 +542,8 @@ class GraphEngine(engine_lib.Engine):
                    session_hooks + built.spec.evaluation_hooks +
                    [final_hook])
       scaffold = tf.compat.v1.train.Scaffold(
-          saver=evaluation.saver, copy_from_scaffold=built.spec.scaffold)
+          saver=evaluation.saver, local_init_op=evaluation.local_init_op,
+          copy_from_scaffold=built.spec.scaffold)
       creator = tf.compat.v1.train.ChiefSessionCreator(
           scaffold=scaffold, config=self._session_config(),
           checkpoint_filename_with_path=path)
@@ -624,4 +635,21 @@ class GraphEngine(engine_lib.Engine):
         serving_input_receiver_fn=serving_input_receiver_fn,
         checkpoint_path=path, export_dir_base=export_dir_base)
     logging.info('Exported SavedModel of %s to %s', path, export_dir)
+    return export_dir
+
+  def export_saved_models(self, export_dir_base: str, *,
+                          receiver_fn_map: Dict[str, Callable],
+                          checkpoint_path: Optional[str] = None,
+                          initialization_is_trained: bool = False) -> str:
+    """See `Estimator.experimental_export_all_saved_models`: one MetaGraph
+    per mode of `receiver_fn_map` (saved_model.export_modes)."""
+    del initialization_is_trained
+    path = self._checkpoint_to_export(checkpoint_path,
+                                      initialization_is_trained=False)
+    export_dir = saved_model.export_modes(
+        model_fn=self._model_fn, params=self._params, config=self._config,
+        receiver_fn_map=receiver_fn_map, checkpoint_path=path,
+        export_dir_base=export_dir_base)
+    logging.info('Exported SavedModel of %s (modes %s) to %s', path,
+                 sorted(receiver_fn_map), export_dir)
     return export_dir

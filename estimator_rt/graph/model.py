@@ -198,6 +198,21 @@ class GraphModel:
   predictions: Optional[Dict[str, tf.Tensor]] = None
 
 
+# A model_fn with this attribute set to True makes the graph's global step
+# itself (it imports a MetaGraph that holds one: SavedModelEstimator's), so
+# `build` creates none before calling it, and takes the one it made; the
+# graph it is called in must have none (tf.estimator 2.15's
+# SavedModelEstimator overrode `_create_and_assert_global_step` to the same
+# end). Its MetaGraph cannot be imported in the in-graph loop's body: such
+# an Estimator trains one step per session run (steps_per_loop=1).
+MAKES_GLOBAL_STEP = 'makes_global_step'
+
+
+def makes_global_step(model_fn: Callable) -> bool:
+  """Whether `model_fn` makes the graph's global step (MAKES_GLOBAL_STEP)."""
+  return getattr(model_fn, MAKES_GLOBAL_STEP, False) is True
+
+
 def _call(model_fn: Callable, features, labels, mode: str, params: dict,
           config) -> EstimatorSpec:
   """Calls the model_fn once and checks it returned a spec for `mode`."""
@@ -341,11 +356,18 @@ def build(*, model_fn: Callable, mode: str, batches, params: dict,
   Raises:
     ModelFnError: the model_fn failed or returned something unusable.
   """
-  with placement.variable_scope():
-    global_step = tf.compat.v1.train.get_or_create_global_step()
+  if not makes_global_step(model_fn):
+    with placement.variable_scope():
+      global_step = tf.compat.v1.train.get_or_create_global_step()
   specs = placement.call_for_each_replica(
       lambda f, l: _call(model_fn, f, l, mode, params, config), batches)
   spec = specs[0]
+  if makes_global_step(model_fn):
+    global_step = tf.compat.v1.train.get_global_step()
+    if global_step is None:
+      raise ModelFnError(
+          f'model_fn {user_fns.fn_name(model_fn)} is marked as making the '
+          f'global step of its graph, and made none in mode {mode!r}.')
   for each in specs:
     _check_graph_spec(each, model_fn)
   model = GraphModel(mode=mode, spec=spec, global_step=global_step)
