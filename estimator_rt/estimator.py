@@ -278,8 +278,13 @@ class Estimator(protected_methods.ProtectedMethods):
       self._kind = engine_choice.EAGER
       return result
     if training:
-      self._kind = engine_choice.GRAPH
+      self._settle_in_graph()
     return result
+
+  def _settle_in_graph(self) -> None:
+    """The model_fn's TRAIN-mode call built the graph engine's graph (which
+    said so in its log line): that is its engine from now on."""
+    self._kind = engine_choice.GRAPH
 
   def _run_eager_after(self, work: Callable, graph_error: UserInputError):
     """`work` in the eager engine, after the graph engine's build raised
@@ -363,7 +368,7 @@ class Estimator(protected_methods.ProtectedMethods):
       # It fails in a graph: the eager call tells (see `_run_first`).
       return self._probe(input_fn)
     else:
-      self._kind = engine_choice.GRAPH
+      self._settle_in_graph()
     return self._kind
 
   @property

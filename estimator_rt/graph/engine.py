@@ -219,11 +219,11 @@ class GraphEngine(engine_lib.Engine):
         except in_graph_loop.CannotLoop as e:
           reason = str(e)
     if reason is not None:
-      logging.info('model_fn %s runs one training step per session run: '
-                   '%s.', name, reason)
+      logging.info('model_fn %s (graph engine) runs one training step per '
+                   'session run: %s.', name, reason)
       return graph, data, step
-    logging.info('model_fn %s runs its steps in an in-graph loop: one '
-                 'session run per loop of up to %d steps.', name,
+    logging.info('model_fn %s (graph engine) runs its steps in an in-graph '
+                 'loop: one session run per loop of up to %d steps.', name,
                  self._config.steps_per_loop)
     return graph, data, loop
 

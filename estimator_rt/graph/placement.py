@@ -153,8 +153,11 @@ class MirroredPlacement:
               self._per_replica([l for _, l in elements]))
     with self._strategy.scope(), \
         self._strategy._scale_loss_for_estimator_enabled():  # pylint: disable=protected-access
+      # Not converted by AutoGraph (a graph-mode strategy would convert
+      # it): a model_fn's error then leaves as it is raised.
       grouped = self._strategy.extended.call_for_each_replica(
-          fn, args=(features, labels))
+          tf.autograph.experimental.do_not_convert(fn),
+          args=(features, labels))
     return list(self._strategy.experimental_local_results(grouped))
 
   def mean_loss(self, losses: List[tf.Tensor]) -> tf.Tensor:
