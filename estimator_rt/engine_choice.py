@@ -23,30 +23,48 @@ The rule (`choose_engine`), so that no setting is needed:
      tf.train.Checkpoint, or the one a TF1-style model_fn saves through
      `Scaffold(saver=tf.train.Checkpoint(...))`, as tf.estimator 2.15's
      object_checkpointing_test does) names no engine: rule 3 decides.
-  3. Otherwise (a fresh model_dir) the eager engine starts, and its first
-     call of the model_fn (the build call, before anything is written)
-     tells: the model_fn goes to the graph engine, as tf.estimator always
-     built a graph, when that call does not run eagerly
-     (`errors.GraphModelFnError`): it raises TensorFlow's RuntimeError for
-     an API that only works in a graph (its message names eager
-     execution: `Optimizer.minimize` of a loss tensor,
-     `tf.compat.v1.metrics`, `tf.compat.v1.placeholder`, `Saver`, ...), or
-     anything else (a library's own check, `tensor.op` on an eager
-     tensor, ...), or it returns a `Scaffold` or `SessionRunHook`s, which
-     only a session can honour. Only model_fns that run eagerly stay in
-     the eager engine. What the graph engine then raises is what is
-     reported. Not sent to a graph: estimator_rt's own `UserInputError`s
-     (the same in both engines) and TensorFlow op errors raised on the
-     input's values (an InvalidArgumentError: a graph would meet them at
-     its first step).
+  3. Otherwise (a fresh model_dir) the model_fn's first call decides, and
+     that call is a real one: tf.estimator called a model_fn once per graph
+     it built, and code counts on it (a model_fn that sets
+     `optimizer.iterations` on an optimizer made outside it, logs, counts
+     or registers what it builds), so choosing must not cost a call of its
+     own. The first call is the graph engine's build (`Estimator.
+     _run_first`), in the mode of the work asked for, as tf.estimator's
+     always was; the graph engine keeps it and runs it. What it returns
+     sends it to the eager engine (`errors.EagerModelFnError`) only where
+     it is estimator_rt's TF2 API, which no tf.estimator model_fn returns:
+     a Keras optimizer for the runtime to apply, a Keras 3 optimizer's
+     `apply_gradients` as train_op, Keras 3 metric objects. A TRAIN-mode
+     build settles the engine; EVAL and PREDICT ones without these run in
+     the graph engine and settle nothing. A model_fn that fails in the
+     graph is tried in the eager engine (a TF2 model_fn that reads a
+     tensor's value, or whose input_fn wants the eager engine's
+     InputContext); where that call shows it TF1-style
+     (`errors.GraphModelFnError`), the graph's error is reported.
+
+     The eager engine's build call decides instead, as before tf.estimator
+     programs ran here unchanged (a model_fn that does not run eagerly,
+     `errors.GraphModelFnError`, then goes to the graph engine), where the
+     graph engine cannot run the RunConfig (an estimator_rt setting
+     tf.estimator never had: a standalone client, `checkpoint_input`,
+     `jit_compile`, a strategy the graph engine does not run), and where
+     the model_fn holds Keras 3 layers, optimizers, metrics or variables
+     made outside it (`keras3_state_reason`: a graph would build their
+     weights out of the eager engine's reach; tf.estimator's model_fns use
+     Keras 2). A TF2 model_fn (estimator_rt's own API) is called more than
+     once anyway: once eagerly to create its variables, then once per
+     compiled function; on a fresh model_dir, its first call is the graph
+     build that tells (RunConfig(engine='eager') skips it).
 
 A TF1-style model_fn on a model_dir the eager engine wrote gets one error
 saying so (rule 2 against rule 3); a model_fn that merely fails there gets
 its own error.
 """
 
+import functools
 import importlib
-from typing import Any, Callable, Dict, Optional
+import sys
+from typing import Any, Callable, Dict, List, Optional
 
 import tensorflow as tf
 
@@ -95,6 +113,61 @@ def graph_reason(*, model_fn: Callable, input_fn: Callable, params: dict,
     return eager_model.graph_reason_of_call(
         model_fn=model_fn, features=features, labels=labels,
         mode=ModeKeys.TRAIN, params=params, config=config)
+
+
+def _keras3_state_classes() -> tuple:
+  """Keras 3's classes of objects that own variables; none if the program
+  never imported Keras 3 (then it holds none of them). `tf.keras` under
+  TF_USE_LEGACY_KERAS is tf_keras, Keras 2: tf.estimator's own Keras."""
+  keras = sys.modules.get('keras')
+  if keras is None or not hasattr(keras, 'Variable'):
+    return ()
+  return (keras.layers.Layer, keras.optimizers.Optimizer, keras.Variable,
+          keras.metrics.Metric)
+
+
+def _held_objects(model_fn: Callable) -> List[Any]:
+  """What `model_fn` holds from outside itself, one level deep: its
+  closure, its defaults, the globals its code names, a partial's
+  arguments and a bound method's object's attributes."""
+  held = []
+  while isinstance(model_fn, functools.partial):
+    held += list(model_fn.args) + list(model_fn.keywords.values())
+    model_fn = model_fn.func
+  owner = getattr(model_fn, '__self__', None)
+  if owner is not None:
+    held += list(getattr(owner, '__dict__', {}).values())
+  function = getattr(model_fn, '__func__', model_fn)
+  code = getattr(function, '__code__', None)
+  for cell in getattr(function, '__closure__', None) or ():
+    try:
+      held.append(cell.cell_contents)
+    except ValueError:  # An empty cell.
+      pass
+  held += list(getattr(function, '__defaults__', None) or ())
+  names = getattr(function, '__globals__', {})
+  held += [names[name] for name in getattr(code, 'co_names', ())
+           if name in names]
+  return held
+
+
+def keras3_state_reason(model_fn: Callable) -> Optional[str]:
+  """Why `model_fn` is a TF2 model_fn before it is called, or None: it
+  holds Keras 3 layers, models, optimizers, metrics or variables made
+  outside it (closed over, a default, a global it names, a bound method's
+  attribute), whose weights a call in a graph would build there, out of
+  the eager engine's reach. tf.estimator's model_fns use Keras 2."""
+  classes = _keras3_state_classes()
+  if not classes:
+    return None
+  for value in _held_objects(model_fn):
+    values = (list(value.values()) if isinstance(value, dict) else
+              list(value) if isinstance(value, (list, tuple)) else [value])
+    for item in values:
+      if isinstance(item, classes):
+        return (f'it holds the Keras 3 {type(item).__name__} '
+                f'{getattr(item, "name", "")!r}, made outside it')
+  return None
 
 
 def is_object_based(checkpoint_path: str) -> bool:

@@ -138,6 +138,22 @@ class GraphModelFnError(ModelFnError):
     self.first_batch = first_batch
 
 
+class EagerModelFnError(ModelFnError):
+  """The graph engine met a model_fn whose spec only the eager engine
+  runs (a Keras optimizer for the runtime to apply, Keras 3 metric
+  objects, a Keras 3 train_op); where the engine is not settled yet,
+  `Estimator` then runs it in the eager engine (see engine_choice.py).
+  Elsewhere it is the graph engine's refusal, in one line.
+
+  Attributes:
+    reason: what gave it away, for the log line.
+  """
+
+  def __init__(self, message: str, *, reason: str):
+    super().__init__(message)
+    self.reason = reason
+
+
 class InputFnError(UserInputError):
   """The `input_fn` returned something the runtime cannot use."""
 

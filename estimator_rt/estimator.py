@@ -24,7 +24,9 @@ from estimator_rt import user_fns
 from estimator_rt import warm_starting
 from estimator_rt.cluster import ClusterConfigError
 from estimator_rt.errors import check_positive_count
+from estimator_rt.errors import EagerModelFnError
 from estimator_rt.errors import GraphModelFnError
+from estimator_rt.errors import InputFnError
 from estimator_rt.errors import MAX_INT32
 from estimator_rt.errors import ModelFnError
 from estimator_rt.errors import shorten
@@ -207,10 +209,10 @@ class Estimator(protected_methods.ProtectedMethods):
     return engine
 
   def _run(self, work: Callable, *, checkpoint_path: Optional[str] = None,
-           input_fn: Optional[Callable] = None):
-    """`work(engine)` in the engine engine_choice.choose_engine names; with none
-    named yet (nothing written), in the eager engine, handing over to the
-    graph engine if the model_fn turns out TF1-style (see engine_choice.py)."""
+           input_fn: Optional[Callable] = None, training: bool = False):
+    """`work(engine)` in the engine engine_choice.choose_engine names; with
+    none named yet (nothing written), the model_fn's first call decides
+    (`_run_first`, engine_choice.py's rule 3)."""
     kind = self._kind or engine_choice.choose_engine(
         config=self._config, model_dir=self.model_dir,
         checkpoint_path=checkpoint_path)
@@ -218,14 +220,13 @@ class Estimator(protected_methods.ProtectedMethods):
       # The program called tf.compat.v1.disable_eager_execution(): only a
       # graph can run its model_fn, as with tf.estimator.
       kind = self._kind = engine_choice.GRAPH
-    if (kind is None and input_fn is not None and
-        self._config.role.asks_model_fn_first):
-      kind = self._probe(input_fn)
-    self._last_kind = kind or engine_choice.EAGER
+    if kind is None:
+      return self._run_first(work, input_fn=input_fn, training=training)
+    self._last_kind = kind
     try:
-      return work(self._engine_of(kind or engine_choice.EAGER))
+      return work(self._engine_of(kind))
     except GraphModelFnError as e:
-      if kind is not None and e.eager_error is not None:
+      if e.eager_error is not None:
         # The engine is settled: this is the model_fn's own failure.
         raise e.eager_error from e.__cause__
       if kind == engine_choice.EAGER and self._config.engine == 'auto':
@@ -235,21 +236,94 @@ class Estimator(protected_methods.ProtectedMethods):
             f'TF1-style ({e.reason}) and runs in the graph engine, whose '
             'checkpoints are name-based. Train it in a new model_dir.'
         ) from e
+      raise
+
+  def _run_first(self, work: Callable, *, input_fn: Optional[Callable],
+                 training: bool):
+    """`work(engine)` for a model_fn whose engine nothing written names
+    (engine_choice.py's rule 3): the model_fn's first call is the graph
+    engine's build, as tf.estimator's always was, and what it returns
+    decides. The eager engine's build call decides instead where the graph
+    engine cannot run the RunConfig, or where the model_fn holds Keras 3
+    objects made outside it (a graph would build their weights).
+
+    Args:
+      work: what to do, given an engine.
+      input_fn: the input of `work`, if it trains.
+      training: `work` trains: a TRAIN-mode spec settles the engine for
+        good (an EVAL or PREDICT one without TF2-only fields runs in either).
+    """
+    name = user_fns.fn_name(self._model_fn)
+    why_eager = (self._engine_of(engine_choice.GRAPH).unsupported() or
+                 engine_choice.keras3_state_reason(self._model_fn))
+    if why_eager is not None:
+      return self._run_eager_first(work, input_fn=input_fn)
+    self._last_kind = engine_choice.GRAPH
+    try:
+      result = work(self._engine_of(engine_choice.GRAPH))
+    except EagerModelFnError as e:
+      logging.info('model_fn %s is a TF2 model_fn (%s): running it in the '
+                   'eager engine.', name, e.reason)
+      self._kind = self._last_kind = engine_choice.EAGER
+      return work(self._engine_of(engine_choice.EAGER))
+    except UserInputError as graph_error:
+      if not isinstance(graph_error, (ModelFnError, InputFnError)):
+        raise
+      # It fails in a graph: a TF2 model_fn (or input_fn) that only runs
+      # eagerly (it reads a tensor's value, or wants the InputContext the
+      # eager engine gives), or a broken one.
+      result = self._run_eager_after(work, graph_error)
+      logging.info('model_fn %s does not build in a graph (%s): running it '
+                   'in the eager engine.', name, graph_error)
+      self._kind = engine_choice.EAGER
+      return result
+    if training:
+      self._settle_in_graph()
+    return result
+
+  def _settle_in_graph(self) -> None:
+    """The model_fn's TRAIN-mode call built the graph engine's graph (which
+    said so in its log line): that is its engine from now on."""
+    self._kind = engine_choice.GRAPH
+
+  def _run_eager_after(self, work: Callable, graph_error: UserInputError):
+    """`work` in the eager engine, after the graph engine's build raised
+    `graph_error`; where the eager call shows the model_fn is TF1-style (or
+    fails as it did in the graph), the graph's error is the one reported,
+    with the shapes of the batch the eager call saw."""
+    self._last_kind = engine_choice.EAGER
+    try:
+      return work(self._engine_of(engine_choice.EAGER))
+    except GraphModelFnError as eager_error:
+      if eager_error.first_batch is not None and (
+          type(graph_error) is ModelFnError):
+        raise ModelFnError(
+            f'{graph_error} (on its first batch: {eager_error.first_batch})'
+        ) from graph_error
+      raise graph_error from graph_error.__cause__
+    except InputFnError:
+      if isinstance(graph_error, InputFnError):
+        raise graph_error from graph_error.__cause__
+      raise
+
+  def _run_eager_first(self, work: Callable, *, input_fn: Optional[Callable]):
+    """Rule 3 where the graph engine cannot run the RunConfig: the eager
+    engine's build call decides, and a model_fn that does not run eagerly
+    goes to the graph engine (which then refuses the RunConfig in its
+    words)."""
+    kind = None
+    if input_fn is not None and self._config.role.asks_model_fn_first:
+      kind = self._probe(input_fn)
+    self._last_kind = kind or engine_choice.EAGER
+    try:
+      return work(self._engine_of(kind or engine_choice.EAGER))
+    except GraphModelFnError as e:
       if kind is not None:
         raise
       logging.info('model_fn %s does not run eagerly (%s): running it in the '
                    'graph engine.', user_fns.fn_name(self._model_fn), e.reason)
       self._kind = self._last_kind = engine_choice.GRAPH
-      try:
-        return work(self._engine_of(engine_choice.GRAPH))
-      except ModelFnError as graph_error:
-        if e.first_batch is None or type(graph_error) is not ModelFnError:
-          raise
-        # It fails in a graph too: the graph's error is tf.estimator's, and
-        # the batch the eager call failed on adds the real shapes.
-        raise ModelFnError(
-            f'{graph_error} (on its first batch: {e.first_batch})'
-        ) from graph_error
+      return work(self._engine_of(engine_choice.GRAPH))
 
   def _probe(self, input_fn: Callable) -> str:
     """Rule 3 of engine_choice.py asked outside any strategy (see
@@ -271,12 +345,31 @@ class Estimator(protected_methods.ProtectedMethods):
 
   def training_engine(self, input_fn: Callable) -> str:
     """Which engine trains this model_fn on `input_fn`: engine_choice.EAGER or
-    engine_choice.GRAPH, by engine_choice.py's rule; when nothing written tells, the
-    model_fn is called once on the input's first element to find out
-    (nothing is written). A cluster task's role depends on it."""
+    engine_choice.GRAPH, by engine_choice.py's rule. When nothing written
+    tells, the graph engine builds the training of `input_fn` (the
+    model_fn's TRAIN-mode call tf.estimator made in every training task)
+    and keeps it for `train`; or, where rule 3 asks the eager engine first,
+    the model_fn is called once eagerly on the input's first element.
+    Nothing is written. A cluster task's role depends on it."""
     kind = self._kind or engine_choice.choose_engine(config=self._config,
-                                               model_dir=self.model_dir)
-    return kind or self._probe(input_fn)
+                                                     model_dir=self.model_dir)
+    if kind is not None:
+      return kind
+    if (self._engine_of(engine_choice.GRAPH).unsupported() or
+        engine_choice.keras3_state_reason(self._model_fn)):
+      return self._probe(input_fn)
+    try:
+      self._engine_of(engine_choice.GRAPH).prepare_training(input_fn)
+    except EagerModelFnError as e:
+      logging.info('model_fn %s is a TF2 model_fn (%s): running it in the '
+                   'eager engine.', user_fns.fn_name(self._model_fn), e.reason)
+      self._kind = engine_choice.EAGER
+    except (ModelFnError, InputFnError):
+      # It fails in a graph: the eager call tells (see `_run_first`).
+      return self._probe(input_fn)
+    else:
+      self._settle_in_graph()
+    return self._kind
 
   @property
   def model_dir(self) -> str:
@@ -406,7 +499,8 @@ class Estimator(protected_methods.ProtectedMethods):
       self._run(lambda engine: engine.train(
           input_fn, hooks=hooks, steps=steps,
           max_steps=max_steps,
-          saving_listeners=saving_listeners), input_fn=input_fn)
+          saving_listeners=saving_listeners), input_fn=input_fn,
+                training=True)
     return self
 
   # ----------------------------------------------------------- evaluate

@@ -15,15 +15,11 @@ the event file always got the graph. The graph engine writes the same
 graph into the evaluation's event file when this process first writes
 there, as 2.15's summary writer of that directory did.
 
-The in-graph loop (in_graph_loop.py) builds the model_fn's step as the body
-of a `tf.while_loop`: TensorFlow keeps its ops in a function of the
-graph's library, where no program can look them up by name. So the graph
-written here also holds one copy of the step's ops at the top level
-(`_with_step_at_top_level`), under the names the model_fn gave them (the
-names 2.15's graph had), reading the same variables and input: a program
-that feeds `features:0` and fetches `predictions:0` of a restored .meta,
-or freezes the graph at them, works as on 2.15's. The copy is never run in
-training; it only exists in the files.
+Under the in-graph loop (in_graph_loop.py) the graph holds the step the
+model_fn built at its top level too, under the names the model_fn gave its
+ops (the names 2.15's graph had): the loop's body is a copy of it. So a
+program that feeds `features:0` and fetches `predictions:0` of a restored
+.meta, or freezes the graph at them, works as on 2.15's.
 
 The eager engine's training graph is its compiled loop (a `tf.function`):
 it writes that graph to graph.pbtxt and to the event file, as Keras'
@@ -43,91 +39,11 @@ from absl import logging
 
 import tensorflow as tf
 from tensorflow.core.framework import graph_pb2
-from tensorflow.core.framework import node_def_pb2
 from tensorflow.core.protobuf import meta_graph_pb2
-from tensorflow.python.framework import function_def_to_graph  # pylint: disable=g-direct-tensorflow-import
 
 from estimator_rt.checkpoints import META_SUFFIX
 
 GRAPH_FILE = 'graph.pbtxt'
-
-
-def _tensor_name(name: str) -> str:
-  """`node:0` for `node`, a tensor name as it stands otherwise."""
-  return name if ':' in name else name + ':0'
-
-
-def _step_nodes(graph_def: graph_pb2.GraphDef, loop_op: tf.Operation
-                ) -> list:
-  """The nodes of `loop_op`'s body, ready to join `graph_def` at its top
-  level: the body's arguments replaced by the loop's inputs, names that
-  `graph_def` already has made unique, colocations (with body nodes that
-  may be renamed) dropped."""
-  body_name = loop_op.get_attr('body').name
-  library = {f.signature.name: f for f in graph_def.library.function}
-  body_def, _ = function_def_to_graph.function_def_to_graph_def(
-      library[body_name])
-  # Argument i of the body is input i of the While op.
-  arguments = [arg.name for arg in library[body_name].signature.input_arg]
-  replaced = {argument: _tensor_name(tensor.name)
-              for argument, tensor in zip(arguments, loop_op.inputs)}
-  taken = {node.name for node in graph_def.node}
-  renamed: Dict[str, str] = {}
-  nodes = []
-  for node in body_def.node:
-    if node.name in replaced:
-      continue  # An argument's placeholder: its uses read the loop's input.
-    name = node.name
-    count = 0
-    while name in taken:
-      count += 1
-      name = f'{node.name}_{count}'
-    taken.add(name)
-    renamed[node.name] = name
-    nodes.append(node)
-
-  def rewrite(reference: str) -> str:
-    control = reference.startswith('^')
-    node, _, output = reference.lstrip('^').partition(':')
-    if node in replaced:
-      tensor = replaced[node]
-      return '^' + tensor.split(':')[0] if control else tensor
-    node = renamed.get(node, node)
-    if control:
-      return '^' + node
-    return f'{node}:{output}' if output else node
-
-  copies = []
-  for node in nodes:
-    copy = node_def_pb2.NodeDef()
-    copy.CopyFrom(node)
-    copy.name = renamed[node.name]
-    copy.input[:] = [rewrite(reference) for reference in node.input]
-    if '_class' in copy.attr:
-      del copy.attr['_class']
-    copies.append(copy)
-  return copies
-
-
-def _with_step_at_top_level(graph_def: graph_pb2.GraphDef,
-                            loop_op: tf.Operation) -> graph_pb2.GraphDef:
-  """`graph_def` plus one copy of the step `loop_op` (the in-graph loop's
-  While op) runs, at the top level (see the module docstring)."""
-  combined = graph_pb2.GraphDef()
-  combined.CopyFrom(graph_def)
-  combined.node.extend(_step_nodes(graph_def, loop_op))
-  return combined
-
-
-def loop_op_of(tensor: tf.Tensor) -> tf.Operation:
-  """The While op an output of the in-graph loop comes from (through the
-  Identity ops TensorFlow may put after it)."""
-  op = tensor.op
-  while op.type not in ('While', 'StatelessWhile'):
-    if op.type != 'Identity':
-      raise ValueError(f'{tensor.name} is not an output of a while loop.')
-    op = op.inputs[0].op
-  return op
 
 
 class GraphFiles:
@@ -140,17 +56,14 @@ class GraphFiles:
     graph: the training (or evaluation) graph, final.
     saver: the Saver checkpoints are written with (its SaverDef goes into
       the MetaGraphDef), or None.
-    loop_op: the in-graph loop's While op, or None (one step per run).
     with_meta_graph: whether there is a MetaGraphDef to write (not for the
       eager engine's compiled functions, see the module docstring).
   """
 
   def __init__(self, *, graph: tf.Graph, saver: Optional[object] = None,
-               loop_op: Optional[tf.Operation] = None,
                with_meta_graph: bool = True):
     self._graph = graph
     self._saver = saver
-    self._loop_op = loop_op
     self._with_meta_graph = with_meta_graph
     self._lock = threading.Lock()
     self._graph_def = None
@@ -159,14 +72,10 @@ class GraphFiles:
 
   @property
   def graph_def(self) -> graph_pb2.GraphDef:
-    """The GraphDef, with shapes, as 2.15 wrote it (plus the step at top
-    level under the in-graph loop)."""
+    """The GraphDef, with shapes, as 2.15 wrote it."""
     with self._lock:
       if self._graph_def is None:
-        graph_def = self._graph.as_graph_def(add_shapes=True)
-        if self._loop_op is not None:
-          graph_def = _with_step_at_top_level(graph_def, self._loop_op)
-        self._graph_def = graph_def
+        self._graph_def = self._graph.as_graph_def(add_shapes=True)
       return self._graph_def
 
   @property

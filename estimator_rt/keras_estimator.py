@@ -808,24 +808,40 @@ def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
   subclassed_tf_keras = _is_subclassed_tf_keras(keras_model)
   _check_export_names(clone, tf_keras_model, export_outputs=export_outputs)
 
+  # What each mode's last eager call made (the eager engine's build call,
+  # one per train, evaluate or predict): the clone and the optimizers. The
+  # calls that trace its steps run them again, so that the model is cloned
+  # once per operation, as tf.estimator 2.15's model_fn cloned it once per
+  # graph (a custom layer's constructor, say, runs as often as it did
+  # there), and these calls create no variables.
+  made = {}
+
+  def made_for(mode):
+    if tf.executing_eagerly() or mode not in made:
+      optimizers = ([make() for make, _ in part_optimizers]
+                    if part_optimizers is not None else [new_optimizer()])
+      made[mode] = (clone(), optimizers)
+    return made[mode]
+
   def model_fn(features, labels, mode):
     # Optimizers the model_fn applies itself get gradients taped here.
     with tf.GradientTape(watch_accessed_variables=(
         mode == ModeKeys.TRAIN and part_optimizers is not None)) as tape:
       spec = forward(features, labels, mode)
+    _, optimizers = made[mode]
     if mode == ModeKeys.TRAIN and part_optimizers is not None:
-      parts = [(make(), variables_of(spec.model))
-               for make, variables_of in part_optimizers]
+      parts = [(optimizer, variables_of(spec.model)) for optimizer,
+               (_, variables_of) in zip(optimizers, part_optimizers)]
       return EstimatorSpec(mode, loss=spec.loss, train_op=(
           keras_train_op.train_op(tape, spec.loss, parts)))
     if mode == ModeKeys.TRAIN:
-      return EstimatorSpec(mode, loss=spec.loss, optimizer=new_optimizer())
+      return EstimatorSpec(mode, loss=spec.loss, optimizer=optimizers[0])
     return spec.estimator_spec
 
   def forward(features, labels, mode) -> _Forward:
     features, weights = _extract_sample_weight_tensors(features)
     with _initial_values_from(initial_values):
-      model = clone()
+      model, _ = made_for(mode)
       if subclassed_tf_keras:
         inputs = _subclassed_inputs(model, features)
       else:

@@ -145,6 +145,13 @@ def is_keras2_metric(value: Any) -> bool:
   return tf_keras is not None and isinstance(value, tf_keras.metrics.Metric)
 
 
+def is_keras3(value: Any) -> bool:
+  """Whether `value` is an object of Keras 3's classes (an optimizer, a
+  metric, a variable...), not tf_keras' (Keras 2): what only estimator_rt's
+  TF2 model_fns hand the runtime (engine_choice.py)."""
+  return type(value).__module__.split('.')[0] == 'keras'
+
+
 def metric_object_as_pair(metric: Any, updates: Sequence[Any]):
   """`(metric.result(), update_op)` for a metric object updated in this
   graph by `updates`, as tf.estimator 2.15's EstimatorSpec paired them; the

@@ -698,6 +698,14 @@ class _TrainingExecutor(object):
                           'evaluation when a checkpoint is ready.')
         return _EvalResult(status=_EvalStatus.MISSING_CHECKPOINT), []
       step = _step_of(latest_ckpt_path)
+      if step == 0 and self._max_training_steps != 0:
+        # The save training makes when it begins (tf.estimator's
+        # CheckpointSaverHook wrote it too): nothing trained yet, and
+        # train_and_evaluate never evaluates step 0.
+        self._log_err_msg('Estimator is not trained yet (its checkpoint is '
+                          'at step 0). Will start an evaluation when a '
+                          'trained checkpoint is ready.')
+        return _EvalResult(status=_EvalStatus.MISSING_CHECKPOINT), []
       if (latest_ckpt_path == self._previous_ckpt_path or
           (step is not None and step in self._evaluated_steps)):
         self._log_err_msg(

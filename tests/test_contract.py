@@ -155,8 +155,10 @@ def test_model_fn_creating_a_different_variable_later_fails(tmp_path):
                              optimizer=keras.optimizers.SGD(0.1))
 
   _, _, train_fn, _ = _train_eval_input()
+  # The eager engine's calls, counted from its build call (on a fresh
+  # model_dir the graph engine's build would otherwise come first).
   est = ert.Estimator(model_fn, model_dir=str(tmp_path / 'model'),
-                      config=M.quiet_config())
+                      config=M.quiet_config(engine='eager'))
   with pytest.raises(ert.ModelFnError) as info:
     est.train(train_fn, max_steps=10)
   message = str(info.value)
@@ -180,8 +182,10 @@ def test_model_fn_creating_more_variables_later_fails(tmp_path):
                              optimizer=keras.optimizers.SGD(0.1))
 
   _, _, train_fn, _ = _train_eval_input()
+  # The eager engine's calls, counted from its build call (on a fresh
+  # model_dir the graph engine's build would otherwise come first).
   est = ert.Estimator(model_fn, model_dir=str(tmp_path),
-                      config=M.quiet_config())
+                      config=M.quiet_config(engine='eager'))
   with pytest.raises(ert.ModelFnError, match='late_bias'):
     est.train(train_fn, max_steps=10)
   assert M.checkpoint_steps(tmp_path) == []
@@ -351,8 +355,11 @@ def test_input_fn_with_input_context_under_default_strategy(tmp_path):
     return M.no_autotune(
         tf.data.Dataset.from_tensor_slices(({'x': x}, y)).repeat().batch(8))
 
+  # The eager engine's contract (on a fresh model_dir the graph engine's
+  # build would come first, passing no context without a strategy, as
+  # tf.estimator did).
   est = ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path),
-                      config=M.quiet_config())
+                      config=M.quiet_config(engine='eager'))
   est.train(input_fn, max_steps=10)
   assert contexts and all(c is not None for c in contexts)
   assert {c.num_replicas_in_sync for c in contexts} == {1}
@@ -368,9 +375,13 @@ def test_input_fn_without_context_is_split_across_replicas(tmp_path):
     return M.no_autotune(tf.data.Dataset.from_tensor_slices(({'x': x}, y)).repeat(
     ).batch(params['batch_size'], drop_remainder=True))
 
+  # The eager engine's contract (on a fresh model_dir the graph engine's
+  # build would come first, each replica taking its own element, as
+  # tf.estimator did).
   est = ert.Estimator(M.make_model_fn(calls=calls), model_dir=str(tmp_path),
                       params={'batch_size': 16},
-                      config=M.quiet_config(train_distribute='mirrored'))
+                      config=M.quiet_config(train_distribute='mirrored',
+                                            engine='eager'))
   est.train(input_fn, max_steps=10)
   assert params_seen and params_seen[0]['batch_size'] == 16
   traced = [shape for mode, shape in calls[1:] if mode == ert.ModeKeys.TRAIN]

@@ -159,9 +159,6 @@ def _placeholder():
 # Each case: (a function making the model_fn, SessionRunHooks given to
 # train(), the reason logged).
 _FALLBACKS = {
-    'tensor initial value': (
-        lambda: _linear, [], 'building its step in a tf.while_loop failed: '
-        'ValueError: Argument `initial_value`'),
     'training_hooks': (
         lambda: _with(training_hooks=lambda: [_PerStep()]), [],
         'it returns training hooks [_PerStep]'),
@@ -173,21 +170,62 @@ _FALLBACKS = {
         lambda: _with(scaffold=lambda: tf.compat.v1.train.Scaffold(
             ready_op=tf.constant([], tf.string))), [],
         'its Scaffold has a ready_op'),
-    'Scaffold Saver': (
-        lambda: _with(scaffold=lambda: tf.compat.v1.train.Scaffold(
-            saver=tf.compat.v1.train.Saver(max_to_keep=3))), [],
-        "its Scaffold's Saver was built in the step"),
-    'Scaffold local_init_op': (
-        lambda: _with(scaffold=lambda: tf.compat.v1.train.Scaffold(
-            local_init_op=tf.no_op())), [],
-        "its Scaffold's local_init_op was built in the step"),
-    'placeholder': (
-        lambda: _with(predictions=_placeholder), [],
-        'it creates the placeholder'),
     'per-step SessionRunHook': (
         lambda: tf1_model_fn('W1'), [_PerStep()],
         'hooks=[_PerStep] given to train() see every step'),
 }
+
+# What the loop takes since it is copied from the one step the model_fn
+# built (when the model_fn was built inside the loop's body, each of these
+# cost a second graph, and a second call of the input_fn and model_fn).
+_LOOPS_NOW = {
+    'tensor initial value': lambda: _linear,
+    'Scaffold Saver': lambda: _with(scaffold=lambda: tf.compat.v1.train.Scaffold(
+        saver=tf.compat.v1.train.Saver(max_to_keep=3))),
+    'Scaffold local_init_op': lambda: _with(
+        scaffold=lambda: tf.compat.v1.train.Scaffold(
+            local_init_op=tf.no_op())),
+    'placeholder off the step': lambda: _with(predictions=_placeholder),
+}
+
+
+@pytest.mark.parametrize('case', sorted(_LOOPS_NOW))
+def test_what_the_step_built_once_allows_runs_in_the_loop(tmp_path, caplog,
+                                                          case):
+  estimator = ert.Estimator(
+      _LOOPS_NOW[case](), model_dir=str(tmp_path / 'm'),
+      params={'batch_size': 16},
+      config=ert.RunConfig(steps_per_loop=10, save_summary_steps=0,
+                           log_step_count_steps=0))
+  recorder = LoopRecorder()
+  estimator.train(WORKLOADS['W1']['input_fn'], hooks=[recorder],
+                  max_steps=20)
+  assert LOOP_LINE in caplog.text and FALLBACK_LINE not in caplog.text
+  assert recorder.steps == [10, 20]
+
+
+def test_a_placeholder_the_step_reads_needs_a_run_per_step():
+  """A run must feed it: the loop cannot."""
+  from estimator_rt.graph import in_graph_loop  # pylint: disable=g-import-not-at-top
+  from estimator_rt.graph import model as model_lib  # pylint: disable=g-import-not-at-top
+  from estimator_rt.graph import placement as placement_lib  # pylint: disable=g-import-not-at-top
+  w1 = tf1_model_fn('W1')
+
+  def model_fn(features, labels, mode, params):
+    spec = w1(features, labels, mode, params)
+    scale = tf.compat.v1.placeholder(tf.float32, [], name='loss_scale')
+    return spec._replace(loss=spec.loss * scale)
+
+  with tf.Graph().as_default() as graph:
+    x = tf.ones([4, 1])
+    ops_before = len(graph.get_operations())
+    step = model_lib.build(
+        model_fn=model_fn, mode=ert.ModeKeys.TRAIN,
+        batches=lambda: ({'x': x}, tf.zeros([4])), params={},
+        config=ert.RunConfig(), placement=placement_lib.SingleDevicePlacement())
+    reason = in_graph_loop.refusal_of_step(step, queue_runners_before=0,
+                                           ops_before=ops_before)
+  assert reason == "it creates the placeholder 'loss_scale' (fed per run)"
 
 
 @pytest.mark.parametrize('case', sorted(_FALLBACKS))
@@ -240,23 +278,23 @@ def test_per_loop_safe_session_hooks_keep_the_loop(tmp_path, caplog):
   assert recorder.steps == [10, 20, 25, 30, 33]
 
 
-def test_the_fallback_graph_is_built_anew(tmp_path, caplog):
-  """The fallback's graph holds no half-built loop: its variables are the
-  model_fn's and the runtime's only, under their usual names."""
+def test_the_loop_graph_holds_the_variables_the_step_made(tmp_path, caplog):
+  """The model_fn is built once, in the graph's own scope: its variables
+  have tf.estimator's names, and the loop reads them."""
   engine = graph_engine.GraphEngine(
       model_fn=_linear, config=ert.RunConfig(model_dir=str(tmp_path)),
       params={'batch_size': 16}, warm_start_from=None,
       temporary_model_dir=False)
   placement = graph_engine.placement_lib.SingleDevicePlacement()
-  graph, _, built, _, _ = engine._training_graph(  # pylint: disable=protected-access
+  graph, _, built = engine._training_graph(  # pylint: disable=protected-access
       WORKLOADS['W1']['input_fn'], placement, [])
-  assert FALLBACK_LINE in caplog.text
+  assert LOOP_LINE in caplog.text
   names = sorted(v.op.name for v in graph.get_collection(
       tf.compat.v1.GraphKeys.GLOBAL_VARIABLES))
   assert names == ['dense/bias', 'dense/kernel', 'global_step', 'offset']
-  assert not any(op.name.startswith('training_loop')
-                 for op in graph.get_operations())
-  assert built.train_op.graph is graph
+  assert any(op.name.startswith('training_loop')
+             for op in graph.get_operations())
+  assert built.steps_run.graph is graph
 
 
 def test_tpu_estimator_without_a_tpu_loops_iterations_per_loop(tmp_path,
@@ -289,31 +327,34 @@ def test_tpu_estimator_without_a_tpu_loops_iterations_per_loop(tmp_path,
             tpu_config=tpu.TPUConfig(iterations_per_loop='7x')))
 
 
-def test_only_a_loop_build_that_failed_costs_a_second_graph(tmp_path):
-  """A reason known before the model_fn is built (here a per-step hook)
-  builds one step per run in the graph the input was read into; a loop
-  build that failed halfway starts a new graph, calling the input_fn once
-  more."""
-  calls, seen = [], []
+def test_the_input_fn_and_model_fn_are_called_once_whatever_the_form(
+    tmp_path):
+  """In the loop, one step per run for a reason known first (a per-step
+  hook), or for one the step shows (training hooks): one call each, as
+  tf.estimator made one per graph."""
+  seen = []
+
+  def counted(model_fn):
+    def model_fn_counted(features, labels, mode, params):
+      seen.append('model_fn')
+      return model_fn(features, labels, mode, params)
+    return model_fn_counted
 
   def input_fn(params):
-    calls.append(1)
+    seen.append('input_fn')
     return WORKLOADS['W1']['input_fn'](params)
 
-  def input_fn_calls(model_fn, hooks):
-    calls.clear()
-    ert.Estimator(model_fn, model_dir=str(tmp_path / str(len(seen))),
+  cases = [(tf1_model_fn('W1'), []), (tf1_model_fn('W1'), [_PerStep()]),
+           (_linear, []), (_with(training_hooks=lambda: [_PerStep()]), [])]
+  for index, (model_fn, hooks) in enumerate(cases):
+    seen.clear()
+    ert.Estimator(counted(model_fn), model_dir=str(tmp_path / str(index)),
                   params={'batch_size': 16},
                   config=ert.RunConfig(steps_per_loop=10,
                                        save_summary_steps=0,
                                        log_step_count_steps=0)).train(
                                            input_fn, hooks=hooks, max_steps=2)
-    seen.append(len(calls))
-    return len(calls)
-
-  looped = input_fn_calls(tf1_model_fn('W1'), [])
-  assert input_fn_calls(tf1_model_fn('W1'), [_PerStep()]) == looped
-  assert input_fn_calls(_linear, []) == looped + 1
+    assert seen == ['input_fn', 'model_fn'], index
 
 
 def test_a_placeholder_with_a_default_keeps_the_loop(tmp_path, caplog):

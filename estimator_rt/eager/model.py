@@ -94,9 +94,13 @@ def get_global_step() -> Optional[tf.Variable]:
   """The global step variable while a model_fn runs, else None.
 
   Use it for step-dependent behaviour inside a model_fn (schedules,
-  summaries); it counts training steps across restarts.
+  summaries); it counts training steps across restarts. In the graph
+  engine it is the graph's (`tf.compat.v1.train.get_global_step()`).
   """
-  return getattr(_current, 'global_step', None)
+  step = getattr(_current, 'global_step', None)
+  if step is None and not tf.executing_eagerly():
+    step = tf.compat.v1.train.get_global_step()
+  return step
 
 
 @contextlib.contextmanager

@@ -20,8 +20,9 @@ after, wherever it is reached from. tf_keras is imported on first use
 import collections
 import contextlib
 import importlib.util
+import random
 import sys
-from typing import Iterator
+from typing import Iterator, Optional
 
 from tensorflow.python.util import lazy_loader
 
@@ -78,6 +79,36 @@ def route_v1_layers_to_tf_keras() -> None:
 # Keras layers' variables differently each time, and name-based
 # checkpoints would not restore: each graph gets fresh counters.
 _KERAS_NAME_COUNTERS = ('object_name_uids', 'name_uids')
+
+
+@contextlib.contextmanager
+def keras2_seeds_per_graph(seed: Optional[int]) -> Iterator[None]:
+  """With a graph-level `seed`, the seeds tf_keras (Keras 2) draws for its
+  initializers drawn from a generator seeded with it, for one graph's
+  build.
+
+  tf.estimator 2.15's `tf.compat.v1.layers` initialized from the graph's
+  seed (TensorFlow's v1 initializers); tf_keras' draw each initializer's
+  seed from Python's `random` module unless `tf_keras.utils.
+  set_random_seed` gave them a generator, so a seeded graph would start
+  from other weights in every process. Python's own generator, and the
+  generator tf_keras had, are left as they were."""
+  backend = None
+  if seed is not None:
+    try:
+      from tf_keras.src import backend  # pylint: disable=g-import-not-at-top
+    except ImportError:  # No tf_keras: nothing draws from it.
+      pass
+  holder = getattr(backend, '_SEED_GENERATOR', None)
+  if holder is None:
+    yield
+    return
+  saved = getattr(holder, 'generator', None)
+  holder.generator = random.Random(seed)
+  try:
+    yield
+  finally:
+    holder.generator = saved
 
 
 @contextlib.contextmanager

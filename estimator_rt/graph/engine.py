@@ -77,12 +77,17 @@ def _lean_grappler(options) -> None:
 
 @dataclasses.dataclass
 class _EvalGraph:
-  """An evaluation graph, built for `input_fn` and `steps`, which every
-  evaluation of a checkpoint with them runs in a new session (which
-  restores the checkpoint and initializes the input and the metrics).
-  tf.estimator 2.15 built one per evaluation: in `train_and_evaluate` each
-  evaluation paid the model_fn's graph building again (about a second for
-  a wide & deep model on this project's 2-core machines)."""
+  """An evaluation graph, built for `input_fn` and `steps`, which one
+  evaluation of a checkpoint runs in a new session (which restores the
+  checkpoint and initializes the input and the metrics).
+
+  tf.estimator 2.15 built one per evaluation, calling the input_fn and the
+  model_fn each time, and code counts on those calls (a model_fn that logs,
+  registers or counts what it builds), so every evaluation has a graph of
+  its own. `train_and_evaluate` builds the first one before training (its
+  check that the evaluation builds, before anything is written), and the
+  first evaluation runs that one.
+  """
 
   input_fn: Callable
   steps: Optional[int]
@@ -96,20 +101,11 @@ class _EvalGraph:
   # (which initializes the metrics' variables made after the model_fn
   # returned: the mean loss), as 2.15 grouped them; None without one.
   local_init_op: Optional[tf.Operation] = None
-  # Whether a session ran it: its Scaffold's init, ready and local-init ops
-  # exist from then on, and cover only the variables of that time.
-  used: bool = False
 
-  def reusable(self, input_fn: Callable, steps: Optional[int],
-               session_hooks: Sequence[Any]) -> bool:
-    """Whether an evaluation of `input_fn` and `steps` with `session_hooks`
-    can run this graph: the same input_fn object and steps, and no
-    SessionRunHook that may add ops or variables in `begin()` (the
-    model_fn's own evaluation hooks, or the evaluation's) once a session
-    has run it (its local-init op would not initialize them)."""
-    return (self.input_fn is input_fn and self.steps == steps and
-            not self.built.spec.evaluation_hooks and
-            (not session_hooks or not self.used))
+  def is_for(self, input_fn: Callable, steps: Optional[int]) -> bool:
+    """Whether an evaluation of `input_fn` and `steps` can run this graph:
+    the same input_fn object and steps."""
+    return self.input_fn is input_fn and self.steps == steps
 
 
 class GraphEngine(engine_lib.Engine):
@@ -127,10 +123,16 @@ class GraphEngine(engine_lib.Engine):
 
   def __init__(self, **kwargs):
     super().__init__(**kwargs)
-    # The evaluation graph kept for the next evaluation (`_eval_graph`).
-    self._kept_eval_graph: Optional[_EvalGraph] = None
+    # The evaluation graph `check_evaluation` built, for the evaluation
+    # that follows (`_eval_graph`).
+    self._checked_eval_graph: Optional[_EvalGraph] = None
+    # (input_fn, placement, (graph, data, built)) of `prepare_training`.
+    self._prepared = None
 
-  def _refuse_unsupported(self) -> None:
+  def unsupported(self) -> Optional[str]:
+    """Why this engine cannot run the RunConfig it was given (an
+    estimator_rt setting tf.estimator never had, or a strategy it does not
+    run), or None. Nothing is built."""
     config = self._config
     refusals = (
         (config.checkpoint_input,
@@ -142,9 +144,15 @@ class GraphEngine(engine_lib.Engine):
     )
     for refused, what in refusals:
       if refused:
-        raise UserInputError(
-            f'RunConfig: {what} is not supported for TF1-style model_fns '
-            '(graph engine). Turn it off.')
+        return (f'RunConfig: {what} is not supported for TF1-style model_fns '
+                '(graph engine). Turn it off.')
+    return placement_lib.training_refusal(config.train_distribute,
+                                          task=config.task_info)
+
+  def _refuse_unsupported(self) -> None:
+    refusal = self.unsupported()
+    if refusal is not None:
+      raise UserInputError(refusal)
 
   def _session_config(self, placement=None) -> tf.compat.v1.ConfigProto:
     """The placement's session config and the engine's Grappler settings
@@ -158,79 +166,122 @@ class GraphEngine(engine_lib.Engine):
       config.MergeFrom(self._config.session_config)
     return config
 
-  def _seed(self) -> None:
-    if self._config.tf_random_seed is not None:
-      tf.compat.v1.set_random_seed(self._config.tf_random_seed)
+  @contextlib.contextmanager
+  def _building(self) -> Iterator[None]:
+    """Around the build of one graph (made the default already): the
+    RunConfig's tf_random_seed as the graph's seed, and as the seed of what
+    tf_keras draws for its initializers; Keras layer names numbered from
+    scratch."""
+    seed = self._config.tf_random_seed
+    if seed is not None:
+      tf.compat.v1.set_random_seed(seed)
+    with compat.keras_names_per_graph(), compat.keras2_seeds_per_graph(seed):
+      yield
 
   # -------------------------------------------------------------- train
   def _training_graph(self, input_fn, placement, session_hooks):
-    """Builds training into a new graph: the in-graph loop where it can
-    run (in_graph_loop.py), else one step per session run, logging why in
-    one line. Only a loop whose build failed halfway costs a second graph
-    (and a second call of the input_fn and the model_fn, as tf.estimator
-    called them once per graph).
+    """Builds training into a new graph: the model_fn's one TRAIN-mode call
+    builds tf.estimator's one-step graph, and where the in-graph loop can
+    run it is derived from that step (in_graph_loop.py), else the step runs
+    once per session run, logging why in one line. The input_fn and the
+    model_fn are called once, as tf.estimator called them once per graph.
 
     Returns:
-      (graph, data, built, session_hooks, runtime_hooks): `built` is an
-      `in_graph_loop.LoopModel` or a `model.GraphModel`; the SessionRunHooks
-      the session runs, and the runtime hooks that stand in for the rest
-      (in the loop, `per_loop_hooks`' equivalents of per-loop-safe hooks).
+      (graph, data, built): `built` is an `in_graph_loop.LoopModel` or a
+      `model.GraphModel`.
     """
-    loop_hooks, per_step_hooks = per_loop_hooks.split(session_hooks)
+    _, per_step_hooks = per_loop_hooks.split(session_hooks)
     name = user_fns.fn_name(self._model_fn)
     reason = in_graph_loop.refusal(
         steps_per_loop=self._config.steps_per_loop, placement=placement,
         per_step_hooks=per_step_hooks)
+    graph = tf.Graph()
+    with graph.as_default(), self._building():
+      data = model_lib.read_input(
+          input_fn, self._params, role='train input_fn',
+          config=self._config, placement=placement, overlap=True)
+      self._features_spec = data.features_spec
+      reason = reason or in_graph_loop.input_refusal(data)
+      queue_runners = len(graph.get_collection(
+          tf.compat.v1.GraphKeys.QUEUE_RUNNERS))
+      ops_before = len(graph.get_operations())
+      step = model_lib.build(
+          model_fn=self._model_fn, mode=ModeKeys.TRAIN,
+          batches=data.next_batch, params=self._params, config=self._config,
+          placement=placement)
+      reason = reason or in_graph_loop.refusal_of_step(
+          step, queue_runners_before=queue_runners, ops_before=ops_before)
+      if reason is None:
+        try:
+          loop = in_graph_loop.derive(
+              step=step, placement=placement,
+              with_summaries=bool(self._config.save_summary_steps))
+        except in_graph_loop.CannotLoop as e:
+          reason = str(e)
+    if reason is not None:
+      logging.info('model_fn %s (graph engine) runs one training step per '
+                   'session run: %s.', name, reason)
+      return graph, data, step
+    logging.info('model_fn %s (graph engine) runs its steps in an in-graph '
+                 'loop: one session run per loop of up to %d steps.', name,
+                 self._config.steps_per_loop)
+    return graph, data, loop
 
-    def build(loop: bool):
-      graph = tf.Graph()
-      with graph.as_default(), compat.keras_names_per_graph():
-        self._seed()
-        data = model_lib.read_input(
-            input_fn, self._params, role='train input_fn',
-            config=self._config, shard=placement.shard, overlap=True)
-        self._features_spec = data.features_spec
-        why_not = in_graph_loop.input_refusal(data) if loop else None
-        if loop and why_not is None:
-          try:
-            return graph, data, in_graph_loop.build(
-                model_fn=self._model_fn, batches=data.next_batch,
-                params=self._params, config=self._config,
-                placement=placement,
-                with_summaries=bool(self._config.save_summary_steps)), None
-          except in_graph_loop.CannotLoop as e:
-            # The graph may hold a half-built body: build in a new one.
-            return None, None, None, str(e)
-        logging.info('model_fn %s runs one training step per session run: '
-                     '%s.', name, why_not or reason)
-        return graph, data, model_lib.build(
-            model_fn=self._model_fn, mode=ModeKeys.TRAIN,
-            batches=data.next_batch, params=self._params,
-            config=self._config, placement=placement), None
-
-    graph, data, built, reason = build(loop=reason is None)
-    if graph is None:
-      graph, data, built, _ = build(loop=False)
+  @staticmethod
+  def _session_and_runtime_hooks(built, session_hooks):
+    """(the SessionRunHooks the session runs, the runtime hooks standing in
+    for the rest): in the loop, `per_loop_hooks`' equivalents of the
+    per-loop-safe hooks."""
     if isinstance(built, in_graph_loop.LoopModel):
-      logging.info('model_fn %s runs its steps in an in-graph loop: one '
-                   'session run per loop of up to %d steps.', name,
-                   self._config.steps_per_loop)
-      return graph, data, built, [], loop_hooks
-    return graph, data, built, list(session_hooks), []
+      loop_hooks, _ = per_loop_hooks.split(session_hooks)
+      return [], loop_hooks
+    return list(session_hooks), []
+
+  def _training_placement(self):
+    self._refuse_unsupported()
+    return placement_lib.make_placement(
+        self._config.train_distribute, for_training=True,
+        task=self._config.task_info)
+
+  def prepare_training(self, input_fn: Callable) -> None:
+    """Builds the training of `input_fn` now, as `train` would (the
+    model_fn's one TRAIN-mode call), and keeps it for the next `train` of
+    the same input_fn: a parameter-server worker learns from it which
+    engine it runs in (EagerModelFnError: the eager engine's), and then
+    trains in the graph it built, as tf.estimator's workers built one."""
+    placement = self._training_placement()
+    self._prepared = (input_fn, placement,
+                      self._training_graph(input_fn, placement, ()))
+
+  def _prepared_training(self, input_fn, session_hooks):
+    """What `prepare_training` built for `input_fn`, if `train` can run it
+    with `session_hooks` (a loop cannot take hooks that see every step),
+    else None; dropped either way."""
+    prepared, self._prepared = self._prepared, None
+    if prepared is None or prepared[0] is not input_fn:
+      return None
+    _, placement, (graph, data, built) = prepared
+    _, per_step_hooks = per_loop_hooks.split(session_hooks)
+    if per_step_hooks and isinstance(built, in_graph_loop.LoopModel):
+      return None
+    return placement, graph, data, built
 
   def _build_training(self, input_fn, *, latest, session_hooks,
                       summary_writer) -> engine_lib.TrainingSetup:
     """See `engine.Engine._build_training`."""
-    self._refuse_unsupported()
-    placement = placement_lib.make_placement(
-        self._config.train_distribute, for_training=True,
-        task=self._config.task_info)
+    prepared = self._prepared_training(input_fn, session_hooks)
+    if prepared is not None:
+      placement, graph, data, built = prepared
+    else:
+      placement = self._training_placement()
+      graph, data, built = self._training_graph(input_fn, placement,
+                                                session_hooks)
     if placement.multi_worker:
       inputs.require_repeating(
-          self._repeats_forever(input_fn, 'train input_fn') is not False,
+          model_lib.repeats_forever(data) is not False,
           what='multi_worker_mirrored training of a TF1-style model_fn')
-    graph, data, built, session_hooks, runtime_hooks = self._training_graph(
-        input_fn, placement, session_hooks)
+    session_hooks, runtime_hooks = self._session_and_runtime_hooks(
+        built, session_hooks)
     with graph.as_default():
       saver, keep = self._saver(built.spec.scaffold)
       if latest is not None:
@@ -248,10 +299,7 @@ class GraphEngine(engine_lib.Engine):
           lambda vector: loop.run(agreed, {values: vector}),
           replicas=placement.replicas_in_sync)
     checkpoint_writer = session_loop.SaverWriter(saver, loop)
-    files = graph_files.GraphFiles(
-        graph=graph, saver=saver,
-        loop_op=(graph_files.loop_op_of(built.steps_run)
-                 if isinstance(built, in_graph_loop.LoopModel) else None))
+    files = graph_files.GraphFiles(graph=graph, saver=saver)
     return engine_lib.TrainingSetup(
         train_loop=loop, iterator=None, checkpoint=checkpoint_writer,
         global_step=loop.global_step, max_to_keep=keep, agree=agree,
@@ -294,6 +342,8 @@ class GraphEngine(engine_lib.Engine):
     if is_chief:
       hooks += list(spec.training_chief_hooks)
     in_graph = isinstance(built, in_graph_loop.LoopModel)
+    if in_graph:
+      hooks.append(session_loop.RunOnceHook(built.initializer))
     summary_op = None
     if self._config.save_summary_steps and not in_graph:
       summary_op = (spec.scaffold.summary_op if spec.scaffold is not None and
@@ -342,20 +392,6 @@ class GraphEngine(engine_lib.Engine):
             yield
       finally:
         tf.compat.v1.summary.FileWriterCache.clear()
-
-  def _repeats_forever(self, input_fn: Callable, role: str
-                       ) -> Optional[bool]:
-    """Whether `input_fn`'s dataset repeats forever, from its cardinality in
-    an eager call (datasets are lazy: nothing is read); None when that
-    cannot tell (an input_fn that only works in a graph: the graph build
-    reports a broken one in its words)."""
-    try:
-      dataset = user_fns.call_input_fn(input_fn, self._params, None,
-                                       role=role, config=self._config)
-      return (int(dataset.cardinality()) ==
-              int(tf.data.INFINITE_CARDINALITY))
-    except Exception:  # pylint: disable=broad-except
-      return None
 
   def _saver(self, scaffold) -> tuple:
     """The Saver checkpoints are written with, and how many to keep: a
@@ -447,21 +483,17 @@ class GraphEngine(engine_lib.Engine):
     return data, built
 
   def _eval_graph(self, input_fn: Callable, steps: Optional[int], *,
-                  of_checkpoint: bool,
-                  session_hooks: Sequence[Any]) -> _EvalGraph:
+                  of_checkpoint: bool) -> _EvalGraph:
     """The evaluation graph for `input_fn` and `steps`: for the evaluation
-    of a checkpoint (`of_checkpoint`), the one kept from the last when it
-    can run this one (`_EvalGraph.reusable`), else a new one, kept for the
-    next. Without a checkpoint the variables are initialized, and
-    warm-started into that graph only: it is built for that evaluation
-    alone."""
-    kept = self._kept_eval_graph
-    if (of_checkpoint and kept is not None and
-        kept.reusable(input_fn, steps, session_hooks)):
-      return kept
+    of a checkpoint (`of_checkpoint`), the one `check_evaluation` built
+    for them, if it is still there; else a new one. Without a checkpoint
+    the variables are initialized, and warm-started into that graph."""
+    checked, self._checked_eval_graph = self._checked_eval_graph, None
+    if (of_checkpoint and checked is not None and
+        checked.is_for(input_fn, steps)):
+      return checked
     graph = tf.Graph()
-    with graph.as_default(), compat.keras_names_per_graph():
-      self._seed()
+    with graph.as_default(), self._building():
       data, built = self._build_eval(input_fn, steps)
       saver, _ = self._saver(built.spec.scaffold)
       final = {name: pair[0] for name, pair in built.metrics.items()}
@@ -472,24 +504,23 @@ class GraphEngine(engine_lib.Engine):
         local_init_op = tf.group(
             scaffold.local_init_op,
             tf.compat.v1.train.Scaffold.default_local_init_op())
-      eval_graph = _EvalGraph(
+      return _EvalGraph(
           input_fn=input_fn, steps=steps, graph=graph, data=data,
           built=built, saver=saver,
           update=tf.group(*[pair[1] for pair in built.metrics.values()]),
           final=final, local_init_op=local_init_op)
-    if of_checkpoint:
-      self._kept_eval_graph = eval_graph
-    return eval_graph
 
   def check_evaluation(self, input_fn: Callable, *,
                        steps: Optional[int] = None,
                        name: Optional[str] = None) -> None:
-    """See `Estimator.check_evaluation`. The graph built is kept for the
-    evaluations that follow (of checkpoints training writes next)."""
+    """See `Estimator.check_evaluation`. The graph built is the one the
+    next evaluation of a checkpoint with the same input_fn and steps runs
+    (tf.estimator built one graph per evaluation)."""
     del name
     check_positive_count('evaluate: steps', steps,
                          phrase='Must specify steps > 0', maximum=MAX_INT32)
-    self._eval_graph(input_fn, steps, of_checkpoint=True, session_hooks=())
+    self._checked_eval_graph = self._eval_graph(input_fn, steps,
+                                                of_checkpoint=False)
 
   def evaluate(self, input_fn: Callable, *, steps: Optional[int] = None,
                hooks: Sequence[Any] = (),
@@ -502,8 +533,7 @@ class GraphEngine(engine_lib.Engine):
                                          to='evaluate')
     _, session_hooks = engine_lib.split_hooks(hooks)
     evaluation = self._eval_graph(input_fn, steps,
-                                  of_checkpoint=path is not None,
-                                  session_hooks=session_hooks)
+                                  of_checkpoint=path is not None)
     built = evaluation.built
     with evaluation.graph.as_default():
       self._check_fits_or_warm_start(path, built.spec.scaffold)
@@ -518,7 +548,6 @@ class GraphEngine(engine_lib.Engine):
           scaffold=scaffold, config=self._session_config(),
           checkpoint_filename_with_path=path)
       ran = 0
-      evaluation.used = True
       with tf.compat.v1.train.MonitoredSession(
           session_creator=creator, hooks=all_hooks) as session:
         while not session.should_stop() and (steps is None or ran < steps):
@@ -543,8 +572,7 @@ class GraphEngine(engine_lib.Engine):
     """See `Estimator.predict`."""
     path = checkpoints.checkpoint_to_run(self.model_dir, checkpoint_path,
                                          to='predict')
-    with tf.Graph().as_default(), compat.keras_names_per_graph():
-      self._seed()
+    with tf.Graph().as_default(), self._building():
       data = model_lib.read_input(input_fn, self._params,
                                   role='predict input_fn', config=self._config)
       engine_lib.refuse_endless(bool(model_lib.repeats_forever(data)),

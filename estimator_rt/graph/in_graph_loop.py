@@ -1,39 +1,34 @@
-"""Several training steps per `session.run`: the model_fn built inside a
-`tf.while_loop`.
+"""Several training steps per `session.run`: the step the model_fn built,
+copied into a `tf.while_loop`.
 
 tf.estimator paid one `session.run` per step; at a few hundred microseconds
 of compute per step, that call is most of the time. TPUEstimator's
 `iterations_per_loop` ran the model_fn in a loop inside the graph instead;
-this module does that for the graph engine: the training step (the
-input's `get_next`, the model_fn, its train_op) is the body of a
-`tf.while_loop`, and one `session.run` runs as many steps as the
+this module does that for the graph engine, without a second call of the
+model_fn: the engine builds tf.estimator's one-step graph (the input's
+`get_next`, the model_fn's TRAIN-mode call, its train_op), and `derive`
+copies the ops one step runs into the body of a `tf.while_loop`, reading
+the variables, lookup tables, iterator and placeholders of that graph
+through captures. One `session.run` runs as many steps as the
 controller's loop asks for (`steps_per_loop`, cut by time), stopping early
 at the first non-finite loss, as the compiled loops of the eager engine do.
+The variables are the ones the model_fn made, under tf.estimator's names,
+so checkpoints are the same name-based ones; the one-step train op stays
+in the graph, unused. The step's `tf.compat.v1.summary` ops are merged at
+the last step of a run that asks for them (when a summary is due), and are
+a loop output.
 
-TensorFlow builds the loop body as a function (control flow v2), and what
-the model_fn creates there that must outlive a step is lifted out of it by
-TensorFlow itself: variables (`tf.compat.v1.get_variable`, Keras 2
-layers' and optimizers' weights) and lookup tables are created in the outer
-graph, under the names they would have had, so checkpoints are the same
-name-based ones, tf.estimator's. What the body adds to the graph's
-collections (summaries, update ops, losses) is the body's own: it is taken
-back out of the outer graph's collections after the build. The body's
-`tf.compat.v1.summary` ops are merged there, at the last step of a run
-that asks for them (when a summary is due), and are a loop output.
-
-Whether a model_fn's step can be a loop body is decided by building it
-there, not by guessing: `build` builds the loop, and raises `CannotLoop`
-(the engine then builds one step per run in a new graph, and logs the
-reason once) when the build fails (a variable whose initial value is a
-tensor the model_fn computed cannot be lifted out of the body) or shows
-something that needs a `session.run` per step: training hooks, a Scaffold
-with an init_fn, ready ops or a feed, a Scaffold op, Saver or summary op
-built in the body, a placeholder, a queue runner. Before that, `refusal`
-names what rules the loop out whatever the model_fn: one step per loop
-asked for, replicated or between-graph training, SessionRunHooks given to
-train() that need every step (see per_loop_hooks.py); and `input_refusal`
-an input_fn that returns tensors instead of a dataset (a session run
-evaluates them once, however many steps it holds).
+Whether the step can be a loop body is decided from what the one build
+shows, never by building again: before it, `refusal` names what rules the
+loop out whatever the model_fn (one step per loop asked for, replicated or
+between-graph training, SessionRunHooks given to train() that need every
+step, see per_loop_hooks.py) and `input_refusal` an input_fn that returns
+tensors instead of a dataset (a session run evaluates them once, however
+many steps it holds); after it, `refusal_of_step` what needs a
+`session.run` per step (training hooks, a Scaffold with an init_fn, ready
+ops or a feed, a placeholder the step reads, queue runners), and `derive`
+raises `CannotLoop` for a step it cannot copy (reference variables). In
+every such case the step already built runs once per session run.
 """
 
 import dataclasses
@@ -109,6 +104,7 @@ class LoopModel:
       writes none).
     last_loss_variable: holds the loss of the last step run (also after a
       run the input's end cut short).
+    initializer: to run once the session starts (`last_loss_variable`'s).
   """
 
   spec: object
@@ -121,17 +117,9 @@ class LoopModel:
   summary: tf.Tensor
   last_loss_variable: tf.Variable
 
-
-def _remove_from_collections(outer: tf.Graph) -> None:
-  """Takes what the body's build added to `outer`'s collections out again:
-  the body's tensors and ops cannot be run outside it (lifted variables and
-  table initializers belong to `outer`, and stay)."""
-  for key in outer.get_all_collection_keys():
-    items = outer.get_collection_ref(key)
-    kept = [item for item in items
-            if getattr(item, 'graph', outer) is outer]
-    if len(kept) != len(items):
-      items[:] = kept
+  @property
+  def initializer(self) -> tf.Operation:
+    return self.last_loss_variable.initializer
 
 
 # The summary ops that `_summaries_again` rebuilds inside the branch that
@@ -159,13 +147,7 @@ def _summaries_again(summaries) -> tf.Tensor:
   return tf.raw_ops.MergeSummary(inputs=[again(t) for t in summaries])
 
 
-def _graph_of(item) -> Optional[tf.Graph]:
-  """The graph an op or tensor belongs to (None for anything else)."""
-  return getattr(item, 'graph', None) if isinstance(
-      item, (tf.Operation, tf.Tensor)) else None
-
-
-def _scaffold_problem(scaffold, outer: tf.Graph) -> Optional[str]:
+def _scaffold_problem(scaffold) -> Optional[str]:
   """What in a model_fn's Scaffold needs one step per run, or None."""
   if scaffold is None:
     return None
@@ -178,54 +160,125 @@ def _scaffold_problem(scaffold, outer: tf.Graph) -> Optional[str]:
       return f'its Scaffold has a {field}'
   if scaffold.init_feed_dict:
     return 'its Scaffold has an init_feed_dict'
-  for field in ('init_op', 'local_init_op', 'summary_op'):
-    # Built in the step's body (or a function in it): the outer graph
-    # cannot run it.
-    graph = _graph_of(getattr(scaffold, field))
-    if graph is not None and graph is not outer:
-      return f'its Scaffold\'s {field} was built in the step'
-  saver = scaffold.saver
-  if isinstance(saver, tf.compat.v1.train.Saver):
-    try:
-      outer.as_graph_element(saver.saver_def.save_tensor_name)
-    except (KeyError, ValueError):
-      return 'its Scaffold\'s Saver was built in the step'
   return None
 
 
-def _body_problem(body: tf.Graph) -> Optional[str]:
-  """What the loop body's own ops show needs one step per run, or None:
-  a placeholder the model_fn made, which a run must feed (the body's inputs
-  and captures are placeholders too, and are not the model_fn's). A
-  `placeholder_with_default` (Keras 2's learning phase) is fine: only a
-  per-step hook or a Scaffold's feed could feed it, and both rule the loop
-  out already."""
-  inputs = {tensor.op for tensor in body.inputs}
-  for op in body.get_operations():
-    if op.type == 'Placeholder' and op not in inputs:
+# Ops that stay in the outer graph, the loop's body reading them through
+# captures: what holds state across steps (variables, tables, iterators)
+# and what a run feeds (placeholders).
+_STATE_OPS = frozenset({
+    'VarHandleOp', 'HashTableV2', 'MutableHashTableV2',
+    'MutableHashTableOfTensorsV2', 'MutableDenseHashTableV2', 'IteratorV2',
+    'Iterator', 'AnonymousIteratorV2', 'AnonymousIteratorV3',
+    'MultiDeviceIterator', 'Placeholder', 'PlaceholderWithDefault',
+})
+_REF_VARIABLE_OPS = frozenset({'VariableV2', 'Variable', 'TemporaryVariable'})
+
+
+def _step_ops(targets: Sequence[tf.Operation]):
+  """(the ops one training step runs, the state ops they read): everything
+  `targets` depend on, by data or control, stopping at state ops."""
+  step, state = set(), set()
+  pending = list(targets)
+  while pending:
+    op = pending.pop()
+    if op in step or op in state:
+      continue
+    if op.type in _STATE_OPS:
+      state.add(op)
+      continue
+    if op.type in _REF_VARIABLE_OPS:
+      raise CannotLoop(
+          f'it uses the reference variable {op.name!r} (a while loop cannot '
+          'capture one; tf.compat.v1.disable_resource_variables() or '
+          'tf.compat.v1.disable_v2_behavior() make them)')
+    step.add(op)
+    pending.extend(t.op for t in op.inputs)
+    pending.extend(op.control_inputs)
+  return step, state
+
+
+def _without_colocation(graph_def) -> None:
+  """Drops colocation constraints (`_class: loc:@...`): they name ops by
+  their outer names, which the copy does not have (and the loop runs on
+  one device)."""
+  for node in graph_def.node:
+    if '_class' in node.attr:
+      del node.attr['_class']
+
+
+def refusal_of_step(step: model_lib.GraphModel, *, queue_runners_before: int,
+                    ops_before: int) -> Optional[str]:
+  """What in the training step the model_fn built, or in its spec, needs a
+  `session.run` per step, or None.
+
+  Args:
+    step: the TRAIN-mode build (`model.build`), in the current graph.
+    queue_runners_before: the graph's QUEUE_RUNNERS count before the build.
+    ops_before: how many ops the graph had before the build.
+  """
+  spec = step.spec
+  hooks = list(spec.training_hooks) + list(spec.training_chief_hooks)
+  if hooks:
+    return (f'it returns training hooks [{per_loop_hooks.names(hooks)}] '
+            '(they see every step)')
+  problem = _scaffold_problem(spec.scaffold)
+  if problem:
+    return problem
+  outer = tf.compat.v1.get_default_graph()
+  if len(outer.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)) > (
+      queue_runners_before):
+    return 'it adds queue runners'
+  _, state = _step_ops([step.train_op, step.loss.op])
+  # A placeholder the build made that the step reads: a run must feed it
+  # (a `placeholder_with_default`, such as Keras 2's learning phase, is
+  # fine: the loop captures it, and feeding it still works).
+  for op in outer.get_operations()[ops_before:]:
+    if op.type == 'Placeholder' and op in state:
       return f'it creates the placeholder {op.name!r} (fed per run)'
   return None
 
 
-def build(*, model_fn: Callable, batches: Callable, params: dict, config,
-          placement, with_summaries: bool) -> LoopModel:
-  """Builds the training loop of `model_fn` into the current graph.
+def derive(*, step: model_lib.GraphModel, placement,
+           with_summaries: bool) -> LoopModel:
+  """Builds the training loop from the training step the model_fn built in
+  the current graph (`step`, one step per run), without calling the
+  model_fn again: the ops one step runs (the input's `get_next`, the
+  model's ops, the train_op and what it depends on) are copied into the
+  body of a `tf.while_loop`, which reads the variables, tables, iterator
+  and placeholders of the outer graph through captures. So the checkpoint
+  names are those of tf.estimator's one-step graph, and the one-step train
+  op stays in the graph unused.
 
   Args:
-    model_fn: the user's model_fn.
-    batches: `GraphInput.next_batch`.
-    params, config: passed to the model_fn.
+    step: the TRAIN-mode `model.GraphModel`; `refusal_of_step` found
+      nothing that needs a run per step.
     placement: a one-device placement (see `refusal`).
-    with_summaries: merge the body's summaries into `LoopModel.summary`.
+    with_summaries: merge the step's summaries into `LoopModel.summary`.
 
   Raises:
-    CannotLoop: the model_fn's step cannot be the loop's body (the reason
-      is the message). The current graph is then unusable: build one step
-      per run in a new one.
+    CannotLoop: the step cannot be copied into a loop (the reason is the
+      message); the graph is unchanged but for unused ops, and `step` runs
+      one step per session run.
   """
   outer = tf.compat.v1.get_default_graph()
-  queue_runners = len(outer.get_collection(
-      tf.compat.v1.GraphKeys.QUEUE_RUNNERS))
+  summaries = [item for item in outer.get_collection(
+      tf.compat.v1.GraphKeys.SUMMARIES) if isinstance(item, tf.Tensor)]
+  if not with_summaries:
+    summaries = []
+  targets = [step.train_op, step.loss.op] + [t.op for t in summaries]
+  step_ops, state = _step_ops(targets)
+  whole = outer.as_graph_def(add_shapes=True)
+  names = {op.name for op in step_ops}
+  step_def = tf.compat.v1.GraphDef()
+  step_def.versions.CopyFrom(whole.versions)
+  step_def.library.CopyFrom(whole.library)
+  step_def.node.extend(node for node in whole.node if node.name in names)
+  _without_colocation(step_def)
+  # Every output of a state op that the step reads, fed from a capture.
+  state_outputs = sorted(
+      {t for op in step_ops for t in op.inputs if t.op in state},
+      key=lambda t: t.name)
   with placement.variable_scope():
     global_step = tf.compat.v1.train.get_or_create_global_step()
   num_steps = tf.compat.v1.placeholder(tf.int32, [], name='steps_per_run')
@@ -233,38 +286,37 @@ def build(*, model_fn: Callable, batches: Callable, params: dict, config,
       False, [], name='record_summaries')
   # The last step's loss, kept outside the loop: a run that ends because
   # the input ended fails with OutOfRangeError, and this still holds the
-  # loss of the last step it ran.
+  # loss of the last step it ran. In no collection (neither saved nor
+  # covered by a Scaffold's own local_init_op or ready ops): the session
+  # runs its initializer when it starts (LoopModel.initializer).
   last_loss_variable = tf.compat.v1.Variable(
       float('nan'), trainable=False, name='last_loss_of_loop',
-      collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES],
-      use_resource=True)
-  built = {}
+      collections=[], use_resource=True)
 
-  def body(step, loss, finite, summary):
+  def body(step_count, loss, finite, summary):
     del loss, finite, summary  # Each step makes its own.
     graph = tf.compat.v1.get_default_graph()
-    built['graph'] = graph
-    model = model_lib.build(model_fn=model_fn, mode=ModeKeys.TRAIN,
-                            batches=batches, params=params, config=config,
-                            placement=placement)
-    built['model'] = model
-    summaries = [item for item in graph.get_collection(
-        tf.compat.v1.GraphKeys.SUMMARIES) if item.graph is graph]
-    with tf.control_dependencies([model.train_op]):
-      loss = tf.cast(tf.identity(model.loss), tf.float32)
-    with tf.control_dependencies([last_loss_variable.assign(loss)]):
-      loss = tf.identity(loss)
-      if with_summaries and summaries:
+    input_map = {t.name: graph.capture(t) for t in state_outputs}
+    copied = tf.graph_util.import_graph_def(
+        step_def, input_map=input_map, name='step',
+        return_elements=[step.train_op.name, step.loss.name] +
+        [t.name for t in summaries])
+    train_op, new_loss, new_summaries = copied[0], copied[1], copied[2:]
+    with tf.control_dependencies([train_op]):
+      new_loss = tf.cast(tf.identity(new_loss), tf.float32)
+    with tf.control_dependencies([last_loss_variable.assign(new_loss)]):
+      new_loss = tf.identity(new_loss)
+      if new_summaries:
         merged = tf.cond(
-            tf.logical_and(record_summaries, step + 1 >= num_steps),
-            lambda: _summaries_again(summaries), lambda: tf.constant(''))
+            tf.logical_and(record_summaries, step_count + 1 >= num_steps),
+            lambda: _summaries_again(new_summaries), lambda: tf.constant(''))
       else:
         merged = tf.constant('')
-    return step + 1, loss, tf.math.is_finite(loss), merged
+    return step_count + 1, new_loss, tf.math.is_finite(new_loss), merged
 
-  def cond(step, loss, finite, summary):
+  def cond(step_count, loss, finite, summary):
     del loss, summary
-    return tf.logical_and(step < num_steps, finite)
+    return tf.logical_and(step_count < num_steps, finite)
 
   try:
     steps_run, last_loss, loss_finite, summary = tf.while_loop(
@@ -272,26 +324,10 @@ def build(*, model_fn: Callable, batches: Callable, params: dict, config,
                      tf.constant(True), tf.constant('')],
         name='training_loop')
   except Exception as e:  # pylint: disable=broad-except
-    # Whatever failed here fails again, in its own words, in the one-step
-    # build if it is not the loop's doing.
-    cause = e.__cause__ if isinstance(e, ModelFnError) and (
-        e.__cause__ is not None) else e
-    raise CannotLoop(f'building its step in a tf.while_loop failed: '
-                     f'{user_fns.describe_exception(cause)}') from e
-  _remove_from_collections(outer)
-  spec = built['model'].spec
-  hooks = list(spec.training_hooks) + list(spec.training_chief_hooks)
-  problem = (
-      (hooks and f'it returns training hooks '
-                 f'[{per_loop_hooks.names(hooks)}] (they see every step)') or
-      _scaffold_problem(spec.scaffold, outer) or
-      _body_problem(built['graph']) or
-      (len(outer.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)) >
-       queue_runners and 'it adds queue runners'))
-  if problem:
-    raise CannotLoop(problem)
-  return LoopModel(spec=spec, global_step=global_step,
+    raise CannotLoop('copying its step into a tf.while_loop failed: '
+                     f'{user_fns.describe_exception(e)}') from e
+  return LoopModel(spec=step.spec, global_step=global_step,
                    num_steps=num_steps, record_summaries=record_summaries,
-                   steps_run=steps_run,
-                   last_loss=last_loss, loss_finite=loss_finite,
-                   summary=summary, last_loss_variable=last_loss_variable)
+                   steps_run=steps_run, last_loss=last_loss,
+                   loss_finite=loss_finite, summary=summary,
+                   last_loss_variable=last_loss_variable)

@@ -19,14 +19,17 @@ from estimator_rt import input_overlap
 from estimator_rt import slice_batches
 from estimator_rt import inputs
 from estimator_rt import user_fns
+from estimator_rt.errors import EagerModelFnError
 from estimator_rt.errors import InputFnError
 from estimator_rt.errors import ModelFnError
+from estimator_rt.errors import shorten
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.spec import check_metric_names
 from estimator_rt.spec import EstimatorSpec
 from estimator_rt.spec import for_mode as spec_for_mode
 from estimator_rt.spec import is_keras2_metric
+from estimator_rt.spec import is_keras3
 from estimator_rt.spec import metric_object_as_pair
 
 # Ops that write a resource variable or a ref variable: how the global step
@@ -87,12 +90,16 @@ def _spec_of(value):
 
 
 def read_input(input_fn: Callable, params: dict, *, role: str, config,
-               shard: Callable = lambda dataset: dataset,
-               overlap: bool = False) -> GraphInput:
+               placement=None, overlap: bool = False) -> GraphInput:
   """Calls `input_fn` in the current graph, ready to read it element by
-  element (of this worker's `shard` of it). An input_fn that returns
-  tensors instead of a dataset (an iterator's `get_next()`, as tf.estimator
-  allowed) is read as it is: the graph evaluates them again at every step.
+  element. An input_fn that returns tensors instead of a dataset (an
+  iterator's `get_next()`, as tf.estimator allowed) is read as it is: the
+  graph evaluates them again at every step.
+
+  Under a distribution strategy (`placement`), an input_fn that declares
+  `input_context` gets the placement's InputContext and shards its input
+  itself, as tf.estimator 2.15's strategies gave it one; otherwise this
+  worker reads its shard of the dataset (`placement.shard`).
   `overlap`: the iterator's `get_next` runs ahead of the step
   (`input_overlap.overlapped`), and in-memory slices are read a batch at a
   time (`slice_batches.gathered`); training passes True.
@@ -100,7 +107,10 @@ def read_input(input_fn: Callable, params: dict, *, role: str, config,
   Raises:
     InputFnError: the input_fn failed or returned no dataset.
   """
-  result = user_fns.call_input_fn(input_fn, params, None, role=role,
+  context = None
+  if placement is not None and user_fns.input_fn_takes_context(input_fn):
+    context = placement.input_context()
+  result = user_fns.call_input_fn(input_fn, params, context, role=role,
                                   config=config, allow_tensors=True)
   if not isinstance(result, tf.data.Dataset):
     features, labels = inputs.split_element(
@@ -111,7 +121,9 @@ def read_input(input_fn: Callable, params: dict, *, role: str, config,
                       initializer=tf.no_op(),
                       features_spec=_spec_of(features),
                       from_dataset=False)
-  dataset = shard(result)
+  dataset = result
+  if placement is not None and context is None:
+    dataset = placement.shard(dataset)
   if overlap:
     # Replicas of this graph read consecutive elements of one iterator, so
     # the same elements in the same order are all the rewrite must keep.
@@ -253,22 +265,38 @@ def _keras2_metrics_as_pairs(spec: EstimatorSpec, model_fn: Callable) -> None:
 
 
 def _check_graph_spec(spec: EstimatorSpec, model_fn: Callable) -> None:
+  """Raises EagerModelFnError for what only the eager engine runs: a TF2
+  model_fn's spec (estimator_rt's own API, never tf.estimator's)."""
   name = user_fns.fn_name(model_fn)
   if spec.mode == ModeKeys.TRAIN and spec.optimizer is not None:
-    raise ModelFnError(
+    raise EagerModelFnError(
         f'model_fn {name} returned a Keras optimizer in TRAIN mode, and runs '
         'in the graph engine (a TF1-style model_fn or model_dir): there, '
         'return train_op=optimizer.minimize(loss, global_step=...) with a '
         'tf.compat.v1.train optimizer, or run a TF2 model_fn in a new '
-        'model_dir (RunConfig(engine="eager")).')
+        'model_dir (RunConfig(engine="eager")).',
+        reason='it returns a Keras optimizer for the runtime to apply')
+  if spec.mode == ModeKeys.TRAIN and is_keras3(spec.train_op):
+    raise EagerModelFnError(
+        f'model_fn {name} returned train_op={shorten(spec.train_op)}, what '
+        'a Keras 3 optimizer\'s apply_gradients returns, and runs in the '
+        'graph engine (a TF1-style model_dir or engine="graph"): run it in '
+        'a new model_dir (RunConfig(engine="eager")).',
+        reason='its train_op is a Keras 3 optimizer\'s apply_gradients')
   if spec.mode == ModeKeys.EVAL:
     for metric_name, metric in spec.eval_metric_ops.items():
-      if not isinstance(metric, (tuple, list)):
-        raise ModelFnError(
-            f'model_fn {name}: eval_metric_ops[{metric_name!r}] is a '
-            f'{type(metric).__name__}; in the graph engine give a Keras 2 '
-            '(tf_keras) metric or a (value, update_op) pair, e.g. '
-            'tf.compat.v1.metrics.mean(...).')
+      if isinstance(metric, (tuple, list)):
+        continue
+      message = (
+          f'model_fn {name}: eval_metric_ops[{metric_name!r}] is a '
+          f'{type(metric).__name__}; in the graph engine give a Keras 2 '
+          '(tf_keras) metric or a (value, update_op) pair, e.g. '
+          'tf.compat.v1.metrics.mean(...).')
+      if is_keras3(metric):
+        raise EagerModelFnError(
+            message, reason=f'its eval_metric_ops[{metric_name!r}] is a '
+            'Keras 3 metric object')
+      raise ModelFnError(message)
 
 
 def _counts_global_step(train_op, global_step) -> bool:

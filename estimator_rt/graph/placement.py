@@ -72,6 +72,14 @@ class SingleDevicePlacement:
   def shard(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
     return dataset
 
+  def input_context(self) -> Optional[tf.distribute.InputContext]:
+    """What an input_fn that declares `input_context` gets: nothing without
+    a strategy (tf.estimator 2.15 passed none), one pipeline for one
+    device."""
+    if self._device is None:
+      return None
+    return tf.distribute.InputContext()
+
   def agreement_sum(self):
     """(an int64 placeholder of 4 values, their sum over every replica of
     every worker) for the controller's per-loop agreement of synchronous
@@ -145,8 +153,11 @@ class MirroredPlacement:
               self._per_replica([l for _, l in elements]))
     with self._strategy.scope(), \
         self._strategy._scale_loss_for_estimator_enabled():  # pylint: disable=protected-access
+      # Not converted by AutoGraph (a graph-mode strategy would convert
+      # it): a model_fn's error then leaves as it is raised.
       grouped = self._strategy.extended.call_for_each_replica(
-          fn, args=(features, labels))
+          tf.autograph.experimental.do_not_convert(fn),
+          args=(features, labels))
     return list(self._strategy.experimental_local_results(grouped))
 
   def mean_loss(self, losses: List[tf.Tensor]) -> tf.Tensor:
@@ -195,6 +206,12 @@ class MirroredPlacement:
   def shard(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
     return dataset
 
+  def input_context(self) -> tf.distribute.InputContext:
+    """One input pipeline whose elements the replicas take in turn."""
+    return tf.distribute.InputContext(
+        num_input_pipelines=1, input_pipeline_id=0,
+        num_replicas_in_sync=self.num_replicas)
+
   def agreement_sum(self):
     return None
 
@@ -229,6 +246,14 @@ class MultiWorkerPlacement(MirroredPlacement):
 
   def shard(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
     return dataset.shard(self._num_workers, self._worker_index)
+
+  def input_context(self) -> tf.distribute.InputContext:
+    """A pipeline per worker, this worker's replicas taking its elements in
+    turn."""
+    return tf.distribute.InputContext(
+        num_input_pipelines=self._num_workers,
+        input_pipeline_id=self._worker_index,
+        num_replicas_in_sync=self.replicas_in_sync)
 
   def agreement_sum(self):
     """The controller's agreement as one small all-reduce in the graph, run
@@ -286,6 +311,12 @@ class ParameterServerPlacement(SingleDevicePlacement):
   def shard(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
     return dataset.shard(self._num_tasks, self._task_number)
 
+  def input_context(self) -> tf.distribute.InputContext:
+    """A pipeline per training task (the chief and the workers)."""
+    return tf.distribute.InputContext(
+        num_input_pipelines=self._num_tasks,
+        input_pipeline_id=self._task_number, num_replicas_in_sync=1)
+
   @property
   def ps_tasks(self) -> List[tuple]:
     """(job, index, address) of each ps task."""
@@ -318,12 +349,38 @@ def task_rpc(task) -> str:
   return getattr(task, 'rpc_layer', None) or 'grpc'
 
 
+def _is_parameter_server_training_task(name: Optional[str], task) -> bool:
+  return (name in (cluster.PARAMETER_SERVER, 'ParameterServerStrategy') and
+          task is not None and not task.standalone_client and
+          task.task_type in (cluster.CHIEF, cluster.WORKER))
+
+
+_SUPPORTED = (None, 'default', '_DefaultDistributionStrategy', 'one_device',
+              'OneDeviceStrategy', 'mirrored', 'MirroredStrategy',
+              cluster.MULTI_WORKER_MIRRORED)
+
+
+def training_refusal(strategy: Any, *, task=None) -> Optional[str]:
+  """Why the graph engine cannot train with `strategy` (a RunConfig's
+  train_distribute: a name, a strategy object or None) on `task`, or None.
+  Nothing is built."""
+  name = strategies.name_of(strategy)
+  if name in _SUPPORTED or _is_parameter_server_training_task(name, task):
+    return None
+  return (f'RunConfig: train_distribute={name!r} is not supported for '
+          'TF1-style model_fns (graph engine)'
+          f'{" without a TF_CONFIG cluster" if task is None else ""}; use '
+          'default, one_device, mirrored, or in a TF_CONFIG cluster '
+          'multi_worker_mirrored or parameter_server.')
+
+
 def make_placement(strategy: Any, *, for_training: bool, task=None):
   """The placement for a RunConfig's train_distribute (a name, a strategy
   object or None).
 
   Raises:
-    UserInputError: a strategy the graph engine does not run, naming why.
+    UserInputError: a strategy the graph engine does not run
+      (`training_refusal`), naming why.
   """
   name = strategies.name_of(strategy)
   if name in (None, 'default', '_DefaultDistributionStrategy'):
@@ -337,6 +394,9 @@ def make_placement(strategy: Any, *, for_training: bool, task=None):
     # Evaluation and prediction run undistributed (tf.estimator's default;
     # eval_distribute is not honoured by the graph engine).
     return SingleDevicePlacement()
+  refusal = training_refusal(strategy, task=task)
+  if refusal is not None:
+    raise UserInputError(refusal)
   if name in ('mirrored', 'MirroredStrategy'):
     return MirroredPlacement(strategy=strategies.resolve_strategy(strategy))
   if name == cluster.MULTI_WORKER_MIRRORED and task is None:
@@ -347,13 +407,4 @@ def make_placement(strategy: Any, *, for_training: bool, task=None):
   if name == cluster.MULTI_WORKER_MIRRORED:
     return MultiWorkerPlacement(
         strategy=strategies.resolve_strategy(strategy, task=task), task=task)
-  if (name in (cluster.PARAMETER_SERVER, 'ParameterServerStrategy') and
-      task is not None and not task.standalone_client and
-      task.task_type in (cluster.CHIEF, cluster.WORKER)):
-    return ParameterServerPlacement(task=task)
-  raise UserInputError(
-      f'RunConfig: train_distribute={name!r} is not supported for TF1-style '
-      'model_fns (graph engine)'
-      f'{" without a TF_CONFIG cluster" if task is None else ""}; use '
-      'default, one_device, mirrored, or in a TF_CONFIG cluster '
-      'multi_worker_mirrored or parameter_server.')
+  return ParameterServerPlacement(task=task)

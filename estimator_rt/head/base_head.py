@@ -15,6 +15,7 @@ from absl import logging
 import tensorflow as tf
 
 from estimator_rt import export as export_lib
+from estimator_rt.errors import EagerModelFnError
 from estimator_rt.errors import GraphModelFnError
 from estimator_rt.errors import SubclassError
 from estimator_rt.errors import UserInputError
@@ -23,6 +24,7 @@ from estimator_rt.head import keys as keys_lib
 from estimator_rt.head import metrics as metrics_lib
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.spec import EstimatorSpec
+from estimator_rt.spec import is_keras3
 
 _P = keys_lib.PredictionKeys
 
@@ -205,12 +207,18 @@ def graph_optimizer(optimizer):
           f'create_estimator_spec: optimizer={optimizer!r} is not a tf_keras '
           'optimizer name.') from e
   if not callable(getattr(optimizer, 'get_updates', None)):
-    raise UserInputError(
+    message = (
         'The given optimizer is not a tf.keras.optimizers.Optimizer '
         f'instance. Received optimizer of type {type(optimizer)}: in a '
         'TF1-style model_fn (graph engine) give a Keras 2 optimizer, '
         'tf_keras.optimizers.legacy.* (what tf.keras.optimizers.legacy was '
         'in 2.15), or a TF2 model_fn a Keras 3 one.')
+    if is_keras3(optimizer):
+      # Keras 3's: a TF2 model_fn (engine_choice.py), which the eager engine
+      # runs where no checkpoint has settled the graph engine.
+      raise EagerModelFnError(
+          message, reason='its head was given a Keras 3 optimizer')
+    raise UserInputError(message)
   return optimizer
 
 
