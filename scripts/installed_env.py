@@ -92,11 +92,13 @@ def site_packages(python: str) -> str:
       env=clean_environment(), timeout=60).stdout.strip()
 
 
-def make_environment(directory: str, *, wheel: str,
-                     requirements: Sequence[str] = ()) -> str:
-  """A new virtual environment in `directory`/venv with `wheel` installed
-  (see the module docstring); returns its Python."""
-  venv = os.path.join(directory, 'venv')
+def make_environment(directory: str, *, wheel: Optional[str],
+                     requirements: Sequence[str] = (),
+                     name: str = 'venv') -> str:
+  """A new virtual environment `directory`/`name` with `wheel` installed
+  (none if None: the same environment without estimator_rt, to compare
+  with; see the module docstring); returns its Python."""
+  venv = os.path.join(directory, name)
   _run([sys.executable, '-m', 'venv', '--without-pip', venv])
   python = os.path.join(venv, 'bin', 'python')
   shared = sysconfig.get_paths()['purelib']
@@ -105,9 +107,10 @@ def make_environment(directory: str, *, wheel: str,
     # A path line, not `import site; site.addsitedir(...)`: the .pth files
     # there are not run.
     f.write(shared + '\n')
-  _run([sys.executable, '-m', 'pip', '--python', python, 'install',
-        '--quiet', '--no-deps', '--no-index', wheel],
-       env=clean_environment())
+  if wheel is not None:
+    _run([sys.executable, '-m', 'pip', '--python', python, 'install',
+          '--quiet', '--no-deps', '--no-index', wheel],
+         env=clean_environment())
   if requirements:
     _run([sys.executable, '-m', 'pip', '--python', python, 'install',
           '--quiet', *requirements], env=clean_environment())

@@ -40,14 +40,14 @@ spawned one starts Python again (the .pth runs again); a forked one
 inherits all of it.
 """
 
-import importlib.machinery
 import os
 import sys
 
-# Not importlib.abc's base classes: importing importlib.abc costs every
-# process a few milliseconds (it imports importlib.resources); the import
-# system needs only the methods.
+# Nothing of importlib at start (not even importlib.abc's base classes: it
+# imports importlib.resources): a process that has not imported it yet
+# would pay a few milliseconds. The import system needs only the methods.
 _ModuleType = type(sys)
+_ModuleSpec = type(sys.__spec__)
 
 # The module paths served on import, besides the `estimator` namespaces:
 # tensorflow_estimator's, TensorFlow <= 2.15's alias of them, and the
@@ -177,8 +177,7 @@ class Hook:
     if fullname == 'tensorflow':
       return self._tensorflow_spec(fullname, path, target)
     if any(_is_under(fullname, root) for root in SERVED_ROOTS):
-      return importlib.machinery.ModuleSpec(fullname, _ServeOnLoad(),
-                                            is_package=True)
+      return _ModuleSpec(fullname, _ServeOnLoad(), is_package=True)
     return None
 
   def _tensorflow_spec(self, fullname, path, target):
