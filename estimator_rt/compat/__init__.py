@@ -47,11 +47,14 @@ tf.estimator").
 """
 
 import sys
+import threading
 
 from estimator_rt.compat import finder as finder_lib
 from estimator_rt.compat import startup
 
 _installed = False
+# serve() can be reached from two threads at once (two first uses).
+_serve_lock = threading.Lock()
 
 
 def resolve(public_name: str):
@@ -111,9 +114,10 @@ def serve():
   tf.estimator: chooses the Keras the program meant where that can still be
   chosen (keras_choice.py), then `install()`. Returns {'v1':
   tf.compat.v1.estimator, 'v2': tf.estimator}."""
-  if not _installed:
-    from estimator_rt.compat import keras_choice  # pylint: disable=g-import-not-at-top
-    keras_choice.choose_on_first_use()
-    install()
+  with _serve_lock:
+    if not _installed:
+      from estimator_rt.compat import keras_choice  # pylint: disable=g-import-not-at-top
+      keras_choice.choose_on_first_use()
+      install()
   from estimator_rt.compat import namespaces  # pylint: disable=g-import-not-at-top
   return {'v1': namespaces.v1(), 'v2': namespaces.v2()}
