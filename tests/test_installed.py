@@ -22,8 +22,8 @@ TIMEOUT_SECS = 300
 
 # A tf.estimator program as written for TensorFlow <= 2.15: tf.estimator
 # and tf.keras (Keras 2's legacy optimizer) in its main file, a fork child
-# made before it imports TensorFlow and a spawn child, each of which uses
-# tf.compat.v1.estimator.
+# made before it imports TensorFlow and a spawn child, each of which imports
+# a tensorflow_estimator module path first, then TensorFlow.
 PROGRAM = '''
 import json
 import multiprocessing
@@ -46,8 +46,11 @@ def fit(model_dir):
 
 
 def child(queue, model_dir):
+  # tensorflow_estimator's module path before TensorFlow itself.
+  from tensorflow_estimator.python.estimator import estimator as estimator_lib
   import tensorflow as tf
   queue.put({'v1': tf.compat.v1.estimator.Estimator.__module__,
+             'same': estimator_lib.Estimator is tf.estimator.Estimator,
              **fit(model_dir)})
 
 
@@ -91,6 +94,7 @@ def describe():
 '''
 LIBRARY_USER = '''
 import json
+import estimator_rt  # before TensorFlow: the hook serves either order
 from classifier import predict
 print('RESULT', json.dumps(predict.describe()))
 '''
@@ -218,8 +222,9 @@ def test_a_tf_estimator_program_runs_with_plain_python(installed, tmp_path):
     assert result['estimator'] == 'estimator_rt.canned.linear', where
     assert result['global_step'] == 5, where
     assert result['keras'].startswith('tf_keras.'), where
-  assert results['fork']['v1'] == results['spawn']['v1'] == (
-      'estimator_rt.estimator')
+  for where in ('fork', 'spawn'):
+    assert results[where]['v1'] == 'estimator_rt.estimator', where
+    assert results[where]['same'], where
 
 
 def test_a_library_and_a_pytest_run_use_tf_estimator(installed, tmp_path):
