@@ -3,9 +3,10 @@ environment where estimator_rt is installed.
 
 Installing the distribution puts `estimator_rt_compat.pth` into
 site-packages. Python runs its one line at start: unless the environment
-sets ESTIMATOR_RT_COMPAT=0, it loads this file, and only this file (not the
-estimator_rt package), and calls `install_hook()`, which puts a `Hook` first
-on `sys.meta_path`. Standard library only, and nothing done at start but
+sets ESTIMATOR_RT_COMPAT=0 (or false, no, off: the line reads it, before
+anything is loaded), it loads this file, and only this file (not the
+estimator_rt package, nor any module Python has not imported already), and
+calls `install_hook()`, which puts a `Hook` first on `sys.meta_path`. Standard library only, and nothing done at start but
 that: a process that never imports TensorFlow pays for this file and one
 finder consulted on each import (the median start-up cost is printed by
 scripts/bench/startup.py).
@@ -68,18 +69,10 @@ API_PATHS = {
     'tensorflow.compat.v1.compat.v2': 'v2',
 }
 
-_OFF_VALUES = ('0', 'false', 'no', 'off')
-
 # What a file that uses tf.estimator must say (`tf.estimator`, `from
 # tensorflow import estimator`, `tensorflow_estimator`): a file without it is
 # not read further (keras_choice.py parses the others).
 _MAY_USE_TF_ESTIMATOR = rb'tensorflow_estimator|[.\s]estimator\b'
-
-
-def is_off() -> bool:
-  """Whether the environment turns the hook off (ESTIMATOR_RT_COMPAT=0)."""
-  value = os.environ.get('ESTIMATOR_RT_COMPAT', '1')
-  return value.strip().lower() in _OFF_VALUES
 
 
 def _is_under(fullname: str, root: str) -> bool:
