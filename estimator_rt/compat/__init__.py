@@ -102,6 +102,8 @@ def install() -> None:
   hook = startup.installed_hook()
   sys.meta_path.insert(sys.meta_path.index(hook) if hook is not None else 0,
                        finder_lib.Finder(finder_lib.load_paths()))
+  # Served: the layer's finder and namespaces answer from now on.
+  startup.remove_hook()
   _installed = True
 
 

@@ -106,10 +106,8 @@ def serve():
   """Serves tf.estimator now (estimator_rt.compat.serve), once; returns
   {'v1': tf.compat.v1.estimator, 'v2': tf.estimator}."""
   import importlib  # pylint: disable=g-import-not-at-top
-  compat = importlib.import_module('estimator_rt.compat')
-  namespaces = compat.serve()
-  remove_hook()
-  return namespaces
+  # install() removes the hook.
+  return importlib.import_module('estimator_rt.compat').serve()
 
 
 class StandIn(_ModuleType):
