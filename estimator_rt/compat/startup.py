@@ -172,9 +172,9 @@ class Hook:
     return None
 
   def _tensorflow_spec(self, fullname, path, target):
-    """TensorFlow's own spec, its loader made to put the stand-ins once
-    TensorFlow has executed."""
-    _choose_keras_for_main_program()
+    """TensorFlow's own spec, its loader made to choose Keras for a
+    tf.estimator program before TensorFlow executes and to put the
+    stand-ins once it has (at import, not at a `find_spec` probe)."""
     spec = None
     for finder in sys.meta_path[sys.meta_path.index(self) + 1:]:
       find_spec = getattr(finder, 'find_spec', None)
@@ -186,8 +186,9 @@ class Hook:
     execute = spec.loader.exec_module
 
     def exec_module(module):
-      execute(module)
       spec.loader.exec_module = execute
+      _choose_keras_for_main_program()
+      execute(module)
       put_stand_ins()
 
     spec.loader.exec_module = exec_module
