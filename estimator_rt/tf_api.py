@@ -9,26 +9,14 @@ name meant for "tf.compat.v1" goes on all of them.
 import importlib
 from typing import Any
 
-import tensorflow as tf
+from estimator_rt.compat import startup
 
 
 def _objects_of(path: str):
   """Every object that stands for API module `path` ('tensorflow',
-  'tensorflow.compat.v1', ...)."""
-  found = [importlib.import_module(path)]
-  attribute = tf
-  for part in path.split('.')[1:]:
-    attribute = getattr(attribute, part)
-  found.append(attribute)
-  for module in list(found):
-    wrapped = getattr(module, '_tfmw_wrapped_module', None)
-    if wrapped is not None:
-      found.append(wrapped)
-  unique = []
-  for module in found:
-    if all(module is not seen for seen in unique):
-      unique.append(module)
-  return unique
+  'tensorflow.compat.v1', ...): the import hook's rule (it puts stand-ins
+  for `estimator` there before estimator_rt is imported)."""
+  return startup.api_module_objects(path)
 
 
 def set_attribute(path: str, name: str, value: Any) -> None:

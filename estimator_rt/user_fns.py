@@ -321,6 +321,24 @@ def call_input_fn(input_fn: Callable, params: dict,
   return dataset
 
 
+# The model_fns and input_fns that ship with estimator_rt: top-level
+# packages of a checkout, installed inside the package (setup.py), so that
+# an installed estimator_rt puts no `model_fns` on sys.path.
+_BUNDLED = {'model_fns': 'estimator_rt.model_fns',
+            'input_fns': 'estimator_rt.input_fns'}
+
+
+def bundled_fallback(module_name: str) -> str:
+  """`module_name`, or the installed copy of a bundled one
+  (`model_fns.mlp` -> `estimator_rt.model_fns.mlp`) when no `model_fns`
+  (`input_fns`) is importable: a checkout's, or the user's own module of
+  that name, wins."""
+  top, dot, rest = module_name.partition('.')
+  if top not in _BUNDLED or importlib.util.find_spec(top) is not None:
+    return module_name
+  return _BUNDLED[top] + dot + rest
+
+
 def load_callable(spec: str, *, flag: str) -> Callable:
   """Loads `module.path:attr` or `path/to/file.py:attr`.
 
@@ -356,7 +374,7 @@ def load_callable(spec: str, *, flag: str) -> Callable:
     else:
       if os.getcwd() not in sys.path and '' not in sys.path:
         sys.path.insert(0, os.getcwd())
-      module = importlib.import_module(module_part)
+      module = importlib.import_module(bundled_fallback(module_part))
   except UserInputError:
     raise
   except Exception as e:  # pylint: disable=broad-except

@@ -20,7 +20,7 @@ from typing import Any, Mapping, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
-from input_fns import _common
+from . import _common
 
 NUM_FEATURES = 64
 N_CLASSES = 10

@@ -39,7 +39,7 @@ import numpy as np
 import tensorflow as tf
 
 from estimator_rt.errors import InputFnError
-from input_fns import _common
+from . import _common
 
 _DTYPES = {'float32': tf.float32, 'int64': tf.int64, 'string': tf.string}
 

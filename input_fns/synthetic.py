@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from estimator_rt.errors import InputFnError
-from input_fns import _common
+from . import _common
 
 _LINEAR_DATA = ('regression', 'constant')
 

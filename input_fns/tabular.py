@@ -23,7 +23,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 import tensorflow as tf
 
-from input_fns import _common
+from . import _common
 
 EDUCATION = ('none', 'primary', 'secondary', 'bachelors', 'masters',
              'doctorate', 'vocational', 'other')

@@ -19,7 +19,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from estimator_rt.errors import InputFnError
-from input_fns import _common
+from . import _common
 
 _NAME = 'input_fns.tfds.tfds_input_fn'
 

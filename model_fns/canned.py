@@ -17,9 +17,14 @@ still get the job's params. For example:
   columns (categorical, crossed, bucketized, embedding).
 """
 
+import importlib
+
 import tensorflow as tf
 
-from input_fns import tabular
+# The bundled input_fns beside this package: the top-level `input_fns` of a
+# checkout, or `estimator_rt.input_fns` when installed (setup.py).
+tabular = importlib.import_module(
+    __name__.rpartition('model_fns.')[0] + 'input_fns.tabular')
 
 DEFAULT_PARAMS = {'batch_size': 64}
 

@@ -21,7 +21,7 @@ import tensorflow as tf
 from estimator_rt.errors import ModelFnError
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.spec import EstimatorSpec
-from model_fns import _common
+from . import _common
 
 _NAME = 'model_fns.linear.model_fn'
 

@@ -28,7 +28,7 @@ from estimator_rt.errors import ModelFnError
 from estimator_rt.errors import shorten
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.spec import EstimatorSpec
-from model_fns import _common
+from . import _common
 
 _NAME = 'model_fns.mlp.model_fn'
 

@@ -65,6 +65,7 @@ SLOWEST_FILES = (
     'test_exact_resume.py',
     'test_preemption.py',
     'test_legacy_engine.py',
+    'test_installed.py',
 )
 
 

@@ -10,6 +10,11 @@ or, for a program left as it is:
 
     python -m estimator_rt.compat PROGRAM.py [ARGS...]
 
+or nothing at all: installing the distribution installs an import hook
+(startup.py, run by `estimator_rt_compat.pth` at interpreter start; off with
+ESTIMATOR_RT_COMPAT=0) that does `serve()` when a program first uses
+tf.estimator, so that `python PROGRAM.py` runs it too.
+
 `install()` (explicit, idempotent) makes these resolve to estimator_rt's
 objects:
 
@@ -42,10 +47,14 @@ tf.estimator").
 """
 
 import sys
+import threading
 
 from estimator_rt.compat import finder as finder_lib
+from estimator_rt.compat import startup
 
 _installed = False
+# serve() can be reached from two threads at once (two first uses).
+_serve_lock = threading.Lock()
 
 
 def resolve(public_name: str):
@@ -78,22 +87,39 @@ def install() -> None:
         'estimator_rt.compat.install(): the real tensorflow_estimator is '
         'already imported; install() must come first (or run the program '
         'with python -m estimator_rt.compat).')
-  v1, v2 = namespaces.v1(), namespaces.v2()
+  served = {'v1': namespaces.v1(), 'v2': namespaces.v2()}
   # TensorFlow nests its compat namespaces (tf.compat.v2.compat.v1 is a
-  # module of its own); 2.15 had `estimator` in each.
-  for path, namespace in (('tensorflow', v2), ('tensorflow.compat.v2', v2),
-                          ('tensorflow.compat.v1', v1),
-                          ('tensorflow.compat.v2.compat.v1', v1),
-                          ('tensorflow.compat.v2.compat.v2', v2),
-                          ('tensorflow.compat.v1.compat.v1', v1),
-                          ('tensorflow.compat.v1.compat.v2', v2)):
-    tf_api.set_attribute(path, 'estimator', namespace)
-    sys.modules[f'{path}.estimator'] = namespace
+  # module of its own); 2.15 had `estimator` in each. The import hook's
+  # stand-ins there, if any, are replaced.
+  for path, version in startup.API_PATHS.items():
+    tf_api.set_attribute(path, 'estimator', served[version])
+    sys.modules[f'{path}.estimator'] = served[version]
   # Ahead of the path finders: an installed tensorflow_estimator package
-  # (made for TensorFlow 2.15) must not be imported.
-  sys.meta_path.insert(0, finder_lib.Finder(finder_lib.load_paths()))
+  # (made for TensorFlow 2.15) must not be imported. In the import hook's
+  # place if it is there (first since interpreter start), so that a finder
+  # a program put ahead of it (as the runner of 2.15's own tests puts one
+  # for their test code) stays ahead.
+  hook = startup.installed_hook()
+  sys.meta_path.insert(sys.meta_path.index(hook) if hook is not None else 0,
+                       finder_lib.Finder(finder_lib.load_paths()))
+  # Served: the layer's finder and namespaces answer from now on.
+  startup.remove_hook()
   _installed = True
 
 
 def is_installed() -> bool:
   return _installed
+
+
+def serve():
+  """What the import hook (startup.py) does when a program first uses
+  tf.estimator: chooses the Keras the program meant where that can still be
+  chosen (keras_choice.py), then `install()`. Returns {'v1':
+  tf.compat.v1.estimator, 'v2': tf.estimator}."""
+  with _serve_lock:
+    if not _installed:
+      from estimator_rt.compat import keras_choice  # pylint: disable=g-import-not-at-top
+      keras_choice.choose_on_first_use()
+      install()
+  from estimator_rt.compat import namespaces  # pylint: disable=g-import-not-at-top
+  return {'v1': namespaces.v1(), 'v2': namespaces.v2()}

@@ -12,6 +12,11 @@ first, so that `tf.estimator` and `tensorflow_estimator` are estimator_rt,
 and `tf.keras` Keras 2 (tf_keras), as it was for the program under
 TensorFlow 2.15 (set TF_USE_LEGACY_KERAS=0 to keep Keras 3).
 
+With estimator_rt installed (its wheel, or `pip install -e`), `python
+PROGRAM.py` does the same through the import hook (startup.py), which
+chooses Keras 2 for tf.estimator programs where that can still be chosen
+(keras_choice.py); the runner sets it before the program starts, always.
+
 `--check DIR...` runs nothing: it lists every tf.estimator name and module
 path the .py files under DIR use, with `file:line` and whether each runs
 here, runs with a documented difference, or is refused (check.py), then a

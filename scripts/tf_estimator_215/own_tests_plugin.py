@@ -4,8 +4,11 @@ Loaded by run_own_tests.py into the child process that runs one test file
 (`python -m pytest -p own_tests_plugin FILE`), configured by its environment:
 
   OWN_TESTS_SOURCE  the tensorflow/estimator source tree the file is from;
-  OWN_TESTS_TARGET  `estimator_rt` (estimator_rt.compat.install() first) or
-                    `tf215` (the installed tf.estimator 2.15, as it is);
+  OWN_TESTS_TARGET  `estimator_rt` (estimator_rt.compat.install() first),
+                    `plain` (nothing installed here: the environment's
+                    estimator_rt serves tf.estimator through its import
+                    hook, as in a user's pytest) or `tf215` (the installed
+                    tf.estimator 2.15, as it is);
   OWN_TESTS_LOG     the JSON-lines file it writes what happens to;
   OWN_TESTS_V1_BEHAVIOR  `1`: `tf.compat.v1.disable_v2_behavior()` once the
                     target is installed, as TF1 programs (and 2.15's
@@ -61,6 +64,14 @@ def one_line(error: BaseException) -> str:
 
 def _install_target() -> Dict[str, str]:
   """Makes tf.estimator the target's; returns the versions in use."""
+  from importlib import metadata  # pylint: disable=g-import-not-at-top
+  if _TARGET == 'plain':
+    # Nothing imported ahead of the test file, as in a user's pytest.
+    import importlib.util  # pylint: disable=g-import-not-at-top
+    return {'python': sys.version.split()[0],
+            'tensorflow': metadata.version('tensorflow'),
+            'estimator_rt': os.path.dirname(
+                importlib.util.find_spec('estimator_rt').origin)}
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   versions = {'python': sys.version.split()[0], 'tensorflow': tf.__version__}
   if _TARGET == 'estimator_rt':
@@ -71,7 +82,6 @@ def _install_target() -> Dict[str, str]:
   else:
     # The installed package, imported before anything could look for it in
     # the source tree (which has no __init__.py at its top).
-    from importlib import metadata  # pylint: disable=g-import-not-at-top
     import tensorflow_estimator  # pylint: disable=g-import-not-at-top,unused-import
     versions['tensorflow_estimator'] = metadata.version('tensorflow-estimator')
   return versions

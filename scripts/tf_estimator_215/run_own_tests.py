@@ -6,6 +6,12 @@ r"""Runs tf.estimator 2.15's own tests, against estimator_rt or against 2.15.
         --python .venv-tf215/bin/python
     # estimator_rt, through its compatibility layer.
     .venv/bin/python scripts/tf_estimator_215/run_own_tests.py --source TREE
+    # estimator_rt as installed: each file a plain `python -m pytest` in
+    # an environment with the built wheel installed (no runner, no
+    # install(), no TF_USE_LEGACY_KERAS): what the import hook alone does.
+    PY=$(.venv/bin/python scripts/installed_env.py /tmp/installed)
+    .venv/bin/python scripts/tf_estimator_215/run_own_tests.py --source TREE \
+        --plain --python $PY
     # Some files only (their results replace those files' in --out).
     .venv/bin/python scripts/tf_estimator_215/run_own_tests.py --source TREE \
         --files 'head/*' canned/dnn_test.py
@@ -28,9 +34,15 @@ TREE and the product from the target (test_code.py says which modules are
 test code). A file still running after --timeout seconds is killed, and its
 unfinished tests fail with reason `timeout`.
 
+With --plain, the plugin installs nothing: the tests reach estimator_rt
+through the import hook of the environment of --python (which must have
+estimator_rt installed, not on PYTHONPATH), and TF_USE_LEGACY_KERAS is left
+unset, as for a user who runs `pytest` there.
+
 It writes:
   - --out, the per-test results (default own_tests/results_estimator_rt.json,
-    or own_tests/results_215.json with --215): for each test id
+    own_tests/results_215.json with --215, own_tests/results_plain.json
+    with --plain): for each test id
     (`canned/dnn_test.py::Class::test_name`) its outcome (passed, failed,
     skipped) and, if it did not pass, a one-line reason (`Type: first line of
     the message`, `timeout`, `import error: ...`); a test passes when it and
@@ -64,9 +76,13 @@ _REPO_ROOT = os.path.dirname(os.path.dirname(_HERE))
 _OUTPUTS = os.path.join(_HERE, 'own_tests')
 RESULTS_215 = os.path.join(_OUTPUTS, 'results_215.json')
 RESULTS_HERE = os.path.join(_OUTPUTS, 'results_estimator_rt.json')
+RESULTS_PLAIN = os.path.join(_OUTPUTS, 'results_plain.json')
 TABLE = os.path.join(_OUTPUTS, 'OWN_TESTS.md')
+TABLE_PLAIN = os.path.join(_OUTPUTS, 'OWN_TESTS_PLAIN.md')
 TARGET_215 = 'tf215'
 TARGET_HERE = 'estimator_rt'
+# estimator_rt as installed: the import hook only.
+TARGET_PLAIN = 'plain'
 
 
 # ---------------------------------------------------------------------------
@@ -104,6 +120,11 @@ def _child_environment(target: str, source: str, log: str, *,
     # The tests were written for TensorFlow 2.15, where tf.keras was Keras 2:
     # as `python -m estimator_rt.compat` does for a program.
     env.setdefault('TF_USE_LEGACY_KERAS', '1')
+  elif target == TARGET_PLAIN:
+    # As a user's pytest: the environment's estimator_rt and its hook, and
+    # the Keras the hook chooses.
+    for name in ('TF_USE_LEGACY_KERAS', 'ESTIMATOR_RT_COMPAT'):
+      env.pop(name, None)
   env.update(
       PYTHONPATH=os.pathsep.join(paths),
       OWN_TESTS_SOURCE=os.path.abspath(source),
@@ -419,6 +440,9 @@ def _describe(args, results: Dict[str, object]) -> str:
            if k != 'estimator_rt']
   if args.target == TARGET_HERE:
     parts.insert(0, f'estimator_rt at {_git_head()}')
+  elif args.target == TARGET_PLAIN:
+    parts.insert(0, f'estimator_rt installed from the wheel of {_git_head()}, '
+                 'plain pytest')
   return f"{', '.join(parts)}; run on {datetime.date.today().isoformat()}"
 
 
@@ -459,6 +483,10 @@ def parse_args(argv: List[str]):
                       'v2.15.0 (holds tensorflow_estimator/python/estimator)')
   parser.add_argument('--215', dest='reference', action='store_true',
                       help='run against tf.estimator 2.15 (the reference)')
+  parser.add_argument('--plain', action='store_true',
+                      help='run as plain pytest in the environment of '
+                      '--python, where estimator_rt is installed (its import '
+                      'hook only: no install(), no TF_USE_LEGACY_KERAS)')
   parser.add_argument('--files', nargs='+', metavar='GLOB',
                       help='only these test files (globs on the path under '
                       'the package, or on the file name)')
@@ -473,7 +501,6 @@ def parse_args(argv: List[str]):
                       help='seconds a file may run (default 900)')
   parser.add_argument('--reference-results', default=RESULTS_215,
                       help='the 2.15 results the table compares with')
-  parser.add_argument('--table', default=TABLE, help='markdown table to write')
   parser.add_argument('--logs', default=None,
                       help='directory for each file\'s output (default: a '
                       'directory under the system\'s temporary directory)')
@@ -488,10 +515,22 @@ def parse_args(argv: List[str]):
                       help='call tf.compat.v1.disable_v2_behavior() before '
                       'the tests (give --out, --reference-results and '
                       '--table of their own)')
+  parser.add_argument('--table', default=None, help='markdown table to write '
+                      '(default: own_tests/OWN_TESTS.md, OWN_TESTS_PLAIN.md '
+                      'with --plain)')
   args = parser.parse_args(argv)
-  args.target = TARGET_215 if args.reference else TARGET_HERE
+  if args.reference and args.plain:
+    parser.error('--215 and --plain exclude each other')
+  args.target = (TARGET_215 if args.reference else
+                 TARGET_PLAIN if args.plain else TARGET_HERE)
   if args.out is None:
-    args.out = RESULTS_215 if args.reference else RESULTS_HERE
+    args.out = {TARGET_215: RESULTS_215, TARGET_PLAIN: RESULTS_PLAIN,
+                TARGET_HERE: RESULTS_HERE}[args.target]
+  if args.table is None:
+    args.table = TABLE_PLAIN if args.plain else TABLE
+  if args.plain and args.python is None:
+    parser.error('--plain needs --python: the interpreter of an environment '
+                 'with estimator_rt installed (scripts/installed_env.py)')
   if args.python is None:
     args.python = (os.path.join(_REPO_ROOT, '.venv-tf215', 'bin', 'python')
                    if args.reference else sys.executable)

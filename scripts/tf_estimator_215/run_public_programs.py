@@ -2,7 +2,8 @@
 tf.estimator 2.15 and under estimator_rt, and prints what each side did.
 
     python scripts/tf_estimator_215/run_public_programs.py --source DOCS \
-        [--compat_python PY] [--programs NAME,...] [--json OUT]
+        [--compat_python PY] [--plain_python PY] [--sides SIDE,...] \
+        [--programs NAME,...] [--json OUT]
 
 DOCS is a checkout of tensorflow/docs (the programs are fetched code: they
 are read from there and never committed). Each program is the tf.estimator
@@ -25,6 +26,13 @@ nothing, and its model then fails on string features on both sides). The
 weights start unseeded in most programs, so the sides' metrics agree in
 kind, not to the digit. Last results: `public_programs.json` beside this
 script.
+
+With --plain_python PY, a third side runs each program with plain `PY
+program.py`: PY's environment has estimator_rt installed (its wheel,
+scripts/installed_env.py), whose import hook serves tf.estimator and
+chooses Keras, with TF_USE_LEGACY_KERAS unset. --sides picks the sides to
+run (`tf_estimator_2.15`, `estimator_rt`, `estimator_rt_plain`); a --json
+that exists keeps the other sides' results.
 """
 
 import argparse
@@ -206,7 +214,9 @@ def program_text(docs: str, name: str) -> str:
 def run_side(command, path: str) -> dict:
   start = time.time()
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
-  env.pop('PYTHONPATH', None)
+  # Each side's own choices: the runner's, the import hook's.
+  for name in ('PYTHONPATH', 'TF_USE_LEGACY_KERAS', 'ESTIMATOR_RT_COMPAT'):
+    env.pop(name, None)
   try:
     result = subprocess.run(command + [path], cwd=os.path.dirname(path),
                             env=env, capture_output=True, text=True,
@@ -229,15 +239,27 @@ def main():
                       help='a tensorflow/docs checkout')
   parser.add_argument('--compat_python', default=sys.executable,
                       help='Python with estimator_rt and pandas installed')
+  parser.add_argument('--plain_python', default=None,
+                      help='Python of an environment with estimator_rt '
+                      'installed: runs the programs with plain `python`')
+  parser.add_argument('--sides', default=None,
+                      help='comma-separated sides to run (default: all)')
   parser.add_argument('--programs', default=','.join(PROGRAMS))
   parser.add_argument('--json', default=None, help='write the results here')
   args = parser.parse_args()
   sides = {'tf_estimator_2.15': [TF215_PYTHON],
            'estimator_rt': [args.compat_python, '-m', 'estimator_rt.compat']}
+  if args.plain_python:
+    sides['estimator_rt_plain'] = [args.plain_python]
+  if args.sides:
+    sides = {name: sides[name] for name in args.sides.split(',')}
   results = {}
+  if args.json and os.path.exists(args.json):
+    with open(args.json) as f:
+      results = json.load(f)
   with tempfile.TemporaryDirectory() as scratch:
     for name in args.programs.split(','):
-      results[name] = {}
+      results.setdefault(name, {})
       for side, command in sides.items():
         directory = os.path.join(scratch, name, side)
         os.makedirs(directory)
