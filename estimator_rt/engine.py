@@ -356,7 +356,8 @@ class Engine(abc.ABC):
               predict_keys: Optional[Sequence[str]] = None,
               hooks: Sequence[Any] = (),
               checkpoint_path: Optional[str] = None,
-              yield_single_examples: bool = True) -> Iterator[Any]:
+              yield_single_examples: bool = True,
+              refuse_endless_input: bool = False) -> Iterator[Any]:
     """See `Estimator.predict`."""
 
   @abc.abstractmethod

@@ -547,18 +547,27 @@ class Estimator(protected_methods.ProtectedMethods):
               predict_keys: Optional[Sequence[str]] = None,
               hooks: Optional[Sequence[Any]] = None,
               checkpoint_path: Optional[str] = None,
-              yield_single_examples: bool = True) -> Iterator[Any]:
+              yield_single_examples: bool = True, *,
+              refuse_endless_input: bool = False) -> Iterator[Any]:
     """Yields predictions for every example (or batch) of `input_fn`.
 
     Labels in the input are ignored. With `yield_single_examples`, yields
     one dict per example (or one array if the model_fn returned a single
-    tensor); otherwise one per batch.
+    tensor); otherwise one per batch. An input that repeats forever yields
+    forever, as tf.estimator's did (code takes what it needs:
+    `next(predict(...))`, `itertools.islice`).
+
+    Args:
+      refuse_endless_input: refuse an input that repeats forever instead
+        (UserInputError), as the binary's predict mode does: it prints
+        every prediction.
     """
     hooks = hooks_lib.check_hooks(hooks)
     return self._predictions(lambda engine: engine.predict(
         input_fn, predict_keys=predict_keys, hooks=hooks,
         checkpoint_path=checkpoint_path,
-        yield_single_examples=yield_single_examples),
+        yield_single_examples=yield_single_examples,
+        refuse_endless_input=refuse_endless_input),
                              checkpoint_path=checkpoint_path)
 
   def _predictions(self, predict: Callable, *,

@@ -498,8 +498,10 @@ def _train_and_evaluate(estimator, input_fn, eval_input_fn) -> None:
 
 def _predict(estimator, input_fn, eval_input_fn) -> None:
   del eval_input_fn
+  # Every prediction is printed: an input that repeats forever is refused.
   for prediction in estimator.predict(
-      input_fn, checkpoint_path=FLAGS.checkpoint_path):
+      input_fn, checkpoint_path=FLAGS.checkpoint_path,
+      refuse_endless_input=True):
     print(json.dumps(_jsonable(prediction)))
 
 

@@ -6,6 +6,7 @@ features or graph-only iterators, a NaN loss as 2.15's error, a metric of
 several tensors, and predict's warning about tensors that never end.
 """
 
+import itertools
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -118,3 +119,10 @@ def test_graph_evaluate_and_predict_call_the_input_fn_once(tmp_path):
   # Whether it repeats forever is read from the dataset in the graph.
   with pytest.raises(ert.UserInputError, match='repeats forever'):
     estimator.evaluate(lambda: input_fn().repeat())
+  # predict yields forever then, as 2.15's did: code takes what it needs;
+  # the binary's predict mode, which prints every prediction, refuses it.
+  assert len(list(itertools.islice(
+      estimator.predict(lambda: input_fn().repeat()), 3))) == 3
+  with pytest.raises(ert.UserInputError, match='repeats forever'):
+    next(estimator.predict(lambda: input_fn().repeat(),
+                           refuse_endless_input=True))

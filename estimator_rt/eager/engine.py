@@ -312,7 +312,8 @@ class EagerEngine(engine_lib.Engine):
               predict_keys: Optional[Sequence[str]] = None,
               hooks: Sequence[Any] = (),
               checkpoint_path: Optional[str] = None,
-              yield_single_examples: bool = True) -> Iterator[Any]:
+              yield_single_examples: bool = True,
+              refuse_endless_input: bool = False) -> Iterator[Any]:
     """See `Estimator.predict`."""
     # Prediction runs no training loop for runtime hooks to observe.
     _refuse_session_hooks(hooks)
@@ -324,7 +325,8 @@ class EagerEngine(engine_lib.Engine):
     data = inputs.make_input(strategy, input_fn, self._params,
                              auto_shard_policy='OFF',
                              role='predict input_fn', config=self._config)
-    engine_lib.refuse_endless(data.infinite, what='predict')
+    if refuse_endless_input:
+      engine_lib.refuse_endless(data.infinite, what='predict')
     graph = EagerModel(model_fn=self._model_fn, mode=ModeKeys.PREDICT,
                        params=self._params, config=self._config,
                        strategy=strategy, sample=data.sample)

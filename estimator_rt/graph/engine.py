@@ -568,15 +568,17 @@ class GraphEngine(engine_lib.Engine):
               predict_keys: Optional[Sequence[str]] = None,
               hooks: Sequence[Any] = (),
               checkpoint_path: Optional[str] = None,
-              yield_single_examples: bool = True) -> Iterator[Any]:
+              yield_single_examples: bool = True,
+              refuse_endless_input: bool = False) -> Iterator[Any]:
     """See `Estimator.predict`."""
     path = checkpoints.checkpoint_to_run(self.model_dir, checkpoint_path,
                                          to='predict')
     with tf.Graph().as_default(), self._building():
       data = model_lib.read_input(input_fn, self._params,
                                   role='predict input_fn', config=self._config)
-      engine_lib.refuse_endless(bool(model_lib.repeats_forever(data)),
-                                what='predict')
+      if refuse_endless_input:
+        engine_lib.refuse_endless(bool(model_lib.repeats_forever(data)),
+                                  what='predict')
       if not data.from_dataset and not model_lib.has_dataset_or_queue_runner(
           data.next_batch()[0]):
         # 2.15's warning, through its logger (code and its tests watch it).
