@@ -13,7 +13,7 @@ setup: $(STAMP)
 # The editable install also puts estimator_rt_compat.pth (the import hook
 # that serves tf.estimator to every process of the environment, see
 # estimator_rt/compat/startup.py) into $(VENV)'s site-packages.
-$(STAMP): setup.cfg setup.py pyproject.toml estimator_rt/_bind_guard.c \
+$(STAMP): setup.cfg setup.py pyproject.toml estimator_rt/cluster/_bind_guard.c \
     estimator_rt_compat.pth
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip

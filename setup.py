@@ -1,10 +1,10 @@
 """Builds what setup.cfg cannot say: the bind guard, the import hook's .pth
 file, and the bundled model_fns and input_fns inside the package.
 
-The bind guard (estimator_rt/_bind_guard.c) is a small C library that
-`run_server` preloads so that a TensorFlow server listens on the address its
-cluster gives it and nothing wider; see estimator_rt/bind_guard.py. It is
-built on Linux only, and optionally: if no C compiler is found the install
+The bind guard (estimator_rt/cluster/_bind_guard.c) is a small C library
+that `run_server` preloads so that a TensorFlow server listens on the
+address its cluster gives it and nothing wider; see
+estimator_rt/cluster/bind_guard.py. It is built on Linux only, and optionally: if no C compiler is found the install
 still succeeds, and run_server then asks for --bind_host=0.0.0.0 to listen
 on every interface knowingly.
 
@@ -17,8 +17,8 @@ the editable wheel itself, whose top is site-packages too.
 `model_fns/` and `input_fns/` stay at the checkout's top level, where the
 binary's `--model_fn=model_fns.mlp:model_fn` finds them from a checkout; the
 wheel installs them as `estimator_rt.model_fns` and `estimator_rt.input_fns`
-(the binary's fallback, estimator_rt/user_fns.py), so that it installs no
-top-level package but `estimator_rt`, and a user's own `model_fns` wins.
+(the binary's fallback, estimator_rt/core/user_fns.py), so that it installs
+no top-level package but `estimator_rt`, and a user's own `model_fns` wins.
 """
 
 import os
@@ -36,7 +36,8 @@ BUNDLED = {'estimator_rt.model_fns': 'model_fns',
 _EXTENSIONS = []
 if sys.platform.startswith('linux'):
   _EXTENSIONS.append(Extension(
-      'estimator_rt._bind_guard', sources=['estimator_rt/_bind_guard.c'],
+      'estimator_rt.cluster._bind_guard',
+      sources=['estimator_rt/cluster/_bind_guard.c'],
       libraries=['dl'], optional=True))
 
 

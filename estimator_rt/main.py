@@ -28,7 +28,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
 from absl import flags  # pylint: disable=g-import-not-at-top
 from absl import logging
 
-from estimator_rt import cli  # pylint: disable=g-import-not-at-top
+from estimator_rt.core import cli  # pylint: disable=g-import-not-at-top
 
 MODES = ('train', 'evaluate', 'train_and_evaluate', 'predict', 'export')
 STRATEGIES = ('default', 'one_device', 'mirrored', 'central_storage',
@@ -127,7 +127,7 @@ flags.DEFINE_enum('engine', 'auto', ['auto', 'eager', 'graph'],
                   'TF1-style model_fns (tf.compat.v1 optimizers, metrics, '
                   'placeholders, Scaffold, SessionRunHooks) run in a '
                   'tf.Graph as tf.estimator ran them, TF2 ones compiled; '
-                  'see estimator_rt/engine_choice.py.')
+                  'see estimator_rt/training/engine_choice.py.')
 flags.DEFINE_list('exporters', ['final'],
                   f'Exporters for train_and_evaluate, any of {EXPORTERS}.')
 flags.DEFINE_string('export_dir', None,
@@ -164,7 +164,7 @@ def _check_flags() -> None:
   Raises:
     UserInputError: naming the flag, its value and the bound.
   """
-  from estimator_rt import errors  # pylint: disable=g-import-not-at-top
+  from estimator_rt.core import errors  # pylint: disable=g-import-not-at-top
   for name, maximum in (('max_steps', errors.MAX_COUNT),
                         ('eval_steps', errors.MAX_INT32),
                         ('steps_per_loop', errors.MAX_INT32),
@@ -193,7 +193,7 @@ def _parsed_params() -> Optional[dict]:
   Raises:
     UserInputError: it is not JSON (or @file of JSON), or not an object.
   """
-  from estimator_rt.errors import UserInputError  # pylint: disable=g-import-not-at-top
+  from estimator_rt.core.errors import UserInputError  # pylint: disable=g-import-not-at-top
   spec = FLAGS.params
   if spec is None:
     return None
@@ -214,9 +214,9 @@ _PARSED_PARAMS = {}
 def _check_bind_host() -> None:
   """--bind_host is a wildcard, a host name or an IP address (IPv6 with or
   without brackets)."""
-  from estimator_rt import bind_guard  # pylint: disable=g-import-not-at-top
-  from estimator_rt import cluster  # pylint: disable=g-import-not-at-top
-  from estimator_rt import errors  # pylint: disable=g-import-not-at-top
+  from estimator_rt.cluster import bind_guard  # pylint: disable=g-import-not-at-top
+  from estimator_rt.cluster import tf_config as cluster  # pylint: disable=g-import-not-at-top
+  from estimator_rt.core import errors  # pylint: disable=g-import-not-at-top
   host = FLAGS.bind_host
   if host is None or host.strip() in bind_guard.WILDCARD_HOSTS:
     return
@@ -237,7 +237,7 @@ def _load_params(model_fn) -> dict:
 
 
 def _exporters(names, ert):
-  from estimator_rt.errors import UserInputError  # pylint: disable=g-import-not-at-top
+  from estimator_rt.core.errors import UserInputError  # pylint: disable=g-import-not-at-top
   made = []
   for name in names:
     if name == 'latest':
@@ -267,15 +267,15 @@ def _jsonable(value):
 def _starts_a_server(task) -> bool:
   """Every cluster task starts a TensorFlow server but an evaluator; so
   does a standalone client (as the chief)."""
-  from estimator_rt import cluster  # pylint: disable=g-import-not-at-top
+  from estimator_rt.cluster import tf_config as cluster  # pylint: disable=g-import-not-at-top
   return (task is not None and task.task_type != cluster.EVALUATOR and
           bool(task.address))
 
 
 def _listen_description(task) -> Optional[str]:
   """Where this task's server would listen, for --check_config."""
-  from estimator_rt import bind_guard  # pylint: disable=g-import-not-at-top
-  from estimator_rt import cluster  # pylint: disable=g-import-not-at-top
+  from estimator_rt.cluster import bind_guard  # pylint: disable=g-import-not-at-top
+  from estimator_rt.cluster import tf_config as cluster  # pylint: disable=g-import-not-at-top
   if not _starts_a_server(task):
     return None
   port = cluster.split_host_port(task.address)[1]
@@ -289,7 +289,7 @@ def _listen_description(task) -> Optional[str]:
 
 def _keep_server_to_its_address(task) -> None:
   """Relaunches under the bind guard when this task starts a server."""
-  from estimator_rt import bind_guard  # pylint: disable=g-import-not-at-top
+  from estimator_rt.cluster import bind_guard  # pylint: disable=g-import-not-at-top
   if not _starts_a_server(task):
     return
   address = bind_guard.guard_this_process(
@@ -308,8 +308,8 @@ def _resolve_task():
   Raises:
     UserInputError: naming the flag or field that is wrong.
   """
-  from estimator_rt import cluster  # pylint: disable=g-import-not-at-top
-  from estimator_rt.errors import UserInputError  # pylint: disable=g-import-not-at-top
+  from estimator_rt.cluster import tf_config as cluster  # pylint: disable=g-import-not-at-top
+  from estimator_rt.core.errors import UserInputError  # pylint: disable=g-import-not-at-top
   task = cluster.parse_tf_config(os.environ.get('TF_CONFIG'))
   strategy_name = FLAGS.distribution_strategy
   remote_cluster = None
@@ -365,8 +365,8 @@ def _prepare_process(role):
   strategy before any op runs.
   """
   _keep_server_to_its_address(role.task)
-  from estimator_rt import session_threads  # pylint: disable=g-import-not-at-top
-  from estimator_rt import strategies  # pylint: disable=g-import-not-at-top
+  from estimator_rt.cluster import session_threads  # pylint: disable=g-import-not-at-top
+  from estimator_rt.cluster import strategies  # pylint: disable=g-import-not-at-top
   # Before any op runs (the strategy, the user's modules): TensorFlow fixes
   # its pools when its runtime starts.
   session_threads.size_pools(
@@ -395,8 +395,8 @@ def _prepare_process(role):
 def _build_estimator(role, strategy, remote_cluster):
   """(estimator, input_fn, eval_input_fn) from the flags."""
   import estimator_rt as ert  # pylint: disable=g-import-not-at-top
-  from estimator_rt import estimator_factory  # pylint: disable=g-import-not-at-top
-  from estimator_rt import user_fns  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator import estimator_factory  # pylint: disable=g-import-not-at-top
+  from estimator_rt.core import user_fns  # pylint: disable=g-import-not-at-top
   model_fn = user_fns.load_callable(FLAGS.model_fn, flag='model_fn')
   input_fn = user_fns.load_callable(FLAGS.input_fn, flag='input_fn')
   eval_spec = FLAGS.eval_input_fn
@@ -409,7 +409,7 @@ def _build_estimator(role, strategy, remote_cluster):
     params = {**DEFAULT_JOB_PARAMS, **params}
   model_dir = FLAGS.model_dir
   if model_dir is None:
-    from estimator_rt.run_config import temporary_model_dir  # pylint: disable=g-import-not-at-top
+    from estimator_rt.cluster.run_config import temporary_model_dir  # pylint: disable=g-import-not-at-top
     model_dir = temporary_model_dir()
     logging.info('Using fresh model_dir %s', model_dir)
   config = ert.RunConfig(
@@ -450,7 +450,7 @@ def _with_params(input_fn, params):
   same declared arguments (the runtime passes only those). One that takes
   no params is left as it is (numpy_input_fn's stays what the runtime
   recognizes)."""
-  from estimator_rt import user_fns  # pylint: disable=g-import-not-at-top
+  from estimator_rt.core import user_fns  # pylint: disable=g-import-not-at-top
   if not user_fns.declared_args(input_fn) & {'params', '*'}:
     return input_fn
 
@@ -465,7 +465,7 @@ def _with_params(input_fn, params):
 
 def _or_default(value):
   """An unset checkpoint flag leaves RunConfig's default (every 600 s)."""
-  from estimator_rt import run_config  # pylint: disable=g-import-not-at-top
+  from estimator_rt.cluster import run_config  # pylint: disable=g-import-not-at-top
   return run_config.USE_DEFAULT if value is None else value
 
 
@@ -529,9 +529,9 @@ def run(argv) -> int:
   del argv
   # First, before TensorFlow starts any thread: SIGTERM/SIGINT go to one
   # watcher thread, which turns them into a save-and-exit-143 (preemption).
-  from estimator_rt import preemption  # pylint: disable=g-import-not-at-top
+  from estimator_rt.cluster import preemption  # pylint: disable=g-import-not-at-top
   preemption.block_stop_signals()
-  from estimator_rt import roles  # pylint: disable=g-import-not-at-top
+  from estimator_rt.cluster import roles  # pylint: disable=g-import-not-at-top
   _check_flags()
   task, remote_cluster = _resolve_task()
   role = roles.decide(task, FLAGS.distribution_strategy)
@@ -546,15 +546,15 @@ def run(argv) -> int:
 
 
 def _main(argv) -> None:
-  from estimator_rt.errors import UserInputError  # pylint: disable=g-import-not-at-top
+  from estimator_rt.core.errors import UserInputError  # pylint: disable=g-import-not-at-top
   try:
     code = run(argv)
   except UserInputError as e:
     cli.fail(str(e))
   except Exception as e:  # pylint: disable=broad-except
-    from estimator_rt import errors  # pylint: disable=g-import-not-at-top
-    from estimator_rt import preemption  # pylint: disable=g-import-not-at-top
-    from estimator_rt.training import ChiefLostError  # pylint: disable=g-import-not-at-top
+    from estimator_rt.core import errors  # pylint: disable=g-import-not-at-top
+    from estimator_rt.cluster import preemption  # pylint: disable=g-import-not-at-top
+    from estimator_rt.estimator.train_and_evaluate import ChiefLostError  # pylint: disable=g-import-not-at-top
     if isinstance(e, errors.PreemptedError):
       # Already logged as one line. An orderly TensorFlow shutdown can take
       # longer than the grace period that is left.
@@ -571,8 +571,8 @@ def _leave(code: int, *, at_once: bool = False) -> None:
   """Exits with `code`; with os._exit when `at_once`, or when a thread is
   still inside a TensorFlow RPC (see server.rpcs_in_flight): Python's own
   shutdown would abort the process then."""
-  from estimator_rt import preemption  # pylint: disable=g-import-not-at-top
-  server = sys.modules.get('estimator_rt.server')
+  from estimator_rt.cluster import preemption  # pylint: disable=g-import-not-at-top
+  server = sys.modules.get('estimator_rt.cluster.server')
   if at_once or (server is not None and server.rpcs_in_flight()):
     preemption.exit_at_once(code)
   sys.exit(code)

@@ -9,7 +9,7 @@ another. The task comes from TF_CONFIG, or from --cluster, --job_name and
 The server listens on the address the cluster gives its task and nothing
 wider (TensorFlow alone would listen on every interface): the process
 relaunches itself once with the bind guard preloaded (see
-estimator_rt/bind_guard.py) before TensorFlow is imported. --bind_host
+estimator_rt/cluster/bind_guard.py) before TensorFlow is imported. --bind_host
 names another address of this machine, or 0.0.0.0 for every interface.
 
 TensorFlow servers run work from anyone who can reach their port: keep them
@@ -26,7 +26,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
 from absl import flags  # pylint: disable=g-import-not-at-top
 from absl import logging
 
-from estimator_rt import cli  # pylint: disable=g-import-not-at-top
+from estimator_rt.core import cli  # pylint: disable=g-import-not-at-top
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string('cluster', None,
@@ -44,7 +44,7 @@ flags.DEFINE_string(
 
 def _task_from_flags():
   """The TaskInfo the flags describe, or None when none of them is given."""
-  from estimator_rt import cluster  # pylint: disable=g-import-not-at-top
+  from estimator_rt.cluster import tf_config as cluster  # pylint: disable=g-import-not-at-top
   given = [FLAGS.cluster, FLAGS.job_name, FLAGS.task_index]
   if all(v is None for v in given):
     return None
@@ -83,9 +83,9 @@ def _main(argv) -> None:
   signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
   # TensorFlow is imported only after the relaunch under the bind guard, so
   # a relaunch costs an interpreter start, not a TensorFlow import.
-  from estimator_rt import bind_guard  # pylint: disable=g-import-not-at-top
-  from estimator_rt import cluster  # pylint: disable=g-import-not-at-top
-  from estimator_rt.errors import UserInputError  # pylint: disable=g-import-not-at-top
+  from estimator_rt.cluster import bind_guard  # pylint: disable=g-import-not-at-top
+  from estimator_rt.cluster import tf_config as cluster  # pylint: disable=g-import-not-at-top
+  from estimator_rt.core.errors import UserInputError  # pylint: disable=g-import-not-at-top
   try:
     task = cluster.server_task(_task_from_flags(),
                                tf_config=os.environ.get('TF_CONFIG'))
@@ -93,7 +93,7 @@ def _main(argv) -> None:
         task.address, FLAGS.bind_host,
         task_name=f'{task.task_type}:{task.task_index}',
         module='estimator_rt.run_server')
-    from estimator_rt import server  # pylint: disable=g-import-not-at-top
+    from estimator_rt.cluster import server  # pylint: disable=g-import-not-at-top
     serving = server.start_server(task, listen_address=listen_address)
   except UserInputError as e:
     _exit_with_error(str(e))

@@ -12,8 +12,8 @@ from typing import Any, Callable, Mapping, Optional
 
 import tensorflow as tf
 
-from estimator_rt.errors import InputFnError
-from estimator_rt.errors import shorten
+from estimator_rt.core.errors import InputFnError
+from estimator_rt.core.errors import shorten
 
 # The features key the bundled model_fns read.
 FEATURES_KEY = 'x'

@@ -38,7 +38,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from estimator_rt.errors import InputFnError
+from estimator_rt.core.errors import InputFnError
 from . import _common
 
 _DTYPES = {'float32': tf.float32, 'int64': tf.int64, 'string': tf.string}

@@ -19,7 +19,7 @@ from typing import Any, Mapping, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
-from estimator_rt.errors import InputFnError
+from estimator_rt.core.errors import InputFnError
 from . import _common
 
 _LINEAR_DATA = ('regression', 'constant')

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Optional
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from estimator_rt.errors import InputFnError
+from estimator_rt.core.errors import InputFnError
 from . import _common
 
 _NAME = 'input_fns.tfds.tfds_input_fn'

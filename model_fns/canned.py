@@ -32,7 +32,7 @@ DEFAULT_PARAMS = {'batch_size': 64}
 def dnn_classifier(config, params):
   """DNNClassifier(hidden_units) on 'x' of width params['num_features']
   (default 64, the digits' width) with params['n_classes'] (default 10)."""
-  from estimator_rt.canned import dnn  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.canned import dnn  # pylint: disable=g-import-not-at-top
   columns = [tf.feature_column.numeric_column(
       'x', shape=(params.get('num_features', 64),))]
   return dnn.DNNClassifier(
@@ -43,7 +43,7 @@ def dnn_classifier(config, params):
 
 def wide_and_deep(config, params):
   """DNNLinearCombinedClassifier on input_fns.tabular's columns."""
-  from estimator_rt.canned import dnn_linear_combined  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.canned import dnn_linear_combined  # pylint: disable=g-import-not-at-top
   wide, deep = tabular.feature_columns()
   return dnn_linear_combined.DNNLinearCombinedClassifier(
       linear_feature_columns=wide, dnn_feature_columns=deep,

@@ -23,10 +23,10 @@ from typing import Any, Mapping, Optional
 import keras
 import tensorflow as tf
 
-from estimator_rt.errors import ModelFnError
-from estimator_rt.errors import shorten
-from estimator_rt.mode_keys import ModeKeys
-from estimator_rt.spec import EstimatorSpec
+from estimator_rt.core.errors import ModelFnError
+from estimator_rt.core.errors import shorten
+from estimator_rt.core.mode_keys import ModeKeys
+from estimator_rt.core.spec import EstimatorSpec
 from . import _common
 
 _NAME = 'model_fns.cnn.model_fn'

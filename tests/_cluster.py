@@ -18,7 +18,7 @@ import textwrap
 import time
 from typing import Dict, List, Optional, Sequence
 
-from estimator_rt import cluster as cluster_lib
+from estimator_rt.cluster import tf_config as cluster_lib
 from estimator_rt.launch import layout as launch_layout
 
 # One definition of each checkpoint reader, in _models; cluster tests reach

@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 import estimator_rt as ert
-from estimator_rt import summaries
+from estimator_rt.core import summaries
 
 NUM_FEATURES = 4
 HIDDEN = 8

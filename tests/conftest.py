@@ -13,7 +13,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
 
 import pytest  # pylint: disable=g-import-not-at-top
 
-from estimator_rt import strategies  # pylint: disable=g-import-not-at-top
+from estimator_rt.cluster import strategies  # pylint: disable=g-import-not-at-top
 
 strategies.configure_cpu_devices(2)
 

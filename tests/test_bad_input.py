@@ -18,12 +18,12 @@ import tensorflow as tf
 
 import estimator_rt as ert
 from conftest import run_python
-from estimator_rt import cluster
-from estimator_rt import errors
-from estimator_rt import inputs
-from estimator_rt import user_fns
-from estimator_rt.eager.model import EagerModel
-from estimator_rt.eager.variable_store import VariableStore
+from estimator_rt.cluster import tf_config as cluster
+from estimator_rt.core import errors
+from estimator_rt.inputs import pipeline as inputs
+from estimator_rt.core import user_fns
+from estimator_rt.training.eager.model import EagerModel
+from estimator_rt.training.eager.variable_store import VariableStore
 from input_fns import digits
 from input_fns import files
 from input_fns import synthetic

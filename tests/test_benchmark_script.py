@@ -13,8 +13,8 @@ import os
 import numpy as np
 import pytest
 
-from estimator_rt.mode_keys import ModeKeys
-from estimator_rt.eager.variable_store import VariableStore
+from estimator_rt.core.mode_keys import ModeKeys
+from estimator_rt.training.eager.variable_store import VariableStore
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

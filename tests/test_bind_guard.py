@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from conftest import run_python
-from estimator_rt import bind_guard
+from estimator_rt.cluster import bind_guard
 from _cluster import address_not_of_this_machine
 from _cluster import launcher
 from _cluster import reachable
@@ -178,7 +178,8 @@ def test_run_server_function_needs_the_guard_or_an_explicit_wildcard():
   script = textwrap.dedent(f'''
       import json, os, sys
       import estimator_rt as ert
-      from estimator_rt import bind_guard, cluster
+      from estimator_rt.cluster import bind_guard
+      from estimator_rt.cluster import tf_config as cluster
       task = cluster.parse_tf_config(json.dumps({{
           'cluster': {{'worker': ['127.0.0.1:{port}'],
                       'ps': ['127.0.0.1:{wide_port}']}},

@@ -25,10 +25,10 @@ import pytest
 import tensorflow as tf
 
 import estimator_rt as ert
-from estimator_rt import engine_choice
-from estimator_rt import summaries
+from estimator_rt.training import engine_choice
+from estimator_rt.core import summaries
 from estimator_rt.compat import namespaces
-from estimator_rt.errors import UserInputError
+from estimator_rt.core.errors import UserInputError
 from scripts.tf_estimator_215 import canned_reference as programs
 from conftest import run_python
 import _cluster

@@ -11,9 +11,9 @@ import tensorflow as tf
 import tf_keras
 
 import estimator_rt.compat
-from estimator_rt.canned import dnn
-from estimator_rt.canned import dnn_linear_combined
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.estimator.canned import dnn
+from estimator_rt.estimator.canned import dnn_linear_combined
+from estimator_rt.core.mode_keys import ModeKeys
 
 X = tf.feature_column.numeric_column('x')
 

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from estimator_rt import errors
-from estimator_rt.canned import baseline
-from estimator_rt.canned import kmeans
-from estimator_rt.canned import linear
-from estimator_rt.canned import optimizers
+from estimator_rt.core import errors
+from estimator_rt.estimator.canned import baseline
+from estimator_rt.estimator.canned import kmeans
+from estimator_rt.estimator.canned import linear
+from estimator_rt.estimator.canned import optimizers
 
 
 def _run(*tensors):
@@ -28,7 +28,7 @@ def _run(*tensors):
 
 
 def test_linear_model_variables_and_output():
-  from estimator_rt.canned import linear_model  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.canned import linear_model  # pylint: disable=g-import-not-at-top
   price = tf.feature_column.numeric_column('price')
   color = tf.feature_column.categorical_column_with_vocabulary_list(
       'color', ['red', 'blue'])
@@ -55,7 +55,7 @@ def test_linear_model_variables_and_output():
 
 
 def test_linear_model_refuses_bad_columns_and_features():
-  from estimator_rt.canned import linear_model  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.canned import linear_model  # pylint: disable=g-import-not-at-top
 
   class _Neither(tf.__internal__.feature_column.FeatureColumn):
     name = 'neither'
@@ -84,7 +84,7 @@ def test_linear_model_refuses_bad_columns_and_features():
 
 
 def test_linear_model_layer_config_round_trip():
-  from estimator_rt.canned import linear_model  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.canned import linear_model  # pylint: disable=g-import-not-at-top
   columns = [tf.feature_column.numeric_column('a'),
              tf.feature_column.categorical_column_with_hash_bucket('b', 3)]
   layer = linear_model.LinearModelLayer(columns, units=4,

@@ -113,7 +113,7 @@ def test_v1_head_is_sent_to_a_graph_before_touching_the_optimizer():
       return super().compute_gradients(*args, **kwargs)
 
   head = v1_head._regression_head()
-  with pytest.raises(estimator_rt.errors.GraphModelFnError):
+  with pytest.raises(estimator_rt.core.errors.GraphModelFnError):
     head.create_estimator_spec(
         features={}, mode='train', logits=tf.constant([[1.]]),
         labels=tf.constant([[2.]]), optimizer=Recording(0.1))

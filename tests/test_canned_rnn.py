@@ -13,9 +13,9 @@ import tensorflow as tf
 import tf_keras
 
 import estimator_rt.compat
-from estimator_rt.canned import rnn
+from estimator_rt.estimator.canned import rnn
 from estimator_rt.compat import namespaces
-from estimator_rt.errors import UserInputError
+from estimator_rt.core.errors import UserInputError
 
 PRICE = tf.feature_column.sequence_numeric_column('price', shape=(1,))
 

@@ -1,4 +1,4 @@
-"""The SDCA linear optimizer's graph pieces (estimator_rt/canned/
+"""The SDCA linear optimizer's graph pieces (estimator_rt/estimator/canned/
 sdca_model.py, sdca_table.py) and 2.15's module paths served over them:
 the sharded example-state table, and an SDCA logistic model reaching the
 optimum 2.15's sdca_ops_test.py worked out (regularized loss 0.525457),
@@ -11,8 +11,8 @@ import pytest
 import tensorflow as tf
 
 import estimator_rt.compat
-from estimator_rt.canned import sdca_model
-from estimator_rt.canned import sdca_table
+from estimator_rt.estimator.canned import sdca_model
+from estimator_rt.estimator.canned import sdca_table
 
 
 def test_sharded_table_keeps_the_keys_order_across_shards():
@@ -109,7 +109,7 @@ def test_linear_classifier_trains_with_sdca_as_2_15_did(tmp_path):
   variables and reached these weights (the op visits examples in a random
   order: they agree to about 1e-3) and loss 0.0334; the second train call
   resumes the example states from the checkpoint."""
-  from estimator_rt.canned import linear  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.canned import linear  # pylint: disable=g-import-not-at-top
   classifier = linear.LinearClassifier(
       feature_columns=[
           tf.feature_column.numeric_column('price'),
@@ -139,7 +139,7 @@ def test_linear_classifier_trains_with_sdca_as_2_15_did(tmp_path):
 
 
 def test_sdca_is_refused_where_2_15_refused_it():
-  from estimator_rt.canned import linear  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.canned import linear  # pylint: disable=g-import-not-at-top
   sdca = linear.LinearSDCA(example_id_column='id')
   price = [tf.feature_column.numeric_column('price')]
   with pytest.raises(ValueError, match='multi-class setting'):

@@ -14,8 +14,8 @@ import pytest
 
 import _cluster
 from conftest import run_python
-from estimator_rt import cluster
-from estimator_rt.errors import UserInputError
+from estimator_rt.cluster import tf_config as cluster
+from estimator_rt.core.errors import UserInputError
 
 A, B, C, D, E = (f'127.0.0.1:{port}' for port in range(23001, 23006))
 
@@ -372,7 +372,7 @@ def test_end_of_training_signal_skips_a_lost_server_at_once():
   lost: the chief's done signal skips it within a second or two, where a
   server never seen (maybe still starting) is waited for up to the bound."""
   import time  # pylint: disable=g-import-not-at-top
-  from estimator_rt import server as server_lib  # pylint: disable=g-import-not-at-top
+  from estimator_rt.cluster import server as server_lib  # pylint: disable=g-import-not-at-top
   addresses = []
   for _ in range(2):
     listener = socket.socket()
@@ -402,7 +402,7 @@ def test_a_server_task_whose_chief_is_gone_exits_zero_if_training_is_over(
   """A ps or PS worker that finds no chief (restarted after the chief gave up
   on it) exits 0 when model_dir holds the end of training, and still counts
   the chief as lost when it does not."""
-  from estimator_rt import server as server_lib  # pylint: disable=g-import-not-at-top
+  from estimator_rt.cluster import server as server_lib  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   addresses = []
   for _ in range(2):

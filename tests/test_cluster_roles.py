@@ -15,8 +15,8 @@ import numpy as np
 
 import _cluster
 from conftest import run_python
-from estimator_rt import bind_guard
-from estimator_rt import summaries
+from estimator_rt.cluster import bind_guard
+from estimator_rt.core import summaries
 
 MAX_STEPS = 300
 SAVE_EVERY = 100
@@ -248,7 +248,7 @@ def test_multi_worker_mirrored_worker_exits_nonzero_when_the_chief_dies(
 _FAKE_CHIEF = '''
 import json, socket, sys, time
 import tensorflow as tf
-from estimator_rt import server
+from estimator_rt.cluster import server
 
 cluster = json.loads(sys.argv[1])
 chief = tf.distribute.Server(tf.train.ClusterSpec(cluster), job_name='chief',

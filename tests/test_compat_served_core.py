@@ -13,8 +13,8 @@ import pytest
 import tensorflow as tf
 
 import estimator_rt.compat
-from estimator_rt import early_stopping as runtime_early_stopping
-from estimator_rt import engine as engine_lib
+from estimator_rt.training import early_stopping as runtime_early_stopping
+from estimator_rt.training import engine as engine_lib
 
 estimator_rt.compat.install()
 
@@ -402,7 +402,7 @@ def test_model_fn_errors_start_with_2_15s_phrases(tmp_path, model_fn, phrase):
 
 
 def test_reserved_metric_names_and_uneven_predictions_as_2_15():
-  from estimator_rt import spec as spec_lib  # pylint: disable=g-import-not-at-top
+  from estimator_rt.core import spec as spec_lib  # pylint: disable=g-import-not-at-top
   for name, quoted in (('global_step', '`global_step`'), ('loss', '"loss"')):
     with pytest.raises(ValueError, match=f'Metric with name {quoted} is not '
                        f"allowed.*eval_metric_ops\\['{name}'\\]"):

@@ -1,6 +1,6 @@
 """tf.estimator 2.15's numpy_input_fn and pandas_input_fn as code calls
 them itself, and the private names of their modules, as estimator_rt
-serves them (estimator_rt/numpy_io.py, estimator_rt/compat/served/inputs/).
+serves them (estimator_rt/inputs/numpy_io.py, estimator_rt/compat/served/inputs/).
 """
 
 import collections
@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 import estimator_rt.compat
-from estimator_rt import user_fns
+from estimator_rt.core import user_fns
 from scripts.tf_estimator_215 import numpy_input_fn_reference
 
 estimator_rt.compat.install()

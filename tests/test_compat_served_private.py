@@ -16,8 +16,8 @@ import pytest
 import tensorflow as tf
 
 import estimator_rt.compat
-from estimator_rt import errors
-from estimator_rt import tf_errors
+from estimator_rt.core import errors
+from estimator_rt.core import tf_errors
 
 estimator_rt.compat.install()
 

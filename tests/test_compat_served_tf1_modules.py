@@ -272,7 +272,7 @@ def test_input_statistics_from_one_batch():
 
 def test_tf1_feature_columns_become_the_equal_v2_columns():
   from tensorflow.python.feature_column import feature_column as fc_v1  # pylint: disable=g-import-not-at-top
-  from estimator_rt.canned import v1_columns  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.canned import v1_columns  # pylint: disable=g-import-not-at-top
   numeric = fc_v1._numeric_column('x', shape=(2,))
   bucketized = fc_v1._bucketized_column(fc_v1._numeric_column('y'), [0., 1.])
   crossed = fc_v1._crossed_column(['a', bucketized], 10)

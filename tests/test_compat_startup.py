@@ -4,7 +4,7 @@ reads a program and leaves the user's setting alone."""
 
 import os
 
-from estimator_rt import user_fns
+from estimator_rt.core import user_fns
 from estimator_rt.compat import finder
 from estimator_rt.compat import keras_choice
 from estimator_rt.compat import startup

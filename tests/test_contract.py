@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 import estimator_rt as ert
-from estimator_rt.eager import variable_store
+from estimator_rt.training.eager import variable_store
 import _models as M
 
 

@@ -12,11 +12,11 @@ import os
 
 import pytest
 
-from estimator_rt import checkpoints
-from estimator_rt import controller as controller_lib
-from estimator_rt import errors
-from estimator_rt import hooks as hooks_lib
-from estimator_rt import summaries
+from estimator_rt.core import checkpoints
+from estimator_rt.training import controller as controller_lib
+from estimator_rt.core import errors
+from estimator_rt.training import hooks as hooks_lib
+from estimator_rt.core import summaries
 
 
 class FakeLoop:

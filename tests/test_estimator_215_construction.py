@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 import estimator_rt as ert
-from estimator_rt.protected_methods import IteratorInitializerHook
+from estimator_rt.estimator.protected_methods import IteratorInitializerHook
 
 from _legacy_fns import constant_input_fn as _constant_input_fn
 from _legacy_fns import counting_model_fn as _counting_model_fn

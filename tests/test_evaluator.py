@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import estimator_rt as ert
-from estimator_rt import summaries
-from estimator_rt import training
+from estimator_rt.core import summaries
+from estimator_rt.estimator import train_and_evaluate as training
 import _models as M
 
 EVAL_X, EVAL_Y = M.make_data(64, seed=5)
@@ -195,7 +195,7 @@ def test_checkpoint_deleted_between_listing_and_reading(tmp_path, monkeypatch,
 
 
 class _VirtualClock:
-  """Stands in for the `time` module inside training.py: sleeping only
+  """Stands in for the `time` module inside train_and_evaluate.py: sleeping only
   advances the clock, so a 600 s throttle passes in milliseconds."""
 
   def __init__(self):

@@ -14,8 +14,8 @@ import pytest
 import tensorflow as tf
 
 import estimator_rt as ert
-from estimator_rt import cluster
-from estimator_rt.errors import UserInputError
+from estimator_rt.cluster import tf_config as cluster
+from estimator_rt.core.errors import UserInputError
 import _cluster
 import _counting_fns as counting
 import _models as M
@@ -70,7 +70,7 @@ def test_checkpoint_without_input_state_resumes_from_input_start(tmp_path):
   _train(tmp_path, 3, checkpoint_input=False)
   _train(tmp_path, 5, checkpoint_input=True)
   assert M.read_global_step(M.ckpt_path(str(tmp_path), 5)) == 5
-  from estimator_rt import checkpoints
+  from estimator_rt.core import checkpoints
   assert checkpoints.problem_with(M.ckpt_path(str(tmp_path), 5)) is None
 
 

@@ -221,7 +221,7 @@ def test_export_without_a_checkpoint_is_a_user_error(tmp_path):
 # two such processes rename at the same moment. Prints the export's path.
 _CONCURRENT_EXPORT_SCRIPT = textwrap.dedent('''
     import os, sys, time
-    from estimator_rt import export_dirs
+    from estimator_rt.export import export_dirs
 
     base, meeting = sys.argv[1], sys.argv[2]
 
@@ -281,7 +281,7 @@ def test_two_processes_exporting_at_once_get_distinct_increasing_names(
 
 def test_a_failed_export_write_leaves_nothing_behind(tmp_path):
   """A write that fails half-way leaves no temporary or final directory."""
-  from estimator_rt import export_dirs  # pylint: disable=g-import-not-at-top
+  from estimator_rt.export import export_dirs  # pylint: disable=g-import-not-at-top
   base = tmp_path / 'export' / 'latest'
 
   def write(path):

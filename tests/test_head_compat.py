@@ -10,10 +10,10 @@ import pytest
 import tensorflow as tf
 
 import estimator_rt.compat
-from estimator_rt import head as head_lib
-from estimator_rt import parse_specs
-from estimator_rt import tpu
-from estimator_rt.head import base_head
+from estimator_rt.estimator import head as head_lib
+from estimator_rt.estimator.canned import parse_specs
+from estimator_rt.estimator.tpu import tpu_estimator as tpu
+from estimator_rt.estimator.head import base_head
 
 estimator_rt.compat.install()
 

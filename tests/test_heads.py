@@ -1,4 +1,4 @@
-"""tf.estimator 2.15's heads (estimator_rt.head) against tf.estimator 2.15.
+"""tf.estimator 2.15's heads (estimator_rt.estimator.head) against tf.estimator 2.15.
 
 Each case of scripts/tf_estimator_215/heads_reference.py (a custom model_fn:
 one Dense layer with fixed initial weights, the head's
@@ -32,10 +32,10 @@ import tensorflow as tf
 import tf_keras
 
 import estimator_rt as ert
-from estimator_rt import head as head_lib
+from estimator_rt.estimator import head as head_lib
 from estimator_rt.compat import namespaces
-from estimator_rt.errors import ModelFnError
-from estimator_rt.errors import UserInputError
+from estimator_rt.core.errors import ModelFnError
+from estimator_rt.core.errors import UserInputError
 from scripts.tf_estimator_215 import heads_reference as programs
 from conftest import REPO_ROOT
 from conftest import run_python
@@ -725,7 +725,7 @@ def test_auto_loss_reduction_is_reduced_as_sum_over_batch_size():
 
 
 def test_binary_or_multi_class_head_picks_as_2_15():
-  from estimator_rt.head import head_utils  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.head import head_utils  # pylint: disable=g-import-not-at-top
   binary = head_utils.binary_or_multi_class_head(2, 'w', ['a', 'b'], 'sum')
   assert isinstance(binary, head_lib.BinaryClassHead)
   assert (binary._weight_column, binary.loss_reduction) == ('w', 'sum')  # pylint: disable=protected-access

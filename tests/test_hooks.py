@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 import estimator_rt as ert
-from estimator_rt import summaries
+from estimator_rt.core import summaries
 import _models as M
 
 

@@ -1,4 +1,4 @@
-"""The graph engine's in-graph loop (estimator_rt/graph/in_graph_loop.py):
+"""The graph engine's in-graph loop (estimator_rt/training/graph/in_graph_loop.py):
 a canned estimator runs many steps per session run and computes what one
 step per run computes.
 
@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 import estimator_rt as ert
-from estimator_rt import summaries
+from estimator_rt.core import summaries
 from _models import checkpoint_steps
 from _models import ckpt_path
 

@@ -1,4 +1,4 @@
-"""The in-graph loop for users' TF1-style model_fns (estimator_rt/graph/
+"""The in-graph loop for users' TF1-style model_fns (estimator_rt/training/graph/
 in_graph_loop.py): the benchmark's W1 and W2 model_fns train in it and
 compute what one step per session run computes; what cannot be a loop body
 falls back to one step per run with one log line naming why.
@@ -16,9 +16,9 @@ import pytest
 import tensorflow as tf
 
 import estimator_rt as ert
-from estimator_rt import summaries
-from estimator_rt import tpu
-from estimator_rt.graph import engine as graph_engine
+from estimator_rt.core import summaries
+from estimator_rt.estimator.tpu import tpu_estimator as tpu
+from estimator_rt.training.graph import engine as graph_engine
 from _models import checkpoint_steps
 from _models import ckpt_path
 from _models import LoopRecorder
@@ -206,9 +206,9 @@ def test_what_the_step_built_once_allows_runs_in_the_loop(tmp_path, caplog,
 
 def test_a_placeholder_the_step_reads_needs_a_run_per_step():
   """A run must feed it: the loop cannot."""
-  from estimator_rt.graph import in_graph_loop  # pylint: disable=g-import-not-at-top
-  from estimator_rt.graph import model as model_lib  # pylint: disable=g-import-not-at-top
-  from estimator_rt.graph import placement as placement_lib  # pylint: disable=g-import-not-at-top
+  from estimator_rt.training.graph import in_graph_loop  # pylint: disable=g-import-not-at-top
+  from estimator_rt.training.graph import model as model_lib  # pylint: disable=g-import-not-at-top
+  from estimator_rt.training.graph import placement as placement_lib  # pylint: disable=g-import-not-at-top
   w1 = tf1_model_fn('W1')
 
   def model_fn(features, labels, mode, params):
@@ -382,7 +382,7 @@ def test_a_per_step_loop_counts_other_tasks_steps_from_the_step_read_last():
   steps from that read runs N steps of its own when nobody else steps, and
   does not end short of the controller's target (which reads as the input
   having ended)."""
-  from estimator_rt.graph import session_loop  # pylint: disable=g-import-not-at-top
+  from estimator_rt.training.graph import session_loop  # pylint: disable=g-import-not-at-top
   with tf.Graph().as_default():
     global_step = tf.compat.v1.train.get_or_create_global_step()
     train_op = global_step.assign_add(1)

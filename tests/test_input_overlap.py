@@ -1,4 +1,4 @@
-"""Training input prefetched onto the step (estimator_rt/input_overlap.py),
+"""Training input prefetched onto the step (estimator_rt/inputs/overlap.py),
 in both engines, without changing the elements, their order or the
 dataset's options; a pipeline that prefetches is left alone."""
 
@@ -6,9 +6,9 @@ import numpy as np
 import tensorflow as tf
 
 import estimator_rt as ert
-from estimator_rt import input_overlap
-from estimator_rt import inputs
-from estimator_rt.graph import engine as graph_engine
+from estimator_rt.inputs import overlap as input_overlap
+from estimator_rt.inputs import pipeline as inputs
+from estimator_rt.training.graph import engine as graph_engine
 from _models import no_autotune
 
 

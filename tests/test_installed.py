@@ -219,11 +219,11 @@ def test_a_tf_estimator_program_runs_with_plain_python(installed, tmp_path):
   assert done.returncode == 0 and results, done.stderr[-4000:]
   for where in ('main', 'fork', 'spawn'):
     result = results[where]
-    assert result['estimator'] == 'estimator_rt.canned.linear', where
+    assert result['estimator'] == 'estimator_rt.estimator.canned.linear', where
     assert result['global_step'] == 5, where
     assert result['keras'].startswith('tf_keras.'), where
   for where in ('fork', 'spawn'):
-    assert results[where]['v1'] == 'estimator_rt.estimator', where
+    assert results[where]['v1'] == 'estimator_rt.estimator.estimator', where
     assert results[where]['same'], where
 
 
@@ -236,7 +236,7 @@ def test_a_library_and_a_pytest_run_use_tf_estimator(installed, tmp_path):
   program = _write(tmp_path / 'app' / 'serve.py', LIBRARY_USER)
   done, result = _run(python, [program], tmp_path)
   assert done.returncode == 0 and result, done.stderr[-4000:]
-  assert result == {'estimator': 'estimator_rt.canned.v1',
+  assert result == {'estimator': 'estimator_rt.estimator.canned.v1',
                     'same_namespace': True, 'run_config': True,
                     'keras': 'tf_keras.src.layers.core.dense'}
 
@@ -286,7 +286,7 @@ def test_the_bundled_model_fns_load_from_the_wheel_and_yield_to_the_users(
          'def model_fn(features, labels, mode):\n  pass\n')
   code = textwrap.dedent('''
       import json, os, sys
-      from estimator_rt import user_fns
+      from estimator_rt.core import user_fns
       found = {}
       for where in ('empty', 'user'):
         os.chdir(where)

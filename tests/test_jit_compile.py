@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import estimator_rt as ert
-from estimator_rt.errors import UserInputError
+from estimator_rt.core.errors import UserInputError
 import _models as M
 
 STEPS = 200

@@ -13,8 +13,8 @@ import pytest
 import tensorflow as tf
 
 import estimator_rt as ert
-from estimator_rt.errors import UserInputError
-from estimator_rt.keras_estimator import model_to_estimator
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.estimator.keras.model_to_estimator import model_to_estimator
 from conftest import REPO_ROOT
 from conftest import run_python
 

@@ -36,9 +36,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from estimator_rt import export as export_lib
-from estimator_rt.canned.kmeans import KMeans
-from estimator_rt.errors import UserInputError
+from estimator_rt.export import saved_model as export_lib
+from estimator_rt.estimator.canned.kmeans import KMeans
+from estimator_rt.core.errors import UserInputError
 from scripts.tf_estimator_215 import canned_reference
 from scripts.tf_estimator_215 import kmeans_reference as programs
 from conftest import run_python

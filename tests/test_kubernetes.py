@@ -37,7 +37,7 @@ import pytest
 import yaml
 
 import _cluster
-from estimator_rt import summaries
+from estimator_rt.core import summaries
 from estimator_rt.launch import kubernetes_manifests as manifests
 from estimator_rt.launch import layout
 

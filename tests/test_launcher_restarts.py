@@ -21,7 +21,7 @@ import textwrap
 import pytest
 
 import _cluster
-from estimator_rt import preemption
+from estimator_rt.cluster import preemption
 from estimator_rt.launch import exit_policy
 
 GRACE_SECS = 15

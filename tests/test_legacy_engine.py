@@ -25,9 +25,9 @@ import pytest
 import tensorflow as tf
 
 import estimator_rt
-from estimator_rt import engine_choice
-from estimator_rt import server as server_lib
-from estimator_rt import summaries
+from estimator_rt.training import engine_choice
+from estimator_rt.cluster import server as server_lib
+from estimator_rt.core import summaries
 
 from _models import checkpoint_steps
 
@@ -439,7 +439,7 @@ def test_a_model_fn_failing_in_both_engines_is_reported_once(tmp_path):
                      ) as raised:
     estimator_rt.Estimator(_broken_model_fn, model_dir=model_dir).train(
         _input_fn, max_steps=3)
-  assert not isinstance(raised.value, estimator_rt.errors.GraphModelFnError)
+  assert not isinstance(raised.value, estimator_rt.core.errors.GraphModelFnError)
   assert not os.path.exists(model_dir)
   estimator_rt.Estimator(_keras_model_fn, model_dir=model_dir).train(
       _input_fn, max_steps=3)

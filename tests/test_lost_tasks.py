@@ -10,7 +10,7 @@ import re
 import signal
 import time
 
-from estimator_rt import preemption
+from estimator_rt.cluster import preemption
 
 import _cluster
 

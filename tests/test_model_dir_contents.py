@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from estimator_rt import checkpoints
+from estimator_rt.core import checkpoints
 from estimator_rt.compat import namespaces
 from scripts.tf_estimator_215 import model_dir_listing as listing_lib
 from conftest import REPO_ROOT

@@ -22,7 +22,7 @@ import pytest
 import tensorflow as tf
 
 import estimator_rt as ert
-from estimator_rt import checkpoints
+from estimator_rt.core import checkpoints
 
 from _models import build_keras_model
 from _models import checkpoint_steps

@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 import estimator_rt as ert
-from estimator_rt.eager.variable_store import VariableStore
+from estimator_rt.training.eager.variable_store import VariableStore
 from input_fns import digits
 from model_fns import cnn
 from model_fns import linear

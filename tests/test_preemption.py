@@ -20,9 +20,9 @@ import pytest
 import tensorflow as tf
 
 import estimator_rt as ert
-from estimator_rt import checkpoints
-from estimator_rt import controller as controller_lib
-from estimator_rt import preemption
+from estimator_rt.core import checkpoints
+from estimator_rt.training import controller as controller_lib
+from estimator_rt.cluster import preemption
 
 from _models import checkpoint_steps
 from _models import ckpt_path

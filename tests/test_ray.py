@@ -30,7 +30,7 @@ import time
 import pytest
 
 import _cluster  # pylint: disable=g-import-not-at-top,wrong-import-position
-from estimator_rt import summaries  # pylint: disable=g-import-not-at-top,wrong-import-position
+from estimator_rt.core import summaries  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
 def _ray_python():

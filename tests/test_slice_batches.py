@@ -1,4 +1,4 @@
-"""In-memory slices read a batch at a time (estimator_rt/slice_batches.py):
+"""In-memory slices read a batch at a time (estimator_rt/inputs/slice_batches.py):
 the same elements in the same order, element spec, cardinality and options
 as the user's from_tensor_slices/repeat/batch chain, in eager and graph
 mode; anything else is left as it is; each engine reads its training input
@@ -11,9 +11,9 @@ import pytest
 import tensorflow as tf
 
 import estimator_rt as ert
-from estimator_rt import inputs
-from estimator_rt import slice_batches
-from estimator_rt.graph import engine as graph_engine
+from estimator_rt.inputs import pipeline as inputs
+from estimator_rt.inputs import slice_batches
+from estimator_rt.training.graph import engine as graph_engine
 
 _ROWS = 10
 _DATA = ({'a': np.arange(_ROWS, dtype=np.float32),

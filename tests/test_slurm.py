@@ -19,7 +19,7 @@ import pytest
 
 import _cluster
 import _slurm
-from estimator_rt import summaries
+from estimator_rt.core import summaries
 from estimator_rt.launch import slurm
 
 MAX_STEPS = 60

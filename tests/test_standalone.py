@@ -29,8 +29,8 @@ from _cluster import terminate
 from _cluster import tiny_flags
 from _cluster import wait_for
 from _cluster import write_tiny_model
-from estimator_rt import bind_guard
-from estimator_rt import summaries
+from estimator_rt.cluster import bind_guard
+from estimator_rt.core import summaries
 
 
 def _env():

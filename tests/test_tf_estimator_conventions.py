@@ -343,7 +343,7 @@ def test_numpy_input_fn_over_large_arrays_keeps_them_out_of_the_graph(
   time, not embedded as constants (an MNIST-sized train_and_evaluate of
   TensorFlow's migration guide took 44 s that way, 6 s this way): the same
   batches as the constants give, unshuffled; shuffled, the same examples."""
-  from estimator_rt import numpy_io  # pylint: disable=g-import-not-at-top
+  from estimator_rt.inputs import numpy_io  # pylint: disable=g-import-not-at-top
   rng = np.random.RandomState(0)
   x = {'a': rng.rand(100, 3), 'b': np.arange(100, dtype=np.int32)}
   y = rng.randint(0, 5, 100).astype(np.int64)

@@ -19,9 +19,9 @@ import tensorflow as tf
 
 import estimator_rt
 import estimator_rt.compat
-from estimator_rt import cluster
-from estimator_rt import stand_in_tasks
-from estimator_rt import summaries
+from estimator_rt.cluster import tf_config as cluster
+from estimator_rt.estimator import stand_in_tasks
+from estimator_rt.core import summaries
 import _models as M
 
 estimator_rt.compat.install()
@@ -46,7 +46,7 @@ def _config(tf_config, **kwargs):
 
 def test_module_paths_are_estimator_rt_objects():
   assert run_config_lib.RunConfig is estimator_rt.RunConfig
-  assert training is estimator_rt.training
+  assert training is estimator_rt.estimator.train_and_evaluate
   assert training.train_and_evaluate is tf.estimator.train_and_evaluate
   assert (hooks_lib.InMemoryEvaluatorHook is
           tf.estimator.experimental.InMemoryEvaluatorHook)

@@ -1,5 +1,5 @@
 """tf.estimator 2.15's `tpu` package as estimator_rt serves it
-(estimator_rt/tpu.py, estimator_rt/compat/served/tpu/): TPUConfig's and
+(estimator_rt/estimator/tpu/tpu_estimator.py, estimator_rt/compat/served/tpu/): TPUConfig's and
 TPUEstimator's validation, tpu.RunConfig's masters, and the helpers
 programs and 2.15's tests use directly. In-process, graph-mode pieces in
 their own tf.Graph.
@@ -14,7 +14,7 @@ import tensorflow as tf
 
 import estimator_rt
 import estimator_rt.compat
-from estimator_rt import tpu
+from estimator_rt.estimator.tpu import tpu_estimator as tpu
 
 estimator_rt.compat.install()
 
@@ -181,7 +181,7 @@ def test_tpu_configuration_checked_against_a_tpu_system_as_in_2_15():
   """2.15's ValueErrors for a TPUConfig or batch size that does not fit the
   TPU system (32 cores on 4 hosts here); on this machine, with no TPU
   cores, there is nothing to check against and the refusal follows."""
-  from estimator_rt import tpu_system  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.tpu import system as tpu_system  # pylint: disable=g-import-not-at-top
   system = tf.tpu.experimental.TPUSystemMetadata(
       num_cores=32, num_hosts=4, num_of_cores_per_host=8, topology=None,
       devices=[])

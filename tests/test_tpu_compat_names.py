@@ -18,7 +18,7 @@ import tensorflow as tf
 
 import estimator_rt
 import estimator_rt.compat
-from estimator_rt import tpu
+from estimator_rt.estimator.tpu import tpu_estimator as tpu
 from scripts.tf_estimator_215 import tpu_reference
 
 estimator_rt.compat.install()

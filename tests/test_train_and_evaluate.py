@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import estimator_rt as ert
-from estimator_rt import export_dirs
-from estimator_rt import summaries
+from estimator_rt.export import export_dirs
+from estimator_rt.core import summaries
 import _models as M
 
 

@@ -34,7 +34,7 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from estimator_rt import summaries
+from estimator_rt.core import summaries
 import _cluster
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)),

@@ -27,8 +27,8 @@ import socket
 import sys
 from typing import List, NoReturn, Optional, Sequence
 
-from estimator_rt.cluster import ClusterConfigError
-from estimator_rt.cluster import split_host_port
+from estimator_rt.cluster.tf_config import ClusterConfigError
+from estimator_rt.cluster.tf_config import split_host_port
 
 ADDRESS_VARIABLE = 'ESTIMATOR_RT_BIND_ADDRESS'
 PORT_VARIABLE = 'ESTIMATOR_RT_BIND_PORT'
@@ -175,7 +175,7 @@ def relaunch_with_guard(module: str, args: Sequence[str]) -> NoReturn:
   path = library_path()
   if path is None:
     raise BindGuardError(
-        'the bind guard (estimator_rt/_bind_guard.c) is not built, so the '
+        'the bind guard (estimator_rt/cluster/_bind_guard.c) is not built, so the '
         'server cannot be kept to its address: reinstall estimator_rt with '
         'a C compiler present (pip install -e .), or pass '
         '--bind_host=0.0.0.0 to listen on every interface.')

@@ -24,7 +24,7 @@ imports TensorFlow.
 import dataclasses
 from typing import Optional
 
-from estimator_rt import cluster
+from estimator_rt.cluster import tf_config as cluster
 
 LOCAL = 'local'
 STANDALONE_CLIENT = 'standalone client'

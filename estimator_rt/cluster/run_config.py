@@ -5,7 +5,7 @@ Its API is tf.estimator 2.15's: the same constructor, properties,
 (`cluster`, `task`, `session_master`, `eval_session_master`, `service`,
 `model_dir`; a `master` job; job names of any kind), so a program written
 for 2.15 sees the values it saw there. The runtime's own, stricter reading
-of the cluster (cluster.py: addresses with a real port, the job names it
+of the cluster (tf_config.py: addresses with a real port, the job names it
 can run, one evaluator) is kept for when the cluster is used: a TF_CONFIG
 that 2.15 accepted and the runtime cannot run makes a RunConfig, and an
 Estimator made with it refuses it in one line (`task_info`).
@@ -24,14 +24,14 @@ from typing import Any, Optional, Union
 from absl import logging
 import tensorflow as tf
 
-from estimator_rt import cluster
-from estimator_rt import roles
-from estimator_rt import strategies
-from estimator_rt.errors import check_count
-from estimator_rt.errors import MAX_INT32
-from estimator_rt.errors import shorten
-from estimator_rt.errors import UserInputError
-from estimator_rt.errors import UserTypeError
+from estimator_rt.cluster import tf_config as cluster
+from estimator_rt.cluster import roles
+from estimator_rt.cluster import strategies
+from estimator_rt.core.errors import check_count
+from estimator_rt.core.errors import MAX_INT32
+from estimator_rt.core.errors import shorten
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.errors import UserTypeError
 
 _FROM_ENVIRONMENT = object()
 
@@ -690,7 +690,7 @@ class RunConfig:
       workers: 'AUTO', 'FILE', 'DATA' or 'OFF'.
     task_info: this process's place in a cluster (`cluster.TaskInfo`), or
       None for local training. By default it is read from the TF_CONFIG
-      environment variable, by the runtime's rules (cluster.py); a
+      environment variable, by the runtime's rules (tf_config.py); a
       TF_CONFIG that 2.15's rules accept and these refuse makes a RunConfig
       whose `task_info` raises that refusal (so does making an Estimator).
     remote_cluster: standalone-client mode: job -> addresses of servers
@@ -953,7 +953,7 @@ class RunConfig:
 
     Raises:
       ClusterConfigError: TF_CONFIG describes a cluster that 2.15's rules
-        accept and the runtime's refuse (cluster.py), in one line.
+        accept and the runtime's refuse (tf_config.py), in one line.
     """
     if self._task_error is not None:
       raise self._task_error

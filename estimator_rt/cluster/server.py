@@ -19,16 +19,16 @@ from typing import Callable, Dict, Iterable, List, Optional
 from absl import logging
 import tensorflow as tf
 
-from estimator_rt import bind_guard
-from estimator_rt.cluster import ClusterConfigError
-from estimator_rt.cluster import cpu_device
-from estimator_rt.cluster import join_host_port
-from estimator_rt.cluster import reachable
-from estimator_rt.cluster import server_task
-from estimator_rt.cluster import split_host_port
-from estimator_rt.cluster import TaskInfo
-from estimator_rt.cluster import was_reachable
-from estimator_rt.preemption import PREEMPTED_EXIT_CODE
+from estimator_rt.cluster import bind_guard
+from estimator_rt.cluster.tf_config import ClusterConfigError
+from estimator_rt.cluster.tf_config import cpu_device
+from estimator_rt.cluster.tf_config import join_host_port
+from estimator_rt.cluster.tf_config import reachable
+from estimator_rt.cluster.tf_config import server_task
+from estimator_rt.cluster.tf_config import split_host_port
+from estimator_rt.cluster.tf_config import TaskInfo
+from estimator_rt.cluster.tf_config import was_reachable
+from estimator_rt.cluster.preemption import PREEMPTED_EXIT_CODE
 
 _DONE_QUEUE = 'estimator_rt_training_done'
 # Exit code of a server whose chief vanished without saying it was done.

@@ -12,8 +12,8 @@ from typing import Optional, Union
 
 import tensorflow as tf
 
-from estimator_rt import cluster
-from estimator_rt.errors import UserInputError
+from estimator_rt.cluster import tf_config as cluster
+from estimator_rt.core.errors import UserInputError
 
 LOCAL_STRATEGY_NAMES = ('default', 'one_device', 'mirrored',
                         'central_storage')

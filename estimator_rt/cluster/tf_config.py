@@ -25,8 +25,8 @@ import re
 import socket
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from estimator_rt.errors import shorten
-from estimator_rt.errors import UserInputError
+from estimator_rt.core.errors import shorten
+from estimator_rt.core.errors import UserInputError
 
 CHIEF = 'chief'
 WORKER = 'worker'

@@ -79,7 +79,7 @@ def install() -> None:
   global _installed
   if _installed:
     return
-  from estimator_rt import tf_api  # pylint: disable=g-import-not-at-top
+  from estimator_rt.compat import tf_api  # pylint: disable=g-import-not-at-top
   from estimator_rt.compat import namespaces  # pylint: disable=g-import-not-at-top
   if ('tensorflow_estimator' in sys.modules and
       finder_lib.installed_finder() is None):

@@ -60,14 +60,14 @@ REMOVED_TF_MODULES = {
 # estimator_rt's objects ('module:attribute'): the heads' key classes.
 _EXTRA_NAMES = {
     f'{PACKAGE}.canned.metric_keys': {
-        'MetricKeys': 'estimator_rt.head.keys:MetricKeys'},
+        'MetricKeys': 'estimator_rt.estimator.head.keys:MetricKeys'},
     f'{PACKAGE}.canned.prediction_keys': {
-        'PredictionKeys': 'estimator_rt.head.keys:PredictionKeys'},
+        'PredictionKeys': 'estimator_rt.estimator.head.keys:PredictionKeys'},
     # The spec a head's _create_tpu_estimator_spec returns (2.15's base of
     # TPUEstimatorSpec; estimator_rt's TPUEstimatorSpec has its fields and
     # as_estimator_spec).
     f'{PACKAGE}.model_fn': {
-        '_TPUEstimatorSpec': 'estimator_rt.tpu:TPUEstimatorSpec'},
+        '_TPUEstimatorSpec': 'estimator_rt.estimator.tpu.tpu_estimator:TPUEstimatorSpec'},
 }
 
 

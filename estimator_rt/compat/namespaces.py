@@ -26,12 +26,12 @@ def _canned(v1: bool) -> Dict[str, Any]:
   """The canned estimators (TF2 classes for tf.estimator, the v1 ones for
   tf.compat.v1.estimator) and the heads."""
   # pylint: disable=g-import-not-at-top
-  from estimator_rt.canned import baseline
-  from estimator_rt.canned import dnn
-  from estimator_rt.canned import dnn_linear_combined
-  from estimator_rt.canned import linear
-  from estimator_rt.canned import v1 as canned_v1
-  from estimator_rt import head
+  from estimator_rt.estimator.canned import baseline
+  from estimator_rt.estimator.canned import dnn
+  from estimator_rt.estimator.canned import dnn_linear_combined
+  from estimator_rt.estimator.canned import linear
+  from estimator_rt.estimator.canned import v1 as canned_v1
+  from estimator_rt.estimator import head
   # pylint: enable=g-import-not-at-top
   modules = (canned_v1,) if v1 else (dnn, linear, dnn_linear_combined,
                                      baseline)
@@ -69,20 +69,20 @@ def _module(name: str, attributes: Dict[str, Any]) -> types.ModuleType:
 def _common() -> Dict[str, Any]:
   """The names tf.estimator and tf.compat.v1.estimator share."""
   # pylint: disable=g-import-not-at-top
-  from estimator_rt import early_stopping
-  from estimator_rt import estimator
-  from estimator_rt import export
-  from estimator_rt import exporters
-  from estimator_rt import extenders
-  from estimator_rt import hooks
-  from estimator_rt import mode_keys
-  from estimator_rt import parse_specs
-  from estimator_rt import run_config
-  from estimator_rt import spec
-  from estimator_rt import training
-  from estimator_rt import warm_starting
-  from estimator_rt.canned import base as canned_base
-  from estimator_rt.canned import linear
+  from estimator_rt.training import early_stopping
+  from estimator_rt.estimator import estimator
+  from estimator_rt.export import saved_model as export
+  from estimator_rt.export import exporters
+  from estimator_rt.estimator import extenders
+  from estimator_rt.training import hooks
+  from estimator_rt.core import mode_keys
+  from estimator_rt.estimator.canned import parse_specs
+  from estimator_rt.cluster import run_config
+  from estimator_rt.core import spec
+  from estimator_rt.estimator import train_and_evaluate as training
+  from estimator_rt.estimator import warm_starting
+  from estimator_rt.estimator.canned import base as canned_base
+  from estimator_rt.estimator.canned import linear
   # pylint: enable=g-import-not-at-top
   names = {
       'Estimator': estimator.Estimator,
@@ -140,7 +140,7 @@ def v2() -> types.ModuleType:
   names = _common()
   names.update(_canned(v1=False))
   experimental = dict(names['experimental'])
-  from estimator_rt.canned import rnn  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.canned import rnn  # pylint: disable=g-import-not-at-top
   experimental['RNNClassifier'] = rnn.RNNClassifier
   experimental['RNNEstimator'] = rnn.RNNEstimator
   names['experimental'] = _module('estimator.experimental', experimental)
@@ -151,16 +151,16 @@ def v2() -> types.ModuleType:
 def v1() -> types.ModuleType:
   """tf.compat.v1.estimator."""
   # pylint: disable=g-import-not-at-top
-  from estimator_rt import numpy_io
-  from estimator_rt import tpu
-  from estimator_rt import tpu_embedding
+  from estimator_rt.inputs import numpy_io
+  from estimator_rt.estimator.tpu import tpu_estimator as tpu
+  from estimator_rt.estimator.tpu import embedding as tpu_embedding
   # pylint: enable=g-import-not-at-top
-  from estimator_rt.canned import dnn  # pylint: disable=g-import-not-at-top
-  from estimator_rt.canned import linear  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.canned import dnn  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.canned import linear  # pylint: disable=g-import-not-at-top
   names = _common()
   names.update(_canned(v1=True))
   experimental = dict(names['experimental'])
-  from estimator_rt.canned import kmeans  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.canned import kmeans  # pylint: disable=g-import-not-at-top
   experimental['KMeans'] = kmeans.KMeans
   experimental['dnn_logit_fn_builder'] = dnn.dnn_logit_fn_builder
   experimental['linear_logit_fn_builder'] = linear.linear_logit_fn_builder

@@ -7,7 +7,7 @@ other object of the layer that refuses whatever its arguments.
 refused, with that line.
 """
 
-from estimator_rt.errors import UserInputError
+from estimator_rt.core.errors import UserInputError
 
 # The default reason, for a name given none.
 CANNED = ('not supported by estimator_rt; write a model_fn, or pin '

@@ -38,9 +38,9 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from estimator_rt import tf_errors
-from estimator_rt.errors import CheckpointSaveError
-from estimator_rt.errors import UserInputError
+from estimator_rt.core import tf_errors
+from estimator_rt.core.errors import CheckpointSaveError
+from estimator_rt.core.errors import UserInputError
 
 CHECKPOINT_NAME = 'model.ckpt'
 STATE_FILE = 'checkpoint'

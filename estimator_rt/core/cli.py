@@ -9,8 +9,8 @@ from absl import app
 from absl import flags
 from absl import logging
 
-from estimator_rt.errors import shorten
-from estimator_rt.errors import UserInputError
+from estimator_rt.core.errors import shorten
+from estimator_rt.core.errors import UserInputError
 
 # An error line longer than this is cut: a message quoting a runaway value
 # must stay readable (every message is meant to be far shorter).

@@ -8,11 +8,11 @@ import keras
 import tensorflow as tf
 from tensorflow.python.framework.func_graph import FuncGraph  # pylint: disable=g-direct-tensorflow-import
 
-from estimator_rt.errors import GraphModelFnError
-from estimator_rt.errors import ModelFnError
-from estimator_rt.errors import ModelFnTypeError
-from estimator_rt.errors import shorten
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.core.errors import GraphModelFnError
+from estimator_rt.core.errors import ModelFnError
+from estimator_rt.core.errors import ModelFnTypeError
+from estimator_rt.core.errors import shorten
+from estimator_rt.core.mode_keys import ModeKeys
 
 # The signature an export serves by default.
 DEFAULT_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
@@ -490,7 +490,7 @@ def validated_export_outputs(export_outputs: Any, predictions: Any,
   whether they were made here. Other modes' are kept as they are."""
   if mode != ModeKeys.PREDICT:
     return export_outputs, False
-  from estimator_rt import export as export_lib  # pylint: disable=g-import-not-at-top
+  from estimator_rt.export import saved_model as export_lib  # pylint: disable=g-import-not-at-top
   defaulted = export_outputs is None
   if defaulted:
     export_outputs = {DEFAULT_SIGNATURE: export_lib.PredictOutput(predictions)}

@@ -8,9 +8,9 @@ either catches it.
 
 import tensorflow as tf
 
-from estimator_rt.errors import IncompatibleCheckpointError
-from estimator_rt.errors import NanLossError
-from estimator_rt.errors import UnusableCheckpointsError
+from estimator_rt.core.errors import IncompatibleCheckpointError
+from estimator_rt.core.errors import NanLossError
+from estimator_rt.core.errors import UnusableCheckpointsError
 
 
 class NanLossDuringTrainingError(

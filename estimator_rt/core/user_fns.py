@@ -17,11 +17,11 @@ from typing import Any, Callable, Optional
 import numpy as np
 import tensorflow as tf
 
-from estimator_rt import numpy_io
-from estimator_rt.errors import GraphModelFnError
-from estimator_rt.errors import InputFnError
-from estimator_rt.errors import shorten
-from estimator_rt.errors import UserInputError
+from estimator_rt.inputs import numpy_io
+from estimator_rt.core.errors import GraphModelFnError
+from estimator_rt.core.errors import InputFnError
+from estimator_rt.core.errors import shorten
+from estimator_rt.core.errors import UserInputError
 
 _MODEL_FN_ARGS = ('features', 'labels', 'mode', 'params', 'config')
 # Modules `load_callable` loads from a file path get this name prefix.

@@ -10,31 +10,31 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from estimator_rt import checkpoints
-from estimator_rt import engine_choice
-from estimator_rt import export as export_lib
-from estimator_rt import hooks as hooks_lib
-from estimator_rt import log_handlers
-from estimator_rt import overrides
-from estimator_rt import preemption
-from estimator_rt import protected_methods
-from estimator_rt import session_threads
-from estimator_rt import summaries
-from estimator_rt import user_fns
-from estimator_rt import warm_starting
-from estimator_rt.cluster import ClusterConfigError
-from estimator_rt.errors import check_positive_count
-from estimator_rt.errors import EagerModelFnError
-from estimator_rt.errors import GraphModelFnError
-from estimator_rt.errors import InputFnError
-from estimator_rt.errors import MAX_INT32
-from estimator_rt.errors import ModelFnError
-from estimator_rt.errors import shorten
-from estimator_rt.errors import UserInputError
-from estimator_rt.mode_keys import ModeKeys
-from estimator_rt.run_config import get_default_session_config
-from estimator_rt.run_config import path_to_str
-from estimator_rt.run_config import RunConfig
+from estimator_rt.core import checkpoints
+from estimator_rt.training import engine_choice
+from estimator_rt.export import saved_model as export_lib
+from estimator_rt.training import hooks as hooks_lib
+from estimator_rt.core import log_handlers
+from estimator_rt.estimator import overrides
+from estimator_rt.cluster import preemption
+from estimator_rt.estimator import protected_methods
+from estimator_rt.cluster import session_threads
+from estimator_rt.core import summaries
+from estimator_rt.core import user_fns
+from estimator_rt.estimator import warm_starting
+from estimator_rt.cluster.tf_config import ClusterConfigError
+from estimator_rt.core.errors import check_positive_count
+from estimator_rt.core.errors import EagerModelFnError
+from estimator_rt.core.errors import GraphModelFnError
+from estimator_rt.core.errors import InputFnError
+from estimator_rt.core.errors import MAX_INT32
+from estimator_rt.core.errors import ModelFnError
+from estimator_rt.core.errors import shorten
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.mode_keys import ModeKeys
+from estimator_rt.cluster.run_config import get_default_session_config
+from estimator_rt.cluster.run_config import path_to_str
+from estimator_rt.cluster.run_config import RunConfig
 
 
 def _whole_steps(value):
@@ -131,7 +131,7 @@ class Estimator(protected_methods.ProtectedMethods):
 
   # Whether the model_fn's variables start trained, so that an export with
   # no checkpoint in model_dir exports their initial values (see
-  # keras_estimator.py); otherwise it needs a checkpoint, or
+  # keras/model_to_estimator.py); otherwise it needs a checkpoint, or
   # warm_start_from's, as tf.estimator 2.15's did.
   _initialization_is_trained = False
 

@@ -11,10 +11,10 @@ nothing but `config` and `params`.
 import inspect
 from typing import Callable
 
-from estimator_rt import estimator as estimator_lib
-from estimator_rt.errors import UserInputError
-from estimator_rt.user_fns import declared_args
-from estimator_rt.user_fns import fn_name
+from estimator_rt.estimator import estimator as estimator_lib
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.user_fns import declared_args
+from estimator_rt.core.user_fns import fn_name
 
 _FACTORY_ARGS = ('config', 'params')
 

@@ -1,6 +1,6 @@
 """What the evaluator task needs to know about model_dir.
 
-The evaluator (training.py: `_TrainingExecutor.run_evaluator`) is a sidecar
+The evaluator (train_and_evaluate.py: `_TrainingExecutor.run_evaluator`) is a sidecar
 that evaluates the newest checkpoint it has not evaluated (skipping older
 unseen ones: a slow evaluator keeps up rather than falling behind), writes
 evaluation summaries, runs the exporters, and exits after evaluating the
@@ -16,7 +16,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from estimator_rt import checkpoints
+from estimator_rt.core import checkpoints
 
 # How often the evaluator looks for a new checkpoint (tf.estimator waited
 # throttle_secs).

@@ -3,9 +3,9 @@
 import inspect
 from typing import Callable
 
-from estimator_rt import user_fns
-from estimator_rt.errors import UserInputError
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.core import user_fns
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.mode_keys import ModeKeys
 
 _METRIC_FN_ARGS = ('predictions', 'features', 'labels', 'config')
 

@@ -12,7 +12,7 @@ examples) override `_assert_members_are_not_overridden` to skip the
 check, as 2.15 let them.
 """
 
-from estimator_rt.errors import UserInputError
+from estimator_rt.core.errors import UserInputError
 
 # 2.15's list of members a subclass may override.
 ALLOWED_OVERRIDES = frozenset([

@@ -22,7 +22,7 @@ at all. For it the executor does what 2.15's did for every estimator:
 
 The cluster is used as given, as 2.15 used it: the runtime starts nothing
 here but the one server this task asks for, so the address checks of its
-own runs (cluster.py) do not apply.
+own runs (tf_config.py) do not apply.
 """
 
 import time
@@ -46,7 +46,7 @@ TRAINER_JOBS = ('chief', 'master', 'worker')
 def is_stand_in(estimator: Any) -> bool:
   """Whether `estimator` passes as an estimator_rt Estimator only through
   its `__class__` (a `Mock(spec=Estimator)`), its type not being one."""
-  from estimator_rt import estimator as estimator_lib  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator import estimator as estimator_lib  # pylint: disable=g-import-not-at-top
   return not issubclass(type(estimator), estimator_lib.Estimator)
 
 

@@ -34,23 +34,23 @@ from absl import logging
 import tensorflow as tf
 from tensorflow.python.training import basic_session_run_hooks
 
-from estimator_rt import checkpoints
-from estimator_rt import cluster
-from estimator_rt import engine_choice
-from estimator_rt import evaluator as evaluator_lib
-from estimator_rt import hooks as hooks_lib
-from estimator_rt import preemption
-from estimator_rt import roles
-from estimator_rt import server as server_lib
-from estimator_rt import stand_in_tasks
-from estimator_rt.errors import check_positive_count
-from estimator_rt.errors import MAX_INT32
-from estimator_rt.errors import PreemptedError
-from estimator_rt.errors import shorten
-from estimator_rt.errors import TaskLostError
-from estimator_rt.errors import UserInputError
-from estimator_rt.errors import UserTypeError
-from estimator_rt.preemption import PREEMPTED_EXIT_CODE
+from estimator_rt.core import checkpoints
+from estimator_rt.cluster import tf_config as cluster
+from estimator_rt.training import engine_choice
+from estimator_rt.estimator import evaluator as evaluator_lib
+from estimator_rt.training import hooks as hooks_lib
+from estimator_rt.cluster import preemption
+from estimator_rt.cluster import roles
+from estimator_rt.cluster import server as server_lib
+from estimator_rt.estimator import stand_in_tasks
+from estimator_rt.core.errors import check_positive_count
+from estimator_rt.core.errors import MAX_INT32
+from estimator_rt.core.errors import PreemptedError
+from estimator_rt.core.errors import shorten
+from estimator_rt.core.errors import TaskLostError
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.errors import UserTypeError
+from estimator_rt.cluster.preemption import PREEMPTED_EXIT_CODE
 
 # tf.estimator 2.15's constants. The runtime's workers are not delayed (see
 # the module docstring); a stand-in estimator's are (stand_in_tasks.py).
@@ -113,7 +113,7 @@ def _validate_saving_listeners(saving_listeners) -> tuple:
 
 
 def _is_exporter(exporter) -> bool:
-  from estimator_rt import exporters as exporters_lib  # pylint: disable=g-import-not-at-top
+  from estimator_rt.export import exporters as exporters_lib  # pylint: disable=g-import-not-at-top
   return isinstance(exporter, exporters_lib.Exporter)
 
 
@@ -251,7 +251,7 @@ def _is_google_env() -> bool:
 def _runtime_config(config) -> bool:
   """Whether `config` is a RunConfig this runtime made (not a stand-in
   object exposing 2.15's properties)."""
-  from estimator_rt import run_config as run_config_lib  # pylint: disable=g-import-not-at-top
+  from estimator_rt.cluster import run_config as run_config_lib  # pylint: disable=g-import-not-at-top
   return isinstance(vars(config).get('_distributed') if hasattr(
       config, '__dict__') else None, run_config_lib._Distributed)  # pylint: disable=protected-access
 
@@ -388,7 +388,7 @@ class _TrainingExecutor(object):
 
   def __init__(self, estimator, train_spec, eval_spec, train_hooks=None,
                continuous_eval_listener=None):
-    from estimator_rt import estimator as estimator_lib  # pylint: disable=g-import-not-at-top
+    from estimator_rt.estimator import estimator as estimator_lib  # pylint: disable=g-import-not-at-top
     if not isinstance(estimator, estimator_lib.Estimator):
       raise UserTypeError(
           '`estimator` must have type `tf.estimator.Estimator`. Got: '

@@ -7,8 +7,8 @@ from typing import Any, Optional
 
 import tensorflow as tf
 
-from estimator_rt.errors import UserInputError
-from estimator_rt.errors import shorten
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.errors import shorten
 
 # tf.estimator's (tf.compat.v1.train.VocabInfo is the same class).
 VocabInfo = tf.compat.v1.train.VocabInfo

@@ -13,9 +13,9 @@ import tensorflow as tf
 
 from tensorflow.python.util import function_utils
 
-from estimator_rt import summaries
-from estimator_rt.errors import shorten
-from estimator_rt.errors import UserInputError
+from estimator_rt.core import summaries
+from estimator_rt.core.errors import shorten
+from estimator_rt.core.errors import UserInputError
 
 
 def _check_name(name):

@@ -20,11 +20,11 @@ import tensorflow as tf
 from tensorflow.python.saved_model import signature_constants  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.saved_model import tag_constants  # pylint: disable=g-direct-tensorflow-import
 
-from estimator_rt import export_dirs
-from estimator_rt.errors import shorten
-from estimator_rt.errors import surface_user_errors
-from estimator_rt.errors import UserInputError
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.export import export_dirs
+from estimator_rt.core.errors import shorten
+from estimator_rt.core.errors import surface_user_errors
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.mode_keys import ModeKeys
 
 SINGLE_FEATURE_NAME = 'features'
 

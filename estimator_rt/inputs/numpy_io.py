@@ -15,8 +15,8 @@ from typing import Any, Callable, Optional
 import numpy as np
 import tensorflow as tf
 
-from estimator_rt.errors import UserInputError
-from estimator_rt.errors import UserTypeError
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.errors import UserTypeError
 
 
 def _check_shuffle(shuffle) -> None:

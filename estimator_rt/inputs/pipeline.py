@@ -21,11 +21,11 @@ from typing import Any, Callable, Tuple
 from absl import logging
 import tensorflow as tf
 
-from estimator_rt import checkpoints
-from estimator_rt import input_overlap
-from estimator_rt import slice_batches
-from estimator_rt import user_fns
-from estimator_rt.errors import InputFnError
+from estimator_rt.core import checkpoints
+from estimator_rt.inputs import overlap as input_overlap
+from estimator_rt.inputs import slice_batches
+from estimator_rt.core import user_fns
+from estimator_rt.core.errors import InputFnError
 
 _POLICIES = {
     'AUTO': tf.data.experimental.AutoShardPolicy.AUTO,

@@ -15,7 +15,7 @@ from estimator_rt.launch.layout import TaskKey
 from estimator_rt.launch.layout import chief_of
 from estimator_rt.launch.layout import task_name
 
-# estimator_rt.preemption.PREEMPTED_EXIT_CODE, repeated: that module
+# estimator_rt.cluster.preemption.PREEMPTED_EXIT_CODE, repeated: that module
 # imports absl, and a launcher runs without it.
 PREEMPTED_EXIT_CODE = 143
 BAD_INPUT_EXIT_CODE = 2

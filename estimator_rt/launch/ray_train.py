@@ -16,7 +16,7 @@ worker's node address and a free port, `{"cluster": {"worker": [...]},
 TF_CONFIG without a `chief` job: worker 0 (Ray's rank 0) is the chief,
 the only writer of model_dir, and, as no evaluator task can run, it
 evaluates the final checkpoint and runs the exporters after training (a
-chief does not otherwise: see estimator_rt/roles.py); the other workers
+chief does not otherwise: see estimator_rt/cluster/roles.py); the other workers
 save into a scratch directory that is removed at exit. The training
 function here (`train_loop_per_worker`) builds an `Estimator` with
 `train_distribute='multi_worker_mirrored'` and calls
@@ -63,8 +63,8 @@ def train_loop_per_worker(config: dict) -> None:
   os.environ.pop('TF_USE_LEGACY_KERAS', None)
   # pylint: disable=g-import-not-at-top
   import estimator_rt as ert
-  from estimator_rt import training
-  from estimator_rt import user_fns
+  from estimator_rt.estimator import train_and_evaluate as training
+  from estimator_rt.core import user_fns
   # pylint: enable=g-import-not-at-top
   print(f'TF_CONFIG from Ray Train: {os.environ.get("TF_CONFIG")}',
         flush=True)

@@ -19,15 +19,15 @@ from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
 
 from absl import logging
 
-from estimator_rt.checkpoints import CheckpointSaver
-from estimator_rt.errors import NanLossError
-from estimator_rt.errors import PreemptedError
-from estimator_rt.hooks import Hook
-from estimator_rt.hooks import LoopResult
-from estimator_rt.hooks import SavingListener
-from estimator_rt.preemption import PREEMPTED_EXIT_CODE
-from estimator_rt.summaries import ScalarWriter
-from estimator_rt.tf_errors import NanLossDuringTrainingError
+from estimator_rt.core.checkpoints import CheckpointSaver
+from estimator_rt.core.errors import NanLossError
+from estimator_rt.core.errors import PreemptedError
+from estimator_rt.training.hooks import Hook
+from estimator_rt.training.hooks import LoopResult
+from estimator_rt.training.hooks import SavingListener
+from estimator_rt.cluster.preemption import PREEMPTED_EXIT_CODE
+from estimator_rt.core.summaries import ScalarWriter
+from estimator_rt.core.tf_errors import NanLossDuringTrainingError
 
 
 

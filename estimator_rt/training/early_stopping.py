@@ -17,11 +17,11 @@ from typing import Any, Callable, Dict, Iterator, Optional
 from absl import logging
 import tensorflow as tf
 
-from estimator_rt import checkpoints
-from estimator_rt import summaries
-from estimator_rt.errors import UserInputError
-from estimator_rt.hooks import Hook
-from estimator_rt.hooks import StopAtStepHook
+from estimator_rt.core import checkpoints
+from estimator_rt.core import summaries
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.training.hooks import Hook
+from estimator_rt.training.hooks import StopAtStepHook
 
 
 # tf.estimator's: the event files of an evaluation directory.

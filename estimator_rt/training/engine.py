@@ -29,16 +29,16 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from estimator_rt import checkpoints
-from estimator_rt import controller as controller_lib
-from estimator_rt import export as export_lib
-from estimator_rt import hooks as hooks_lib
-from estimator_rt import inputs
-from estimator_rt import preemption
-from estimator_rt import summaries
-from estimator_rt import user_fns
-from estimator_rt.errors import UserInputError
-from estimator_rt.run_config import RunConfig
+from estimator_rt.core import checkpoints
+from estimator_rt.training import controller as controller_lib
+from estimator_rt.export import saved_model as export_lib
+from estimator_rt.training import hooks as hooks_lib
+from estimator_rt.inputs import pipeline as inputs
+from estimator_rt.cluster import preemption
+from estimator_rt.core import summaries
+from estimator_rt.core import user_fns
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.cluster.run_config import RunConfig
 
 SessionRunHook = tf.compat.v1.train.SessionRunHook
 

@@ -68,15 +68,15 @@ from typing import Any, Callable, Dict, List, Optional
 
 import tensorflow as tf
 
-from estimator_rt import checkpoints
-from estimator_rt import inputs
-from estimator_rt import roles
-from estimator_rt.eager import model as eager_model
-from estimator_rt import user_fns
-from estimator_rt.errors import GraphModelFnError
-from estimator_rt.graph import compat as graph_compat
-from estimator_rt.mode_keys import ModeKeys
-from estimator_rt.run_config import RunConfig
+from estimator_rt.core import checkpoints
+from estimator_rt.inputs import pipeline as inputs
+from estimator_rt.cluster import roles
+from estimator_rt.training.eager import model as eager_model
+from estimator_rt.core import user_fns
+from estimator_rt.core.errors import GraphModelFnError
+from estimator_rt.training.graph import compat as graph_compat
+from estimator_rt.core.mode_keys import ModeKeys
+from estimator_rt.cluster.run_config import RunConfig
 
 # TF1-style model_fns call tf.compat.v1.layers, in the eager build call
 # already (which is how they are told apart).
@@ -86,8 +86,8 @@ EAGER = 'eager'
 GRAPH = roles.GRAPH_ENGINE
 
 _ENGINE_CLASSES = {
-    EAGER: ('estimator_rt.eager.engine', 'EagerEngine'),
-    GRAPH: ('estimator_rt.graph.engine', 'GraphEngine'),
+    EAGER: ('estimator_rt.training.eager.engine', 'EagerEngine'),
+    GRAPH: ('estimator_rt.training.graph.engine', 'GraphEngine'),
 }
 
 

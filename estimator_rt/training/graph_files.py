@@ -41,7 +41,7 @@ import tensorflow as tf
 from tensorflow.core.framework import graph_pb2
 from tensorflow.core.protobuf import meta_graph_pb2
 
-from estimator_rt.checkpoints import META_SUFFIX
+from estimator_rt.core.checkpoints import META_SUFFIX
 
 GRAPH_FILE = 'graph.pbtxt'
 

@@ -24,10 +24,10 @@ from typing import Any, Optional, Sequence
 from absl import logging
 import tensorflow as tf
 
-from estimator_rt import summaries
-from estimator_rt.errors import shorten
-from estimator_rt.errors import UserInputError
-from estimator_rt.errors import UserTypeError
+from estimator_rt.core import summaries
+from estimator_rt.core.errors import shorten
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.errors import UserTypeError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -417,10 +417,10 @@ class InMemoryEvaluatorHook(tf.compat.v1.train.SessionRunHook):
     """Builds the EVAL-mode model_fn in a scratch graph (as 2.15 built its
     evaluation graph here) and refuses what cannot be fed from training."""
     # pylint: disable=g-import-not-at-top
-    from estimator_rt.graph import compat as graph_compat
-    from estimator_rt.graph import model as graph_model
-    from estimator_rt.graph import placement as graph_placement
-    from estimator_rt.mode_keys import ModeKeys
+    from estimator_rt.training.graph import compat as graph_compat
+    from estimator_rt.training.graph import model as graph_model
+    from estimator_rt.training.graph import placement as graph_placement
+    from estimator_rt.core.mode_keys import ModeKeys
     # pylint: enable=g-import-not-at-top
     estimator = self._estimator
     with tf.Graph().as_default(), graph_compat.keras_names_per_graph():

@@ -22,7 +22,7 @@ from typing import List, Sequence, Tuple
 
 import tensorflow as tf
 
-from estimator_rt import hooks as hooks_lib
+from estimator_rt.training import hooks as hooks_lib
 
 _train = tf.compat.v1.train
 SessionRunHook = tf.compat.v1.train.SessionRunHook

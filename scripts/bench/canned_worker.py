@@ -93,7 +93,7 @@ def build(est, tf, workload: str, config, *, user_prefetch: bool = True):
   """(estimator, train input_fn, eval input_fn) of `workload`, with the
   canned classes of `est` (tf.estimator or estimator_rt); `user_prefetch`:
   the train input_fn ends in `.prefetch(2)` (else it does not, and the
-  runtime adds its own, see estimator_rt/input_overlap.py; tf.estimator
+  runtime adds its own, see estimator_rt/inputs/overlap.py; tf.estimator
   2.15 added none)."""
   if workload == 'C1':
     features, labels = _c1_data()

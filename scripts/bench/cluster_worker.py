@@ -133,7 +133,7 @@ def run_bare_parameter_server(workload: str, total_steps: int,
                               record) -> None:
   """The chief: schedules each loop's steps on the workers, split as the
   runtime splits them (see `make_coordinated_train_loop` in
-  estimator_rt/eager/loops.py), and joins."""
+  estimator_rt/training/eager/loops.py), and joins."""
   resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
   strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
   coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(

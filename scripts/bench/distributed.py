@@ -39,7 +39,7 @@ import tempfile
 import time
 from typing import Dict, List
 
-from estimator_rt import cluster as cluster_lib
+from estimator_rt.cluster import tf_config as cluster_lib
 from estimator_rt.launch import layout
 from scripts.bench.processes import module_command
 from scripts.bench.processes import REPO_ROOT

@@ -89,7 +89,7 @@ def sequential_head_wrapper(est):
   # estimator_rt's compat finder also serves `tensorflow_estimator` once a
   # program imported it, so the test is which runtime is installed.
   try:
-    from estimator_rt.head import sequential_head  # pylint: disable=g-import-not-at-top
+    from estimator_rt.estimator.head import sequential_head  # pylint: disable=g-import-not-at-top
   except ImportError:  # TensorFlow 2.15's venv: no estimator_rt there.
     from tensorflow_estimator.python.estimator.head import sequential_head  # pylint: disable=g-import-not-at-top
   return sequential_head.SequentialHeadWrapper

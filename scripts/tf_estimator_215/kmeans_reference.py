@@ -6,7 +6,7 @@ the reference figures estimator_rt's KMeans must reproduce.
 Importable under both TensorFlow 2.15 and 2.21: `build(kmeans_class, name,
 model_dir)` makes program `name`'s estimator from a KMeans class
 (`tf.compat.v1.estimator.experimental.KMeans` under 2.15,
-`estimator_rt.canned.kmeans.KMeans` here), on three 2-D gaussian blobs
+`estimator_rt.estimator.canned.kmeans.KMeans` here), on three 2-D gaussian blobs
 drawn with fixed seeds. tests/test_kmeans.py runs the same programs here.
 
 Run as a script (under 2.15 only), for every program it trains from scratch
@@ -120,7 +120,7 @@ def build(kmeans_class, name: str, model_dir: str):
 
 def _run_config(kmeans_class, single_threaded: bool):
   if kmeans_class.__module__.startswith('estimator_rt'):
-    from estimator_rt.run_config import RunConfig  # pylint: disable=g-import-not-at-top
+    from estimator_rt.cluster.run_config import RunConfig  # pylint: disable=g-import-not-at-top
   else:
     RunConfig = tf.estimator.RunConfig  # pylint: disable=invalid-name
   session_config = None

@@ -53,7 +53,7 @@ def use_strategy(name):
   """Makes every RunConfig the program creates train under strategy `name`
   (the programs themselves stay as a tf.estimator user wrote them)."""
   import estimator_rt  # pylint: disable=g-import-not-at-top
-  from estimator_rt import strategies  # pylint: disable=g-import-not-at-top
+  from estimator_rt.cluster import strategies  # pylint: disable=g-import-not-at-top
   if name == 'mirrored':
     strategies.configure_cpu_devices(2)
   program_config = estimator_rt.RunConfig

@@ -4,7 +4,7 @@ TensorFlow <= 2.15 held here the glue between tf.estimator and its
 distribute coordinator: whether a RunConfig runs `train_and_evaluate`
 through the coordinator, and the coordinator's mode. estimator_rt keeps
 2.15's answers (`RunConfig._distribute_coordinator_mode`, set by
-RunConfig itself), while its roles (estimator_rt/roles.py) do the
+RunConfig itself), while its roles (estimator_rt/cluster/roles.py) do the
 coordinator's work: `train_and_evaluate` here is estimator_rt's.
 """
 
@@ -48,5 +48,5 @@ def train_and_evaluate(estimator, train_spec, eval_spec, executor_cls=None):
   """2.15 ran `train_and_evaluate` of a coordinator mode here; estimator_rt's
   `train_and_evaluate` runs every mode (its roles), `executor_cls` unused."""
   del executor_cls
-  from estimator_rt import training  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator import train_and_evaluate as training  # pylint: disable=g-import-not-at-top
   return training.train_and_evaluate(estimator, train_spec, eval_spec)

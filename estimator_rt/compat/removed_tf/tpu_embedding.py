@@ -1,4 +1,4 @@
-"""tensorflow.python.tpu.tpu_embedding, over estimator_rt.tpu_embedding.
+"""tensorflow.python.tpu.tpu_embedding, over estimator_rt.estimator.tpu.embedding.
 
 TensorFlow <= 2.15's configuration of TPU embedding tables, which
 TPUEstimator's `embedding_config_spec` took (tf.estimator 2.15's TPU
@@ -8,7 +8,7 @@ TPUEstimator. Its configuration classes are served with 2.15's validation;
 """
 
 # pylint: disable=unused-import,g-bad-import-order,g-multiple-import
-from estimator_rt.tpu_embedding import (
+from estimator_rt.estimator.tpu.embedding import (
     INFERENCE, TRAINING, AdagradMomentumParameters,
     AdagradMomentumSlotVariableNames, AdagradMomentumSlotVariables,
     AdagradParameters, AdagradSlotVariableNames, AdagradSlotVariables,

@@ -9,7 +9,7 @@ session. Given to `Estimator.train`, each runs as the runtime's own early
 stopping hook (`as_runtime_hook`, see engine.split_hooks), in both engines:
 every task asks the predicate and synchronous workers agree on the stop.
 The public names of `tf.estimator.experimental` are the runtime's hooks
-(estimator_rt/early_stopping.py). `_MultiWorkerEarlyStoppingHook` is
+(estimator_rt/training/early_stopping.py). `_MultiWorkerEarlyStoppingHook` is
 2.15's hook for a graph under a distribution strategy (its stop variable
 summed across replicas); given to `Estimator.train` it too runs as the
 runtime's hook.
@@ -17,9 +17,9 @@ runtime's hook.
 
 import tensorflow as tf
 
-from estimator_rt import early_stopping as runtime
-from estimator_rt.errors import UserInputError
-from estimator_rt.errors import UserTypeError
+from estimator_rt.training import early_stopping as runtime
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.errors import UserTypeError
 
 read_eval_metrics = runtime.read_eval_metrics
 _summaries = runtime._summaries  # pylint: disable=protected-access
@@ -127,7 +127,7 @@ def make_early_stopping_hook(estimator, should_stop_fn, run_every_secs=60,
     TypeError: `estimator` is not an Estimator.
     ValueError: both `run_every_secs` and `run_every_steps` are set.
   """
-  from estimator_rt.estimator import Estimator  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.estimator import Estimator  # pylint: disable=g-import-not-at-top
   if not isinstance(estimator, Estimator):
     raise UserTypeError(
         '`estimator` must have type `tf.estimator.Estimator`. Got: '

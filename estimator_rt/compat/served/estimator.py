@@ -4,8 +4,8 @@
 `EstimatorV2` (`tf.estimator.Estimator`) are both the runtime's Estimator,
 which has 2.15's protected methods subclasses call (`_call_model_fn`,
 `_call_input_fn`, `_get_iterator_from_input_fn`, `_create_global_step`,
-...: estimator_rt/protected_methods.py) and refuses, as 2.15 did,
-subclasses that override its members (estimator_rt/overrides.py). Here
+...: estimator_rt/estimator/protected_methods.py) and refuses, as 2.15 did,
+subclasses that override its members (estimator_rt/estimator/overrides.py). Here
 are the module's other helpers that code imports, each the runtime's
 policy where it has one: resolving a config's model_dir and session config
 (`maybe_overwrite_model_dir_and_session_config`, which Estimator
@@ -19,22 +19,22 @@ setter), which its subclasses call while building theirs.
 
 import tensorflow as tf
 
-from estimator_rt import checkpoints
-from estimator_rt import estimator as estimator_lib
-from estimator_rt.canned import base as canned_base
-from estimator_rt import overrides
-from estimator_rt import summaries
-from estimator_rt import warm_starting
+from estimator_rt.core import checkpoints
+from estimator_rt.estimator import estimator as estimator_lib
+from estimator_rt.estimator.canned import base as canned_base
+from estimator_rt.estimator import overrides
+from estimator_rt.core import summaries
+from estimator_rt.estimator import warm_starting
 from estimator_rt.compat.served import model_fn as model_fn_lib
-from estimator_rt.graph import model as graph_model
-from estimator_rt.run_config import get_default_session_config
-from estimator_rt.spec import check_metric_names
-from estimator_rt.errors import UserInputError
-from estimator_rt.errors import UserTypeError
-from estimator_rt.estimator import Estimator
-from estimator_rt.mode_keys import ModeKeys
-from estimator_rt.warm_starting import VocabInfo
-from estimator_rt.warm_starting import WarmStartSettings
+from estimator_rt.training.graph import model as graph_model
+from estimator_rt.cluster.run_config import get_default_session_config
+from estimator_rt.core.spec import check_metric_names
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.errors import UserTypeError
+from estimator_rt.estimator.estimator import Estimator
+from estimator_rt.core.mode_keys import ModeKeys
+from estimator_rt.estimator.warm_starting import VocabInfo
+from estimator_rt.estimator.warm_starting import WarmStartSettings
 
 EstimatorV2 = Estimator
 
@@ -229,7 +229,7 @@ def _check_checkpoint_available(model_dir):
 
 def _assert_members_are_not_overridden(cls, obj):
   """Raises ValueError if `obj`'s class overrides a member of `cls`, other
-  than the few 2.15 allowed (see estimator_rt/overrides.py)."""
+  than the few 2.15 allowed (see estimator_rt/estimator/overrides.py)."""
   overrides.check_not_overridden(cls, obj)
 
 

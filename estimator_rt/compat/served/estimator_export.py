@@ -16,7 +16,7 @@ from typing import Optional, Sequence, TypeVar
 from tensorflow.python.util import deprecation
 from tensorflow.python.util import tf_decorator
 
-from estimator_rt.errors import UserInputError
+from estimator_rt.core.errors import UserInputError
 
 T = TypeVar('T')
 

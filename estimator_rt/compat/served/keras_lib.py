@@ -1,4 +1,4 @@
-"""tf.estimator 2.15's `keras_lib`, over estimator_rt.keras_estimator.
+"""tf.estimator 2.15's `keras_lib`, over estimator_rt.estimator.keras.model_to_estimator.
 
 `model_to_estimator` (what tf_keras's `tf.keras.estimator.
 model_to_estimator` calls here) is the runtime's, and so is the model_fn
@@ -13,14 +13,14 @@ import os
 
 import tensorflow as tf
 
-from estimator_rt import keras_estimator as runtime
-from estimator_rt.errors import FormattedKeyError  # pylint: disable=unused-import
-from estimator_rt.errors import UserInputError
-from estimator_rt.keras_estimator import _assert_valid_model  # pylint: disable=unused-import
-from estimator_rt.keras_estimator import _extract_sample_weight_tensors  # pylint: disable=unused-import
-from estimator_rt.keras_estimator import model_to_estimator_for_compat as model_to_estimator  # pylint: disable=unused-import
-from estimator_rt.keras_estimator import standardize_sample_weights  # pylint: disable=unused-import
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.estimator.keras import model_to_estimator as runtime
+from estimator_rt.core.errors import FormattedKeyError  # pylint: disable=unused-import
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.estimator.keras.model_to_estimator import _assert_valid_model  # pylint: disable=unused-import
+from estimator_rt.estimator.keras.model_to_estimator import _extract_sample_weight_tensors  # pylint: disable=unused-import
+from estimator_rt.estimator.keras.model_to_estimator import model_to_estimator_for_compat as model_to_estimator  # pylint: disable=unused-import
+from estimator_rt.estimator.keras.model_to_estimator import standardize_sample_weights  # pylint: disable=unused-import
+from estimator_rt.core.mode_keys import ModeKeys
 
 _DEFAULT_SERVING_KEY = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
 
@@ -147,7 +147,7 @@ def _create_keras_model_fn(keras_model, custom_objects=None,
                            save_object_ckpt=False, metric_names_map=None,
                            export_outputs=None):
   """The model_fn model_to_estimator runs the Keras model with (see
-  estimator_rt/keras_estimator.py), starting from its current weights.
+  estimator_rt/estimator/keras/model_to_estimator.py), starting from its current weights.
   `save_object_ckpt` makes no difference: the eager engine writes
   object-based checkpoints."""
   del save_object_ckpt

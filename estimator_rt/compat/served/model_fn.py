@@ -7,19 +7,19 @@ of code that handles both hold). The metric keys and the model_fn argument
 check are 2.15's, and so are the field checks 2.15's EstimatorSpec and
 TPUEstimatorSpec ran (`_validate_estimator_spec_*`, `_validate_*`,
 `_check_is_tensor*`), which libraries' own spec classes call: each is the
-runtime's check of that field (estimator_rt/spec.py), with 2.15's
+runtime's check of that field (estimator_rt/core/spec.py), with 2.15's
 exception classes and the start of its messages.
 """
 
 import tensorflow as tf
 from tensorflow.python.util import function_utils
 
-from estimator_rt.canned.base import call_logit_fn
-from estimator_rt import spec as spec_lib
-from estimator_rt.errors import UserInputError
-from estimator_rt.mode_keys import ModeKeys
-from estimator_rt.spec import EstimatorSpec
-from estimator_rt.tpu import TPUEstimatorSpec as _TPUEstimatorSpec
+from estimator_rt.estimator.canned.base import call_logit_fn
+from estimator_rt.core import spec as spec_lib
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.mode_keys import ModeKeys
+from estimator_rt.core.spec import EstimatorSpec
+from estimator_rt.estimator.tpu.tpu_estimator import TPUEstimatorSpec as _TPUEstimatorSpec
 
 # The name an evaluation reports the mean loss under, and the one heads
 # report the mean of the unreduced loss under.

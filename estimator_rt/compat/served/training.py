@@ -1,5 +1,5 @@
 """tensorflow_estimator.python.estimator.training, served by estimator_rt's
-own `estimator_rt.training`.
+own `estimator_rt.estimator.train_and_evaluate`.
 
 That module has tf.estimator 2.15's shape and names (`train_and_evaluate`
 making a `_TrainingExecutor`, `_Evaluator`, `_ContinuousEvalListener`,
@@ -11,6 +11,6 @@ for `tf.estimator.train_and_evaluate` too.
 
 import sys
 
-from estimator_rt import training as _training
+from estimator_rt.estimator import train_and_evaluate as _training
 
 sys.modules[__name__] = _training

@@ -13,7 +13,7 @@ import time
 import tensorflow as tf
 from tensorflow.python.util import function_utils
 
-from estimator_rt.errors import InputFnError
+from estimator_rt.core.errors import InputFnError
 
 fn_args = function_utils.fn_args
 

@@ -15,10 +15,10 @@ from typing import Any, Mapping, Optional, Sequence
 
 import tensorflow as tf
 
-from estimator_rt import estimator as estimator_lib
-from estimator_rt.errors import UserInputError
-from estimator_rt.mode_keys import ModeKeys
-from estimator_rt.run_config import RunConfig
+from estimator_rt.estimator import estimator as estimator_lib
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.mode_keys import ModeKeys
+from estimator_rt.cluster.run_config import RunConfig
 
 def _api_gauge():
   from tensorflow.python.eager import monitoring  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
@@ -134,7 +134,7 @@ def estimator_spec(*, head, features, mode, labels, logits,
   `parts` (optimizers.train_op) on the head's loss, scaled for the replicas
   by `loss_reduction` (None: the head's); `v1` (None for the TF2 classes)
   names a v1 class's optimizer variables."""
-  from estimator_rt.canned import optimizers  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.canned import optimizers  # pylint: disable=g-import-not-at-top
   if loss_reduction is None:
     loss_reduction = head.loss_reduction
 
@@ -162,7 +162,7 @@ def model_name_scope(model_scope: str):
 
 def regression_head(label_dimension: int, *, weight_column=None,
                     loss_reduction=SUM_OVER_BATCH_SIZE):
-  from estimator_rt.head import regression_head as regression  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.head import regression_head as regression  # pylint: disable=g-import-not-at-top
   return regression.RegressionHead(
       label_dimension=label_dimension, weight_column=weight_column,
       loss_reduction=loss_reduction)

@@ -7,10 +7,10 @@ optimizer gets 0.3).
 
 import tensorflow as tf
 
-from estimator_rt.canned import base
-from estimator_rt.head import head_utils
-from estimator_rt.canned import optimizers
-from estimator_rt.errors import UserInputError
+from estimator_rt.estimator.canned import base
+from estimator_rt.estimator.head import head_utils
+from estimator_rt.estimator.canned import optimizers
+from estimator_rt.core.errors import UserInputError
 
 LEARNING_RATE = 0.3
 # 2.15's v1 baseline called its head outside the model's scope.

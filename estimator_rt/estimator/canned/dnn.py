@@ -14,11 +14,11 @@ import functools
 
 import tensorflow as tf
 
-from estimator_rt.canned import base
-from estimator_rt.head import head_utils
-from estimator_rt.canned import optimizers
-from estimator_rt.errors import UserInputError
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.estimator.canned import base
+from estimator_rt.estimator.head import head_utils
+from estimator_rt.estimator.canned import optimizers
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.mode_keys import ModeKeys
 
 
 def check_units(units) -> None:
@@ -89,7 +89,7 @@ def dnn_model_v1_class():
   takes tf.compat.v1 feature columns, with 2.15's constructor signature;
   `input_layer_partitioner` has no effect (variables are not partitioned
   here: a parameter server holds each whole)."""
-  from estimator_rt.canned import v1_columns  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.canned import v1_columns  # pylint: disable=g-import-not-at-top
 
   class DNNModelV1(dnn_model_class()):
     """DNNModel over v1 or v2 feature columns (see dnn_model_v1_class)."""
@@ -168,7 +168,7 @@ def dnn_model_fn(*, features, labels, mode, head, hidden_units,
 
 
 class DNNEstimator(base.CannedEstimator):
-  """A DNN with any head (`estimator_rt.head` / tf.estimator's heads).
+  """A DNN with any head (`estimator_rt.estimator.head` / tf.estimator's heads).
 
   Args: as tf.estimator 2.15's DNNEstimator: `head`, `hidden_units`,
   `feature_columns`, `model_dir`, `optimizer` ('Adagrad' by default: Keras

@@ -14,12 +14,12 @@ import math
 
 import tensorflow as tf
 
-from estimator_rt.canned import base
-from estimator_rt.head import head_utils
-from estimator_rt.canned import dnn
-from estimator_rt.canned import linear
-from estimator_rt.canned import optimizers
-from estimator_rt.errors import UserInputError
+from estimator_rt.estimator.canned import base
+from estimator_rt.estimator.head import head_utils
+from estimator_rt.estimator.canned import dnn
+from estimator_rt.estimator.canned import linear
+from estimator_rt.estimator.canned import optimizers
+from estimator_rt.core.errors import UserInputError
 
 DNN_LEARNING_RATE = 0.001
 LINEAR_LEARNING_RATE = 0.005

@@ -29,7 +29,7 @@ As in 2.15:
     (the cluster index), each with one output named 'output'.
 
 Unlike the other canned estimators, KMeans' model_fn is not marked
-loop-safe (estimator_rt/graph/in_graph_loop.py): its hooks need one
+loop-safe (estimator_rt/training/graph/in_graph_loop.py): its hooks need one
 session run per training step, as in 2.15.
 """
 
@@ -40,12 +40,12 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.ops import clustering_ops
 
-from estimator_rt import estimator as estimator_lib
-from estimator_rt import export as export_lib
-from estimator_rt.canned import base
-from estimator_rt.errors import TaskLostError
-from estimator_rt.errors import UserInputError
-from estimator_rt.spec import EstimatorSpec
+from estimator_rt.estimator import estimator as estimator_lib
+from estimator_rt.export import saved_model as export_lib
+from estimator_rt.estimator.canned import base
+from estimator_rt.core.errors import TaskLostError
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.spec import EstimatorSpec
 
 
 class _LossRelativeChangeHook(tf.compat.v1.train.SessionRunHook):

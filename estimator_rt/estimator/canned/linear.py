@@ -23,12 +23,12 @@ from typing import Dict, Sequence, Tuple
 import tensorflow as tf
 from tensorflow.python.feature_column import feature_column_v2 as fc_v2
 
-from estimator_rt.canned import base
-from estimator_rt.canned import linear_sdca
-from estimator_rt.head import head_utils
-from estimator_rt.canned import optimizers
-from estimator_rt.errors import UserInputError
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.estimator.canned import base
+from estimator_rt.estimator.canned import linear_sdca
+from estimator_rt.estimator.head import head_utils
+from estimator_rt.estimator.canned import optimizers
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.mode_keys import ModeKeys
 
 # tf.estimator's learning rate for a named linear optimizer, and the cap on
 # the default Ftrl's (1/sqrt(number of columns) below it).

@@ -24,8 +24,8 @@ from tensorflow.python.autograph.impl import api as autograph_api
 from tensorflow.python.feature_column import serialization
 import tf_keras
 
-from estimator_rt.canned import linear
-from estimator_rt.errors import UserInputError
+from estimator_rt.estimator.canned import linear
+from estimator_rt.core.errors import UserInputError
 
 
 def _not_converted(call):

@@ -17,9 +17,9 @@ weights into the model's (with the L1 shrinkage) after every step.
 import tensorflow as tf
 from tensorflow.python.feature_column import feature_column_v2 as fc_v2  # pylint: disable=g-direct-tensorflow-import
 
-from estimator_rt.canned import sdca_model
-from estimator_rt.errors import UserInputError
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.estimator.canned import sdca_model
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.mode_keys import ModeKeys
 
 
 class LinearSDCA:
@@ -144,8 +144,8 @@ def loss_type(head) -> str:
     ValueError: any other head.
   """
   # pylint: disable=g-import-not-at-top
-  from estimator_rt.head import binary_class_head
-  from estimator_rt.head import regression_head
+  from estimator_rt.estimator.head import binary_class_head
+  from estimator_rt.estimator.head import regression_head
   # pylint: enable=g-import-not-at-top
   if isinstance(head, binary_class_head.BinaryClassHead):
     return 'logistic_loss'
@@ -191,7 +191,7 @@ def check_estimator(*, head, feature_columns, sparse_combiner) -> None:
   Raises:
     ValueError: see check_arguments and loss_type.
   """
-  from estimator_rt.head import multi_class_head  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.head import multi_class_head  # pylint: disable=g-import-not-at-top
   dimension = getattr(head, 'logits_dimension', 1)
   multi_class = isinstance(head, multi_class_head.MultiClassHead)
   check_arguments(feature_columns=feature_columns,
@@ -205,7 +205,7 @@ def sdca_model_fn(*, features, labels, mode, head, feature_columns,
                   optimizer):
   """The linear estimators' model_fn body for a LinearSDCA optimizer (see
   the module docstring)."""
-  from estimator_rt.canned import linear  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.canned import linear  # pylint: disable=g-import-not-at-top
   loss = loss_type(head)
   state = linear.new_state()
   logits, weights, bias = linear.build_linear(

@@ -33,7 +33,7 @@ import weakref
 from absl import logging
 import tensorflow as tf
 
-from estimator_rt.errors import UserInputError
+from estimator_rt.core.errors import UserInputError
 
 NAMES = ('Adagrad', 'Adam', 'Ftrl', 'RMSProp', 'SGD')
 

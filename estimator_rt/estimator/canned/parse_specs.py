@@ -13,8 +13,8 @@ from typing import Any, Dict, Iterable
 
 import tensorflow as tf
 
-from estimator_rt.errors import UserInputError
-from estimator_rt.head import checks
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.estimator.head import checks
 
 
 def _feature_spec(feature_columns, *, v1: bool) -> Dict[str, Any]:

@@ -35,10 +35,10 @@ import importlib
 
 import tensorflow as tf
 
-from estimator_rt.canned import base
-from estimator_rt.canned import optimizers
-from estimator_rt.errors import UserInputError
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.estimator.canned import base
+from estimator_rt.estimator.canned import optimizers
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.mode_keys import ModeKeys
 
 DEFAULT_LEARNING_RATE = 0.05
 DEFAULT_CLIP_NORM = 5.0
@@ -149,7 +149,7 @@ def rnn_model_class():
   import tf_keras  # pylint: disable=g-import-not-at-top
 
   class RNNModel(tf_keras.Model):
-    """Sequence input, RNN layer, logits: see estimator_rt.canned.rnn.
+    """Sequence input, RNN layer, logits: see estimator_rt.estimator.canned.rnn.
 
     Args:
       rnn_layer: a Keras RNN layer.
@@ -292,7 +292,7 @@ def rnn_estimator_spec(features, labels, mode, head, rnn_model, optimizer,
 
 
 def _is_sequential_head(head) -> bool:
-  from estimator_rt.head import sequential_head  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.head import sequential_head  # pylint: disable=g-import-not-at-top
   return isinstance(head, sequential_head._SequentialHead)  # pylint: disable=protected-access
 
 
@@ -356,8 +356,8 @@ class RNNClassifier(RNNEstimator):
                optimizer='Adagrad', loss_reduction=base.SUM_OVER_BATCH_SIZE,
                sequence_mask='sequence_mask', config=None):
     # pylint: disable=g-import-not-at-top
-    from estimator_rt.head import head_utils
-    from estimator_rt.head import sequential_head
+    from estimator_rt.estimator.head import head_utils
+    from estimator_rt.estimator.head import sequential_head
     # pylint: enable=g-import-not-at-top
     head = head_utils.binary_or_multi_class_head(
         n_classes, weight_column=weight_column,

@@ -26,14 +26,14 @@ import tensorflow as tf
 from tensorflow.python.saved_model import constants  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.saved_model import loader_impl  # pylint: disable=g-direct-tensorflow-import
 
-from estimator_rt import export as export_lib
-from estimator_rt.canned import saved_model_outputs as outputs_lib
-from estimator_rt.errors import SubclassError
-from estimator_rt.estimator import Estimator
-from estimator_rt.graph import model as graph_model
-from estimator_rt.mode_keys import ModeKeys
-from estimator_rt.run_config import RunConfig
-from estimator_rt.spec import EstimatorSpec
+from estimator_rt.export import saved_model as export_lib
+from estimator_rt.estimator.canned import saved_model_outputs as outputs_lib
+from estimator_rt.core.errors import SubclassError
+from estimator_rt.estimator.estimator import Estimator
+from estimator_rt.training.graph import model as graph_model
+from estimator_rt.core.mode_keys import ModeKeys
+from estimator_rt.cluster.run_config import RunConfig
+from estimator_rt.core.spec import EstimatorSpec
 
 _MODES = (ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT)
 

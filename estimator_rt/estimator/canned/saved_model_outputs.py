@@ -8,7 +8,7 @@ outputs `loss`, `predictions/<key>` and, per metric, `metrics/<name>/value`
 and `metrics/<name>/update_op` ('/' separating the parts, as 2.15's
 `_SupervisedOutput` named them); a PREDICT one has the predictions alone.
 
-The outputs' names are export.py's (the writer's); SavedModelEstimator
+The outputs' names are export/saved_model.py's (the writer's); SavedModelEstimator
 (canned/saved_model_estimator.py) reads them with these helpers.
 """
 
@@ -18,14 +18,14 @@ import tensorflow as tf
 from tensorflow.python.saved_model import constants  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.saved_model import signature_constants  # pylint: disable=g-direct-tensorflow-import
 
-from estimator_rt.errors import UserInputError
-from estimator_rt.export import LOSS_NAME
-from estimator_rt.export import METRIC_UPDATE_SUFFIX
-from estimator_rt.export import METRIC_VALUE_SUFFIX
-from estimator_rt.export import METRICS_NAME
-from estimator_rt.export import PREDICTIONS_NAME
-from estimator_rt.export import SEPARATOR
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.export.saved_model import LOSS_NAME
+from estimator_rt.export.saved_model import METRIC_UPDATE_SUFFIX
+from estimator_rt.export.saved_model import METRIC_VALUE_SUFFIX
+from estimator_rt.export.saved_model import METRICS_NAME
+from estimator_rt.export.saved_model import PREDICTIONS_NAME
+from estimator_rt.export.saved_model import SEPARATOR
+from estimator_rt.core.mode_keys import ModeKeys
 # A features or labels tensor given alone is keyed so, as 2.15 keyed it.
 _SINGLE_TENSOR_KEYS = {'feature': 'feature', 'label': 'label'}
 

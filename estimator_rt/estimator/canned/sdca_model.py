@@ -27,7 +27,7 @@ import collections
 import tensorflow as tf
 from tensorflow.python.ops import variables as variables_lib  # pylint: disable=g-direct-tensorflow-import
 
-from estimator_rt.canned import sdca_table
+from estimator_rt.estimator.canned import sdca_table
 
 LOSSES = ('logistic_loss', 'squared_loss', 'hinge_loss', 'smooth_hinge_loss',
           'poisson_loss')

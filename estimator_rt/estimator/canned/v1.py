@@ -17,17 +17,17 @@ checkpoints load.
 from absl import logging
 import tensorflow as tf
 
-from estimator_rt.canned import base
-from estimator_rt.head import binary_class_head
-from estimator_rt.head import metrics as metrics_lib
-from estimator_rt.head import multi_class_head
-from estimator_rt.head import regression_head
-from estimator_rt.canned import baseline
-from estimator_rt.canned import dnn
-from estimator_rt.canned import dnn_linear_combined
-from estimator_rt.canned import linear
-from estimator_rt.canned import v1_columns
-from estimator_rt.errors import UserInputError
+from estimator_rt.estimator.canned import base
+from estimator_rt.estimator.head import binary_class_head
+from estimator_rt.estimator.head import metrics as metrics_lib
+from estimator_rt.estimator.head import multi_class_head
+from estimator_rt.estimator.head import regression_head
+from estimator_rt.estimator.canned import baseline
+from estimator_rt.estimator.canned import dnn
+from estimator_rt.estimator.canned import dnn_linear_combined
+from estimator_rt.estimator.canned import linear
+from estimator_rt.estimator.canned import v1_columns
+from estimator_rt.core.errors import UserInputError
 
 # tf.compat.v1.losses.Reduction's values -> the heads' (TF2) ones.
 _REDUCTIONS = {

@@ -18,7 +18,7 @@ from tensorflow.python.feature_column import feature_column as fc_v1
 from tensorflow.python.feature_column import feature_column_v2 as fc_v2
 from tensorflow.python.feature_column import feature_column_v2_types as fc_types
 
-from estimator_rt.errors import UserInputError
+from estimator_rt.core.errors import UserInputError
 
 # The v2 fields a TF1 column does not have, and their value.
 _NEW_FIELDS = {'file_format': None}

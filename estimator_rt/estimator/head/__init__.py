@@ -1,6 +1,6 @@
 """tf.estimator 2.15's heads, for canned estimators and custom model_fns:
 
-    head = estimator_rt.head.BinaryClassHead()
+    head = estimator_rt.estimator.head.BinaryClassHead()
     def model_fn(features, labels, mode):
       logits = ...
       return head.create_estimator_spec(features=features, mode=mode,
@@ -14,15 +14,15 @@ See base_head.py (what every head does) and metrics.py (how metrics follow
 the engine).
 """
 
-from estimator_rt.head.base_head import Head
-from estimator_rt.head.binary_class_head import BinaryClassHead
-from estimator_rt.head.keys import MetricKeys
-from estimator_rt.head.keys import PredictionKeys
-from estimator_rt.head.multi_class_head import MultiClassHead
-from estimator_rt.head.multi_head import MultiHead
-from estimator_rt.head.multi_label_head import MultiLabelHead
-from estimator_rt.head.regression_head import LogisticRegressionHead
-from estimator_rt.head.regression_head import PoissonRegressionHead
-from estimator_rt.head.regression_head import RegressionHead
-from estimator_rt.head.sequential_head import SequentialHead
-from estimator_rt.head.sequential_head import SequentialHeadWrapper
+from estimator_rt.estimator.head.base_head import Head
+from estimator_rt.estimator.head.binary_class_head import BinaryClassHead
+from estimator_rt.estimator.head.keys import MetricKeys
+from estimator_rt.estimator.head.keys import PredictionKeys
+from estimator_rt.estimator.head.multi_class_head import MultiClassHead
+from estimator_rt.estimator.head.multi_head import MultiHead
+from estimator_rt.estimator.head.multi_label_head import MultiLabelHead
+from estimator_rt.estimator.head.regression_head import LogisticRegressionHead
+from estimator_rt.estimator.head.regression_head import PoissonRegressionHead
+from estimator_rt.estimator.head.regression_head import RegressionHead
+from estimator_rt.estimator.head.sequential_head import SequentialHead
+from estimator_rt.estimator.head.sequential_head import SequentialHeadWrapper

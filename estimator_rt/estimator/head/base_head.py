@@ -14,17 +14,17 @@ from typing import Any, Dict, NamedTuple, Optional
 from absl import logging
 import tensorflow as tf
 
-from estimator_rt import export as export_lib
-from estimator_rt.errors import EagerModelFnError
-from estimator_rt.errors import GraphModelFnError
-from estimator_rt.errors import SubclassError
-from estimator_rt.errors import UserInputError
-from estimator_rt.head import checks
-from estimator_rt.head import keys as keys_lib
-from estimator_rt.head import metrics as metrics_lib
-from estimator_rt.mode_keys import ModeKeys
-from estimator_rt.spec import EstimatorSpec
-from estimator_rt.spec import is_keras3
+from estimator_rt.export import saved_model as export_lib
+from estimator_rt.core.errors import EagerModelFnError
+from estimator_rt.core.errors import GraphModelFnError
+from estimator_rt.core.errors import SubclassError
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.estimator.head import checks
+from estimator_rt.estimator.head import keys as keys_lib
+from estimator_rt.estimator.head import metrics as metrics_lib
+from estimator_rt.core.mode_keys import ModeKeys
+from estimator_rt.core.spec import EstimatorSpec
+from estimator_rt.core.spec import is_keras3
 
 _P = keys_lib.PredictionKeys
 

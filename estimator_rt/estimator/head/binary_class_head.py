@@ -12,11 +12,11 @@ predict.
 
 import tensorflow as tf
 
-from estimator_rt.errors import UserInputError
-from estimator_rt.head import base_head
-from estimator_rt.head import keys as keys_lib
-from estimator_rt.head import metrics as metrics_lib
-from estimator_rt import export as export_lib
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.estimator.head import base_head
+from estimator_rt.estimator.head import keys as keys_lib
+from estimator_rt.estimator.head import metrics as metrics_lib
+from estimator_rt.export import saved_model as export_lib
 
 _P = keys_lib.PredictionKeys
 _M = keys_lib.MetricKeys

@@ -22,8 +22,8 @@ from typing import Optional, Tuple
 
 import tensorflow as tf
 
-from estimator_rt.errors import UserInputError
-from estimator_rt.errors import UserTypeError
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.errors import UserTypeError
 
 # tf.estimator 2.15's messages (its head/base_head.py's `_*_ERR_MSG`,
 # which libraries raise and match). estimator_rt's errors are these, with

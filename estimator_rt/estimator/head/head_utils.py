@@ -1,8 +1,8 @@
 """`binary_or_multi_class_head`, the helper 2.15's canned classifiers used
 to pick their head (tf.estimator 2.15's `head/head_utils.py`)."""
 
-from estimator_rt.head import binary_class_head
-from estimator_rt.head import multi_class_head
+from estimator_rt.estimator.head import binary_class_head
+from estimator_rt.estimator.head import multi_class_head
 
 
 def binary_or_multi_class_head(n_classes, weight_column, label_vocabulary,

@@ -17,7 +17,7 @@ itself gets the same objects and may put them in its EstimatorSpec.
 
 import tensorflow as tf
 
-from estimator_rt import spec
+from estimator_rt.core import spec
 
 
 def in_graph_engine() -> bool:

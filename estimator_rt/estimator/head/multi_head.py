@@ -15,13 +15,13 @@ from typing import Any, Dict
 
 import tensorflow as tf
 
-from estimator_rt import export as export_lib
-from estimator_rt.errors import UserInputError
-from estimator_rt.head import base_head
-from estimator_rt.head import keys as keys_lib
-from estimator_rt.head import metrics as metrics_lib
-from estimator_rt.mode_keys import ModeKeys
-from estimator_rt.spec import EstimatorSpec
+from estimator_rt.export import saved_model as export_lib
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.estimator.head import base_head
+from estimator_rt.estimator.head import keys as keys_lib
+from estimator_rt.estimator.head import metrics as metrics_lib
+from estimator_rt.core.mode_keys import ModeKeys
+from estimator_rt.core.spec import EstimatorSpec
 
 _M = keys_lib.MetricKeys
 

@@ -14,11 +14,11 @@ from collections.abc import Iterable
 
 import tensorflow as tf
 
-from estimator_rt.errors import UserInputError
-from estimator_rt.errors import UserTypeError
-from estimator_rt.head import base_head
-from estimator_rt.head import multi_head
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.errors import UserTypeError
+from estimator_rt.estimator.head import base_head
+from estimator_rt.estimator.head import multi_head
+from estimator_rt.core.mode_keys import ModeKeys
 
 
 class _SequentialHead(base_head.Head):

@@ -40,16 +40,16 @@ import collections
 
 import tensorflow as tf
 
-from estimator_rt.errors import GraphModelFnError
-from estimator_rt.errors import SubclassError
-from estimator_rt.errors import UserInputError
-from estimator_rt.head import base_head
-from estimator_rt.head import binary_class_head
-from estimator_rt.head import keys as keys_lib
-from estimator_rt.head import metrics as metrics_lib
-from estimator_rt.head import multi_class_head
-from estimator_rt.head import regression_head
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.core.errors import GraphModelFnError
+from estimator_rt.core.errors import SubclassError
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.estimator.head import base_head
+from estimator_rt.estimator.head import binary_class_head
+from estimator_rt.estimator.head import keys as keys_lib
+from estimator_rt.estimator.head import metrics as metrics_lib
+from estimator_rt.estimator.head import multi_class_head
+from estimator_rt.estimator.head import regression_head
+from estimator_rt.core.mode_keys import ModeKeys
 
 _P = keys_lib.PredictionKeys
 _M = keys_lib.MetricKeys
@@ -268,7 +268,7 @@ class _V1Behaviour:
       UserInputError: both or neither of optimizer and train_op_fn in
         TRAIN.
     """
-    from estimator_rt import tpu  # pylint: disable=g-import-not-at-top
+    from estimator_rt.estimator.tpu import tpu_estimator as tpu  # pylint: disable=g-import-not-at-top
     with tf.compat.v1.name_scope(self._name, 'head'):
       logits = base_head.check_logits_final_dim(logits,
                                                 self.logits_dimension)

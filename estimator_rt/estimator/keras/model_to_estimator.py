@@ -17,7 +17,7 @@ model on the features:
     value), and a fresh optimizer of the compiled one's config (the
     runtime differentiates, scales across replicas and applies it); a TF1
     optimizer, or a WideDeepModel's two, the model_fn applies itself
-    (keras_train_op.py);
+    (train_op.py);
   - EVAL: 'loss' and the compiled metrics under the names `model.evaluate`
     gives them ('accuracy'; '<output>_<metric>' for a multi-output model),
     renamed by `metric_names_map`. As 2.15, the per-output losses
@@ -37,7 +37,7 @@ and later changes to it do not reach the estimator.
 
 A compiled tf_keras (Keras 2) model runs too: it is cloned with tf_keras
 (a subclassed one from its config, as 2.15 cloned it; one built in a graph
-is read in its graph, see keras_graph_models.py), and its compiled loss,
+is read in its graph, see graph_models.py), and its compiled loss,
 metrics and optimizer are rebuilt as their Keras 3 namesakes from their
 configs (an optimizer or loss without a Keras 3 class of the same name is
 refused, naming it; a metric name only tf_keras knows keeps its name).
@@ -62,17 +62,17 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from estimator_rt import estimator as estimator_lib
-from estimator_rt import export as export_lib
-from estimator_rt import keras_graph_models
-from estimator_rt import keras_train_op
-from estimator_rt import warm_starting
-from estimator_rt.errors import FormattedKeyError
-from estimator_rt.errors import UserInputError
-from estimator_rt.errors import UserTypeError
-from estimator_rt.errors import shorten
-from estimator_rt.mode_keys import ModeKeys
-from estimator_rt.spec import EstimatorSpec
+from estimator_rt.estimator import estimator as estimator_lib
+from estimator_rt.export import saved_model as export_lib
+from estimator_rt.estimator.keras import graph_models as keras_graph_models
+from estimator_rt.estimator.keras import train_op as keras_train_op
+from estimator_rt.estimator import warm_starting
+from estimator_rt.core.errors import FormattedKeyError
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.errors import UserTypeError
+from estimator_rt.core.errors import shorten
+from estimator_rt.core.mode_keys import ModeKeys
+from estimator_rt.core.spec import EstimatorSpec
 
 # 2.15's key for per-example weights in features (keras_lib's
 # _extract_sample_weight_tensors).
@@ -754,7 +754,7 @@ def _check_export_names(clone, tf_keras_model, *, export_outputs) -> None:
 
 def _part_optimizers(model):
   """[(optimizer factory, clone -> its variables)] for the optimizers the
-  model_fn applies itself (see keras_train_op.py), or None: the runtime
+  model_fn applies itself (see train_op.py), or None: the runtime
   applies the model's one Keras 3 optimizer."""
   optimizer = getattr(model, 'optimizer', None)
   v1_optimizer = keras_train_op.wrapped_v1_optimizer(optimizer)
@@ -799,7 +799,7 @@ def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
   initial_values = _values_in_creation_order(keras_model, clone,
                                              weights=weights)
   settings = settings or _compile_settings(keras_model)
-  # Optimizers the model_fn applies itself (see keras_train_op.py), one
+  # Optimizers the model_fn applies itself (see train_op.py), one
   # factory per part of the model; else the one the runtime applies.
   part_optimizers = _part_optimizers(keras_model)
   if part_optimizers is None:
@@ -1028,7 +1028,7 @@ def model_to_estimator(keras_model=None, keras_model_path=None,
   if export_outputs:
     export_outputs = {key: _export_output_class(key, value)
                       for key, value in export_outputs.items()}
-  from estimator_rt import run_config as run_config_lib  # pylint: disable=g-import-not-at-top
+  from estimator_rt.cluster import run_config as run_config_lib  # pylint: disable=g-import-not-at-top
   config = config if config is not None else run_config_lib.RunConfig()
   if not isinstance(config, run_config_lib.RunConfig):
     raise UserInputError(

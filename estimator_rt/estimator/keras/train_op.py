@@ -24,8 +24,8 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
-from estimator_rt.errors import UserInputError
-from estimator_rt.errors import shorten
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.errors import shorten
 
 # Constructor arguments a TF1 optimizer keeps under another attribute than
 # `_<argument>`.

@@ -26,11 +26,11 @@ from typing import Any, Callable
 from absl import logging
 import tensorflow as tf
 
-from estimator_rt import inputs
-from estimator_rt import user_fns
-from estimator_rt.errors import UserInputError
-from estimator_rt.mode_keys import ModeKeys
-from estimator_rt.spec import EstimatorSpec
+from estimator_rt.inputs import pipeline as inputs
+from estimator_rt.core import user_fns
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.mode_keys import ModeKeys
+from estimator_rt.core.spec import EstimatorSpec
 
 
 class _NotChecked(Exception):

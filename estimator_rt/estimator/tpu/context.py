@@ -28,9 +28,9 @@ from typing import Optional
 from absl import logging
 import tensorflow as tf
 
-from estimator_rt import tpu_system
-from estimator_rt.errors import UserInputError
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.estimator.tpu import system as tpu_system
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.mode_keys import ModeKeys
 
 # tf.estimator's values.
 _DEFAULT_JOB_NAME = 'tpu_worker'
@@ -49,7 +49,7 @@ _NUM_CORES_TO_COMPUTATION_SHAPE = {
     128: [8, 8, 1, 2],
 }
 
-# tf.estimator's InputPipelineConfig values (estimator_rt.tpu's, which
+# tf.estimator's InputPipelineConfig values (estimator_rt.estimator.tpu.tpu_estimator's, which
 # imports this module).
 _PER_SHARD_V1 = 1
 _PER_HOST_V2 = 3

@@ -28,8 +28,8 @@ from tensorflow.python.feature_column import feature_column_lib as fc_lib  # pyl
 from tensorflow.python.tpu import feature_column as tpu_fc  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.tpu import feature_column_v2 as tpu_fc_v2  # pylint: disable=g-direct-tensorflow-import
 
-from estimator_rt.errors import UserInputError
-from estimator_rt.errors import UserTypeError
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.errors import UserTypeError
 
 TRAINING = tpu_embedding_configuration_pb2.TPUEmbeddingConfiguration.TRAINING
 INFERENCE = tpu_embedding_configuration_pb2.TPUEmbeddingConfiguration.INFERENCE

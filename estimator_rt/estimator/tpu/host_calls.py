@@ -22,10 +22,10 @@ from tensorflow.python.ops import control_flow_ops  # pylint: disable=g-direct-t
 from tensorflow.python.ops import summary_ops_v2  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.tpu.ops import tpu_ops  # pylint: disable=g-direct-tensorflow-import
 
-from estimator_rt.errors import UserInputError
-from estimator_rt.errors import UserTypeError
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.errors import UserTypeError
 
-# tf.estimator's InputPipelineConfig.BROADCAST (estimator_rt.tpu's).
+# tf.estimator's InputPipelineConfig.BROADCAST (estimator_rt.estimator.tpu.tpu_estimator's).
 _BROADCAST = 4
 # The TF1 summary ops a host_call may not build (2.15's list): on a TPU
 # they ran outside the summary writer's step.

@@ -17,7 +17,7 @@ from absl import logging
 import tensorflow as tf
 from tensorflow.python.data.util import nest as data_nest  # pylint: disable=g-direct-tensorflow-import
 
-from estimator_rt.errors import UserInputError
+from estimator_rt.core.errors import UserInputError
 
 # tf.estimator's TensorPacker settings: [batch, 1] features, grouped when
 # there are 5 or more of one dtype, under this key (and the dtype).

@@ -19,13 +19,13 @@ errors before estimator_rt's refusal. `check_against_local_tpus` does that:
 
 from typing import Optional
 
-from estimator_rt.errors import UserInputError
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.mode_keys import ModeKeys
 
 # Masters that are this process.
 _LOCAL_MASTERS = ('', 'local')
 
-# tf.estimator's InputPipelineConfig values (estimator_rt.tpu's, which
+# tf.estimator's InputPipelineConfig values (estimator_rt.estimator.tpu.tpu_estimator's, which
 # imports this module).
 _PER_HOST_V2 = 3
 _BROADCAST = 4

@@ -22,18 +22,18 @@ from typing import Callable, Optional
 import numpy as np
 import tensorflow as tf
 
-from estimator_rt import run_config as run_config_lib
-from estimator_rt import tpu_checks
-from estimator_rt import tpu_context
-from estimator_rt import tpu_host_calls
-from estimator_rt import tpu_system
-from estimator_rt import user_fns
-from estimator_rt.errors import GraphModelFnError
-from estimator_rt.errors import UserInputError
-from estimator_rt.errors import UserTypeError
-from estimator_rt.estimator import Estimator
-from estimator_rt.mode_keys import ModeKeys
-from estimator_rt.spec import EstimatorSpec
+from estimator_rt.cluster import run_config as run_config_lib
+from estimator_rt.estimator.tpu import checks as tpu_checks
+from estimator_rt.estimator.tpu import context as tpu_context
+from estimator_rt.estimator.tpu import host_calls as tpu_host_calls
+from estimator_rt.estimator.tpu import system as tpu_system
+from estimator_rt.core import user_fns
+from estimator_rt.core.errors import GraphModelFnError
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.errors import UserTypeError
+from estimator_rt.estimator.estimator import Estimator
+from estimator_rt.core.mode_keys import ModeKeys
+from estimator_rt.core.spec import EstimatorSpec
 
 
 class InputPipelineConfig:
@@ -287,7 +287,7 @@ class TPUEstimatorSpec(collections.namedtuple('TPUEstimatorSpec', [
 
   `eval_metrics` and `host_call` are host calls, `(function, tensors)`
   with tensors a list or a dict of its arguments, validated as
-  tf.estimator validated them (estimator_rt/tpu_host_calls.py).
+  tf.estimator validated them (estimator_rt/estimator/tpu/host_calls.py).
 
   Raises:
     ValueError, TypeError, RuntimeError: a malformed host call (see

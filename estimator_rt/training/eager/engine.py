@@ -18,24 +18,24 @@ from absl import logging
 import keras
 import tensorflow as tf
 
-from estimator_rt import checkpoints
-from estimator_rt import cluster
-from estimator_rt import engine as engine_lib
-from estimator_rt import export as export_lib
-from estimator_rt import graph_files
-from estimator_rt import inputs
-from estimator_rt import strategies
-from estimator_rt import summaries
-from estimator_rt.eager import loops
-from estimator_rt.eager import restore as restore_lib
-from estimator_rt.eager import session_hooks as session_hooks_lib
-from estimator_rt.eager import train_paths
-from estimator_rt.eager.model import EagerModel
-from estimator_rt.errors import check_positive_count
-from estimator_rt.errors import GraphModelFnError
-from estimator_rt.errors import MAX_INT32
-from estimator_rt.errors import UserInputError
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.core import checkpoints
+from estimator_rt.cluster import tf_config as cluster
+from estimator_rt.training import engine as engine_lib
+from estimator_rt.export import saved_model as export_lib
+from estimator_rt.training import graph_files
+from estimator_rt.inputs import pipeline as inputs
+from estimator_rt.cluster import strategies
+from estimator_rt.core import summaries
+from estimator_rt.training.eager import loops
+from estimator_rt.training.eager import restore as restore_lib
+from estimator_rt.training.eager import session_hooks as session_hooks_lib
+from estimator_rt.training.eager import train_paths
+from estimator_rt.training.eager.model import EagerModel
+from estimator_rt.core.errors import check_positive_count
+from estimator_rt.core.errors import GraphModelFnError
+from estimator_rt.core.errors import MAX_INT32
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.mode_keys import ModeKeys
 
 
 class _EvalState:
@@ -394,7 +394,7 @@ class EagerEngine(engine_lib.Engine):
           initialization_is_trained=initialization_is_trained)
     path = self._checkpoint_to_export(
         checkpoint_path, initialization_is_trained=initialization_is_trained)
-    from estimator_rt import engine_choice  # pylint: disable=g-import-not-at-top
+    from estimator_rt.training import engine_choice  # pylint: disable=g-import-not-at-top
     if path is not None and not engine_choice.is_object_based(path):
       raise GraphModelFnError(
           f'checkpoint {path!r} is name-based (tf.estimator\'s or the graph '

@@ -15,17 +15,17 @@ from typing import Callable, List
 
 import tensorflow as tf
 
-from estimator_rt.eager import loops
-from estimator_rt import user_fns
-from estimator_rt.cluster import cpu_device
-from estimator_rt.cluster import PS
-from estimator_rt.cluster import TaskInfo
-from estimator_rt.cluster import WORKER
-from estimator_rt.errors import InputFnError
-from estimator_rt.errors import ModelFnError
-from estimator_rt.inputs import batch_size_of
-from estimator_rt.inputs import share_of_batch
-from estimator_rt.inputs import split_element
+from estimator_rt.training.eager import loops
+from estimator_rt.core import user_fns
+from estimator_rt.cluster.tf_config import cpu_device
+from estimator_rt.cluster.tf_config import PS
+from estimator_rt.cluster.tf_config import TaskInfo
+from estimator_rt.cluster.tf_config import WORKER
+from estimator_rt.core.errors import InputFnError
+from estimator_rt.core.errors import ModelFnError
+from estimator_rt.inputs.pipeline import batch_size_of
+from estimator_rt.inputs.pipeline import share_of_batch
+from estimator_rt.inputs.pipeline import split_element
 
 
 class InGraphReplication:

@@ -11,12 +11,12 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import tensorflow as tf
 
-from estimator_rt.errors import ModelFnError
-from estimator_rt.errors import surface_user_errors
-from estimator_rt.inputs import batch_size_of
-from estimator_rt.inputs import split_across_replicas
-from estimator_rt.inputs import split_element
-from estimator_rt.eager.model import EagerModel
+from estimator_rt.core.errors import ModelFnError
+from estimator_rt.core.errors import surface_user_errors
+from estimator_rt.inputs.pipeline import batch_size_of
+from estimator_rt.inputs.pipeline import split_across_replicas
+from estimator_rt.inputs.pipeline import split_element
+from estimator_rt.training.eager.model import EagerModel
 
 # Loop bound for "until the input ends": large, but an int32 for tf.range.
 UNTIL_END_OF_INPUT = 2**31 - 1

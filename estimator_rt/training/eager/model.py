@@ -17,14 +17,14 @@ from typing import Callable, List, Optional
 import keras
 import tensorflow as tf
 
-from estimator_rt import user_fns
-from estimator_rt.errors import GraphModelFnError
-from estimator_rt.errors import ModelFnError
-from estimator_rt.errors import UserInputError
-from estimator_rt.mode_keys import ModeKeys
-from estimator_rt import spec as spec_lib
-from estimator_rt.spec import EstimatorSpec
-from estimator_rt.eager.variable_store import VariableStore
+from estimator_rt.core import user_fns
+from estimator_rt.core.errors import GraphModelFnError
+from estimator_rt.core.errors import ModelFnError
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.mode_keys import ModeKeys
+from estimator_rt.core import spec as spec_lib
+from estimator_rt.core.spec import EstimatorSpec
+from estimator_rt.training.eager.variable_store import VariableStore
 
 _current = threading.local()
 

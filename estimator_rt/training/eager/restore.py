@@ -8,7 +8,7 @@ optimizer's state and the global step. This module checks that a
 checkpoint belongs to the model_fn before anything is read into its
 variables (`align`), restores it (`restore`) or warm-starts from it
 (`warm_start`). Which checkpoint to use, and saving, are the engines'
-shared policy (`estimator_rt.checkpoints`).
+shared policy (`estimator_rt.core.checkpoints`).
 """
 
 import dataclasses
@@ -17,11 +17,11 @@ from typing import Any, Dict, List, Optional
 from absl import logging
 import tensorflow as tf
 
-from estimator_rt import checkpoints
-from estimator_rt.eager.model import variable_signature
-from estimator_rt import tf_errors
-from estimator_rt.errors import IncompatibleCheckpointError
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.core import checkpoints
+from estimator_rt.training.eager.model import variable_signature
+from estimator_rt.core import tf_errors
+from estimator_rt.core.errors import IncompatibleCheckpointError
+from estimator_rt.core.mode_keys import ModeKeys
 
 _VALUE_SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
 _MASK_KEY = 'model_trainable' + _VALUE_SUFFIX

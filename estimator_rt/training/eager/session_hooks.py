@@ -15,9 +15,9 @@ from typing import List, Sequence
 
 import tensorflow as tf
 
-from estimator_rt import hooks as hooks_lib
-from estimator_rt import per_loop_hooks
-from estimator_rt.errors import UserInputError
+from estimator_rt.training import hooks as hooks_lib
+from estimator_rt.training import per_loop_hooks
+from estimator_rt.core.errors import UserInputError
 
 
 _PER_SESSION_METHODS = ('after_create_session', 'before_run', 'after_run',

@@ -24,15 +24,15 @@ from typing import Any, Callable, ContextManager, Optional, Tuple
 
 import tensorflow as tf
 
-from estimator_rt import cluster
-from estimator_rt.eager import in_graph
-from estimator_rt import inputs
-from estimator_rt.eager import loops
-from estimator_rt import server as server_lib
-from estimator_rt import strategies
-from estimator_rt import controller
-from estimator_rt.errors import UserInputError
-from estimator_rt.run_config import RunConfig
+from estimator_rt.cluster import tf_config as cluster
+from estimator_rt.training.eager import in_graph
+from estimator_rt.inputs import pipeline as inputs
+from estimator_rt.training.eager import loops
+from estimator_rt.cluster import server as server_lib
+from estimator_rt.cluster import strategies
+from estimator_rt.training import controller
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.cluster.run_config import RunConfig
 
 
 class StrategyPath:

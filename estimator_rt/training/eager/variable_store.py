@@ -15,7 +15,7 @@ from typing import Callable, Dict, Iterable, List, Set
 import keras
 import tensorflow as tf
 
-from estimator_rt.errors import ModelFnError
+from estimator_rt.core.errors import ModelFnError
 
 
 def _describe(name, shape, dtype) -> str:

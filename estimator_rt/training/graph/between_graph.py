@@ -22,9 +22,9 @@ can vanish:
 
 import tensorflow as tf
 
-from estimator_rt import server as server_lib
-from estimator_rt import tf_errors
-from estimator_rt.errors import TaskLostError
+from estimator_rt.cluster import server as server_lib
+from estimator_rt.core import tf_errors
+from estimator_rt.core.errors import TaskLostError
 
 # How long a task waits for the ps tasks to accept connections.
 PS_WAIT_SECS = 300

@@ -26,27 +26,27 @@ from typing import (Any, Callable, ContextManager, Dict, Iterator, Optional,
 from absl import logging
 import tensorflow as tf
 
-from estimator_rt import checkpoints
-from estimator_rt import controller
-from estimator_rt import engine as engine_lib
-from estimator_rt import graph_files
-from estimator_rt import inputs
-from estimator_rt import per_loop_hooks
-from estimator_rt import summaries
-from estimator_rt import user_fns
-from estimator_rt.errors import check_positive_count
-from estimator_rt import tf_errors
-from estimator_rt.errors import IncompatibleCheckpointError
-from estimator_rt.errors import MAX_INT32
-from estimator_rt.errors import UserInputError
-from estimator_rt.graph import between_graph
-from estimator_rt.graph import compat
-from estimator_rt.graph import in_graph_loop
-from estimator_rt.graph import model as model_lib
-from estimator_rt.graph import placement as placement_lib
-from estimator_rt.graph import saved_model
-from estimator_rt.graph import session_loop
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.core import checkpoints
+from estimator_rt.training import controller
+from estimator_rt.training import engine as engine_lib
+from estimator_rt.training import graph_files
+from estimator_rt.inputs import pipeline as inputs
+from estimator_rt.training import per_loop_hooks
+from estimator_rt.core import summaries
+from estimator_rt.core import user_fns
+from estimator_rt.core.errors import check_positive_count
+from estimator_rt.core import tf_errors
+from estimator_rt.core.errors import IncompatibleCheckpointError
+from estimator_rt.core.errors import MAX_INT32
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.training.graph import between_graph
+from estimator_rt.training.graph import compat
+from estimator_rt.training.graph import in_graph_loop
+from estimator_rt.training.graph import model as model_lib
+from estimator_rt.training.graph import placement as placement_lib
+from estimator_rt.training.graph import saved_model
+from estimator_rt.training.graph import session_loop
+from estimator_rt.core.mode_keys import ModeKeys
 
 
 def _lean_grappler(options) -> None:

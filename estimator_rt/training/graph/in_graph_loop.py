@@ -36,11 +36,11 @@ from typing import Callable, Optional, Sequence
 
 import tensorflow as tf
 
-from estimator_rt import per_loop_hooks
-from estimator_rt import user_fns
-from estimator_rt.errors import ModelFnError
-from estimator_rt.graph import model as model_lib
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.training import per_loop_hooks
+from estimator_rt.core import user_fns
+from estimator_rt.core.errors import ModelFnError
+from estimator_rt.training.graph import model as model_lib
+from estimator_rt.core.mode_keys import ModeKeys
 
 
 class CannotLoop(Exception):

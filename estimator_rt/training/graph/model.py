@@ -14,23 +14,23 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from absl import logging
 import tensorflow as tf
 
-from estimator_rt import checkpoints
-from estimator_rt import input_overlap
-from estimator_rt import slice_batches
-from estimator_rt import inputs
-from estimator_rt import user_fns
-from estimator_rt.errors import EagerModelFnError
-from estimator_rt.errors import InputFnError
-from estimator_rt.errors import ModelFnError
-from estimator_rt.errors import shorten
-from estimator_rt.errors import UserInputError
-from estimator_rt.mode_keys import ModeKeys
-from estimator_rt.spec import check_metric_names
-from estimator_rt.spec import EstimatorSpec
-from estimator_rt.spec import for_mode as spec_for_mode
-from estimator_rt.spec import is_keras2_metric
-from estimator_rt.spec import is_keras3
-from estimator_rt.spec import metric_object_as_pair
+from estimator_rt.core import checkpoints
+from estimator_rt.inputs import overlap as input_overlap
+from estimator_rt.inputs import slice_batches
+from estimator_rt.inputs import pipeline as inputs
+from estimator_rt.core import user_fns
+from estimator_rt.core.errors import EagerModelFnError
+from estimator_rt.core.errors import InputFnError
+from estimator_rt.core.errors import ModelFnError
+from estimator_rt.core.errors import shorten
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.mode_keys import ModeKeys
+from estimator_rt.core.spec import check_metric_names
+from estimator_rt.core.spec import EstimatorSpec
+from estimator_rt.core.spec import for_mode as spec_for_mode
+from estimator_rt.core.spec import is_keras2_metric
+from estimator_rt.core.spec import is_keras3
+from estimator_rt.core.spec import metric_object_as_pair
 
 # Ops that write a resource variable or a ref variable: how the global step
 # is seen to be counted by the model_fn's train_op.

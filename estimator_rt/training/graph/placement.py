@@ -12,9 +12,9 @@ from typing import Any, Callable, ContextManager, Dict, List, Optional
 
 import tensorflow as tf
 
-from estimator_rt import cluster
-from estimator_rt import strategies
-from estimator_rt.errors import UserInputError
+from estimator_rt.cluster import tf_config as cluster
+from estimator_rt.cluster import strategies
+from estimator_rt.core.errors import UserInputError
 
 
 def session_config() -> tf.compat.v1.ConfigProto:

@@ -32,13 +32,13 @@ from absl import logging
 import tensorflow as tf
 from tensorflow.python.saved_model import constants  # pylint: disable=g-direct-tensorflow-import
 
-from estimator_rt import export as export_lib
-from estimator_rt import export_dirs
-from estimator_rt.errors import UserInputError
-from estimator_rt.graph import compat
-from estimator_rt.graph import model as model_lib
-from estimator_rt.graph import placement as placement_lib
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.export import saved_model as export_lib
+from estimator_rt.export import export_dirs
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.training.graph import compat
+from estimator_rt.training.graph import model as model_lib
+from estimator_rt.training.graph import placement as placement_lib
+from estimator_rt.core.mode_keys import ModeKeys
 
 # The order 2.15 added the MetaGraphs in: the first saves the variables,
 # and TRAIN's graph is the one checkpoints were written from.

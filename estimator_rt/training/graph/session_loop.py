@@ -28,10 +28,10 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.training import monitored_session  # pylint: disable=g-direct-tensorflow-import
 
-from estimator_rt import server as server_lib
-from estimator_rt import summaries
-from estimator_rt import tf_errors
-from estimator_rt.errors import TaskLostError
+from estimator_rt.cluster import server as server_lib
+from estimator_rt.core import summaries
+from estimator_rt.core import tf_errors
+from estimator_rt.core.errors import TaskLostError
 
 SessionRunHook = tf.compat.v1.train.SessionRunHook
 

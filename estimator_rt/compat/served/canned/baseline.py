@@ -3,7 +3,7 @@
 The names of 2.15's module that code and 2.15's own tests use besides the
 public ones (BaselineClassifier, BaselineClassifierV2, ..., which come from
 module_paths.json): the model_fns and builders with 2.15's signatures, over
-estimator_rt's baseline (estimator_rt/canned/baseline.py: one variable
+estimator_rt's baseline (estimator_rt/estimator/canned/baseline.py: one variable
 `baseline/bias` repeated per example).
 """
 
@@ -11,11 +11,11 @@ import tensorflow as tf
 from tensorflow.python.feature_column import feature_column as _fc_v1
 from tensorflow.python.feature_column import feature_column_v2 as _fc_v2
 
-from estimator_rt.canned import baseline as _baseline
-from estimator_rt.canned import base as _base
+from estimator_rt.estimator.canned import baseline as _baseline
+from estimator_rt.estimator.canned import base as _base
 from estimator_rt.compat.served.canned import optimizers as _optimizers
-from estimator_rt.errors import UserTypeError
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.core.errors import UserTypeError
+from estimator_rt.core.mode_keys import ModeKeys
 
 _LEARNING_RATE = _baseline.LEARNING_RATE
 

@@ -1,6 +1,6 @@
 """tf.estimator 2.15's `canned.dnn`: the DNN estimators and the model_fn
 and logit_fn builders behind them, over estimator_rt's DNN
-(estimator_rt/canned/dnn.py: the same Keras 2 model, named 'dnn', with
+(estimator_rt/estimator/canned/dnn.py: the same Keras 2 model, named 'dnn', with
 2.15's variable names).
 
 The estimator classes (`DNNClassifierV2`, ...) are estimator_rt's, served
@@ -12,11 +12,11 @@ the same call.
 
 import tensorflow as tf
 
-from estimator_rt.canned import base
-from estimator_rt.canned import dnn as dnn_lib
-from estimator_rt.canned import v1_columns
+from estimator_rt.estimator.canned import base
+from estimator_rt.estimator.canned import dnn as dnn_lib
+from estimator_rt.estimator.canned import v1_columns
 from estimator_rt.compat.served.canned import optimizers
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.core.mode_keys import ModeKeys
 
 # The learning rate of a named optimizer in the v1 DNN.
 _LEARNING_RATE = dnn_lib.V1_LEARNING_RATE

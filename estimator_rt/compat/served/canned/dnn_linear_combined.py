@@ -1,5 +1,5 @@
 """tf.estimator 2.15's `canned.dnn_linear_combined`: wide & deep, over
-estimator_rt's (estimator_rt/canned/dnn_linear_combined.py: the DNN and
+estimator_rt's (estimator_rt/estimator/canned/dnn_linear_combined.py: the DNN and
 linear models with 2.15's variable names, their logits added).
 
 The estimator classes (`DNNLinearCombinedClassifierV2`, ...) are
@@ -9,10 +9,10 @@ helpers are here with 2.15's signatures.
 
 import tensorflow as tf
 
-from estimator_rt.canned import base
-from estimator_rt.canned import dnn_linear_combined as combined_lib
-from estimator_rt.canned import v1_columns
-from estimator_rt.errors import UserInputError
+from estimator_rt.estimator.canned import base
+from estimator_rt.estimator.canned import dnn_linear_combined as combined_lib
+from estimator_rt.estimator.canned import v1_columns
+from estimator_rt.core.errors import UserInputError
 
 _DNN_LEARNING_RATE = combined_lib.DNN_LEARNING_RATE
 _LINEAR_LEARNING_RATE = combined_lib.LINEAR_LEARNING_RATE

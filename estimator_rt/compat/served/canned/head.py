@@ -2,14 +2,14 @@
 interface libraries subclass, `LossSpec`, the binary, multi-class and
 regression heads of the tf.compat.v1.estimator canned estimators (their
 classes and factory functions) and the helpers code built on them calls,
-over estimator_rt.head (see estimator_rt/head/v1_head.py)."""
+over estimator_rt.estimator.head (see estimator_rt/estimator/head/v1_head.py)."""
 
 # pylint: disable=unused-import,invalid-name
-from estimator_rt.head import base_head as _base_head
-from estimator_rt.head import keys as _keys
-from estimator_rt.head import v1_head as _v1_head
-from estimator_rt.head import v1_metrics as _v1_metrics
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.estimator.head import base_head as _base_head
+from estimator_rt.estimator.head import keys as _keys
+from estimator_rt.estimator.head import v1_head as _v1_head
+from estimator_rt.estimator.head import v1_metrics as _v1_metrics
+from estimator_rt.core.mode_keys import ModeKeys
 
 _DEFAULT_SERVING_KEY = _keys.DEFAULT_SERVING_KEY
 _CLASSIFY_SERVING_KEY = _keys.CLASSIFY_SERVING_KEY

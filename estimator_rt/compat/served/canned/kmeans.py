@@ -4,7 +4,7 @@ The names of 2.15's module that code and 2.15's own tests use besides the
 public one (KMeansClustering, from module_paths.json).
 """
 
-from estimator_rt.canned import kmeans as _kmeans
+from estimator_rt.estimator.canned import kmeans as _kmeans
 
 _LossRelativeChangeHook = _kmeans._LossRelativeChangeHook  # pylint: disable=protected-access
 _InitializeClustersHook = _kmeans._InitializeClustersHook  # pylint: disable=protected-access

@@ -10,13 +10,13 @@ SDCA pieces and the helpers `_compute_fraction_of_zero`, ...
 
 import tensorflow as tf
 
-from estimator_rt.canned import base
-from estimator_rt.canned import linear as _linear
-from estimator_rt.canned import linear_model as _linear_model
-from estimator_rt.canned import linear_sdca as _linear_sdca
-from estimator_rt.canned import v1_columns as _v1_columns
+from estimator_rt.estimator.canned import base
+from estimator_rt.estimator.canned import linear as _linear
+from estimator_rt.estimator.canned import linear_model as _linear_model
+from estimator_rt.estimator.canned import linear_sdca as _linear_sdca
+from estimator_rt.estimator.canned import v1_columns as _v1_columns
 from estimator_rt.compat.served.canned import optimizers as _optimizers
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.core.mode_keys import ModeKeys
 
 LinearModel = _linear_model.LinearModel
 _LinearModelLayer = _linear_model.LinearModelLayer

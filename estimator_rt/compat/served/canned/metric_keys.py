@@ -2,4 +2,4 @@
 the heads' and canned estimators' evaluation metrics (estimator_rt's)."""
 
 # pylint: disable=unused-import
-from estimator_rt.head.keys import MetricKeys
+from estimator_rt.estimator.head.keys import MetricKeys

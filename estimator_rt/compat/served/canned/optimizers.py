@@ -13,8 +13,8 @@ import inspect
 
 import tensorflow as tf
 
-from estimator_rt.canned import optimizers as optimizers_lib
-from estimator_rt.errors import UserInputError
+from estimator_rt.estimator.canned import optimizers as optimizers_lib
+from estimator_rt.core.errors import UserInputError
 
 _OPTIMIZER_CLS_NAMES = optimizers_lib._v1_classes()  # pylint: disable=protected-access
 # tf_keras loads on first use (see _names_v2).

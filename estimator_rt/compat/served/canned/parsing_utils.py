@@ -2,7 +2,7 @@
 classifiers and regressors, in their TF2 (`*_v2`, tf.estimator's) and v1
 (tf.compat.v1.estimator's) forms, estimator_rt's."""
 
-from estimator_rt import parse_specs
+from estimator_rt.estimator.canned import parse_specs
 
 classifier_parse_example_spec_v2 = parse_specs.classifier_parse_example_spec
 regressor_parse_example_spec_v2 = parse_specs.regressor_parse_example_spec

@@ -2,4 +2,4 @@
 keys of the heads' predictions (estimator_rt's)."""
 
 # pylint: disable=unused-import
-from estimator_rt.head.keys import PredictionKeys
+from estimator_rt.estimator.head.keys import PredictionKeys

@@ -1,5 +1,5 @@
 """tensorflow_estimator.python.estimator.canned.rnn, over estimator_rt's
-RNN estimators (estimator_rt/canned/rnn.py).
+RNN estimators (estimator_rt/estimator/canned/rnn.py).
 
 RNNClassifier and RNNEstimator are the public names (module_paths.json).
 Here are the others 2.15's module had and its tests use: the Keras model
@@ -11,7 +11,7 @@ changes what they build.
 
 import sys
 
-from estimator_rt.canned import rnn as _rnn
+from estimator_rt.estimator.canned import rnn as _rnn
 
 _DEFAULT_LEARNING_RATE = _rnn.DEFAULT_LEARNING_RATE
 _DEFAULT_CLIP_NORM = _rnn.DEFAULT_CLIP_NORM
@@ -48,7 +48,7 @@ def _verify_rnn_cell_input(rnn_cell_fn, units, cell_type):
 
 
 def _make_rnn_layer(rnn_cell_fn, units, cell_type, return_sequences):
-  """The RNN layer RNNEstimator builds (see estimator_rt.canned.rnn)."""
+  """The RNN layer RNNEstimator builds (see estimator_rt.estimator.canned.rnn)."""
   layers, cells = _tables()
   return _rnn.make_rnn_layer(rnn_cell_fn, units, cell_type, return_sequences,
                              layers=layers, cells=cells)

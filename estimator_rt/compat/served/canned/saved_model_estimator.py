@@ -1,10 +1,10 @@
 """tf.estimator 2.15's `canned/saved_model_estimator.py`: `SavedModelEstimator`
-(estimator_rt.canned.saved_model_estimator) and the helpers that read an
+(estimator_rt.estimator.canned.saved_model_estimator) and the helpers that read an
 estimator's SavedModel signature back as model_fn outputs, over
-estimator_rt.canned.saved_model_outputs."""
+estimator_rt.estimator.canned.saved_model_outputs."""
 
-from estimator_rt.canned import saved_model_outputs as _outputs
-from estimator_rt.canned.saved_model_estimator import SavedModelEstimator
+from estimator_rt.estimator.canned import saved_model_outputs as _outputs
+from estimator_rt.estimator.canned.saved_model_estimator import SavedModelEstimator
 
 _get_saved_model_ckpt = _outputs.saved_model_checkpoint
 _clear_saved_model_collections = _outputs.clear_saved_model_collections

@@ -7,14 +7,14 @@ runtime's checks of receiver tensors and its placeholders shaped like a
 tensor, under 2.15's names.
 """
 
-from estimator_rt import export as export_lib
+from estimator_rt.export import saved_model as export_lib
 
-from estimator_rt.export import build_raw_supervised_input_receiver_fn
-from estimator_rt.export import build_supervised_input_receiver_fn_from_input_fn
-from estimator_rt.export import ServingInputReceiver
-from estimator_rt.export import SupervisedInputReceiver
-from estimator_rt.export import TensorServingInputReceiver
-from estimator_rt.export import UnsupervisedInputReceiver
+from estimator_rt.export.saved_model import build_raw_supervised_input_receiver_fn
+from estimator_rt.export.saved_model import build_supervised_input_receiver_fn_from_input_fn
+from estimator_rt.export.saved_model import ServingInputReceiver
+from estimator_rt.export.saved_model import SupervisedInputReceiver
+from estimator_rt.export.saved_model import TensorServingInputReceiver
+from estimator_rt.export.saved_model import UnsupervisedInputReceiver
 
 # The names 2.15 gave a lone tensor passed where a dict was expected.
 SINGLE_FEATURE_DEFAULT_NAME = 'feature'

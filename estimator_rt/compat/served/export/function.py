@@ -24,9 +24,9 @@ from tensorflow.python.framework import func_graph
 
 from tensorflow.python.util import function_utils
 
-from estimator_rt.errors import UserInputError
-from estimator_rt.mode_keys import ModeKeys
-from estimator_rt.spec import EstimatorSpec
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.mode_keys import ModeKeys
+from estimator_rt.core.spec import EstimatorSpec
 
 # The input name of a receiver group that is one tensor, as 2.15's
 # export_utils named it.

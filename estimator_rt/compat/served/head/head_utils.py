@@ -6,8 +6,8 @@ estimator_rt's; and the module's helpers for head tests, which drive the
 import tensorflow as tf
 
 # pylint: disable=unused-import
-from estimator_rt.head.head_utils import binary_or_multi_class_head
-from estimator_rt.head import keys as _keys
+from estimator_rt.estimator.head.head_utils import binary_or_multi_class_head
+from estimator_rt.estimator.head import keys as _keys
 
 _DEFAULT_SERVING_KEY = _keys.DEFAULT_SERVING_KEY
 

@@ -2,7 +2,7 @@
 estimator_rt's."""
 
 # pylint: disable=unused-import
-from estimator_rt.head.regression_head import LogisticRegressionHead
-from estimator_rt.head.regression_head import PoissonRegressionHead
-from estimator_rt.head.regression_head import RegressionHead
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.estimator.head.regression_head import LogisticRegressionHead
+from estimator_rt.estimator.head.regression_head import PoissonRegressionHead
+from estimator_rt.estimator.head.regression_head import RegressionHead
+from estimator_rt.core.mode_keys import ModeKeys

@@ -3,7 +3,7 @@
 its private base class and flattening helper, estimator_rt's."""
 
 # pylint: disable=unused-import
-from estimator_rt.head.sequential_head import _flatten_tensor
-from estimator_rt.head.sequential_head import _SequentialHead
-from estimator_rt.head.sequential_head import SequentialHeadWrapper
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.estimator.head.sequential_head import _flatten_tensor
+from estimator_rt.estimator.head.sequential_head import _SequentialHead
+from estimator_rt.estimator.head.sequential_head import SequentialHeadWrapper
+from estimator_rt.core.mode_keys import ModeKeys

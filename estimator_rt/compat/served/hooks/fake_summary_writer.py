@@ -7,7 +7,7 @@ a hook (`StepCounterHook(summary_writer=...)`), or installed in place of
 makes), it keeps what is added to it, by step, and `assert_summaries`
 compares that with what the test expects. It fakes TensorFlow's
 FileWriter, which graph-mode hooks and sessions write with; the runtime's
-own event files (estimator_rt/summaries.py) are written without it.
+own event files (estimator_rt/core/summaries.py) are written without it.
 """
 
 from tensorflow.core.framework import summary_pb2
@@ -15,7 +15,7 @@ from tensorflow.python.framework import test_util
 from tensorflow.python.summary.writer import writer
 from tensorflow.python.summary.writer import writer_cache
 
-from estimator_rt.errors import UserInputError
+from estimator_rt.core.errors import UserInputError
 
 
 def _check_step(global_step):

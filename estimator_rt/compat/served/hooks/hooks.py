@@ -1,12 +1,12 @@
 """tensorflow_estimator.python.estimator.hooks.hooks, over estimator_rt.
 
-`InMemoryEvaluatorHook` is estimator_rt's (estimator_rt/hooks.py);
+`InMemoryEvaluatorHook` is estimator_rt's (estimator_rt/training/hooks.py);
 `_StopAtCheckpointStepHook` is 2.15's SessionRunHook, reading the step of
 model_dir's newest usable checkpoint as the runtime finds it
-(estimator_rt/checkpoints.py); `make_stop_at_checkpoint_step_hook` returns
+(estimator_rt/core/checkpoints.py); `make_stop_at_checkpoint_step_hook` returns
 2.15's SessionRunHooks, which Estimator.train runs in either engine (the
 public tf.estimator.experimental one is the runtime's,
-estimator_rt/early_stopping.py, whose hooks train runs alike).
+estimator_rt/training/early_stopping.py, whose hooks train runs alike).
 """
 
 import time
@@ -14,10 +14,10 @@ import time
 import tensorflow as tf
 from tensorflow.python.training import training_util
 
-from estimator_rt import checkpoints
-from estimator_rt import early_stopping as runtime_early_stopping
-from estimator_rt.errors import UserInputError
-from estimator_rt.hooks import InMemoryEvaluatorHook  # pylint: disable=unused-import
+from estimator_rt.core import checkpoints
+from estimator_rt.training import early_stopping as runtime_early_stopping
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.training.hooks import InMemoryEvaluatorHook  # pylint: disable=unused-import
 
 
 def _checkpoint_global_step(model_dir: str) -> int:

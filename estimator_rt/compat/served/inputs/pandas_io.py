@@ -1,4 +1,4 @@
-"""tf.estimator 2.15's `inputs.pandas_io` module, over estimator_rt.numpy_io.
+"""tf.estimator 2.15's `inputs.pandas_io` module, over estimator_rt.inputs.numpy_io.
 
 `pandas_input_fn` is the runtime's (an input_fn over a DataFrame's
 columns, see numpy_io.ArraysInputFn); `HAS_PANDAS` says whether pandas is
@@ -10,7 +10,7 @@ clash with a feature's.
 import importlib.util
 import uuid
 
-from estimator_rt.numpy_io import pandas_input_fn  # pylint: disable=unused-import
+from estimator_rt.inputs.numpy_io import pandas_input_fn  # pylint: disable=unused-import
 
 HAS_PANDAS = importlib.util.find_spec('pandas') is not None
 

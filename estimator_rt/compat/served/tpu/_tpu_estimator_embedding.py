@@ -1,6 +1,6 @@
 """tensorflow_estimator.python.estimator.tpu._tpu_estimator_embedding:
 tf.estimator 2.15's glue between TPUEstimator and TPU embedding tables,
-over estimator_rt.tpu_embedding (the configuration classes and
+over estimator_rt.estimator.tpu.embedding (the configuration classes and
 EmbeddingConfigSpec).
 
 With 2.15's semantics: the configs made from TPU embedding feature columns
@@ -19,24 +19,24 @@ from tensorflow.python.feature_column import utils as fc_utils  # pylint: disabl
 from tensorflow.python.tpu import feature_column as tpu_fc  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.tpu import feature_column_v2 as tpu_fc_v2  # pylint: disable=g-direct-tensorflow-import
 
-from estimator_rt import tpu_embedding
-from estimator_rt.errors import UserInputError
-from estimator_rt.errors import UserTypeError
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.estimator.tpu import embedding as tpu_embedding
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.errors import UserTypeError
+from estimator_rt.core.mode_keys import ModeKeys
 # pylint: disable=unused-import,g-bad-import-order
-from estimator_rt.tpu_embedding import _EMBEDDING_COLUMN_CLASSES
-from estimator_rt.tpu_embedding import _SUPPORTED_FEATURE_COLUMNS
-from estimator_rt.tpu_embedding import _SUPPORTED_OPTIMIZERS
-from estimator_rt.tpu_embedding import _TPU_DEVICE_SPECIFIC_EMBEDDING_COLUMNS
-from estimator_rt.tpu_embedding import _TPU_EMBEDDING_COLUMN_CLASSES
-from estimator_rt.tpu_embedding import AdagradParameters
-from estimator_rt.tpu_embedding import AdamParameters
-from estimator_rt.tpu_embedding import EmbeddingConfigSpec
-from estimator_rt.tpu_embedding import FtrlParameters
-from estimator_rt.tpu_embedding import MomentumParameters
-from estimator_rt.tpu_embedding import ProximalAdagradParameters
-from estimator_rt.tpu_embedding import RMSPropParameters
-from estimator_rt.tpu_embedding import StochasticGradientDescentParameters
+from estimator_rt.estimator.tpu.embedding import _EMBEDDING_COLUMN_CLASSES
+from estimator_rt.estimator.tpu.embedding import _SUPPORTED_FEATURE_COLUMNS
+from estimator_rt.estimator.tpu.embedding import _SUPPORTED_OPTIMIZERS
+from estimator_rt.estimator.tpu.embedding import _TPU_DEVICE_SPECIFIC_EMBEDDING_COLUMNS
+from estimator_rt.estimator.tpu.embedding import _TPU_EMBEDDING_COLUMN_CLASSES
+from estimator_rt.estimator.tpu.embedding import AdagradParameters
+from estimator_rt.estimator.tpu.embedding import AdamParameters
+from estimator_rt.estimator.tpu.embedding import EmbeddingConfigSpec
+from estimator_rt.estimator.tpu.embedding import FtrlParameters
+from estimator_rt.estimator.tpu.embedding import MomentumParameters
+from estimator_rt.estimator.tpu.embedding import ProximalAdagradParameters
+from estimator_rt.estimator.tpu.embedding import RMSPropParameters
+from estimator_rt.estimator.tpu.embedding import StochasticGradientDescentParameters
 # pylint: enable=unused-import,g-bad-import-order
 
 _TABLE_NAME_PREFIX = 'tbl_'

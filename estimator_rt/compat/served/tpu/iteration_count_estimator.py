@@ -12,7 +12,7 @@ import collections
 from absl import logging
 import numpy as np
 
-from estimator_rt.errors import UserInputError
+from estimator_rt.core.errors import UserInputError
 
 RuntimeCounter = collections.namedtuple(
     'RuntimeCounter', ['runtime_secs', 'steps', 'step_time_secs'])

@@ -1,5 +1,5 @@
 """tensorflow_estimator.python.estimator.tpu.tpu_context, over
-estimator_rt.tpu_context (tf.estimator 2.15's TPU contexts, which a
+estimator_rt.estimator.tpu.context (tf.estimator 2.15's TPU contexts, which a
 TPUEstimator holds as `_ctx`) and tf.estimator's replica context of a
 TPU program's summaries."""
 
@@ -8,14 +8,14 @@ from tensorflow.python.distribute import distribute_lib  # pylint: disable=g-dir
 from tensorflow.python.ops import summary_ops_v2  # pylint: disable=g-direct-tensorflow-import
 
 # pylint: disable=unused-import,g-bad-import-order
-from estimator_rt.tpu_context import _DEFAULT_COORDINATOR_JOB_NAME
-from estimator_rt.tpu_context import _DEFAULT_JOB_NAME
-from estimator_rt.tpu_context import _LOCAL_MASTERS
-from estimator_rt.tpu_context import _NUM_CORES_TO_COMPUTATION_SHAPE
-from estimator_rt.tpu_context import get_tpu_context as _get_tpu_context
-from estimator_rt.tpu_context import InternalTPUContext as _InternalTPUContext
-from estimator_rt.tpu_context import OneCoreTPUContext as _OneCoreTPUContext
-from estimator_rt.tpu_context import TPUContext
+from estimator_rt.estimator.tpu.context import _DEFAULT_COORDINATOR_JOB_NAME
+from estimator_rt.estimator.tpu.context import _DEFAULT_JOB_NAME
+from estimator_rt.estimator.tpu.context import _LOCAL_MASTERS
+from estimator_rt.estimator.tpu.context import _NUM_CORES_TO_COMPUTATION_SHAPE
+from estimator_rt.estimator.tpu.context import get_tpu_context as _get_tpu_context
+from estimator_rt.estimator.tpu.context import InternalTPUContext as _InternalTPUContext
+from estimator_rt.estimator.tpu.context import OneCoreTPUContext as _OneCoreTPUContext
+from estimator_rt.estimator.tpu.context import TPUContext
 # pylint: enable=unused-import,g-bad-import-order
 
 

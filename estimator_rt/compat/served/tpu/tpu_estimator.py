@@ -1,5 +1,5 @@
 """tensorflow_estimator.python.estimator.tpu.tpu_estimator, over
-estimator_rt.tpu.
+estimator_rt.estimator.tpu.tpu_estimator.
 
 `TPUEstimator` and `TPUEstimatorSpec` are estimator_rt's (TPUEstimator runs
 as tf.estimator ran it without a TPU). The other names are tf.estimator
@@ -7,8 +7,8 @@ as tf.estimator ran it without a TPU). The other names are tf.estimator
 use directly, with 2.15's semantics wherever they need no TPU: the hooks of
 its loops (stop at a step with time-based iterations_per_loop, evaluation
 and prediction loops, examples/sec, Ctrl-C), the host calls run on the CPU
-(`_OutfeedHostCall`, estimator_rt/tpu_host_calls.py), the inputs' wrappers
-(stopping signals, padding, TensorPacker: estimator_rt/tpu_inputs.py), the
+(`_OutfeedHostCall`, estimator_rt/estimator/tpu/host_calls.py), the inputs' wrappers
+(stopping signals, padding, TensorPacker: estimator_rt/estimator/tpu/inputs.py), the
 model_fn wrapper's CPU path, the while loops of TPU programs, the
 export-output tensor round trip, `BatchConfig`.
 
@@ -35,44 +35,44 @@ from tensorflow.python.tpu import tpu as tpu_lib  # pylint: disable=g-direct-ten
 from tensorflow.python.tpu import tpu_replication  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.training import evaluation  # pylint: disable=g-direct-tensorflow-import
 
-from estimator_rt import export as export_lib
-from estimator_rt import tpu_context
-from estimator_rt import tpu_inputs
-from estimator_rt import user_fns
+from estimator_rt.export import saved_model as export_lib
+from estimator_rt.estimator.tpu import context as tpu_context
+from estimator_rt.estimator.tpu import inputs as tpu_inputs
+from estimator_rt.core import user_fns
 from estimator_rt.compat.served.tpu.iteration_count_estimator import IterationCountEstimator
-from estimator_rt.errors import UserInputError
-from estimator_rt.errors import UserTypeError
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.errors import UserTypeError
+from estimator_rt.core.mode_keys import ModeKeys
 # pylint: disable=unused-import,g-bad-import-order
-from estimator_rt.tpu import _BATCH_SIZE_KEY
-from estimator_rt.tpu import _CTX_KEY
-from estimator_rt.tpu import _RESERVED_PARAMS_KEYS
-from estimator_rt.tpu import _USE_TPU_KEY
-from estimator_rt.tpu import ExportSavedModelApiVersion
-from estimator_rt.tpu import TPUEstimator
-from estimator_rt.tpu import TPUEstimatorSpec
-from estimator_rt.tpu_embedding import AdagradParameters
-from estimator_rt.tpu_embedding import AdamParameters
-from estimator_rt.tpu_embedding import EmbeddingConfigSpec
-from estimator_rt.tpu_embedding import StochasticGradientDescentParameters
-from estimator_rt.tpu_hooks import ExamplesPerSecondHook
-from estimator_rt.tpu_hooks import InstallSignalHandlerHook
-from estimator_rt.tpu_hooks import OpQueueContext as _OpQueueContext
-from estimator_rt.tpu_hooks import OpSignalOnceQueueContext as _OpSignalOnceQueueContext
-from estimator_rt.tpu_hooks import PeriodicLogger
-from estimator_rt.tpu_hooks import Signal as _SIGNAL
-from estimator_rt.tpu_host_calls import CatchInvalidHostcallFunctions
-from estimator_rt.tpu_host_calls import OutfeedHostCall as _OutfeedHostCall
-from estimator_rt.tpu_host_calls import OutfeedHostCallHook as _OutfeedHostCallHook
-from estimator_rt.tpu_inputs import extract_key_names as _extract_key_names
-from estimator_rt.tpu_inputs import Inputs as _Inputs
-from estimator_rt.tpu_inputs import InputsWithStoppingSignals as _InputsWithStoppingSignals
-from estimator_rt.tpu_inputs import PaddingSignals as _PaddingSignals
-from estimator_rt.tpu_inputs import StopSignals as _StopSignals
-from estimator_rt.tpu_inputs import TENSOR_PACKER_CONCATENATED_SMALL_FEATURES_KEY as _TENSOR_PACKER_CONCATENATED_SMALL_FEATURES_KEY
-from estimator_rt.tpu_inputs import TENSOR_PACKER_MINIMUM_NUM_SMALL_FEATURES_TO_GROUP as _TENSOR_PACKER_MINIMUM_NUM_SMALL_FEATURES_TO_GROUP
-from estimator_rt.tpu_inputs import TENSOR_PACKER_SMALL_FEATURE_DIM_SIZE as _TENSOR_PACKER_SMALL_FEATURE_DIM_SIZE
-from estimator_rt.tpu_inputs import TensorPacker
+from estimator_rt.estimator.tpu.tpu_estimator import _BATCH_SIZE_KEY
+from estimator_rt.estimator.tpu.tpu_estimator import _CTX_KEY
+from estimator_rt.estimator.tpu.tpu_estimator import _RESERVED_PARAMS_KEYS
+from estimator_rt.estimator.tpu.tpu_estimator import _USE_TPU_KEY
+from estimator_rt.estimator.tpu.tpu_estimator import ExportSavedModelApiVersion
+from estimator_rt.estimator.tpu.tpu_estimator import TPUEstimator
+from estimator_rt.estimator.tpu.tpu_estimator import TPUEstimatorSpec
+from estimator_rt.estimator.tpu.embedding import AdagradParameters
+from estimator_rt.estimator.tpu.embedding import AdamParameters
+from estimator_rt.estimator.tpu.embedding import EmbeddingConfigSpec
+from estimator_rt.estimator.tpu.embedding import StochasticGradientDescentParameters
+from estimator_rt.estimator.tpu.hooks import ExamplesPerSecondHook
+from estimator_rt.estimator.tpu.hooks import InstallSignalHandlerHook
+from estimator_rt.estimator.tpu.hooks import OpQueueContext as _OpQueueContext
+from estimator_rt.estimator.tpu.hooks import OpSignalOnceQueueContext as _OpSignalOnceQueueContext
+from estimator_rt.estimator.tpu.hooks import PeriodicLogger
+from estimator_rt.estimator.tpu.hooks import Signal as _SIGNAL
+from estimator_rt.estimator.tpu.host_calls import CatchInvalidHostcallFunctions
+from estimator_rt.estimator.tpu.host_calls import OutfeedHostCall as _OutfeedHostCall
+from estimator_rt.estimator.tpu.host_calls import OutfeedHostCallHook as _OutfeedHostCallHook
+from estimator_rt.estimator.tpu.inputs import extract_key_names as _extract_key_names
+from estimator_rt.estimator.tpu.inputs import Inputs as _Inputs
+from estimator_rt.estimator.tpu.inputs import InputsWithStoppingSignals as _InputsWithStoppingSignals
+from estimator_rt.estimator.tpu.inputs import PaddingSignals as _PaddingSignals
+from estimator_rt.estimator.tpu.inputs import StopSignals as _StopSignals
+from estimator_rt.estimator.tpu.inputs import TENSOR_PACKER_CONCATENATED_SMALL_FEATURES_KEY as _TENSOR_PACKER_CONCATENATED_SMALL_FEATURES_KEY
+from estimator_rt.estimator.tpu.inputs import TENSOR_PACKER_MINIMUM_NUM_SMALL_FEATURES_TO_GROUP as _TENSOR_PACKER_MINIMUM_NUM_SMALL_FEATURES_TO_GROUP
+from estimator_rt.estimator.tpu.inputs import TENSOR_PACKER_SMALL_FEATURE_DIM_SIZE as _TENSOR_PACKER_SMALL_FEATURE_DIM_SIZE
+from estimator_rt.estimator.tpu.inputs import TensorPacker
 # pylint: enable=unused-import,g-bad-import-order
 
 # tf.estimator 2.15's constants.

@@ -25,8 +25,8 @@ import math
 
 import tensorflow as tf
 
-from estimator_rt.canned import rnn as rnn_lib
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.estimator.canned import rnn as rnn_lib
+from estimator_rt.core.mode_keys import ModeKeys
 from estimator_rt.compat.served.canned.timeseries import model
 from estimator_rt.compat.served.canned.timeseries import model_utils
 from estimator_rt.compat.served.canned.timeseries.feature_keys import PredictionFeatures

@@ -2,7 +2,7 @@
 estimators, `TimeSeriesRegressor` (any TimeSeriesModel) and
 `LSTMAutoRegressor` (an ARModel with an LSTM prediction network).
 
-Each is a canned estimator (estimator_rt/canned/base.py: always the graph
+Each is a canned estimator (estimator_rt/estimator/canned/base.py: always the graph
 engine) whose model_fn is its head's `create_estimator_spec` (head.py):
 
   - train: the input_fn gives windows, {'times': [batch, window],
@@ -28,8 +28,8 @@ import functools
 
 import tensorflow as tf
 
-from estimator_rt import export as export_lib
-from estimator_rt.canned import base
+from estimator_rt.export import saved_model as export_lib
+from estimator_rt.estimator.canned import base
 from estimator_rt.compat.served.canned import optimizers
 from estimator_rt.compat.served.canned.timeseries import ar_model
 from estimator_rt.compat.served.canned.timeseries import feature_keys

@@ -16,11 +16,11 @@ import re
 
 import tensorflow as tf
 
-from estimator_rt.export import PredictOutput
-from estimator_rt.head import v1_head
-from estimator_rt.head.keys import MetricKeys
-from estimator_rt.mode_keys import ModeKeys
-from estimator_rt.spec import EstimatorSpec
+from estimator_rt.export.saved_model import PredictOutput
+from estimator_rt.estimator.head import v1_head
+from estimator_rt.estimator.head.keys import MetricKeys
+from estimator_rt.core.mode_keys import ModeKeys
+from estimator_rt.core.spec import EstimatorSpec
 from estimator_rt.compat.served.canned.timeseries import feature_keys
 
 _STATE_KEY_RE = re.compile(

@@ -3,7 +3,7 @@ decide which state a time series model's loss starts from."""
 
 import abc
 
-from estimator_rt.mode_keys import ModeKeys
+from estimator_rt.core.mode_keys import ModeKeys
 from estimator_rt.compat.served.canned.timeseries import feature_keys
 
 

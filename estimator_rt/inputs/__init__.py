@@ -1,0 +1,12 @@
+"""Input: from an `input_fn` to what a compiled loop iterates over.
+
+  - `pipeline`: the input_fn called once per worker or replica (the
+    dataset sharded and batched as its signature says), distributed by
+    the strategy, its position saved in checkpoints (`checkpoint_input`).
+  - `overlap`: training input prefetched so that it overlaps the step.
+  - `slice_batches`: in-memory data read a batch at a time.
+  - `numpy_io`: tf.compat.v1.estimator.inputs' `numpy_input_fn` and
+    `pandas_input_fn`.
+
+May import: `core`. Imported by the engines (`training`) and above.
+"""
