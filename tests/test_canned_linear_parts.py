@@ -14,7 +14,7 @@ import tensorflow as tf
 from estimator_rt.core import errors
 from estimator_rt.estimator.canned import baseline
 from estimator_rt.estimator.canned import kmeans
-from estimator_rt.estimator.canned import linear
+from estimator_rt.estimator.canned import linear_logits
 from estimator_rt.estimator.canned import optimizers
 
 
@@ -98,7 +98,7 @@ def test_static_batch_sizes_must_agree():
   with tf.Graph().as_default():
     with pytest.raises(ValueError, match=r'^Batch size \(first dimension\) '
                        'of each feature must be same'):
-      linear.build_linear(
+      linear_logits.build_linear(
           units=1, sparse_combiner='sum',
           feature_columns=[tf.feature_column.numeric_column('a'),
                            tf.feature_column.numeric_column('b')],
@@ -110,16 +110,16 @@ def test_static_batch_sizes_must_agree():
 
 def test_fraction_of_zero_over_mixed_dtypes_and_empty():
   with tf.Graph().as_default():
-    fraction = linear.fraction_of_zero([
+    fraction = linear_logits.fraction_of_zero([
         tf.constant([0., 1., 0.]), tf.constant([0, 0, 5], tf.int64),
         tf.constant([], tf.float32)])
-    empty = linear.fraction_of_zero([tf.constant([]), tf.constant([])])
+    empty = linear_logits.fraction_of_zero([tf.constant([]), tf.constant([])])
     assert fraction.name == 'zero_fraction/zero_fraction_or_nan:0'
     value, nothing = _run(fraction, empty)
   assert value == pytest.approx(4 / 6)
   assert math.isnan(nothing)
   with pytest.raises(errors.UserInputError, match='values=.* is empty'):
-    linear.fraction_of_zero([])
+    linear_logits.fraction_of_zero([])
 
 
 # --------------------------------------------------------------- baseline

@@ -482,7 +482,7 @@ def test_model_dir_and_session_config_as_2_15_filled_them_in():
   estimator = model_to_estimator(keras_model=_model(0.1))
   assert os.path.isdir(estimator.model_dir)
   assert estimator.config.session_config == (
-      ert.run_config.get_default_session_config())
+      ert.cluster.run_config.get_default_session_config())
   os.rmdir(estimator.model_dir)
 
 

@@ -71,10 +71,11 @@ def _common() -> Dict[str, Any]:
   # pylint: disable=g-import-not-at-top
   from estimator_rt.training import early_stopping
   from estimator_rt.estimator import estimator
+  from estimator_rt.core import export_outputs as outputs_lib
   from estimator_rt.export import saved_model as export
   from estimator_rt.export import exporters
   from estimator_rt.estimator import extenders
-  from estimator_rt.training import hooks
+  from estimator_rt.training.graph import in_memory_evaluator
   from estimator_rt.core import mode_keys
   from estimator_rt.estimator.canned import parse_specs
   from estimator_rt.cluster import run_config
@@ -105,11 +106,11 @@ def _common() -> Dict[str, Any]:
   names.update({name: getattr(tf.compat.v1.train, name)
                 for name in _TRAIN_NAMES})
   names['export'] = _module('estimator.export', {
-      'ClassificationOutput': export.ClassificationOutput,
-      'EvalOutput': export.EvalOutput,
-      'ExportOutput': export.ExportOutput,
-      'PredictOutput': export.PredictOutput,
-      'RegressionOutput': export.RegressionOutput,
+      'ClassificationOutput': outputs_lib.ClassificationOutput,
+      'EvalOutput': outputs_lib.EvalOutput,
+      'ExportOutput': outputs_lib.ExportOutput,
+      'PredictOutput': outputs_lib.PredictOutput,
+      'RegressionOutput': outputs_lib.RegressionOutput,
       'ServingInputReceiver': export.ServingInputReceiver,
       'TensorServingInputReceiver': export.TensorServingInputReceiver,
       'build_parsing_serving_input_receiver_fn':
@@ -118,7 +119,7 @@ def _common() -> Dict[str, Any]:
           export.build_raw_serving_input_receiver_fn,
   })
   names['experimental'] = {
-      'InMemoryEvaluatorHook': hooks.InMemoryEvaluatorHook,
+      'InMemoryEvaluatorHook': in_memory_evaluator.InMemoryEvaluatorHook,
       'build_raw_supervised_input_receiver_fn':
           export.build_raw_supervised_input_receiver_fn,
       'call_logit_fn': canned_base.call_logit_fn,

@@ -8,6 +8,7 @@ import keras
 import tensorflow as tf
 from tensorflow.python.framework.func_graph import FuncGraph  # pylint: disable=g-direct-tensorflow-import
 
+from estimator_rt.core import export_outputs as outputs_lib
 from estimator_rt.core.errors import GraphModelFnError
 from estimator_rt.core.errors import ModelFnError
 from estimator_rt.core.errors import ModelFnTypeError
@@ -490,10 +491,10 @@ def validated_export_outputs(export_outputs: Any, predictions: Any,
   whether they were made here. Other modes' are kept as they are."""
   if mode != ModeKeys.PREDICT:
     return export_outputs, False
-  from estimator_rt.export import saved_model as export_lib  # pylint: disable=g-import-not-at-top
   defaulted = export_outputs is None
   if defaulted:
-    export_outputs = {DEFAULT_SIGNATURE: export_lib.PredictOutput(predictions)}
+    export_outputs = {
+        DEFAULT_SIGNATURE: outputs_lib.PredictOutput(predictions)}
   if not isinstance(export_outputs, Mapping):
     raise ModelFnTypeError(
         f'`export_outputs` must be dict, given: {shorten(export_outputs)} '
@@ -502,7 +503,7 @@ def validated_export_outputs(export_outputs: Any, predictions: Any,
         'RegressionOutput).')
   export_outputs = dict(export_outputs)
   for name, output in export_outputs.items():
-    if not isinstance(output, export_lib.ExportOutput):
+    if not isinstance(output, outputs_lib.ExportOutput):
       raise ModelFnTypeError(
           'Values in `export_outputs` must be ExportOutput objects. Given: '
           f'{name!r}: {shorten(output)}.')

@@ -17,7 +17,6 @@ from typing import Any, Callable, Optional
 import numpy as np
 import tensorflow as tf
 
-from estimator_rt.inputs import numpy_io
 from estimator_rt.core.errors import GraphModelFnError
 from estimator_rt.core.errors import InputFnError
 from estimator_rt.core.errors import shorten
@@ -176,6 +175,15 @@ def call_model_fn(model_fn, features, labels, mode, params, config):
   return model_fn(**kwargs)
 
 
+class DatasetInputFn:
+  """An input_fn object whose dataset the runtime reads with `dataset()`
+  instead of calling it (`call_input_fn`): inputs/numpy_io.py's
+  `ArraysInputFn`, which `numpy_input_fn` and `pandas_input_fn` return."""
+
+  def dataset(self) -> tf.data.Dataset:
+    raise NotImplementedError
+
+
 def input_fn_takes_context(input_fn: Callable) -> bool:
   """Whether `input_fn` declares `input_context` (and so shards itself)."""
   args = declared_args(input_fn)
@@ -269,13 +277,33 @@ def call_input_fn(input_fn: Callable, params: dict,
             'config': config}
   kwargs = {name: value for name, value in values.items()
             if '*' in args or name in args}
+  dataset = _called(input_fn, kwargs, role=role, allow_tensors=allow_tensors)
+  if not isinstance(dataset, tf.data.Dataset) and _is_tensors(dataset):
+    return _tensors_returned(dataset, input_fn, role=role, config=config,
+                             allow_tensors=allow_tensors)
+  if not isinstance(dataset, tf.data.Dataset):
+    raise InputFnError(
+        f'{role} {fn_name(input_fn)} returned {type(dataset).__name__}, not '
+        'a tf.data.Dataset. Return a dataset of (features, labels) or of '
+        'features, e.g. tf.data.Dataset.from_tensor_slices((x, y)).batch(b).')
+  spec = dataset.element_spec
+  if isinstance(spec, tuple) and len(spec) not in (1, 2):
+    raise InputFnError(
+        f'{role} {fn_name(input_fn)} yields tuples of {len(spec)} elements; '
+        'yield (features, labels) or features alone.')
+  return dataset
+
+
+def _called(input_fn: Callable, kwargs: dict, *, role: str,
+            allow_tensors: bool) -> Any:
+  """What `input_fn` returns called with `kwargs` (call_input_fn's call
+  and the errors it raises for what the input_fn raised)."""
   try:
-    if isinstance(input_fn, numpy_io.ArraysInputFn):
+    if isinstance(input_fn, DatasetInputFn):
       # numpy_input_fn's and pandas_input_fn's: their dataset, read fast
       # (called, they return a batch's tensors, as tf.estimator's did).
-      dataset = input_fn.dataset()
-    else:
-      dataset = input_fn(**kwargs)
+      return input_fn.dataset()
+    return input_fn(**kwargs)
   except UserInputError:
     raise  # Already says what is wrong (the bundled input_fns' checks).
   except Exception as e:  # pylint: disable=broad-except
@@ -291,34 +319,29 @@ def call_input_fn(input_fn: Callable, params: dict,
           str(failed), reason=f'its input_fn uses a graph-only API: {reason}',
           eager_error=failed) from e
     raise failed from e
-  if not isinstance(dataset, tf.data.Dataset) and _is_tensors(dataset):
-    if isinstance(dataset, (list, tuple)) and len(dataset) != 2:
-      raise InputFnError(
-          f'input_fn should return (features, labels) as a len 2 tuple: '
-          f'{role} {fn_name(input_fn)} returned a {type(dataset).__name__} '
-          f'of {len(dataset)} items. Return a tf.data.Dataset of (features, '
-          'labels) or of features, or (features, labels) as tensors.')
-    if allow_tensors:
-      return dataset
-    if getattr(config, 'engine', None) == 'eager' and _is_constants(dataset):
-      # Where only the eager engine may run (model_to_estimator's), the
-      # graph's reading of constants at every step, as a dataset.
-      return tf.data.Dataset.from_tensors(_lists_as_tuples(dataset)).repeat()
-    raise GraphModelFnError(
-        f'{role} {fn_name(input_fn)} returns tensors, not a tf.data.Dataset: '
-        'only a graph reads them again at every step.',
-        reason='its input_fn returns tensors, not a tf.data.Dataset')
-  if not isinstance(dataset, tf.data.Dataset):
+
+
+def _tensors_returned(value: Any, input_fn: Callable, *, role: str,
+                      config: Any, allow_tensors: bool) -> Any:
+  """call_input_fn's answer to an input_fn that returned tensors: them
+  (`allow_tensors`), a dataset repeating constants (the eager engine
+  settled), or the error that sends it to the graph engine."""
+  if isinstance(value, (list, tuple)) and len(value) != 2:
     raise InputFnError(
-        f'{role} {fn_name(input_fn)} returned {type(dataset).__name__}, not '
-        'a tf.data.Dataset. Return a dataset of (features, labels) or of '
-        'features, e.g. tf.data.Dataset.from_tensor_slices((x, y)).batch(b).')
-  spec = dataset.element_spec
-  if isinstance(spec, tuple) and len(spec) not in (1, 2):
-    raise InputFnError(
-        f'{role} {fn_name(input_fn)} yields tuples of {len(spec)} elements; '
-        'yield (features, labels) or features alone.')
-  return dataset
+        f'input_fn should return (features, labels) as a len 2 tuple: '
+        f'{role} {fn_name(input_fn)} returned a {type(value).__name__} '
+        f'of {len(value)} items. Return a tf.data.Dataset of (features, '
+        'labels) or of features, or (features, labels) as tensors.')
+  if allow_tensors:
+    return value
+  if getattr(config, 'engine', None) == 'eager' and _is_constants(value):
+    # Where only the eager engine may run (model_to_estimator's), the
+    # graph's reading of constants at every step, as a dataset.
+    return tf.data.Dataset.from_tensors(_lists_as_tuples(value)).repeat()
+  raise GraphModelFnError(
+      f'{role} {fn_name(input_fn)} returns tensors, not a tf.data.Dataset: '
+      'only a graph reads them again at every step.',
+      reason='its input_fn returns tensors, not a tf.data.Dataset')
 
 
 # The model_fns and input_fns that ship with estimator_rt: top-level

@@ -17,7 +17,8 @@ May import: `core`. Imported by the engines (`training`) and above.
 import importlib
 
 # Where the public names of this namespace are defined, in lookup order.
-_DEFINED_IN = ('estimator_rt.export.saved_model',)
+_DEFINED_IN = ('estimator_rt.export.saved_model',
+               'estimator_rt.core.export_outputs')
 
 
 def __getattr__(name):

@@ -1,4 +1,4 @@
-"""SavedModel export: receivers, export outputs, and the eager engine's save.
+"""SavedModel export: receivers, and the eager engine's save.
 
 The serving signature's inputs are, in order of preference: what a
 `serving_input_fn` describes, or the features of an input_fn's dataset with
@@ -6,10 +6,10 @@ the batch dimension left open. The eager engine's export holds the model
 variables (restored from a checkpoint) and one concrete function; it loads
 with `tf.saved_model.load` in a process that has never seen the model_fn.
 
-tf.estimator's receivers and outputs are here too: the serving ones, and
-for TRAIN and EVAL exports (graph/saved_model.py, TF1-style model_fns) the
-receivers of features and labels and `TrainOutput`/`EvalOutput`, with the
-tags and signature keys of each mode's MetaGraph.
+tf.estimator's receivers are here too: the serving ones, and for TRAIN and
+EVAL exports (graph/saved_model.py, TF1-style model_fns) the receivers of
+features and labels, with the tags and signature keys of each mode's
+MetaGraph. The outputs a signature returns are core/export_outputs.py's.
 """
 
 import os
@@ -20,11 +20,16 @@ import tensorflow as tf
 from tensorflow.python.saved_model import signature_constants  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.saved_model import tag_constants  # pylint: disable=g-direct-tensorflow-import
 
-from estimator_rt.export import export_dirs
 from estimator_rt.core.errors import shorten
 from estimator_rt.core.errors import surface_user_errors
 from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.export_outputs import ClassificationOutput
+from estimator_rt.core.export_outputs import ExportOutput
+from estimator_rt.core.export_outputs import PredictOutput
+from estimator_rt.core.export_outputs import RegressionOutput
+from estimator_rt.core.export_outputs import single_string_input
 from estimator_rt.core.mode_keys import ModeKeys
+from estimator_rt.export import export_dirs
 
 SINGLE_FEATURE_NAME = 'features'
 
@@ -254,262 +259,6 @@ def build_parsing_serving_input_receiver_fn(
   return serving_input_receiver_fn
 
 
-class ExportOutput:
-  """One signature of an export, from the model_fn's `export_outputs`."""
-
-  def signature_def(self, receiver_tensors: Mapping[str, tf.Tensor]):
-    """The SignatureDef for `receiver_tensors`, or None if this output
-    cannot be served from them (then it is left out, with a warning)."""
-    raise NotImplementedError
-
-  def as_signature_def(self, receiver_tensors: Mapping[str, tf.Tensor]):
-    """tf.estimator's name: the SignatureDef for `receiver_tensors`.
-
-    Raises:
-      UserInputError: this output cannot be served from them.
-    """
-    signature = self.signature_def(receiver_tensors)
-    if signature is None:
-      raise UserInputError(
-          f'{type(self).__name__} cannot be served from inputs '
-          f'{sorted(receiver_tensors)}: classify and regress signatures '
-          'take one string input (serialized tf.train.Examples).')
-    return signature
-
-
-def _named_tensors(what: str, value: Any) -> Dict[str, Any]:
-  if isinstance(value, Mapping):
-    return dict(value)
-  return {what: value}
-
-
-class PredictOutput(ExportOutput):
-  """A predict signature returning `outputs` (a tensor, named 'output', or
-  a dict of tensors)."""
-
-  def __init__(self, outputs):
-    self._outputs = _named_tensors('output', outputs)
-
-  @property
-  def outputs(self) -> Dict[str, Any]:
-    return self._outputs
-
-  def signature_def(self, receiver_tensors):
-    return tf.compat.v1.saved_model.predict_signature_def(
-        dict(receiver_tensors), self.outputs)
-
-
-def _single_string_input(receiver_tensors) -> Optional[tf.Tensor]:
-  if len(receiver_tensors) != 1:
-    return None
-  tensor = next(iter(receiver_tensors.values()))
-  return tensor if tensor.dtype == tf.string else None
-
-
-class ClassificationOutput(ExportOutput):
-  """A classify signature (`scores` and/or `classes`); it needs a single
-  string input (serialized Examples), as TensorFlow Serving's Classify API
-  does."""
-
-  def __init__(self, scores=None, classes=None):
-    if scores is None and classes is None:
-      raise UserInputError(
-          'ClassificationOutput: give scores, classes or both; both were '
-          'None.')
-    self._scores = scores
-    self._classes = classes
-
-  @property
-  def scores(self):
-    return self._scores
-
-  @property
-  def classes(self):
-    return self._classes
-
-  def signature_def(self, receiver_tensors):
-    examples = _single_string_input(receiver_tensors)
-    if examples is None:
-      return None
-    return tf.compat.v1.saved_model.classification_signature_def(
-        examples, self.classes, self.scores)
-
-
-class RegressionOutput(ExportOutput):
-  """A regress signature returning `value`; it needs a single string input
-  (serialized Examples), as TensorFlow Serving's Regress API does."""
-
-  def __init__(self, value):
-    self._value = value
-
-  @property
-  def value(self):
-    return self._value
-
-  def signature_def(self, receiver_tensors):
-    examples = _single_string_input(receiver_tensors)
-    if examples is None:
-      return None
-    return tf.compat.v1.saved_model.regression_signature_def(examples,
-                                                             self.value)
-
-
-# What the signature of a TRAIN or EVAL export names its outputs, as
-# tf.estimator 2.15 (TensorFlow's `_SupervisedOutput`) named them:
-# `loss`, `predictions` (or `predictions/<key>`), and per metric
-# `metrics/<name>/value` and `metrics/<name>/update_op`. A reader of such a
-# SavedModel (canned/saved_model_outputs.py) splits the names at SEPARATOR.
-SEPARATOR = '/'
-LOSS_NAME = 'loss'
-PREDICTIONS_NAME = 'predictions'
-METRICS_NAME = 'metrics'
-METRIC_VALUE_SUFFIX = 'value'
-METRIC_UPDATE_SUFFIX = 'update_op'
-
-
-def _output_key(key: Any, what: str) -> str:
-  """A key of a supervised output's dict: a string, or a tuple of strings
-  (a multi-head model's), joined with SEPARATOR."""
-  if isinstance(key, tuple):
-    key = SEPARATOR.join(key)
-  if not isinstance(key, str):
-    raise UserInputError(f'{what} output key must be a string; got {key!r}.')
-  return key
-
-
-def _prefixed(key: str, prefix: str) -> str:
-  """`key` under `prefix` (`prefix/key`), unless it starts with it already
-  (a lone tensor's key is the prefix itself)."""
-  return key if key.startswith(prefix) else f'{prefix}{SEPARATOR}{key}'
-
-
-def _metric_pair(name: str, metric: Any):
-  """(value, update tensor) of one of the spec's eval_metric_ops: a
-  `(value, update_op)` pair, or a metric object with `result()` and the
-  `updates` its update_state calls made (a Keras 2 metric). An update that
-  is an op becomes a tensor that runs it (a signature holds tensors only)."""
-  if isinstance(metric, (tuple, list)) and len(metric) == 2:
-    value, update = metric
-  elif hasattr(metric, 'result') and getattr(metric, 'updates', None):
-    value, update = metric.result(), tf.group(*metric.updates)
-  else:
-    raise UserInputError(
-        f'metrics[{name!r}] must be a (value, update_op) pair or a metric '
-        f'whose update_state was called; got {shorten(metric)}.')
-  if not isinstance(value, tf.Tensor):
-    raise UserInputError(
-        f'{name} output value must be a Tensor; got {shorten(value)}.')
-  if isinstance(update, tf.Operation):
-    with tf.control_dependencies([update]):
-      update = tf.constant([], name='metric_op_wrapper')
-  elif not isinstance(update, tf.Tensor):
-    update = getattr(update, 'op', update)  # A variable's assign.
-    if not isinstance(update, tf.Operation):
-      raise UserInputError(
-          f'{name} update_op must be a Tensor or Operation; got '
-          f'{shorten(update)}.')
-    with tf.control_dependencies([update]):
-      update = tf.constant([], name='metric_op_wrapper')
-  return value, update
-
-
-class _SupervisedOutput(ExportOutput):
-  """The signature of a TRAIN or EVAL export: its outputs are the loss,
-  the predictions and the metrics' values and update ops, named as
-  tf.estimator 2.15 named them (see SEPARATOR above); its inputs are the
-  receiver's features and labels.
-
-  Args:
-    loss: a tensor, or a dict of them.
-    predictions: a tensor, or a dict of them.
-    metrics: {name: (value, update_op)} (or a Keras 2 metric object), or
-      one pair.
-
-  Raises:
-    UserInputError: (a ValueError) a key that is not a string, or a value
-      that is not a tensor.
-  """
-
-  method_name = None  # The SignatureDef's method name (a subclass's).
-  LOSS_NAME = LOSS_NAME
-  PREDICTIONS_NAME = PREDICTIONS_NAME
-  METRICS_NAME = METRICS_NAME
-  METRIC_VALUE_SUFFIX = METRIC_VALUE_SUFFIX
-  METRIC_UPDATE_SUFFIX = METRIC_UPDATE_SUFFIX
-
-  def __init__(self, loss=None, predictions=None, metrics=None):
-    self._loss = (None if loss is None else
-                  self._tensors(loss, LOSS_NAME))
-    self._predictions = (None if predictions is None else
-                         self._tensors(predictions, PREDICTIONS_NAME))
-    self._metrics = None if metrics is None else self._metric_tensors(metrics)
-
-  @staticmethod
-  def _tensors(value: Any, prefix: str) -> Dict[str, Any]:
-    named = value if isinstance(value, Mapping) else {prefix: value}
-    found = {}
-    for key, tensor in named.items():
-      key = _output_key(key, prefix)
-      if not isinstance(tensor, (tf.Tensor, tf.SparseTensor)):
-        raise UserInputError(
-            f'{prefix} output value must be a Tensor; got {shorten(tensor)}.')
-      found[_prefixed(key, prefix)] = tensor
-    return found
-
-  @staticmethod
-  def _metric_tensors(metrics: Any) -> Dict[str, tf.Tensor]:
-    if not isinstance(metrics, Mapping):
-      metrics = {METRICS_NAME: metrics}
-    found = {}
-    for key, metric in metrics.items():
-      name = _prefixed(_output_key(key, METRICS_NAME), METRICS_NAME)
-      value, update = _metric_pair(name, metric)
-      found[f'{name}{SEPARATOR}{METRIC_VALUE_SUFFIX}'] = value
-      found[f'{name}{SEPARATOR}{METRIC_UPDATE_SUFFIX}'] = update
-    return found
-
-  @property
-  def loss(self) -> Optional[Dict[str, Any]]:
-    return self._loss
-
-  @property
-  def predictions(self) -> Optional[Dict[str, Any]]:
-    return self._predictions
-
-  @property
-  def metrics(self) -> Optional[Dict[str, Any]]:
-    return self._metrics
-
-  def signature_def(self, receiver_tensors):
-    if not receiver_tensors:
-      raise UserInputError(
-          f'{self.method_name} `inputs` cannot be None or empty: a '
-          f'{type(self).__name__} needs the receiver\'s features and labels.')
-    outputs = {}
-    for group in (self._loss, self._predictions, self._metrics):
-      outputs.update(group or {})
-    info = tf.compat.v1.saved_model.build_tensor_info
-    return tf.compat.v1.saved_model.build_signature_def(
-        {key: info(tensor) for key, tensor in receiver_tensors.items()},
-        {key: info(tensor) for key, tensor in outputs.items()},
-        self.method_name)
-
-
-class TrainOutput(_SupervisedOutput):
-  """The signature of a TRAIN export (method
-  `tensorflow/supervised/training`): loss, predictions, metrics. The train
-  op itself is kept in the MetaGraph's `saved_model_train_op` collection."""
-
-  method_name = signature_constants.SUPERVISED_TRAIN_METHOD_NAME
-
-
-class EvalOutput(_SupervisedOutput):
-  """The signature of an EVAL export (method `tensorflow/supervised/eval`):
-  loss, predictions, metrics."""
-
-  method_name = signature_constants.SUPERVISED_EVAL_METHOD_NAME
-
-
 # tf.estimator 2.15's SavedModel tags and signature keys of each mode's
 # MetaGraph (TensorFlow's `EXPORT_TAG_MAP` and `SIGNATURE_KEY_MAP`).
 EXPORT_TAG_MAP = {
@@ -706,7 +455,7 @@ def build_parsing_serving_input_fn(
       features_fn=parse)
 
 
-def _signature_outputs(output: 'ExportOutput') -> Optional[Dict[str, Any]]:
+def _signature_outputs(output: ExportOutput) -> Optional[Dict[str, Any]]:
   """What a signature of the eager engine's export returns for one of the
   model_fn's `export_outputs` (TF2 SavedModels have predict-style
   signatures only: a classification's classes and scores, a regression's
@@ -747,7 +496,7 @@ def _serving_functions(graph, receiver: ServingInputReceiver
     input_signature = signature
     if (isinstance(exported.get(key), (ClassificationOutput,
                                        RegressionOutput)) and
-        _single_string_input(receiver.receiver_specs) is not None):
+        single_string_input(receiver.receiver_specs) is not None):
       # tf.estimator's classify and regress signatures named their one
       # input 'inputs' (tf.saved_model.CLASSIFY_INPUTS), whatever the
       # receiver called it; serving clients send it under that name.

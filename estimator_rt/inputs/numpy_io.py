@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import tensorflow as tf
 
+from estimator_rt.core import user_fns
 from estimator_rt.core.errors import UserInputError
 from estimator_rt.core.errors import UserTypeError
 
@@ -93,7 +94,7 @@ def _gather(columns: 'collections.OrderedDict') -> Callable:
   return gather
 
 
-class ArraysInputFn:
+class ArraysInputFn(user_fns.DatasetInputFn):
   """The input_fn `numpy_input_fn` and `pandas_input_fn` return.
 
   The runtime reads its `dataset()` (user_fns.call_input_fn asks for it),

@@ -139,17 +139,8 @@ def make_input(strategy: tf.distribute.Strategy,
         'replica takes its rows, so that one saved iterator resumes them '
         'all. Return globally batched data from input_fn(params), or turn '
         'checkpoint_input off.')
-  call = functools.partial(user_fns.call_input_fn, input_fn, params,
-                           role=role, config=config)
-  if overlap:
-    plain_call = call
-    # One replica reads the dataset as it is: it may be rebuilt to read
-    # in-memory slices a batch at a time. Distributed, the strategy rebatches
-    # or shards it by its batch op, which the rebuilt one has not.
-    gather = strategy.num_replicas_in_sync == 1 and coordinator is None
-    call = lambda context: input_overlap.overlapped(
-        slice_batches.gathered(plain_call(context)) if gather
-        else plain_call(context))
+  call = _dataset_maker(strategy, input_fn, params, role=role, config=config,
+                        overlap=overlap, coordinator=coordinator)
   local = call(tf.distribute.InputContext(
       num_input_pipelines=1, input_pipeline_id=0,
       num_replicas_in_sync=strategy.num_replicas_in_sync)
@@ -174,6 +165,23 @@ def make_input(strategy: tf.distribute.Strategy,
                               auto_shard_policy=auto_shard_policy)
   return DistributedInput(dataset=distributed, sample=sample,
                           element_spec=local.element_spec, infinite=infinite)
+
+
+def _dataset_maker(strategy: tf.distribute.Strategy, input_fn: Callable,
+                   params: dict, *, role: str, config: Any, overlap: bool,
+                   coordinator) -> Callable:
+  """make_input's `call(input_context)`: the input_fn's dataset
+  (user_fns.call_input_fn), with `overlap` prefetched onto the step."""
+  call = functools.partial(user_fns.call_input_fn, input_fn, params,
+                           role=role, config=config)
+  if not overlap:
+    return call
+  # One replica reads the dataset as it is: it may be rebuilt to read
+  # in-memory slices a batch at a time. Distributed, the strategy rebatches
+  # or shards it by its batch op, which the rebuilt one has not.
+  gather = strategy.num_replicas_in_sync == 1 and coordinator is None
+  return lambda context: input_overlap.overlapped(
+      slice_batches.gathered(call(context)) if gather else call(context))
 
 
 def _distribute(strategy: tf.distribute.Strategy, local: tf.data.Dataset,

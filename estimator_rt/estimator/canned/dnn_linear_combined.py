@@ -1,6 +1,6 @@
 """DNNLinearCombinedClassifier / Regressor / Estimator ("wide & deep"), as
 tf.estimator 2.15 built them: the logits are the sum of a linear model's
-(linear.py, variables under 'linear/linear_model') and a DNN's (dnn.py,
+(linear_logits.py, variables under 'linear/linear_model') and a DNN's (dnn.py,
 under 'dnn'), each part trained by its own optimizer on the same loss.
 
 Default optimizers: the linear part Ftrl at min(0.005, 1/sqrt(number of
@@ -17,7 +17,7 @@ import tensorflow as tf
 from estimator_rt.estimator.canned import base
 from estimator_rt.estimator.head import head_utils
 from estimator_rt.estimator.canned import dnn
-from estimator_rt.estimator.canned import linear
+from estimator_rt.estimator.canned import linear_logits as linear_logits_lib
 from estimator_rt.estimator.canned import optimizers
 from estimator_rt.core.errors import UserInputError
 
@@ -52,10 +52,11 @@ def combined_model_fn(*, features, labels, mode, head, linear_feature_columns,
         optimizer=dnn_optimizer, learning_rate=DNN_LEARNING_RATE,
         variables=variables, what='dnn_optimizer'))
   if linear_feature_columns:
-    linear_logits, weights, bias = linear.build_linear(
+    linear_logits, weights, bias = linear_logits_lib.build_linear(
         units=head.logits_dimension, feature_columns=linear_feature_columns,
         sparse_combiner=linear_sparse_combiner, features=features,
-        ops_scope=linear.V1_OPS_SCOPE if v1 else linear.OPS_SCOPE)
+        ops_scope=(linear_logits_lib.V1_OPS_SCOPE if v1 else
+                   linear_logits_lib.OPS_SCOPE))
     base.add_layer_summary(linear_logits, 'linear')
     logits.append(linear_logits)
     parts.append(optimizers.Part(

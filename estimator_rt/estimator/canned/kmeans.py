@@ -41,7 +41,7 @@ import tensorflow as tf
 from tensorflow.python.ops import clustering_ops
 
 from estimator_rt.estimator import estimator as estimator_lib
-from estimator_rt.export import saved_model as export_lib
+from estimator_rt.core import export_outputs as outputs_lib
 from estimator_rt.estimator.canned import base
 from estimator_rt.core.errors import TaskLostError
 from estimator_rt.core.errors import UserInputError
@@ -374,8 +374,8 @@ def kmeans_model_fn(features, mode, config, *, num_clusters,
       eval_metric_ops={KMeans.SCORE: tf.compat.v1.metrics.mean(loss)},
       training_hooks=training_hooks,
       export_outputs={
-          KMeans.ALL_DISTANCES: export_lib.PredictOutput(distances),
-          KMeans.CLUSTER_INDEX: export_lib.PredictOutput(cluster_index),
+          KMeans.ALL_DISTANCES: outputs_lib.PredictOutput(distances),
+          KMeans.CLUSTER_INDEX: outputs_lib.PredictOutput(cluster_index),
           tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY:
-              export_lib.PredictOutput(cluster_index),
+              outputs_lib.PredictOutput(cluster_index),
       })

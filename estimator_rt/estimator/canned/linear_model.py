@@ -7,7 +7,7 @@ tf.estimator 2.15 offered it (`canned.linear.LinearModel`).
 A `tf_keras.Model` (Keras 2: what `tf.keras` was for tf.estimator 2.15, and
 is under `python -m estimator_rt.compat`) holding one `LinearModelLayer`
 of the same name, which computes what the linear estimators compute
-(linear.py's `weighted_sum`): one weight row per categorical bucket or
+(linear_logits.py's `weighted_sum`): one weight row per categorical bucket or
 dense value of each column (in order of name), combined by
 `sparse_combiner` for multivalent categorical columns, plus a bias. Its
 variables are `<name>/<column>/weights` [width, units] and
@@ -24,7 +24,8 @@ from tensorflow.python.autograph.impl import api as autograph_api
 from tensorflow.python.feature_column import serialization
 import tf_keras
 
-from estimator_rt.estimator.canned import linear
+from estimator_rt.estimator.canned import linear_logits
+
 from estimator_rt.core.errors import UserInputError
 
 
@@ -55,7 +56,7 @@ class LinearModelLayer(tf_keras.layers.Layer):
   def __init__(self, feature_columns, units=1, sparse_combiner='sum',
                trainable=True, name=None, **kwargs):
     super().__init__(name=name, trainable=trainable, **kwargs)
-    self._feature_columns = linear.linear_columns(feature_columns)
+    self._feature_columns = linear_logits.linear_columns(feature_columns)
     self._units = units
     self._sparse_combiner = sparse_combiner
     # Feature-column state (weights, embedding tables) as this layer's
@@ -72,12 +73,12 @@ class LinearModelLayer(tf_keras.layers.Layer):
     # scopes (2.15's checkpoint names), the ops by call()'s name scopes.
     with tf.compat.v1.variable_scope(self.name, auxiliary_name_scope=False):
       for column in self._feature_columns:
-        with tf.compat.v1.variable_scope(linear.column_scope(column),
+        with tf.compat.v1.variable_scope(linear_logits.column_scope(column),
                                          auxiliary_name_scope=False):
           column.create_state(self._state_manager)
           self._state_manager.create_variable(
               column, name='weights', dtype=tf.float32,
-              shape=linear.weights_shape(column, self._units),
+              shape=linear_logits.weights_shape(column, self._units),
               initializer=zeros, trainable=self.trainable)
       self.bias = self.add_weight(
           name='bias_weights', dtype=tf.float32, shape=[self._units],
@@ -93,7 +94,7 @@ class LinearModelLayer(tf_keras.layers.Layer):
           f'{features!r}; LinearModel reads its features by column key, '
           'from a dict of tensors.')
     with tf.name_scope(self.name):
-      return linear.weighted_sum(
+      return linear_logits.weighted_sum(
           self._feature_columns, features=features,
           state=self._state_manager, sparse_combiner=self._sparse_combiner,
           bias=self.bias)

@@ -3,7 +3,7 @@ stochastic dual coordinate ascent, as tf.estimator 2.15 trained them.
 
 With `optimizer=LinearSDCA(example_id_column=...)`, a LinearClassifier
 (two classes: logistic loss) or LinearRegressor (one label dimension:
-squared loss) builds the same linear model (linear.py: its variables,
+squared loss) builds the same linear model (linear_logits.py: its variables,
 logits and summaries) and trains it with an SDCA step over the batch
 (sdca_model.py) instead of a gradient step: each categorical column is
 one sparse feature (its ids pruned of negatives and deduplicated per
@@ -17,6 +17,7 @@ weights into the model's (with the L1 shrinkage) after every step.
 import tensorflow as tf
 from tensorflow.python.feature_column import feature_column_v2 as fc_v2  # pylint: disable=g-direct-tensorflow-import
 
+from estimator_rt.estimator.canned import linear_logits
 from estimator_rt.estimator.canned import sdca_model
 from estimator_rt.core.errors import UserInputError
 from estimator_rt.core.mode_keys import ModeKeys
@@ -205,13 +206,12 @@ def sdca_model_fn(*, features, labels, mode, head, feature_columns,
                   optimizer):
   """The linear estimators' model_fn body for a LinearSDCA optimizer (see
   the module docstring)."""
-  from estimator_rt.estimator.canned import linear  # pylint: disable=g-import-not-at-top
   loss = loss_type(head)
-  state = linear.new_state()
-  logits, weights, bias = linear.build_linear(
+  state = linear_logits.new_state()
+  logits, weights, bias = linear_logits.build_linear(
       units=1, feature_columns=feature_columns, sparse_combiner='sum',
-      features=features, ops_scope=linear.OPS_SCOPE, state=state)
-  linear.add_linear_summaries(weights, bias, 1)
+      features=features, ops_scope=linear_logits.OPS_SCOPE, state=state)
+  linear_logits.add_linear_summaries(weights, bias, 1)
   if mode != ModeKeys.TRAIN:
     return head.create_estimator_spec(features=features, mode=mode,
                                       labels=labels, logits=logits)

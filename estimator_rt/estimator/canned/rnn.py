@@ -142,118 +142,135 @@ def make_rnn_layer(rnn_cell_fn, units, cell_type, return_sequences,
                             return_sequences=return_sequences)
 
 
+class _RNNModel:
+  """Sequence input, RNN layer, logits: see estimator_rt.estimator.canned.rnn.
+
+  `rnn_model_class()` is this on a tf_keras.Model (`RNNModel`).
+
+  Args:
+    rnn_layer: a Keras RNN layer.
+    units: the logits dimension (an int).
+    sequence_feature_columns: the sequence columns (or columns built on
+      one, e.g. an embedding of a sequence categorical column).
+    context_feature_columns: dense columns whose values are repeated at
+      every step.
+    activation: of the logits layer (None: the logits themselves).
+    return_sequences: logits for every step (masked where padded) rather
+      than for the last one.
+    **kwargs: for Keras's Model (`name`, ...).
+
+  Raises:
+    ValueError: `units` is not an int.
+  """
+
+  def __init__(self, rnn_layer, units, sequence_feature_columns,
+               context_feature_columns=None, activation=None,
+               return_sequences=False, **kwargs):
+    super().__init__(**kwargs)
+    if not isinstance(units, int):
+      raise UserInputError(
+          f'units must be an int.  Given type: {type(units)} '
+          f'(units={units!r}).')
+    k = keras()
+    self._return_sequences = return_sequences
+    self._sequence_feature_columns = sequence_feature_columns
+    self._context_feature_columns = context_feature_columns
+    self._sequence_features_layer = k.experimental.SequenceFeatures(
+        sequence_feature_columns)
+    self._dense_features_layer = None
+    if context_feature_columns:
+      # 2.15's: the v1 DenseFeatures (it takes v1 columns too).
+      self._dense_features_layer = importlib.import_module(
+          'tf_keras.api._v1.keras').layers.DenseFeatures(
+              context_feature_columns)
+    self._rnn_layer = rnn_layer
+    self._logits_layer = k.layers.Dense(
+        units=units, activation=activation, name='logits')
+
+  def call(self, inputs, training=None):  # pylint: disable=arguments-differ
+    """The logits: [batch, logits] or, with return_sequences, [batch,
+    time, logits] carrying the sequence mask as `_keras_mask`."""
+    if not isinstance(inputs, dict):
+      raise UserInputError(
+          'inputs should be a dictionary of `Tensor`s. Given type: '
+          f'{type(inputs)}')
+    with tf.name_scope('sequence_input_layer'):
+      sequence_input, sequence_length = self._sequence_features_layer(
+          inputs, training=training)
+      tf.compat.v1.summary.histogram('sequence_length', sequence_length)
+      if self._dense_features_layer is not None:
+        context_input = self._dense_features_layer(
+            inputs, training=training)
+        sequence_input = _feature_column_lib().concatenate_context_input(
+            context_input, sequence_input=sequence_input)
+    mask = tf.sequence_mask(sequence_length)
+    outputs = self._rnn_layer(sequence_input, mask=mask,
+                              training=training)
+    logits = self._logits_layer(outputs)
+    if self._return_sequences:
+      # The mask goes with the logits: Keras losses and metrics (and the
+      # sequential head) leave padded steps out.
+      logits._keras_mask = mask  # pylint: disable=protected-access
+    return logits
+
+  def get_config(self):
+    """The model's config: its layers' and columns' (serialized)."""
+    context = self._context_feature_columns
+    fc = _feature_column_lib()
+    return {
+        'name': self.name,
+        'rnn_layer': {'class_name': type(self._rnn_layer).__name__,
+                      'config': self._rnn_layer.get_config()},
+        'units': self._logits_layer.units,
+        'return_sequences': self._return_sequences,
+        'activation': keras().activations.serialize(
+            self._logits_layer.activation),
+        'sequence_feature_columns': fc.serialize_feature_columns(
+            self._sequence_feature_columns),
+        'context_feature_columns': (
+            fc.serialize_feature_columns(context) if context else None),
+    }
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    """The RNNModel of a get_config() result."""
+    config = dict(config)
+    k = keras()
+    fc = _feature_column_lib()
+    rnn_layer = k.layers.deserialize(config.pop('rnn_layer'),
+                                     custom_objects=custom_objects)
+    sequence_columns = fc.deserialize_feature_columns(
+        config.pop('sequence_feature_columns'),
+        custom_objects=custom_objects)
+    context_columns = config.pop('context_feature_columns', None)
+    if context_columns:
+      context_columns = fc.deserialize_feature_columns(
+          context_columns, custom_objects=custom_objects)
+    activation = k.activations.deserialize(
+        config.pop('activation', None), custom_objects=custom_objects)
+    return cls(rnn_layer=rnn_layer,
+               sequence_feature_columns=sequence_columns,
+               context_feature_columns=context_columns,
+               activation=activation, **config)
+
+
+def _feature_column_lib():
+  """TensorFlow's feature_column_lib, imported on first use."""
+  from tensorflow.python.feature_column import feature_column_lib  # pylint: disable=g-import-not-at-top
+  return feature_column_lib
+
+
 @functools.lru_cache(maxsize=None)
 def rnn_model_class():
-  """The Keras 2 model class `RNNModel` (made once, on first use)."""
-  from tensorflow.python.feature_column import feature_column_lib as fc  # pylint: disable=g-import-not-at-top
+  """The Keras 2 model class `RNNModel` (made once, on first use):
+  `_RNNModel` on a tf_keras.Model."""
   import tf_keras  # pylint: disable=g-import-not-at-top
 
-  class RNNModel(tf_keras.Model):
-    """Sequence input, RNN layer, logits: see estimator_rt.estimator.canned.rnn.
-
-    Args:
-      rnn_layer: a Keras RNN layer.
-      units: the logits dimension (an int).
-      sequence_feature_columns: the sequence columns (or columns built on
-        one, e.g. an embedding of a sequence categorical column).
-      context_feature_columns: dense columns whose values are repeated at
-        every step.
-      activation: of the logits layer (None: the logits themselves).
-      return_sequences: logits for every step (masked where padded) rather
-        than for the last one.
-      **kwargs: for Keras's Model (`name`, ...).
-
-    Raises:
-      ValueError: `units` is not an int.
-    """
-
-    def __init__(self, rnn_layer, units, sequence_feature_columns,
-                 context_feature_columns=None, activation=None,
-                 return_sequences=False, **kwargs):
-      super().__init__(**kwargs)
-      if not isinstance(units, int):
-        raise UserInputError(
-            f'units must be an int.  Given type: {type(units)} '
-            f'(units={units!r}).')
-      k = keras()
-      self._return_sequences = return_sequences
-      self._sequence_feature_columns = sequence_feature_columns
-      self._context_feature_columns = context_feature_columns
-      self._sequence_features_layer = k.experimental.SequenceFeatures(
-          sequence_feature_columns)
-      self._dense_features_layer = None
-      if context_feature_columns:
-        # 2.15's: the v1 DenseFeatures (it takes v1 columns too).
-        self._dense_features_layer = importlib.import_module(
-            'tf_keras.api._v1.keras').layers.DenseFeatures(
-                context_feature_columns)
-      self._rnn_layer = rnn_layer
-      self._logits_layer = k.layers.Dense(
-          units=units, activation=activation, name='logits')
-
-    def call(self, inputs, training=None):  # pylint: disable=arguments-differ
-      """The logits: [batch, logits] or, with return_sequences, [batch,
-      time, logits] carrying the sequence mask as `_keras_mask`."""
-      if not isinstance(inputs, dict):
-        raise UserInputError(
-            'inputs should be a dictionary of `Tensor`s. Given type: '
-            f'{type(inputs)}')
-      with tf.name_scope('sequence_input_layer'):
-        sequence_input, sequence_length = self._sequence_features_layer(
-            inputs, training=training)
-        tf.compat.v1.summary.histogram('sequence_length', sequence_length)
-        if self._dense_features_layer is not None:
-          context_input = self._dense_features_layer(
-              inputs, training=training)
-          sequence_input = fc.concatenate_context_input(
-              context_input, sequence_input=sequence_input)
-      mask = tf.sequence_mask(sequence_length)
-      outputs = self._rnn_layer(sequence_input, mask=mask,
-                                training=training)
-      logits = self._logits_layer(outputs)
-      if self._return_sequences:
-        # The mask goes with the logits: Keras losses and metrics (and the
-        # sequential head) leave padded steps out.
-        logits._keras_mask = mask  # pylint: disable=protected-access
-      return logits
-
-    def get_config(self):
-      """The model's config: its layers' and columns' (serialized)."""
-      context = self._context_feature_columns
-      return {
-          'name': self.name,
-          'rnn_layer': {'class_name': type(self._rnn_layer).__name__,
-                        'config': self._rnn_layer.get_config()},
-          'units': self._logits_layer.units,
-          'return_sequences': self._return_sequences,
-          'activation': keras().activations.serialize(
-              self._logits_layer.activation),
-          'sequence_feature_columns': fc.serialize_feature_columns(
-              self._sequence_feature_columns),
-          'context_feature_columns': (
-              fc.serialize_feature_columns(context) if context else None),
-      }
-
-    @classmethod
-    def from_config(cls, config, custom_objects=None):
-      """The RNNModel of a get_config() result."""
-      config = dict(config)
-      k = keras()
-      rnn_layer = k.layers.deserialize(config.pop('rnn_layer'),
-                                       custom_objects=custom_objects)
-      sequence_columns = fc.deserialize_feature_columns(
-          config.pop('sequence_feature_columns'),
-          custom_objects=custom_objects)
-      context_columns = config.pop('context_feature_columns', None)
-      if context_columns:
-        context_columns = fc.deserialize_feature_columns(
-            context_columns, custom_objects=custom_objects)
-      activation = k.activations.deserialize(
-          config.pop('activation', None), custom_objects=custom_objects)
-      return cls(rnn_layer=rnn_layer,
-                 sequence_feature_columns=sequence_columns,
-                 context_feature_columns=context_columns,
-                 activation=activation, **config)
+  class RNNModel(_RNNModel, tf_keras.Model):
+    __doc__ = _RNNModel.__doc__
+    # Its own, so that its signature is the constructor's (inspect takes
+    # an inherited __new__, Keras's (*args, **kwargs), over __init__).
+    __init__ = _RNNModel.__init__
 
   return RNNModel
 

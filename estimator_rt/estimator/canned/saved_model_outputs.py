@@ -19,12 +19,12 @@ from tensorflow.python.saved_model import constants  # pylint: disable=g-direct-
 from tensorflow.python.saved_model import signature_constants  # pylint: disable=g-direct-tensorflow-import
 
 from estimator_rt.core.errors import UserInputError
-from estimator_rt.export.saved_model import LOSS_NAME
-from estimator_rt.export.saved_model import METRIC_UPDATE_SUFFIX
-from estimator_rt.export.saved_model import METRIC_VALUE_SUFFIX
-from estimator_rt.export.saved_model import METRICS_NAME
-from estimator_rt.export.saved_model import PREDICTIONS_NAME
-from estimator_rt.export.saved_model import SEPARATOR
+from estimator_rt.core.export_outputs import LOSS_NAME
+from estimator_rt.core.export_outputs import METRIC_UPDATE_SUFFIX
+from estimator_rt.core.export_outputs import METRIC_VALUE_SUFFIX
+from estimator_rt.core.export_outputs import METRICS_NAME
+from estimator_rt.core.export_outputs import PREDICTIONS_NAME
+from estimator_rt.core.export_outputs import SEPARATOR
 from estimator_rt.core.mode_keys import ModeKeys
 # A features or labels tensor given alone is keyed so, as 2.15 keyed it.
 _SINGLE_TENSOR_KEYS = {'feature': 'feature', 'label': 'label'}

@@ -14,7 +14,7 @@ from typing import Any, Dict, NamedTuple, Optional
 from absl import logging
 import tensorflow as tf
 
-from estimator_rt.export import saved_model as export_lib
+from estimator_rt.core import export_outputs as outputs_lib
 from estimator_rt.core.errors import EagerModelFnError
 from estimator_rt.core.errors import GraphModelFnError
 from estimator_rt.core.errors import SubclassError
@@ -171,7 +171,7 @@ def all_classes(logits, n_classes: int, label_vocabulary=None) -> tf.Tensor:
 def classification_output(scores, n_classes: int, label_vocabulary=None):
   """The ClassificationOutput 2.15 exported: every class name per example
   beside its scores."""
-  return export_lib.ClassificationOutput(
+  return outputs_lib.ClassificationOutput(
       scores=scores, classes=all_classes(scores, n_classes, label_vocabulary))
 
 

@@ -13,7 +13,7 @@ from estimator_rt.core.errors import UserInputError
 from estimator_rt.estimator.head import base_head
 from estimator_rt.estimator.head import keys as keys_lib
 from estimator_rt.estimator.head import metrics as metrics_lib
-from estimator_rt.export import saved_model as export_lib
+from estimator_rt.core import export_outputs as outputs_lib
 
 _P = keys_lib.PredictionKeys
 _M = keys_lib.MetricKeys
@@ -169,5 +169,5 @@ class MultiClassHead(base_head.SingleHead):
     return {
         keys_lib.DEFAULT_SERVING_KEY: classifier,
         keys_lib.CLASSIFY_SERVING_KEY: classifier,
-        keys_lib.PREDICT_SERVING_KEY: export_lib.PredictOutput(predictions),
+        keys_lib.PREDICT_SERVING_KEY: outputs_lib.PredictOutput(predictions),
     }

@@ -15,7 +15,7 @@ from typing import Any, Dict
 
 import tensorflow as tf
 
-from estimator_rt.export import saved_model as export_lib
+from estimator_rt.core import export_outputs as outputs_lib
 from estimator_rt.core.errors import UserInputError
 from estimator_rt.estimator.head import base_head
 from estimator_rt.estimator.head import keys as keys_lib
@@ -289,9 +289,9 @@ class MultiHead(base_head.Head):
                 else f'{head.name}/{signature}')
         outputs[name] = output
         if (signature == keys_lib.PREDICT_SERVING_KEY and
-            isinstance(output, export_lib.PredictOutput)):
+            isinstance(output, outputs_lib.PredictOutput)):
           for key, value in output.outputs.items():
             merged_predict[f'{head.name}/{key}'] = value
-    outputs[keys_lib.PREDICT_SERVING_KEY] = export_lib.PredictOutput(
+    outputs[keys_lib.PREDICT_SERVING_KEY] = outputs_lib.PredictOutput(
         merged_predict)
     return outputs

@@ -13,7 +13,7 @@ from estimator_rt.core.errors import UserInputError
 from estimator_rt.estimator.head import base_head
 from estimator_rt.estimator.head import keys as keys_lib
 from estimator_rt.estimator.head import metrics as metrics_lib
-from estimator_rt.export import saved_model as export_lib
+from estimator_rt.core import export_outputs as outputs_lib
 
 _P = keys_lib.PredictionKeys
 _M = keys_lib.MetricKeys
@@ -133,11 +133,11 @@ class RegressionHead(base_head.SingleHead):
     return eval_metrics
 
   def _export_outputs(self, predictions):
-    regression = export_lib.RegressionOutput(value=predictions[_P.PREDICTIONS])
+    regression = outputs_lib.RegressionOutput(value=predictions[_P.PREDICTIONS])
     return {
         keys_lib.DEFAULT_SERVING_KEY: regression,
         keys_lib.REGRESS_SERVING_KEY: regression,
-        keys_lib.PREDICT_SERVING_KEY: export_lib.PredictOutput(predictions),
+        keys_lib.PREDICT_SERVING_KEY: outputs_lib.PredictOutput(predictions),
     }
 
 

@@ -63,7 +63,7 @@ import numpy as np
 import tensorflow as tf
 
 from estimator_rt.estimator import estimator as estimator_lib
-from estimator_rt.export import saved_model as export_lib
+from estimator_rt.core import export_outputs as outputs_lib
 from estimator_rt.estimator.keras import graph_models as keras_graph_models
 from estimator_rt.estimator.keras import train_op as keras_train_op
 from estimator_rt.estimator import warm_starting
@@ -842,22 +842,12 @@ def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
     features, weights = _extract_sample_weight_tensors(features)
     with _initial_values_from(initial_values):
       model, _ = made_for(mode)
-      if subclassed_tf_keras:
-        inputs = _subclassed_inputs(model, features)
-      else:
-        inputs = _select('features', features, _input_names(model),
-                         isinstance(getattr(model, '_inputs_struct', None),
-                                    dict))
-      outputs = model(inputs, training=mode == ModeKeys.TRAIN)
+      outputs = model(_model_inputs(model, features, subclassed_tf_keras),
+                      training=mode == ModeKeys.TRAIN)
     names = _output_names(model, outputs)
     predictions = dict(zip(names, _listed(outputs)))
     if mode == ModeKeys.PREDICT:
-      _check_export_outputs(export_outputs, names)
-      signatures = {'serving_default': export_lib.PredictOutput(predictions)}
-      for key, output_class in (export_outputs or {}).items():
-        signatures[key] = output_class(predictions[key])
-      return _Forward(EstimatorSpec(mode, predictions=predictions,
-                                    export_outputs=signatures))
+      return _Forward(_predict_spec(mode, predictions, names, export_outputs))
     outputs, compile_names = _compile_view(model, outputs, names,
                                            tf_keras_model)
     targets = _select('labels', labels, names, isinstance(outputs, dict))
@@ -875,16 +865,36 @@ def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
   return model_fn
 
 
+def _model_inputs(model, features, subclassed_tf_keras: bool):
+  """What the model_fn calls the cloned `model` on: `features` as its
+  inputs take them."""
+  if subclassed_tf_keras:
+    return _subclassed_inputs(model, features)
+  return _select('features', features, _input_names(model),
+                 isinstance(getattr(model, '_inputs_struct', None), dict))
+
+
+def _predict_spec(mode, predictions, names, export_outputs) -> EstimatorSpec:
+  """PREDICT's spec: `predictions`, served as 'serving_default' and as each
+  of `export_outputs` (output name -> export output class)."""
+  _check_export_outputs(export_outputs, names)
+  signatures = {'serving_default': outputs_lib.PredictOutput(predictions)}
+  for key, output_class in (export_outputs or {}).items():
+    signatures[key] = output_class(predictions[key])
+  return EstimatorSpec(mode, predictions=predictions,
+                       export_outputs=signatures)
+
+
 def _export_output_class(key: str, cls):
   """An export output class as estimator_rt's: TensorFlow's own
   (`tensorflow.python.saved_model.model_utils.export_output.
   RegressionOutput`, tf.estimator 2.15's tf.estimator.export classes) as
   estimator_rt.export's class of that name."""
-  if isinstance(cls, type) and issubclass(cls, export_lib.ExportOutput):
+  if isinstance(cls, type) and issubclass(cls, outputs_lib.ExportOutput):
     return cls
-  own = getattr(export_lib, getattr(cls, '__name__', ''), None)
+  own = getattr(outputs_lib, getattr(cls, '__name__', ''), None)
   if (isinstance(cls, type) and isinstance(own, type) and
-      issubclass(own, export_lib.ExportOutput) and
+      issubclass(own, outputs_lib.ExportOutput) and
       any(base.__name__ == 'ExportOutput' for base in cls.__mro__)):
     return own
   raise UserInputError(
@@ -956,6 +966,77 @@ class _KerasEstimator(estimator_lib.Estimator):
       yield prediction
 
 
+def _keras_model_given(keras_model, keras_model_path, custom_objects):
+  """model_to_estimator's Keras model: `keras_model`, or the one saved at
+  `keras_model_path`, loaded (exactly one given)."""
+  keras = _keras()
+  if keras_model is None and keras_model_path is None:
+    raise UserInputError(
+        'Either `keras_model` or `keras_model_path` needs to be provided: '
+        'model_to_estimator takes exactly one of them (got neither).')
+  if keras_model is not None and keras_model_path is not None:
+    raise UserInputError(
+        'Please specify either `keras_model` or `keras_model_path`, but not '
+        f'both: model_to_estimator got keras_model={shorten(keras_model)} '
+        f'and keras_model_path={keras_model_path!r}.')
+  if keras_model_path is not None:
+    if not tf.io.gfile.exists(keras_model_path):
+      raise UserInputError(
+          f'keras_model_path={keras_model_path!r} does not exist.')
+    keras_model = keras.models.load_model(keras_model_path,
+                                          custom_objects=custom_objects)
+  return keras_model
+
+
+def _checked_settings(checkpoint_format, metric_names_map, export_outputs):
+  """Checks model_to_estimator's settings; returns `export_outputs` with
+  each class as estimator_rt's (`_export_output_class`)."""
+  if checkpoint_format not in ('checkpoint', 'saver'):
+    raise UserInputError(
+        f'checkpoint_format={checkpoint_format!r} must be "checkpoint" or '
+        '"saver".')
+  if checkpoint_format == 'saver':
+    logging.warning('model_to_estimator: checkpoint_format="saver" has no '
+                    'effect: the eager engine writes object-based '
+                    'checkpoints.')
+  if metric_names_map is not None and not isinstance(metric_names_map, dict):
+    raise UserInputError(
+        f'metric_names_map={shorten(metric_names_map)} must be a dict from '
+        'Keras metric name to Estimator metric name.')
+  if export_outputs is not None and not isinstance(export_outputs, dict):
+    raise UserInputError(
+        f'export_outputs={shorten(export_outputs)} must be a dict from '
+        'output name to an export output class.')
+  if export_outputs:
+    export_outputs = {key: _export_output_class(key, value)
+                      for key, value in export_outputs.items()}
+  return export_outputs
+
+
+def _config_and_model_dir(config, model_dir):
+  """model_to_estimator's RunConfig and model_dir, as 2.15's made them."""
+  from estimator_rt.cluster import run_config as run_config_lib  # pylint: disable=g-import-not-at-top
+  config = config if config is not None else run_config_lib.RunConfig()
+  if not isinstance(config, run_config_lib.RunConfig):
+    raise UserInputError(
+        f'config={shorten(config)} must be an estimator_rt.RunConfig.')
+  # As 2.15's model_to_estimator: the default session config filled in,
+  # and a temporary model_dir made at once (2.15 wrote the model's weights
+  # there when called).
+  if config.session_config is None:
+    config = config.replace(
+        session_config=run_config_lib.get_default_session_config())
+  if not model_dir and config.model_dir is None:
+    model_dir = tempfile.mkdtemp()
+    logging.warning('Using temporary folder as model directory: %s',
+                    model_dir)
+  if config.engine == 'graph':
+    raise UserInputError(
+        "model_to_estimator: config.engine='graph' cannot run a Keras "
+        'model; leave engine unset (the eager engine runs it).')
+  return config, model_dir or config.model_dir
+
+
 def model_to_estimator(keras_model=None, keras_model_path=None,
                        custom_objects=None, model_dir=None, config=None,
                        checkpoint_format='checkpoint', metric_names_map=None,
@@ -992,62 +1073,12 @@ def model_to_estimator(keras_model=None, keras_model_path=None,
       model that is not compiled, has no loss, or cannot be cloned; a bad
       checkpoint_format, config, metric_names_map or export_outputs.
   """
-  keras = _keras()
-  if keras_model is None and keras_model_path is None:
-    raise UserInputError(
-        'Either `keras_model` or `keras_model_path` needs to be provided: '
-        'model_to_estimator takes exactly one of them (got neither).')
-  if keras_model is not None and keras_model_path is not None:
-    raise UserInputError(
-        'Please specify either `keras_model` or `keras_model_path`, but not '
-        f'both: model_to_estimator got keras_model={shorten(keras_model)} '
-        f'and keras_model_path={keras_model_path!r}.')
-  if keras_model_path is not None:
-    if not tf.io.gfile.exists(keras_model_path):
-      raise UserInputError(
-          f'keras_model_path={keras_model_path!r} does not exist.')
-    keras_model = keras.models.load_model(keras_model_path,
-                                          custom_objects=custom_objects)
+  keras_model = _keras_model_given(keras_model, keras_model_path,
+                                   custom_objects)
   _check_model(keras_model, custom_objects, checkpoint_format)
-  if checkpoint_format not in ('checkpoint', 'saver'):
-    raise UserInputError(
-        f'checkpoint_format={checkpoint_format!r} must be "checkpoint" or '
-        '"saver".')
-  if checkpoint_format == 'saver':
-    logging.warning('model_to_estimator: checkpoint_format="saver" has no '
-                    'effect: the eager engine writes object-based '
-                    'checkpoints.')
-  if metric_names_map is not None and not isinstance(metric_names_map, dict):
-    raise UserInputError(
-        f'metric_names_map={shorten(metric_names_map)} must be a dict from '
-        'Keras metric name to Estimator metric name.')
-  if export_outputs is not None and not isinstance(export_outputs, dict):
-    raise UserInputError(
-        f'export_outputs={shorten(export_outputs)} must be a dict from '
-        'output name to an export output class.')
-  if export_outputs:
-    export_outputs = {key: _export_output_class(key, value)
-                      for key, value in export_outputs.items()}
-  from estimator_rt.cluster import run_config as run_config_lib  # pylint: disable=g-import-not-at-top
-  config = config if config is not None else run_config_lib.RunConfig()
-  if not isinstance(config, run_config_lib.RunConfig):
-    raise UserInputError(
-        f'config={shorten(config)} must be an estimator_rt.RunConfig.')
-  # As 2.15's model_to_estimator: the default session config filled in,
-  # and a temporary model_dir made at once (2.15 wrote the model's weights
-  # there when called).
-  if config.session_config is None:
-    config = config.replace(
-        session_config=run_config_lib.get_default_session_config())
-  if not model_dir and config.model_dir is None:
-    model_dir = tempfile.mkdtemp()
-    logging.warning('Using temporary folder as model directory: %s',
-                    model_dir)
-  if config.engine == 'graph':
-    raise UserInputError(
-        "model_to_estimator: config.engine='graph' cannot run a Keras "
-        'model; leave engine unset (the eager engine runs it).')
-  model_dir = model_dir or config.model_dir
+  export_outputs = _checked_settings(checkpoint_format, metric_names_map,
+                                     export_outputs)
+  config, model_dir = _config_and_model_dir(config, model_dir)
   weights = settings = None
   graph_built = keras_graph_models.is_graph_built(keras_model)
   if graph_built:

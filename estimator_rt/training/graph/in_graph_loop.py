@@ -239,6 +239,39 @@ def refusal_of_step(step: model_lib.GraphModel, *, queue_runners_before: int,
   return None
 
 
+def _graph_def_of(outer: tf.Graph, ops) -> tf.compat.v1.GraphDef:
+  """The GraphDef of `ops` (a step's, of graph `outer`) with the outer
+  graph's versions and function library, without colocation constraints."""
+  whole = outer.as_graph_def(add_shapes=True)
+  names = {op.name for op in ops}
+  graph_def = tf.compat.v1.GraphDef()
+  graph_def.versions.CopyFrom(whole.versions)
+  graph_def.library.CopyFrom(whole.library)
+  graph_def.node.extend(node for node in whole.node if node.name in names)
+  _without_colocation(graph_def)
+  return graph_def
+
+
+def _last_loss_variable() -> tf.Variable:
+  """The last step's loss, kept outside the loop: a run that ends because
+  the input ended fails with OutOfRangeError, and this still holds the
+  loss of the last step it ran. In no collection (neither saved nor
+  covered by a Scaffold's own local_init_op or ready ops): the session
+  runs its initializer when it starts (LoopModel.initializer)."""
+  return tf.compat.v1.Variable(
+      float('nan'), trainable=False, name='last_loss_of_loop',
+      collections=[], use_resource=True)
+
+
+def _last_step_summaries(summaries, record) -> tf.Tensor:
+  """The copied step's `summaries` merged where `record` (the last step of
+  a run that records them), else ''."""
+  if not summaries:
+    return tf.constant('')
+  return tf.cond(record, lambda: _summaries_again(summaries),
+                 lambda: tf.constant(''))
+
+
 def derive(*, step: model_lib.GraphModel, placement,
            with_summaries: bool) -> LoopModel:
   """Builds the training loop from the training step the model_fn built in
@@ -263,18 +296,11 @@ def derive(*, step: model_lib.GraphModel, placement,
   """
   outer = tf.compat.v1.get_default_graph()
   summaries = [item for item in outer.get_collection(
-      tf.compat.v1.GraphKeys.SUMMARIES) if isinstance(item, tf.Tensor)]
-  if not with_summaries:
-    summaries = []
+      tf.compat.v1.GraphKeys.SUMMARIES) if isinstance(item, tf.Tensor)
+              ] if with_summaries else []
   targets = [step.train_op, step.loss.op] + [t.op for t in summaries]
   step_ops, state = _step_ops(targets)
-  whole = outer.as_graph_def(add_shapes=True)
-  names = {op.name for op in step_ops}
-  step_def = tf.compat.v1.GraphDef()
-  step_def.versions.CopyFrom(whole.versions)
-  step_def.library.CopyFrom(whole.library)
-  step_def.node.extend(node for node in whole.node if node.name in names)
-  _without_colocation(step_def)
+  step_def = _graph_def_of(outer, step_ops)
   # Every output of a state op that the step reads, fed from a capture.
   state_outputs = sorted(
       {t for op in step_ops for t in op.inputs if t.op in state},
@@ -284,14 +310,7 @@ def derive(*, step: model_lib.GraphModel, placement,
   num_steps = tf.compat.v1.placeholder(tf.int32, [], name='steps_per_run')
   record_summaries = tf.compat.v1.placeholder_with_default(
       False, [], name='record_summaries')
-  # The last step's loss, kept outside the loop: a run that ends because
-  # the input ended fails with OutOfRangeError, and this still holds the
-  # loss of the last step it ran. In no collection (neither saved nor
-  # covered by a Scaffold's own local_init_op or ready ops): the session
-  # runs its initializer when it starts (LoopModel.initializer).
-  last_loss_variable = tf.compat.v1.Variable(
-      float('nan'), trainable=False, name='last_loss_of_loop',
-      collections=[], use_resource=True)
+  last_loss_variable = _last_loss_variable()
 
   def body(step_count, loss, finite, summary):
     del loss, finite, summary  # Each step makes its own.
@@ -306,12 +325,9 @@ def derive(*, step: model_lib.GraphModel, placement,
       new_loss = tf.cast(tf.identity(new_loss), tf.float32)
     with tf.control_dependencies([last_loss_variable.assign(new_loss)]):
       new_loss = tf.identity(new_loss)
-      if new_summaries:
-        merged = tf.cond(
-            tf.logical_and(record_summaries, step_count + 1 >= num_steps),
-            lambda: _summaries_again(new_summaries), lambda: tf.constant(''))
-      else:
-        merged = tf.constant('')
+      merged = _last_step_summaries(
+          new_summaries,
+          tf.logical_and(record_summaries, step_count + 1 >= num_steps))
     return step_count + 1, new_loss, tf.math.is_finite(new_loss), merged
 
   def cond(step_count, loss, finite, summary):

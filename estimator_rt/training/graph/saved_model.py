@@ -32,6 +32,8 @@ from absl import logging
 import tensorflow as tf
 from tensorflow.python.saved_model import constants  # pylint: disable=g-direct-tensorflow-import
 
+from estimator_rt.core import export_outputs as outputs_lib
+
 from estimator_rt.export import saved_model as export_lib
 from estimator_rt.export import export_dirs
 from estimator_rt.core.errors import UserInputError
@@ -74,12 +76,12 @@ def _features_and_labels(receiver):
   return receiver.graph_features, None
 
 
-def _signature_outputs(spec, predictions) -> Dict[str, export_lib.ExportOutput]:
+def _signature_outputs(spec, predictions) -> Dict[str, outputs_lib.ExportOutput]:
   outputs = spec.export_outputs
   if not outputs:
-    return {DEFAULT_SIGNATURE: export_lib.PredictOutput(predictions)}
+    return {DEFAULT_SIGNATURE: outputs_lib.PredictOutput(predictions)}
   for name, output in outputs.items():
-    if not isinstance(output, export_lib.ExportOutput):
+    if not isinstance(output, outputs_lib.ExportOutput):
       raise UserInputError(
           f'EstimatorSpec.export_outputs[{name!r}] is a '
           f'{type(output).__name__}; give estimator_rt.export.PredictOutput, '
@@ -101,8 +103,8 @@ def _serving_signatures(built, receiver) -> Dict[str, object]:
   signatures = {}
   for name, output in _signature_outputs(built.spec,
                                          built.predictions).items():
-    signature = (None if isinstance(output, (export_lib.TrainOutput,
-                                             export_lib.EvalOutput))
+    signature = (None if isinstance(output, (outputs_lib.TrainOutput,
+                                             outputs_lib.EvalOutput))
                  else output.signature_def(receiver.receiver_tensors))
     if signature is None:
       logging.warning(
@@ -119,8 +121,8 @@ def _serving_signatures(built, receiver) -> Dict[str, object]:
 
 def _supervised_signatures(mode: str, spec, receiver) -> Dict[str, object]:
   """TRAIN's or EVAL's one signature, as 2.15 made it."""
-  output_class = (export_lib.TrainOutput if mode == ModeKeys.TRAIN else
-                  export_lib.EvalOutput)
+  output_class = (outputs_lib.TrainOutput if mode == ModeKeys.TRAIN else
+                  outputs_lib.EvalOutput)
   output = output_class(loss=spec.loss, predictions=spec.predictions,
                         metrics=spec.eval_metric_ops or None)
   return {export_lib.SIGNATURE_KEY_MAP[mode]:

@@ -11,6 +11,7 @@ SDCA pieces and the helpers `_compute_fraction_of_zero`, ...
 import tensorflow as tf
 
 from estimator_rt.estimator.canned import base
+from estimator_rt.estimator.canned import linear_logits
 from estimator_rt.estimator.canned import linear as _linear
 from estimator_rt.estimator.canned import linear_model as _linear_model
 from estimator_rt.estimator.canned import linear_sdca as _linear_sdca
@@ -32,7 +33,7 @@ def _compute_fraction_of_zero(variables):
   Raises:
     ValueError: `variables` is empty.
   """
-  return _linear.fraction_of_zero(tf.nest.flatten(variables))
+  return linear_logits.fraction_of_zero(tf.nest.flatten(variables))
 
 
 def _get_default_optimizer(feature_columns):
@@ -89,11 +90,11 @@ def _linear_model_fn_builder_v2(units, feature_columns, sparse_combiner='sum',
   """
   base.check_v2_columns(tuple(feature_columns), argument='feature_columns',
                         estimator_name='the linear model')
-  logits, weights, bias = _linear.build_linear(
+  logits, weights, bias = linear_logits.build_linear(
       units=units, feature_columns=feature_columns,
       sparse_combiner=sparse_combiner, features=features,
-      ops_scope=_linear.OPS_SCOPE)
-  _linear.add_linear_summaries(weights, bias, units)
+      ops_scope=linear_logits.OPS_SCOPE)
+  linear_logits.add_linear_summaries(weights, bias, units)
   return logits, weights + [bias]
 
 
@@ -172,11 +173,11 @@ def _linear_model_fn(features, labels, mode, head, feature_columns,
                           optimizer)
   columns = _v1_columns.v2_columns(tuple(feature_columns),
                                    argument='feature_columns')
-  logits, weights, bias = _linear.build_linear(
+  logits, weights, bias = linear_logits.build_linear(
       units=head.logits_dimension, feature_columns=columns,
       sparse_combiner=sparse_combiner, features=features,
-      ops_scope=_linear.V1_OPS_SCOPE)
-  _linear.add_linear_summaries(weights, bias, head.logits_dimension)
+      ops_scope=linear_logits.V1_OPS_SCOPE)
+  linear_logits.add_linear_summaries(weights, bias, head.logits_dimension)
   optimizer = _optimizers.get_optimizer_instance(
       optimizer or _get_default_optimizer(columns),
       learning_rate=_LEARNING_RATE)

@@ -6,12 +6,12 @@ tags and signature keys of each mode's MetaGraph (which
 SavedModelEstimator's subclasses read)."""
 
 from estimator_rt.compat.served.export.export import wrap_and_check_input_tensors
-from estimator_rt.export.saved_model import _SupervisedOutput
+from estimator_rt.core.export_outputs import _SupervisedOutput
 from estimator_rt.export.saved_model import build_supervised_input_receiver_fn_from_input_fn
 from estimator_rt.export.saved_model import EXPORT_TAG_MAP
 from estimator_rt.export.saved_model import SIGNATURE_KEY_MAP
 from estimator_rt.export.saved_model import SupervisedInputReceiver
-from estimator_rt.export.saved_model import TrainOutput
+from estimator_rt.core.export_outputs import TrainOutput
 from estimator_rt.export.saved_model import UnsupervisedInputReceiver
 
 __all__ = [

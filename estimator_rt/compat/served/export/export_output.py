@@ -2,7 +2,7 @@
 outputs (module_paths.json serves those), the TRAIN export's output and
 the base of the supervised ones, over estimator_rt.export."""
 
-from estimator_rt.export.saved_model import _SupervisedOutput
-from estimator_rt.export.saved_model import TrainOutput
+from estimator_rt.core.export_outputs import _SupervisedOutput
+from estimator_rt.core.export_outputs import TrainOutput
 
 __all__ = ['TrainOutput']

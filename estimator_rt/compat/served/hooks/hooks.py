@@ -1,6 +1,7 @@
 """tensorflow_estimator.python.estimator.hooks.hooks, over estimator_rt.
 
-`InMemoryEvaluatorHook` is estimator_rt's (estimator_rt/training/hooks.py);
+`InMemoryEvaluatorHook` is estimator_rt's
+(estimator_rt/training/graph/in_memory_evaluator.py);
 `_StopAtCheckpointStepHook` is 2.15's SessionRunHook, reading the step of
 model_dir's newest usable checkpoint as the runtime finds it
 (estimator_rt/core/checkpoints.py); `make_stop_at_checkpoint_step_hook` returns
@@ -17,7 +18,7 @@ from tensorflow.python.training import training_util
 from estimator_rt.core import checkpoints
 from estimator_rt.training import early_stopping as runtime_early_stopping
 from estimator_rt.core.errors import UserInputError
-from estimator_rt.training.hooks import InMemoryEvaluatorHook  # pylint: disable=unused-import
+from estimator_rt.training.graph.in_memory_evaluator import InMemoryEvaluatorHook  # pylint: disable=unused-import
 
 
 def _checkpoint_global_step(model_dir: str) -> int:

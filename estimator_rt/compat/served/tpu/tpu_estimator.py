@@ -35,7 +35,7 @@ from tensorflow.python.tpu import tpu as tpu_lib  # pylint: disable=g-direct-ten
 from tensorflow.python.tpu import tpu_replication  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.training import evaluation  # pylint: disable=g-direct-tensorflow-import
 
-from estimator_rt.export import saved_model as export_lib
+from estimator_rt.core import export_outputs as outputs_lib
 from estimator_rt.estimator.tpu import context as tpu_context
 from estimator_rt.estimator.tpu import inputs as tpu_inputs
 from estimator_rt.core import user_fns
@@ -217,11 +217,11 @@ def _export_output_to_tensors(export_output):
   Raises:
     ValueError: another kind of output.
   """
-  if isinstance(export_output, export_lib.ClassificationOutput):
+  if isinstance(export_output, outputs_lib.ClassificationOutput):
     return [export_output.scores, export_output.classes]
-  if isinstance(export_output, export_lib.RegressionOutput):
+  if isinstance(export_output, outputs_lib.RegressionOutput):
     return [export_output.value]
-  if isinstance(export_output, export_lib.PredictOutput):
+  if isinstance(export_output, outputs_lib.PredictOutput):
     return list(export_output.outputs.values())
   raise UserInputError(f'{_EXPORT_OUTPUT_TYPES}; got {export_output}.')
 
@@ -233,16 +233,16 @@ def _clone_export_output_with_tensors(export_output, tensors):
   Raises:
     ValueError: another kind of output, or a wrong number of tensors.
   """
-  if isinstance(export_output, export_lib.ClassificationOutput):
+  if isinstance(export_output, outputs_lib.ClassificationOutput):
     if len(tensors) != 2:
       raise UserInputError(f'tensors must be of length 2; got {len(tensors)}.')
-    return export_lib.ClassificationOutput(*tensors)
-  if isinstance(export_output, export_lib.RegressionOutput):
+    return outputs_lib.ClassificationOutput(*tensors)
+  if isinstance(export_output, outputs_lib.RegressionOutput):
     if len(tensors) != 1:
       raise UserInputError(f'tensors must be of length 1; got {len(tensors)}')
-    return export_lib.RegressionOutput(*tensors)
-  if isinstance(export_output, export_lib.PredictOutput):
-    return export_lib.PredictOutput(
+    return outputs_lib.RegressionOutput(*tensors)
+  if isinstance(export_output, outputs_lib.PredictOutput):
+    return outputs_lib.PredictOutput(
         dict(zip(export_output.outputs.keys(), tensors)))
   raise UserInputError(f'{_EXPORT_OUTPUT_TYPES}; got {export_output}.')
 

@@ -353,29 +353,8 @@ class ARModel(model.TimeSeriesModel):
     padding = iterations * self.output_window_size - num_predict_values
     predict_times = tf.pad(predict_times, [[0, 0], [0, padding]])
     exogenous = tf.pad(exogenous, [[0, 0], [0, padding], [0, 0]])
-    state_times, state_values, state_exogenous = features[
-        PredictionFeatures.STATE_TUPLE]
-    state_times = tf.cast(tf.convert_to_tensor(state_times), tf.int32)
-    state_values = tf.convert_to_tensor(state_values, dtype=self.dtype)
-    state_exogenous = tf.convert_to_tensor(state_exogenous, dtype=self.dtype)
-
-    first_times = predict_times[:, :self.output_window_size]
-    first_exogenous = exogenous[:, :self.output_window_size, :]
-    if self.input_window_size > 0:
-      first_times = tf.concat(
-          [state_times[:, -self.input_window_size:], first_times], 1)
-      values_size = tf.shape(state_values)[1]
-      with tf.control_dependencies([
-          tf.compat.v1.debugging.assert_greater_equal(
-              values_size, self.input_window_size),
-          tf.compat.v1.debugging.assert_equal(values_size,
-                                              tf.shape(state_times)[1])]):
-        first_values = state_values[:, -self.input_window_size:, :]
-        first_exogenous = tf.concat(
-            [state_exogenous[:, -self.input_window_size:, :],
-             first_exogenous[:, :self.output_window_size, :]], axis=1)
-    else:
-      first_values = 0
+    first_times, first_values, first_exogenous = self._first_window(
+        features[PredictionFeatures.STATE_TUPLE], predict_times, exogenous)
 
     def condition(iteration, *unused):
       return tf.less(iteration, iterations)
@@ -390,27 +369,9 @@ class ARModel(model.TimeSeriesModel):
       # last window rather than reading past the padded times.
       offset = self.output_window_size * tf.minimum(iteration + 1,
                                                     iterations - 1)
-      next_output = slice(offset, offset + self.output_window_size)
-      if self.input_window_size == 0:
-        next_values = input_values
-        next_exogenous = exogenous[:, next_output, :]
-        next_times = predict_times[:, next_output]
-      elif self.output_window_size < self.input_window_size:
-        next_values = tf.concat(
-            [input_values[:, self.output_window_size:, :], mean], 1)
-        next_exogenous = tf.concat(
-            [input_exogenous[:, -self.input_window_size:, :],
-             exogenous[:, next_output, :]], axis=1)
-        next_times = tf.concat(
-            [input_times[:, -self.input_window_size:],
-             predict_times[:, next_output]], 1)
-      else:
-        # The input window is all predictions (and their times).
-        next_window = slice(offset - self.input_window_size,
-                            offset + self.output_window_size)
-        next_values = mean[:, -self.input_window_size:, :]
-        next_exogenous = exogenous[:, next_window, :]
-        next_times = predict_times[:, next_window]
+      next_times, next_values, next_exogenous = self._next_window(
+          offset, (input_times, input_values, input_exogenous), mean,
+          predict_times, exogenous)
       next_times.set_shape(first_times.get_shape())
       next_exogenous.set_shape(first_exogenous.get_shape())
       if isinstance(covariance_ta, tf.TensorArray):
@@ -428,22 +389,76 @@ class ARModel(model.TimeSeriesModel):
         condition, body, [0, first_times, first_values, first_exogenous,
                           mean_ta, covariance_ta])
 
-    def stacked(windows_ta):
-      """[batch, num_predict_values, features] of the windows, or None."""
-      if not isinstance(windows_ta, tf.TensorArray):
-        return None
-      # [iterations, batch, output window, features] -> batch first.
-      windows = tf.transpose(windows_ta.stack(), [1, 0, 2, 3])
-      return tf.reshape(windows, tf.stack(
-          [batch_size, iterations * self.output_window_size, -1]))[
-              :, :num_predict_values, :]
-
-    mean = stacked(mean_ta)
-    covariance = stacked(covariance_ta)
+    shape = (batch_size, iterations, num_predict_values)
+    mean = self._stacked(mean_ta, *shape)
+    covariance = self._stacked(covariance_ta, *shape)
     if covariance is None:
       covariance = tf.ones_like(mean)
     return {'mean': self._scale_back_data(mean),
             'covariance': self._scale_back_variance(covariance)}
+
+  def _stacked(self, windows_ta, batch_size, iterations, num_predict_values):
+    """[batch, num_predict_values, features] of predict's windows, or None
+    (no TensorArray: the squared loss's covariance)."""
+    if not isinstance(windows_ta, tf.TensorArray):
+      return None
+    # [iterations, batch, output window, features] -> batch first.
+    windows = tf.transpose(windows_ta.stack(), [1, 0, 2, 3])
+    return tf.reshape(windows, tf.stack(
+        [batch_size, iterations * self.output_window_size, -1]))[
+            :, :num_predict_values, :]
+
+  def _first_window(self, state, predict_times, exogenous):
+    """predict's first input window: (times, values, exogenous), the
+    state's last `input_window_size` steps and the first output window's
+    times and exogenous features."""
+    state_times, state_values, state_exogenous = state
+    state_times = tf.cast(tf.convert_to_tensor(state_times), tf.int32)
+    state_values = tf.convert_to_tensor(state_values, dtype=self.dtype)
+    state_exogenous = tf.convert_to_tensor(state_exogenous, dtype=self.dtype)
+    first_times = predict_times[:, :self.output_window_size]
+    first_exogenous = exogenous[:, :self.output_window_size, :]
+    if self.input_window_size == 0:
+      return first_times, 0, first_exogenous
+    first_times = tf.concat(
+        [state_times[:, -self.input_window_size:], first_times], 1)
+    values_size = tf.shape(state_values)[1]
+    with tf.control_dependencies([
+        tf.compat.v1.debugging.assert_greater_equal(
+            values_size, self.input_window_size),
+        tf.compat.v1.debugging.assert_equal(values_size,
+                                            tf.shape(state_times)[1])]):
+      first_values = state_values[:, -self.input_window_size:, :]
+      first_exogenous = tf.concat(
+          [state_exogenous[:, -self.input_window_size:, :],
+           first_exogenous[:, :self.output_window_size, :]], axis=1)
+    return first_times, first_values, first_exogenous
+
+  def _next_window(self, offset, inputs, mean, predict_times, exogenous):
+    """predict's next input window (times, values, exogenous), from this
+    one's `inputs` (the same three) and its predicted `mean`; the next
+    output window starts at `offset`."""
+    input_times, input_values, input_exogenous = inputs
+    next_output = slice(offset, offset + self.output_window_size)
+    if self.input_window_size == 0:
+      next_exogenous = exogenous[:, next_output, :]
+      return predict_times[:, next_output], input_values, next_exogenous
+    if self.output_window_size < self.input_window_size:
+      next_values = tf.concat(
+          [input_values[:, self.output_window_size:, :], mean], 1)
+      next_exogenous = tf.concat(
+          [input_exogenous[:, -self.input_window_size:, :],
+           exogenous[:, next_output, :]], axis=1)
+      next_times = tf.concat(
+          [input_times[:, -self.input_window_size:],
+           predict_times[:, next_output]], 1)
+      return next_times, next_values, next_exogenous
+    # The input window is all predictions (and their times).
+    next_window = slice(offset - self.input_window_size,
+                        offset + self.output_window_size)
+    next_values = mean[:, -self.input_window_size:, :]
+    next_exogenous = exogenous[:, next_window, :]
+    return predict_times[:, next_window], next_values, next_exogenous
 
   def _process_window(self, features, mode, exogenous_regressors):
     """The model.ModelOutputs of one window ([batch, window_size] times):

@@ -16,7 +16,7 @@ import re
 
 import tensorflow as tf
 
-from estimator_rt.export.saved_model import PredictOutput
+from estimator_rt.core.export_outputs import PredictOutput
 from estimator_rt.estimator.head import v1_head
 from estimator_rt.estimator.head.keys import MetricKeys
 from estimator_rt.core.mode_keys import ModeKeys

@@ -307,6 +307,26 @@ def _warn_about_threads(shuffle, num_threads, num_epochs):
         ' one thread; if you want multiple threads, enable shuffling.')
 
 
+def _new_queue(capacity, dtypes, shapes, *, shuffle, padding,
+               min_after_dequeue, seed):
+  """_enqueue_data's queue, and its minimum after a dequeue (0 but for a
+  shuffling queue)."""
+  if shuffle:
+    min_after_dequeue = int(capacity / 4 if min_after_dequeue is None else
+                            min_after_dequeue)
+    return tf.queue.RandomShuffleQueue(
+        capacity, min_after_dequeue, dtypes=dtypes, shapes=shapes,
+        seed=seed), min_after_dequeue
+  if padding:
+    # Rows vary in their last dimension, padded at dequeue.
+    shapes = [tuple(shape[:-1]) + (None,) if len(shape) else shape
+              for shape in shapes]
+    return tf.queue.PaddingFIFOQueue(capacity, dtypes=dtypes,
+                                     shapes=shapes), 0
+  # 0: for the summary's name.
+  return tf.queue.FIFOQueue(capacity, dtypes=dtypes, shapes=shapes), 0
+
+
 def _enqueue_data(data, capacity, shuffle=False, min_after_dequeue=None,
                   num_threads=1, seed=None, name='enqueue_input',
                   enqueue_size=1, num_epochs=None, pad_value=None):
@@ -350,23 +370,9 @@ def _enqueue_data(data, capacity, shuffle=False, min_after_dequeue=None,
           'padding and shuffling data at the same time is not implemented')
     _warn_about_threads(shuffle, num_threads, num_epochs)
 
-    if shuffle:
-      min_after_dequeue = int(capacity / 4 if min_after_dequeue is None else
-                              min_after_dequeue)
-      queue = tf.queue.RandomShuffleQueue(
-          capacity, min_after_dequeue, dtypes=dtypes, shapes=shapes,
-          seed=seed)
-    else:
-      min_after_dequeue = 0  # For the summary's name.
-      if padding:
-        # Rows vary in their last dimension, padded at dequeue.
-        shapes = [tuple(shape[:-1]) + (None,) if len(shape) else shape
-                  for shape in shapes]
-        queue = tf.queue.PaddingFIFOQueue(capacity, dtypes=dtypes,
-                                          shapes=shapes)
-      else:
-        queue = tf.queue.FIFOQueue(capacity, dtypes=dtypes, shapes=shapes)
-
+    queue, min_after_dequeue = _new_queue(
+        capacity, dtypes, shapes, shuffle=shuffle, padding=padding,
+        min_after_dequeue=min_after_dequeue, seed=seed)
     enqueue_ops = []
     feed_fns = []
     for i in range(num_threads):
