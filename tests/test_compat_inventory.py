@@ -19,7 +19,7 @@ What each name *does* is tested where its behaviour is (the served modules'
 tests); this file checks that nothing of 2.15's surface is absent or shaped
 differently. A name whose behaviour cannot exist here (TPU hardware) is
 served as a refusal: it resolves, has 2.15's signature, and raises one clear
-error when used (`REFUSED` below, each with its reason in the README).
+error when used (`REFUSED` below, each with its reason in docs/moving-from-tf-estimator.md).
 """
 
 import importlib
@@ -49,7 +49,7 @@ NOT_SERVED_YET = {}
 
 
 # Defaults kept different from 2.15's on purpose, each with its reason
-# (README's Differences says the same): {(module, name): {parameter:
+# (docs/differences.md says the same): {(module, name): {parameter:
 # (default here, why)}}.
 DIFFERENT_DEFAULTS = {
     ('training', 'EvalSpec'): {

@@ -8,7 +8,7 @@ scripts/tf_estimator_215/libraries_reference.py) its figures must be
 2.15's. A library that is not installed is skipped: `make test` installs
 TF-Ranking and DeepCTR (`pip install --no-deps`, they pin old TensorFlow
 releases); TF-GAN runs where its own code does (Python <= 3.10 with
-tensorflow-probability), as README's library table says.
+tensorflow-probability), as docs/libraries.md's table says.
 """
 
 import importlib.util

@@ -4,6 +4,7 @@ model_dir untouched)."""
 import hashlib
 import json
 import os
+import shlex
 import textwrap
 
 import pytest
@@ -93,8 +94,15 @@ def _assert_one_line_error(result, *fragments):
   return errors[0]
 
 
+# What `make run` runs (the Makefile's run target), the README's quick start,
+# run here as written (tests/test_docs.py checks the README against it).
+README_COMMAND = 'python -m estimator_rt.main'
+
+
 def test_default_job_with_no_flags_trains_evaluates_and_exports():
-  result = _binary([], timeout=300)
+  program, *args = shlex.split(README_COMMAND)
+  assert program == 'python'
+  result = run_python(args, timeout=300)
   assert result.returncode == 0, result.stderr[-3000:]
   lines = result.stdout.splitlines()
   metrics = json.loads(

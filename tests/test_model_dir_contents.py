@@ -8,7 +8,7 @@ graph.pbtxt, model.ckpt-0 and model.ckpt-30 with their .meta files, the
 state file, the event files and the graph in them. The same function
 records them here (once per module, through tf.estimator's names as
 `python -m estimator_rt.compat` serves them), and every file 2.15 wrote must
-be here, or be a difference the README's Differences give a reason for
+be here, or be a difference docs/differences.md gives a reason for
 (DOCUMENTED). In the event files, the records about the graph and the
 session (the graph, the meta graph, the session logs) are compared; which
 summaries a model_fn writes at which step is the summaries' business.
@@ -39,7 +39,7 @@ with open(listing_lib.REFERENCE_PATH) as f:
 # The records of an event file compared with 2.15's.
 GRAPH_RECORDS = ('graph_def', 'meta_graph_def', 'session_log:START',
                  'session_log:CHECKPOINT')
-# (program, what 2.15 wrote that is not here) -> the README's words giving
+# (program, what 2.15 wrote that is not here) -> docs/differences.md's words giving
 # the reason, in its Differences.
 DOCUMENTED = {
     # The eager engine's checkpoints are object-based: no MetaGraphDef's
@@ -51,11 +51,9 @@ DOCUMENTED = {
 }
 
 
-def _readme_differences() -> str:
-  with open(os.path.join(REPO_ROOT, 'README.md')) as f:
-    text = f.read()
-  start = text.index('## Differences from tf.estimator')
-  return text[start:text.index('\n## ', start + 1)]
+def _documented_differences() -> str:
+  with open(os.path.join(REPO_ROOT, 'docs', 'differences.md')) as f:
+    return f.read()
 
 
 @pytest.fixture(scope='module')
@@ -104,7 +102,7 @@ def test_every_file_2_15_wrote_is_here(recorded, program, stage):
 
 
 def test_the_documented_differences_are_in_the_readme():
-  differences = _readme_differences()
+  differences = _documented_differences()
   for key, words in DOCUMENTED.items():
     assert words in differences, (key, words)
 

@@ -5,7 +5,7 @@ through `_TrainingExecutor`; the module paths `run_config`, `training`,
 `hooks.hooks` and TensorFlow's removed `distribute.estimator_training`;
 `save_summary_steps=None`; `InMemoryEvaluatorHook` and
 `_StopAtCheckpointStepHook`. Where estimator_rt differs from 2.15 on
-purpose (README, "Differences from tf.estimator") the test says so.
+purpose (docs/differences.md) the test says so.
 """
 
 import json
@@ -287,7 +287,7 @@ def test_specs_take_estimator_rt_hooks_too():
                                                   every_steps=5)],
                             saving_listeners=[lambda path, step: None])
   assert len(spec.hooks) == 3 and len(spec.saving_listeners) == 1
-  # 2.15's default is 120 s: estimator_rt starts at once (README).
+  # 2.15's default is 120 s: estimator_rt starts at once (docs/differences.md).
   assert training.EvalSpec(lambda: 1).start_delay_secs == 0
 
 

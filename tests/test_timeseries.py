@@ -21,7 +21,7 @@ variables (names, shapes, values) and evaluation.
 initial values depend on the ops the graph held before each initializer,
 which differ between any two graph builders, 2.15's TF1 and TF2 modes
 included.) 2.15's own tests of these classes are `run_v1_only` (skipped
-under TF2 behaviour; see README).
+under TF2 behaviour; see docs/canned-estimators.md).
 """
 
 import json

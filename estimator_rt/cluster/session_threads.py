@@ -15,8 +15,8 @@ Why users set them: CPU jobs that run several tasks per host size the pools
 to their share of the cores; and small models train faster with one
 intra-op thread on TensorFlow 2.16 and later, whose fused Adam kernel
 (`tf.compat.v1.train.AdamOptimizer`, the canned estimators' 'Adam') splits
-even a 2,048-element variable across the intra-op pool (README, "The two
-engines").
+even a 2,048-element variable across the intra-op pool
+(docs/engines.md).
 """
 
 from absl import logging

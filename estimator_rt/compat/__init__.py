@@ -42,8 +42,8 @@ objects:
 what of this a codebase uses and whether each use runs here (check.py).
 
 Where it stops: private names of tensorflow_estimator, and the parts of the
-API that estimator_rt refuses in one line (see the README's "Moving from
-tf.estimator").
+API that estimator_rt refuses in one line (see
+docs/moving-from-tf-estimator.md).
 """
 
 import sys

@@ -6,8 +6,8 @@ name is matched by the object it resolves to, so every path to that object
 (`tf.estimator.RunConfig`, `tf.compat.v1.estimator.RunConfig`,
 `tensorflow_estimator.python.estimator.run_config.RunConfig`) gets the
 same line. Keys are public names as a program writes them; each value is
-one line, taken from the README ("Moving from tf.estimator", "Canned
-estimators", "Differences from tf.estimator"). tests/test_compat_check.py
+one line, taken from docs/ (moving-from-tf-estimator.md,
+canned-estimators.md, differences.md). tests/test_compat_check.py
 checks that every key resolves to a real object.
 """
 

@@ -13,8 +13,8 @@ worker, ps: see roles.py) is estimator_rt's: the roles decided once from
 the task and the strategy; a ps exits when the chief is done; workers of a
 TF2 model_fn in parameter-server training serve the chief's coordinator.
 
-Where estimator_rt differs from 2.15 on purpose (each is in the README's
-differences list): evaluation never at step 0 and always of the final
+Where estimator_rt differs from 2.15 on purpose (each is in
+docs/differences.md): evaluation never at step 0 and always of the final
 checkpoint, with a final export even when the input ended before
 max_steps; an evaluator that looks for new checkpoints every
 `_POLL_SECS` and does not hold the final one back for `throttle_secs`;

@@ -17,7 +17,7 @@ the local launcher handles them. A restart runs the command again in the
 same actor, on the same node and port, so the cluster never changes.
 `run_on_ray` is the whole launcher as one function.
 
-estimator_rt's bind guard (README, "Where servers listen") makes each
+estimator_rt's bind guard (docs/standalone-clients.md) makes each
 server listen on its node's address only, which is the address Ray knows
 the node by: TensorFlow servers take work from anyone who reaches them, so
 a Ray cluster on a network others can reach needs a firewall anyway.

@@ -27,7 +27,7 @@ CPU count, and the tasks listen on 127.0.0.1). Each task's address is its
 node's address in the Ray cluster unless `--task_host` says otherwise.
 
 What happens when a task ends is what `estimator_rt.launch.local` does
-(see its docstring and the README): 2 is bad input, never restarted; 143
+(see its docstring and docs/launchers.md): 2 is bad input, never restarted; 143
 (preempted) restarts apart from `--max_restarts`; a restarted task runs
 again in the same actor, on the same node and port. Exit codes: the
 chief's when the job is done (0); 2 bad input (from a task, or these

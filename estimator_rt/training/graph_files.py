@@ -26,7 +26,7 @@ it writes that graph to graph.pbtxt and to the event file, as Keras'
 TensorBoard callback shows a model's training function. Its checkpoints
 are object-based (`tf.train.Checkpoint`), restored by object, not by the
 names of a graph's variables, so it writes no .meta: no MetaGraphDef has a
-Saver that restores them (see the README's Differences).
+Saver that restores them (see docs/differences.md).
 """
 
 import contextlib

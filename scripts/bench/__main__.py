@@ -80,7 +80,7 @@ from scripts.bench.settings import WORKLOADS
 def _git_state() -> Dict[str, object]:
   """The commit measured and whether the measured code differs from it.
 
-  Figures in the README should say which runtime they belong to; a tree
+  Figures in docs/benchmarks.md should say which runtime they belong to; a tree
   with uncommitted changes to the runtime, model_fns or input_fns is not
   exactly that commit.
   """
@@ -260,8 +260,8 @@ def _parser() -> argparse.ArgumentParser:
                       'sides also ask for it in their session_config, as '
                       'users do. With 1, the TF1-style W2 no longer pays '
                       "TensorFlow 2.16+'s fused Adam kernel splitting small "
-                      'variables across the pool (README, "The two '
-                      'engines"); local comparison only')
+                      'variables across the pool (docs/engines.md); '
+                      'local comparison only')
   parser.add_argument('--json', action='store_true',
                       help='print one JSON object on stdout instead of the '
                       'table (progress still goes to stderr)')

@@ -20,7 +20,7 @@ of their URLs) and the Iris CSVs (`tf.keras.utils.get_file`).
 Each program runs in a fresh process on each side: with `.venv-tf215`'s
 Python (tf.estimator 2.15) and with `--compat_python -m estimator_rt.compat`
 (the environment must have pandas 2, which estimator_rt does not need: the
-project's `.venv` leaves it out, see the README; under pandas 3 the
+project's `.venv` leaves it out, see docs/getting-started.md; under pandas 3 the
 canned-estimator guide's `df['sex'].replace(..., inplace=True)` changes
 nothing, and its model then fails on string features on both sides). The
 weights start unseeded in most programs, so the sides' metrics agree in
