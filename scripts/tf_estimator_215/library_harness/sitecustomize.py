@@ -1,0 +1,81 @@
+"""Gives a library's own code back what newer Pythons and TensorFlows moved.
+
+On the PYTHONPATH of every process the library runners start, on both sides
+(tf.estimator 2.15 and estimator_rt), so that a library's own break on a
+newer Python or TensorFlow is not counted against either: this is the
+harness, never the product.
+
+- `inspect.getargspec` (removed in Python 3.11; TF-GAN 2.1.0 calls it): as
+  Python 3.10 had it, `getfullargspec` narrowed to four fields, refusing a
+  function with keyword-only parameters or annotations as 3.10 did.
+- With LIBRARY_HARNESS_TF_NAMES=1 (a library written for TensorFlow <= 2.12,
+  EasyRec): the module attributes TensorFlow 2.13 removed or moved, set on
+  their old modules as each is imported (`nest.is_sequence`, the old name
+  of `nest.is_nested`; `array_ops.stack` and `unstack`, moved to
+  `array_ops_stack`). TensorFlow 2.15 lacks them as 2.21 does.
+"""
+
+import collections
+import importlib
+import importlib.abc
+import inspect
+import os
+import sys
+
+if not hasattr(inspect, 'getargspec'):
+  ArgSpec = collections.namedtuple('ArgSpec', 'args varargs keywords defaults')
+
+  def getargspec(func):
+    """Python 3.10's `inspect.getargspec`."""
+    (args, varargs, varkw, defaults, kwonlyargs, unused_kwonlydefaults,
+     annotations) = inspect.getfullargspec(func)
+    if kwonlyargs or annotations:
+      raise ValueError('Function has keyword-only parameters or annotations'
+                       ', use inspect.signature() API which can support them')
+    return ArgSpec(args, varargs, varkw, defaults)
+
+  inspect.ArgSpec = ArgSpec
+  inspect.getargspec = getargspec
+
+
+# module -> {old attribute: (module that has it now, its name there)}
+MOVED_TF_NAMES = {
+    'tensorflow.python.util.nest': {
+        'is_sequence': ('tensorflow.python.util.nest', 'is_nested')},
+    'tensorflow.python.ops.array_ops': {
+        'stack': ('tensorflow.python.ops.array_ops_stack', 'stack'),
+        'unstack': ('tensorflow.python.ops.array_ops_stack', 'unstack')},
+}
+
+
+def _give_back(module) -> None:
+  for old, (home, name) in MOVED_TF_NAMES[module.__name__].items():
+    if not hasattr(module, old):
+      setattr(module, old, getattr(importlib.import_module(home), name))
+
+
+class _GiveBackOnImport(importlib.abc.MetaPathFinder):
+  """Lets the other finders load a module of MOVED_TF_NAMES, then sets the
+  old names on it."""
+
+  def find_spec(self, name, path=None, target=None):
+    if name not in MOVED_TF_NAMES:
+      return None
+    for finder in sys.meta_path:
+      if finder is self or not hasattr(finder, 'find_spec'):
+        continue
+      spec = finder.find_spec(name, path, target)
+      if spec is not None and spec.loader is not None:
+        exec_module = spec.loader.exec_module
+
+        def exec_and_give_back(module, exec_module=exec_module):
+          exec_module(module)
+          _give_back(module)
+
+        spec.loader.exec_module = exec_and_give_back
+        return spec
+    return None
+
+
+if os.environ.get('LIBRARY_HARNESS_TF_NAMES') == '1':
+  sys.meta_path.insert(0, _GiveBackOnImport())
