@@ -71,6 +71,8 @@ class Library:
     plugins: modules of library_harness/ given to pytest with `-p`.
     home_data: a function of library_harness/ (`module:function`) that
       writes, under a fresh HOME, the data files the tests would download.
+    harness: the give-backs of library_harness/sitecustomize.py it needs
+      (the variables that turn them on, set to 1).
   """
   package: str
   requirement: str
@@ -78,6 +80,7 @@ class Library:
   programs: Tuple[str, ...] = ()
   plugins: Tuple[str, ...] = ()
   home_data: Optional[str] = None
+  harness: Tuple[str, ...] = ()
 
 
 LIBRARIES = {
@@ -95,7 +98,8 @@ LIBRARIES = {
         requirement='tensorflow-lattice==2.0.13',
         pytest_files=('python/estimators_test.py',),
         plugins=('lattice_data',),
-        home_data='lattice_data:write_keras_datasets'),
+        home_data='lattice_data:write_keras_datasets',
+        harness=('LIBRARY_HARNESS_NUMPY',)),
 }
 
 
@@ -113,8 +117,8 @@ def package_dir(python: str, package: str) -> str:
   return found.stdout.strip().splitlines()[-1]
 
 
-def _environment(target: str, report: str, home: Optional[str]
-                 ) -> Dict[str, str]:
+def _environment(target: str, library: Library, report: str,
+                 home: Optional[str]) -> Dict[str, str]:
   env = dict(os.environ)
   paths = [HARNESS]
   if target == TARGET_HERE:
@@ -129,6 +133,7 @@ def _environment(target: str, report: str, home: Optional[str]
       PYTEST_DISABLE_PLUGIN_AUTOLOAD='1',
       TF_CPP_MIN_LOG_LEVEL='2',
       CUDA_VISIBLE_DEVICES='')
+  env.update((variable, '1') for variable in library.harness)
   if home:
     env['HOME'] = home
   return env
@@ -254,7 +259,7 @@ def run_library(name: str, target: str, python: str, timeout: float = 900,
       cwd = tempfile.mkdtemp(prefix=stem, dir=work)
       code, seconds = _run_child(
           _command(target, python, library, top, group, is_program),
-          _environment(target, report, home), cwd, output, timeout)
+          _environment(target, library, report, home), cwd, output, timeout)
       runs.append({'files': list(group), 'seconds': round(seconds, 1)})
       found = (read_junit(report, group[0]) if is_program
                else read_outcomes(report))

@@ -13,9 +13,13 @@ harness, never the product.
   their old modules as each is imported (`nest.is_sequence`, the old name
   of `nest.is_nested`; `array_ops.stack` and `unstack`, moved to
   `array_ops_stack`). TensorFlow 2.15 lacks them as 2.21 does.
+- With LIBRARY_HARNESS_NUMPY=1 (TF Lattice 2.0.13): the `interpolation`
+  keyword of `numpy.quantile` and `percentile`, renamed `method` in NumPy
+  1.22 and removed in 2.4 (the 2.15 side's NumPy 1.26 still has it).
 """
 
 import collections
+import functools
 import importlib
 import importlib.abc
 import inspect
@@ -48,18 +52,41 @@ MOVED_TF_NAMES = {
 }
 
 
-def _give_back(module) -> None:
+def _give_back_tf_names(module) -> None:
   for old, (home, name) in MOVED_TF_NAMES[module.__name__].items():
     if not hasattr(module, old):
       setattr(module, old, getattr(importlib.import_module(home), name))
 
 
+def _accept_interpolation(function):
+  """`function` (numpy.quantile or percentile) taking `interpolation=` as
+  NumPy < 2.4 did, as the `method` it was renamed to."""
+  if 'interpolation' in inspect.signature(function).parameters:
+    return function
+
+  @functools.wraps(function)
+  def with_interpolation(*args, interpolation=None, **kwargs):
+    if interpolation is not None:
+      kwargs['method'] = interpolation
+    return function(*args, **kwargs)
+
+  return with_interpolation
+
+
+def _give_back_numpy(module) -> None:
+  module.quantile = _accept_interpolation(module.quantile)
+  module.percentile = _accept_interpolation(module.percentile)
+
+
 class _GiveBackOnImport(importlib.abc.MetaPathFinder):
-  """Lets the other finders load a module of MOVED_TF_NAMES, then sets the
-  old names on it."""
+  """Lets the other finders load one of `after_import`'s modules, then
+  calls its function on it."""
+
+  def __init__(self, after_import):
+    self._after_import = after_import
 
   def find_spec(self, name, path=None, target=None):
-    if name not in MOVED_TF_NAMES:
+    if name not in self._after_import:
       return None
     for finder in sys.meta_path:
       if finder is self or not hasattr(finder, 'find_spec'):
@@ -68,14 +95,20 @@ class _GiveBackOnImport(importlib.abc.MetaPathFinder):
       if spec is not None and spec.loader is not None:
         exec_module = spec.loader.exec_module
 
-        def exec_and_give_back(module, exec_module=exec_module):
+        def exec_and_give_back(module, exec_module=exec_module,
+                               give_back=self._after_import[name]):
           exec_module(module)
-          _give_back(module)
+          give_back(module)
 
         spec.loader.exec_module = exec_and_give_back
         return spec
     return None
 
 
+_AFTER_IMPORT = {}
 if os.environ.get('LIBRARY_HARNESS_TF_NAMES') == '1':
-  sys.meta_path.insert(0, _GiveBackOnImport())
+  _AFTER_IMPORT.update((name, _give_back_tf_names) for name in MOVED_TF_NAMES)
+if os.environ.get('LIBRARY_HARNESS_NUMPY') == '1':
+  _AFTER_IMPORT['numpy'] = _give_back_numpy
+if _AFTER_IMPORT:
+  sys.meta_path.insert(0, _GiveBackOnImport(_AFTER_IMPORT))
