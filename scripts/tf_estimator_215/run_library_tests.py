@@ -371,20 +371,28 @@ def table(reference_all: Dict[str, Dict[str, object]],
     lines.append(f'| **all** | | **{len(passing)}** | '
                  f'**{len(passing) - len(failing)}** |')
     if failing:
-      lines += ['', 'Passing on 2.15, not here:', '']
+      lines += ['', 'Passing on 2.15, not here, by reason:', '']
+      by_reason = collections.defaultdict(list)
       for key, reason in sorted(failing.items()):
-        lines.append(f"- `{key}`: {re.sub(r'/tmp/[^ ,:]+', '/tmp/…', reason)}")
+        by_reason[re.sub(r'/tmp/[^ ,:]+', '/tmp/…', reason)].append(
+            key.split('::', 1)[1])
+      for reason, keys in sorted(by_reason.items(), key=lambda i: -len(i[1])):
+        lines.append(f"- {len(keys)}: {reason} ({', '.join(keys)})")
     errors = {f: e['error'] for f, e in reference['files'].items()
               if e.get('error')}
     if errors:
       lines += ['', 'Files that run no test on 2.15:', '']
       lines += [f'- `{f}`: {e}' for f, e in sorted(errors.items())]
-    not_215 = collections.Counter(
-        _normalize(t.get('reason', t['outcome']))
-        for t in reference['tests'].values() if t['outcome'] == 'failed')
+    not_215 = collections.defaultdict(list)
+    for key, result in sorted(reference['tests'].items()):
+      if result['outcome'] == 'failed':
+        not_215[_normalize(result.get('reason', ''))].append(
+            key.split('::', 1)[1])
     if not_215:
       lines += ['', 'Failing on 2.15 (not counted), by reason:', '']
-      lines += [f'- {n}: {r}' for r, n in not_215.most_common()]
+      lines += [f"- {len(keys)}: {reason} ({', '.join(keys)})"
+                for reason, keys in sorted(not_215.items(),
+                                           key=lambda i: -len(i[1]))]
     lines.append('')
   return '\n'.join(lines)
 

@@ -9,10 +9,12 @@ harness, never the product.
   Python 3.10 had it, `getfullargspec` narrowed to four fields, refusing a
   function with keyword-only parameters or annotations as 3.10 did.
 - With LIBRARY_HARNESS_TF_NAMES=1 (a library written for TensorFlow <= 2.12,
-  EasyRec): the module attributes TensorFlow 2.13 removed or moved, set on
-  their old modules as each is imported (`nest.is_sequence`, the old name
-  of `nest.is_nested`; `array_ops.stack` and `unstack`, moved to
-  `array_ops_stack`). TensorFlow 2.15 lacks them as 2.21 does.
+  EasyRec, tf-slim 1.1.0): the module attributes TensorFlow 2.13 removed or
+  moved, set on their old modules as each is imported (`nest.is_sequence`,
+  the old name of `nest.is_nested`; `array_ops.stack` and `unstack`, moved
+  to `array_ops_stack`; `control_flow_ops.case`, `cond`, `while_loop` and
+  `Assert`, moved to modules of their own). TensorFlow 2.15 lacks them as
+  2.21 does.
 - With LIBRARY_HARNESS_NUMPY=1 (TF Lattice 2.0.13): the `interpolation`
   keyword of `numpy.quantile` and `percentile`, renamed `method` in NumPy
   1.22 and removed in 2.4 (the 2.15 side's NumPy 1.26 still has it).
@@ -49,13 +51,30 @@ MOVED_TF_NAMES = {
     'tensorflow.python.ops.array_ops': {
         'stack': ('tensorflow.python.ops.array_ops_stack', 'stack'),
         'unstack': ('tensorflow.python.ops.array_ops_stack', 'unstack')},
+    'tensorflow.python.ops.control_flow_ops': {
+        'case': ('tensorflow.python.ops.control_flow_case', 'case'),
+        'cond': ('tensorflow.python.ops.cond', 'cond'),
+        'while_loop': ('tensorflow.python.ops.while_loop', 'while_loop'),
+        'Assert': ('tensorflow.python.ops.control_flow_assert', 'Assert')},
 }
 
 
 def _give_back_tf_names(module) -> None:
-  for old, (home, name) in MOVED_TF_NAMES[module.__name__].items():
-    if not hasattr(module, old):
-      setattr(module, old, getattr(importlib.import_module(home), name))
+  """Resolves the old names of `module` when read (a module __getattr__:
+  their new homes may import `module` themselves)."""
+  moved = MOVED_TF_NAMES[module.__name__]
+  previous = module.__dict__.get('__getattr__')
+
+  def __getattr__(name):  # pylint: disable=invalid-name
+    if name in moved:
+      home, new_name = moved[name]
+      return getattr(importlib.import_module(home), new_name)
+    if previous is not None:
+      return previous(name)
+    raise AttributeError(
+        f'module {module.__name__!r} has no attribute {name!r}')
+
+  module.__getattr__ = __getattr__
 
 
 def _accept_interpolation(function):
