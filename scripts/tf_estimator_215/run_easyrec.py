@@ -22,35 +22,24 @@ on both sides (the TensorFlow 2.13 renames its code reads).
 Per config it records the exit code (and the error's last line), the
 checkpoints' steps, the final evaluation's metrics (read from the eval
 event files) and the exports, to tests/data/tf_estimator_215/easyrec.json
-(--215) or scripts/tf_estimator_215/own_tests/easyrec_estimator_rt.json,
-and prints both sides side by side.
+(--215) or scripts/tf_estimator_215/own_tests/easyrec_estimator_rt.json.
 """
 
 import argparse
 import csv
-import datetime
 import glob
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import numpy as np
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_REPO_ROOT = os.path.dirname(os.path.dirname(_HERE))
-HARNESS = os.path.join(_HERE, 'library_harness')
-REFERENCE = os.path.join(_REPO_ROOT, 'tests', 'data', 'tf_estimator_215',
-                         'easyrec.json')
-HERE_RESULTS = os.path.join(_HERE, 'own_tests', 'easyrec_estimator_rt.json')
-PYTHON_HERE = os.path.join(_REPO_ROOT, '.venv-libraries', 'bin', 'python')
-PYTHON_215 = os.path.join(_REPO_ROOT, '.venv-tf215-libraries', 'bin',
-                          'python')
+import library_programs as programs
 
 # Sample configs of EasyRec's train_eval_test.py that read the Avazu CSV.
 CONFIGS = ('wide_and_deep_on_avazau_ctr', 'deepfm_combo_on_avazu_ctr',
@@ -110,92 +99,36 @@ def prepare(source: str, python: str, work: str) -> str:
   return src
 
 
-def _environment(reference: bool, src: str) -> Dict[str, str]:
-  paths = [HARNESS] + ([] if reference else [_REPO_ROOT]) + [src]
-  return dict(os.environ, PYTHONPATH=os.pathsep.join(paths),
-              LIBRARY_HARNESS_TF_NAMES='1', TF_CPP_MIN_LOG_LEVEL='2',
-              CUDA_VISIBLE_DEVICES='', PYTHONDONTWRITEBYTECODE='1')
-
-
-def _run(command: List[str], env: Dict[str, str], cwd: str, log: str,
-         timeout: float) -> Optional[int]:
-  """Runs `command` in its own process group (killed after `timeout` s);
-  its exit code, None if killed."""
-  with open(log, 'w') as out:
-    child = subprocess.Popen(command, env=env, cwd=cwd, stdout=out,
-                             stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-      return child.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-      os.killpg(child.pid, signal.SIGKILL)
-      child.wait()
-      return None
-
-
-def _last_error(log: str) -> str:
-  with open(log, errors='replace') as f:
-    lines = [l.strip() for l in f if l.strip()]
-  errors = [l for l in lines if 'Error' in l.split(':')[0]]
-  return (errors or lines or [''])[-1][:300]
-
-
-def _checkpoint_steps(model_dir: str) -> List[int]:
-  return sorted({int(p.split('model.ckpt-')[1].split('.')[0]) for p in
-                 glob.glob(os.path.join(model_dir, 'model.ckpt-*.index'))})
-
-
-def _final_eval(model_dir: str) -> Dict[str, float]:
-  """The last step's scalars in the eval event files (model_dir/eval*)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  found = {}
-  for path in sorted(glob.glob(os.path.join(model_dir, 'eval*', 'events.*'))):
-    for event in tf.compat.v1.train.summary_iterator(path):
-      for value in event.summary.value:
-        if value.HasField('simple_value'):
-          found[(event.step, value.tag)] = value.simple_value
-        elif value.HasField('tensor'):
-          array = tf.make_ndarray(value.tensor)
-          if array.size == 1 and array.dtype.kind == 'f':
-            found[(event.step, value.tag)] = float(array)
-  if not found:
-    return {}
-  last = max(step for step, _ in found)
-  return {tag: round(v, 6) for (step, tag), v in sorted(found.items())
-          if step == last} | {'step': last}
-
-
 def run_config(name: str, source: str, python: str, reference: bool,
                work: str, src: str, timeout: float) -> Dict[str, object]:
   """Makes config `name` as test_single_train_eval does, runs train_eval."""
   test_dir = os.path.join(work, name)
   os.makedirs(test_dir)
-  runner = [python] if reference else [python, '-m', 'estimator_rt.compat']
-  env = _environment(reference, src)
+  runner = programs.runner(python, reference)
+  env = programs.environment(reference, [src], LIBRARY_HARNESS_TF_NAMES='1')
   maker = os.path.join(work, 'make_config.py')
   with open(maker, 'w') as f:
     f.write(MAKE_CONFIG)
   log = os.path.join(test_dir, 'make_config.log')
-  code = _run(runner + [maker, os.path.join(source, 'samples', 'model_config',
+  code = programs.run(runner + [maker, os.path.join(source, 'samples', 'model_config',
                                               name + '.config'), test_dir,
                         str(TOTAL_STEPS)], env, work, log, 600)
   if code != 0:
-    return {'exit': code, 'error': 'making the config: ' + _last_error(log)}
+    return {'exit': code,
+            'error': 'making the config: ' + programs.last_error(log)}
   log = os.path.join(test_dir, 'train_eval.log')
   start = time.monotonic()
-  code = _run(runner + ['-m', 'easy_rec.python.train_eval',
+  code = programs.run(runner + ['-m', 'easy_rec.python.train_eval',
                         '--pipeline_config_path',
                         os.path.join(test_dir, 'pipeline.config')],
               env, work, log, timeout)
   model_dir = os.path.join(test_dir, 'train')
   result = {'exit': code, 'seconds': round(time.monotonic() - start, 1),
-            'checkpoint_steps': _checkpoint_steps(model_dir),
-            'final_eval': _final_eval(model_dir),
-            'exports': sorted(os.path.relpath(os.path.dirname(p), model_dir)
-                              .split(os.sep)[1] for p in glob.glob(
-                                  os.path.join(model_dir, 'export', '*', '*',
-                                               'saved_model.pb')))}
+            'checkpoint_steps': programs.checkpoint_steps(model_dir),
+            'final_eval': programs.final_eval(model_dir),
+            'exports': programs.exports(model_dir)}
   if code != 0:
-    result['error'] = _last_error(log)
+    result['error'] = programs.last_error(log)
   return result
 
 
@@ -210,7 +143,8 @@ def main(argv: List[str]) -> None:
   parser.add_argument('--timeout', type=float, default=1800)
   parser.add_argument('--keep', help='directory to keep the runs in')
   args = parser.parse_args(argv)
-  python = args.python or (PYTHON_215 if args.reference else PYTHON_HERE)
+  python = args.python or (programs.PYTHON_215 if args.reference
+                           else programs.PYTHON_HERE)
   work = args.keep or tempfile.mkdtemp(prefix='easyrec-')
   os.makedirs(work, exist_ok=True)
   try:
@@ -225,19 +159,8 @@ def main(argv: List[str]) -> None:
       shutil.rmtree(work, ignore_errors=True)
   commit = subprocess.run(['git', '-C', args.source, 'rev-parse', 'HEAD'],
                           capture_output=True, text=True).stdout.strip()
-  versions = subprocess.run(
-      [python, '-c', 'import platform, importlib.metadata as m; print('
-       'platform.python_version(), m.version("tensorflow") if [d for d in '
-       'm.distributions() if d.metadata["Name"] == "tensorflow"] else '
-       'm.version("tensorflow-cpu"))'], capture_output=True, text=True,
-      timeout=120, check=True).stdout.split()
-  output = REFERENCE if args.reference else HERE_RESULTS
-  with open(output, 'w') as f:
-    json.dump({'easyrec_commit': commit, 'python': versions[0],
-               'tensorflow': versions[1],
-               'date': datetime.date.today().isoformat(),
-               'configs': results}, f, indent=1, sort_keys=True)
-    f.write('\n')
+  output = programs.write_results('easyrec', args.reference, python, results,
+                                  easyrec_commit=commit)
   print('->', output)
 
 
