@@ -51,10 +51,11 @@ LIBRARY_TESTS := tensorflow-gan==2.1.0 tensorflow-probability==0.25.0 \
 LIBRARY_TESTS_DEPS := cloudpickle decorator
 # TF Lattice's canned estimators (2.0.13: 2.1.0 dropped them); a build of
 # the Object Detection API (it has no release of its own) with what it
-# imports; EasyRec's and the API's Python dependencies, and protoc.
+# imports; what TF-Ranking's tests import (TF-Ranking itself is in $(VENV));
+# EasyRec's and the API's Python dependencies, and protoc.
 LIBRARY_SCRIPTS := tensorflow-lattice==2.0.13 object-detection-by-ovi==0.0.1 \
     tf-models-official==2.15.0 tf-slim==1.1.0 lvis==0.5.3 gin-config==0.5.0 \
-    opencv-python-headless==4.11.0.86
+    opencv-python-headless==4.11.0.86 tensorflow-serving-api==2.15.1
 LIBRARY_SCRIPTS_DEPS := pandas scikit-learn matplotlib graphviz future \
     pyyaml psutil pycocotools lxml contextlib2 grpcio-tools==1.85.1
 # The same on tf.estimator 2.15 (.venv-tf215, scripts/tf_estimator_215/
@@ -62,7 +63,8 @@ LIBRARY_SCRIPTS_DEPS := pandas scikit-learn matplotlib graphviz future \
 LIBRARIES_215_VENV := .venv-tf215-libraries
 LIBRARIES_215_STAMP := $(LIBRARIES_215_VENV)/.installed
 LIBRARY_TESTS_215 := tensorflow-gan==2.1.0 tensorflow-probability==0.23.0 \
-    tensorflow-hub==0.16.1 $(LIBRARY_SCRIPTS) tensorflow-io==0.36.0
+    tensorflow-hub==0.16.1 $(LIBRARY_SCRIPTS) tensorflow-io==0.36.0 \
+    $(LIBRARIES)
 LIBRARY_TESTS_215_DEPS := decorator dm-tree matplotlib graphviz future \
     pyyaml psutil pycocotools lxml contextlib2 grpcio-tools==1.62.3
 

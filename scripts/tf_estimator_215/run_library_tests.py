@@ -66,6 +66,9 @@ class Library:
   Attributes:
     package: its import name; the files are relative to its directory.
     requirement: the pip requirement both sides install (`--no-deps`).
+    from_source: its wheel ships no tests: they come from a checkout of its
+      repository (`--source NAME=DIR`), the files relative to DIR, which is
+      first on the path (the checkout's package is the one tested).
     pytest_files: test files pytest runs.
     programs: test files that run as programs (absltest's main).
     plugins: modules of library_harness/ given to pytest with `-p`.
@@ -76,6 +79,7 @@ class Library:
   """
   package: str
   requirement: str
+  from_source: bool = False
   pytest_files: Tuple[str, ...] = ()
   programs: Tuple[str, ...] = ()
   plugins: Tuple[str, ...] = ()
@@ -84,6 +88,19 @@ class Library:
 
 
 LIBRARIES = {
+    # TF-Ranking's estimator tests (tf.estimator, its ranking head and
+    # model_fn, Keras model_to_estimator), from a checkout of
+    # tensorflow/ranking (0.5.5 at 5b1d133); needs tensorflow-serving-api.
+    'tfranking': Library(
+        package='tensorflow_ranking',
+        requirement='tensorflow-ranking==0.5.5',
+        from_source=True,
+        # Programs: they are absltest programs (tf.test.main), and four of
+        # estimator_test.py's read --test_tmpdir, unparsed under pytest.
+        programs=('tensorflow_ranking/python/estimator_test.py',
+                  'tensorflow_ranking/python/head_test.py',
+                  'tensorflow_ranking/python/model_test.py',
+                  'tensorflow_ranking/python/keras/estimator_test.py')),
     'tfgan': Library(
         package='tensorflow_gan',
         requirement='tensorflow-gan==2.1.0',
@@ -117,12 +134,14 @@ def package_dir(python: str, package: str) -> str:
   return found.stdout.strip().splitlines()[-1]
 
 
-def _environment(target: str, library: Library, report: str,
+def _environment(target: str, library: Library, top: str, report: str,
                  home: Optional[str]) -> Dict[str, str]:
   env = dict(os.environ)
   paths = [HARNESS]
   if target == TARGET_HERE:
     paths.append(_REPO_ROOT)
+  if library.from_source:
+    paths.append(top)
   env.update(
       PYTHONPATH=os.pathsep.join(paths),
       # absltest's JUnit report (Bazel's variable), record_outcomes.py's.
@@ -146,6 +165,11 @@ def _command(target: str, python: str, library: Library, top: str,
       else [python]
   paths = [os.path.join(top, f) for f in files]
   if is_program:
+    if library.from_source:
+      # As a module of the checkout's package, as Bazel ran it: run as a
+      # file, its directory would come first on the path and its siblings
+      # (estimator.py, head.py) would shadow TensorFlow's modules.
+      return runner + ['-m', files[0][:-len('.py')].replace('/', '.')]
     return runner + paths
   plugins = [a for p in ('record_outcomes', *library.plugins)
              for a in ('-p', p)]
@@ -174,7 +198,9 @@ def _run_child(command: List[str], env: Dict[str, str], cwd: str,
 def _reason(element: ElementTree.Element) -> str:
   """`Type: first line of the message` of a failure or error element."""
   message = (element.get('message') or element.text or '').strip()
-  kind = (element.get('type') or '').rsplit('.', 1)[-1].strip("<>' ")
+  kind = element.get('type') or ''
+  quoted = re.fullmatch(r"<class '([\w.]+)'>", kind)  # absltest's form
+  kind = (quoted.group(1) if quoted else kind).rsplit('.', 1)[-1]
   first = message.splitlines()[0] if message else ''
   if kind and kind not in ('failure', 'error') and not first.startswith(kind):
     first = f'{kind}: {first}'
@@ -228,16 +254,24 @@ def _exit_reason(code: Optional[int]) -> str:
 
 
 def run_library(name: str, target: str, python: str, timeout: float = 900,
-                logs: Optional[str] = None) -> Dict[str, object]:
+                logs: Optional[str] = None,
+                source: Optional[str] = None) -> Dict[str, object]:
   """Runs library `name`'s test files on `target`; its results.
 
   The pytest files run in one process (one TensorFlow start), each program
   in its own. Returns {'files': {file: {'tests', 'passed'[, 'error']}},
   'runs': [{'files', 'seconds'}], 'tests': {'file::Class::name':
-  {'outcome'[, 'reason']}}, 'versions'}.
+  {'outcome'[, 'reason']}}, 'versions'}. `source`: the checkout a
+  `from_source` library's tests come from.
   """
   library = LIBRARIES[name]
-  top = package_dir(python, library.package)
+  if library.from_source:
+    if not source:
+      raise ValueError(f'{name}: its tests come from a checkout of its '
+                       f'repository: give --source {name}=DIR')
+    top = os.path.abspath(source)
+  else:
+    top = package_dir(python, library.package)
   files, runs, tests = {}, [], {}
   with tempfile.TemporaryDirectory(prefix=f'{name}-tests-') as work:
     home = None
@@ -259,7 +293,7 @@ def run_library(name: str, target: str, python: str, timeout: float = 900,
       cwd = tempfile.mkdtemp(prefix=stem, dir=work)
       code, seconds = _run_child(
           _command(target, python, library, top, group, is_program),
-          _environment(target, library, report, home), cwd, output, timeout)
+          _environment(target, library, top, report, home), cwd, output, timeout)
       runs.append({'files': list(group), 'seconds': round(seconds, 1)})
       found = (read_junit(report, group[0]) if is_program
                else read_outcomes(report))
@@ -274,8 +308,14 @@ def run_library(name: str, target: str, python: str, timeout: float = 900,
         elif code is None:
           entry['error'] = 'timeout'
         files[relative] = entry
-  return {'files': files, 'runs': runs, 'tests': dict(sorted(tests.items())),
-          'versions': _versions(python, library)}
+  result = {'files': files, 'runs': runs,
+            'tests': dict(sorted(tests.items())),
+            'versions': _versions(python, library)}
+  if library.from_source:
+    result['source_commit'] = subprocess.run(
+        ['git', '-C', top, 'rev-parse', 'HEAD'], capture_output=True,
+        text=True).stdout.strip()
+  return result
 
 
 def _last_line(path: str) -> str:
@@ -427,6 +467,10 @@ def main(argv: List[str]) -> None:
   parser.add_argument('--timeout', type=float, default=1800,
                       help='seconds a file may run (default 1800)')
   parser.add_argument('--logs', help='directory for each file\'s output')
+  parser.add_argument('--source', action='append', default=[],
+                      metavar='NAME=DIR', help='the checkout the tests of '
+                      'library NAME come from (for those without tests in '
+                      'their wheel)')
   parser.add_argument('--report-only', action='store_true')
   args = parser.parse_args(argv)
   target = TARGET_215 if args.reference else TARGET_HERE
@@ -439,7 +483,9 @@ def main(argv: List[str]) -> None:
     for name in args.libraries or sorted(LIBRARIES):
       if name not in LIBRARIES:
         parser.error(f'unknown library {name!r}; known: {sorted(LIBRARIES)}')
-      result = run_library(name, target, python, args.timeout, args.logs)
+      sources = dict(item.split('=', 1) for item in args.source)
+      result = run_library(name, target, python, args.timeout, args.logs,
+                           sources.get(name))
       result['date'] = datetime.date.today().isoformat()
       if target == TARGET_HERE:
         result['commit'] = _git_head()
