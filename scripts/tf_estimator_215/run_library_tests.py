@@ -101,6 +101,15 @@ LIBRARIES = {
                   'tensorflow_ranking/python/head_test.py',
                   'tensorflow_ranking/python/model_test.py',
                   'tensorflow_ranking/python/keras/estimator_test.py')),
+    # TF Constrained Optimization's estimator heads (HeadV1/HeadV2 wrap a
+    # tf.estimator head), from a checkout of
+    # google-research/tensorflow_constrained_optimization (723d63f).
+    'tfco': Library(
+        package='tensorflow_constrained_optimization',
+        requirement='tensorflow-constrained-optimization',
+        from_source=True,
+        programs=('tensorflow_constrained_optimization/python/rates/'
+                  'estimator_head_test.py',)),
     'tfgan': Library(
         package='tensorflow_gan',
         requirement='tensorflow-gan==2.1.0',
