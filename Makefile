@@ -55,7 +55,8 @@ LIBRARY_TESTS_DEPS := cloudpickle decorator
 # EasyRec's and the API's Python dependencies, and protoc.
 LIBRARY_SCRIPTS := tensorflow-lattice==2.0.13 object-detection-by-ovi==0.0.1 \
     tf-models-official==2.15.0 tf-slim==1.1.0 lvis==0.5.3 gin-config==0.5.0 \
-    opencv-python-headless==4.11.0.86 tensorflow-serving-api==2.15.1
+    opencv-python-headless==4.11.0.86 tensorflow-serving-api==2.15.1 \
+    adanet==0.9.0
 LIBRARY_SCRIPTS_DEPS := pandas scikit-learn matplotlib graphviz future \
     pyyaml psutil pycocotools lxml contextlib2 grpcio-tools==1.85.1
 # The same on tf.estimator 2.15 (.venv-tf215, scripts/tf_estimator_215/

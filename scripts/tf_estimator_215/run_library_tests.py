@@ -110,6 +110,17 @@ LIBRARIES = {
         from_source=True,
         programs=('tensorflow_constrained_optimization/python/rates/'
                   'estimator_head_test.py',)),
+    # AdaNet's Estimator (a tf.estimator.Estimator subclass that grows an
+    # ensemble over iterations), from a checkout of tensorflow/adanet
+    # (0.9.0 at 0364cc4); it reads TensorFlow 2.10's
+    # tensorflow.python.training.tracking.
+    'adanet': Library(
+        package='adanet',
+        requirement='adanet==0.9.0',
+        from_source=True,
+        programs=('adanet/core/estimator_test.py',
+                  'adanet/autoensemble/estimator_test.py'),
+        harness=('LIBRARY_HARNESS_TF_NAMES',)),
     'tfgan': Library(
         package='tensorflow_gan',
         requirement='tensorflow-gan==2.1.0',

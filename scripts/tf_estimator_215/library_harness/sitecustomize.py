@@ -24,9 +24,11 @@ import collections
 import functools
 import importlib
 import importlib.abc
+import importlib.util
 import inspect
 import os
 import sys
+import types
 
 if not hasattr(inspect, 'getargspec'):
   ArgSpec = collections.namedtuple('ArgSpec', 'args varargs keywords defaults')
@@ -57,6 +59,51 @@ MOVED_TF_NAMES = {
         'while_loop': ('tensorflow.python.ops.while_loop', 'while_loop'),
         'Assert': ('tensorflow.python.ops.control_flow_assert', 'Assert')},
 }
+
+
+# old module -> the module that has its contents now
+MOVED_TF_MODULES = {
+    'tensorflow.python.training.tracking': 'tensorflow.python.trackable',
+    'tensorflow.python.training.tracking.graph_view':
+        'tensorflow.python.checkpoint.graph_view',
+}
+
+
+class _Alias(importlib.abc.Loader):
+  """Loads a moved module's old name: a leaf module is the module at its
+  new home; a package is a package of the old name (so that its moved
+  submodules are looked up under the old name) reading its attributes from
+  the new home."""
+
+  def __init__(self, home):
+    self._home = home
+    self._home_spec = None
+
+  def create_module(self, spec):
+    home = importlib.import_module(self._home)
+    if spec.submodule_search_locations is not None:
+      package = types.ModuleType(spec.name)
+      package.__getattr__ = lambda name: getattr(home, name)
+      return package
+    self._home_spec = home.__spec__
+    return home
+
+  def exec_module(self, module):
+    if self._home_spec is not None:
+      # The import system set the old name's spec on it: its own stays.
+      module.__spec__ = self._home_spec
+
+
+class _OldModuleNames(importlib.abc.MetaPathFinder):
+  """Finds MOVED_TF_MODULES' old names (TensorFlow no longer has them)."""
+
+  def find_spec(self, name, path=None, target=None):
+    if name not in MOVED_TF_MODULES:
+      return None
+    home = MOVED_TF_MODULES[name]
+    is_package = hasattr(importlib.import_module(home), '__path__')
+    return importlib.util.spec_from_loader(name, _Alias(home),
+                                           is_package=is_package)
 
 
 def _give_back_tf_names(module) -> None:
@@ -131,3 +178,5 @@ if os.environ.get('LIBRARY_HARNESS_NUMPY') == '1':
   _AFTER_IMPORT['numpy'] = _give_back_numpy
 if _AFTER_IMPORT:
   sys.meta_path.insert(0, _GiveBackOnImport(_AFTER_IMPORT))
+if os.environ.get('LIBRARY_HARNESS_TF_NAMES') == '1':
+  sys.meta_path.append(_OldModuleNames())
