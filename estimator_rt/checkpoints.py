@@ -12,6 +12,19 @@ if every tensor in it reads back (TensorFlow checks each tensor's CRC) and
 every floating-point value is finite. A missing, stale or garbage state
 file, a truncated or deleted data file, or a damaged index makes the
 runtime fall back to the newest checkpoint that passes, never to step 0.
+
+A checkpoint's files are its `.index` and `.data-*` files and, beside a
+graph-engine checkpoint, its `.meta` (the MetaGraphDef tf.estimator wrote
+with each checkpoint, graph/graph_files.py): rotation, setting aside,
+replacing and clearing up take them together; the `.meta` is not needed to
+restore, so its absence does not make a checkpoint unusable.
+
+Every file operation goes through TensorFlow's filesystems (`tf.io.gfile`,
+TensorFlow's checkpoint reader), so a model_dir on gs://, s3://, hdfs://
+or ram:// behaves as a local one. A checkpoint is read by its prefix
+(`reader`), never through `tf.train.load_checkpoint`, which first asks the
+filesystem whether the prefix is a directory: object stores and ram://
+say yes for any prefix that other names start with.
 """
 
 import dataclasses
@@ -25,8 +38,8 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from estimator_rt import tf_errors
 from estimator_rt.errors import CheckpointSaveError
-from estimator_rt.errors import UnusableCheckpointsError
 from estimator_rt.errors import UserInputError
 
 CHECKPOINT_NAME = 'model.ckpt'
@@ -34,15 +47,35 @@ STATE_FILE = 'checkpoint'
 # Where a writer moves checkpoints it found unusable, so that every
 # checkpoint left in model_dir restores, and nothing is destroyed.
 UNUSABLE_DIR = 'unusable_checkpoints'
+# The MetaGraphDef written beside a graph-engine checkpoint (and by
+# tf.estimator's Saver beside each of its own).
+META_SUFFIX = '.meta'
+_META_RE = re.compile(re.escape(CHECKPOINT_NAME) + r'-(\d+)' + re.escape(META_SUFFIX) + '$')
 _STEP_RE = re.compile(r'-(\d+)$')
 _INDEX_RE = re.compile(re.escape(CHECKPOINT_NAME) + r'-(\d+)\.index$')
 _DATA_RE = re.compile(re.escape(CHECKPOINT_NAME) + r'-(\d+)\.data-\d+-of-\d+$')
 # What an interrupted save leaves: TensorFlow's shard directory
-# (`<prefix>_temp/`), its index and data temp files (`.tempstate<n>`), and
-# the temp file of an atomic state-file write (`checkpoint.tmp<hex>`).
+# (`<prefix>_temp/`), its index and data temp files (`.tempstate<n>`), the
+# temp file of an atomic write of a .meta (`.meta.tmp<hex>`), of the state
+# file (`checkpoint.tmp<hex>`) and of graph.pbtxt.
 _LEFTOVER_RE = re.compile(
-    re.escape(CHECKPOINT_NAME) + r'-\d+(_temp|\..*tempstate.*)$|^' +
-    re.escape(STATE_FILE) + r'\.tmp')
+    re.escape(CHECKPOINT_NAME) + r'-\d+(_temp|\..*tempstate.*|' +
+    re.escape(META_SUFFIX) + r'\.tmp.*)$|^(' + re.escape(STATE_FILE) +
+    r'|graph\.pbtxt)\.tmp')
+
+
+def reader(prefix: str):
+  """TensorFlow's reader of the checkpoint at `prefix` (a
+  `CheckpointReader`: `get_tensor`, `has_tensor`, the shape and dtype maps).
+
+  Raises:
+    tf.errors.OpError: it cannot be read (missing or damaged index).
+  """
+  # Not tf.train.load_checkpoint: it asks the filesystem whether `prefix`
+  # is a directory first, and object stores and ram:// answer yes for a
+  # prefix that other names start with (then it looks for a state file in
+  # there and fails).
+  return tf.compat.v1.train.NewCheckpointReader(prefix)
 
 
 # The global step's key in name-based (graph engine, tf.estimator) and
@@ -59,13 +92,13 @@ def checkpoint_step(path: str) -> int:
   if match:
     return int(match.group(1))
   try:
-    reader = tf.train.load_checkpoint(path)
+    opened = reader(path)
   except (tf.errors.OpError, ValueError) as e:
     raise ValueError(f'checkpoint {path!r} has no step in its name and '
                      f'cannot be read ({_one_line(e, 120)}).') from e
   for key in _GLOBAL_STEP_KEYS:
-    if reader.has_tensor(key):
-      return int(reader.get_tensor(key))
+    if opened.has_tensor(key):
+      return int(opened.get_tensor(key))
   return 0
 
 
@@ -135,8 +168,12 @@ def checkpoint_candidates(directory: Optional[str]) -> List[str]:
 
 
 def _files_of(prefix: str) -> List[str]:
+  """The files of the checkpoint at `prefix` that exist: its index first
+  (without it the rest is no longer a checkpoint), its data, its .meta."""
   return ([prefix + '.index'] if tf.io.gfile.exists(prefix + '.index') else []
-          ) + tf.io.gfile.glob(prefix + '.data-*')
+          ) + tf.io.gfile.glob(prefix + '.data-*') + (
+              [prefix + META_SUFFIX]
+              if tf.io.gfile.exists(prefix + META_SUFFIX) else [])
 
 
 def _fingerprint(prefix: str) -> Tuple:
@@ -169,7 +206,10 @@ def problem_with(path: str) -> Optional[str]:
   if known is not None and known[0] == fingerprint:
     return known[1]
   problem = _find_problem(path)
-  _checked[path] = (fingerprint, problem)
+  if all(mtime for _, _, mtime in fingerprint):
+    # A filesystem that keeps no modification times (ram://) cannot tell a
+    # file rewritten at the same size: read it again at every look.
+    _checked[path] = (fingerprint, problem)
   return problem
 
 
@@ -179,9 +219,9 @@ def _find_problem(path: str) -> Optional[str]:
   if not tf.io.gfile.glob(path + '.data-*'):
     return 'its .data file is missing'
   try:
-    reader = tf.train.load_checkpoint(path)
-    keys = sorted(reader.get_variable_to_shape_map())
-    dtypes = reader.get_variable_to_dtype_map()
+    opened = reader(path)
+    keys = sorted(opened.get_variable_to_shape_map())
+    dtypes = opened.get_variable_to_dtype_map()
   except Exception as e:  # pylint: disable=broad-except
     return f'its .index file cannot be read ({_one_line(e, 160)})'
   for key in keys:
@@ -192,7 +232,7 @@ def _find_problem(path: str) -> Optional[str]:
         tf.raw_ops.RestoreV2(prefix=path, tensor_names=[key],
                              shape_and_slices=[''], dtypes=[tf.variant])
         continue
-      value = reader.get_tensor(key)
+      value = opened.get_tensor(key)
     except Exception as e:  # pylint: disable=broad-except
       return f'tensor {key} cannot be read ({_one_line(e, 160)})'
     array = np.asarray(value)
@@ -240,7 +280,7 @@ def choose_checkpoint(directory: Optional[str], *, what: str = 'model_dir'
       logging.warning('Skipping checkpoint %s: %s.', path, problem)
   if skipped:
     listed = '; '.join(f'{os.path.basename(p)}: {why}' for p, why in skipped)
-    raise UnusableCheckpointsError(
+    raise tf_errors.CheckpointDataLossError(
         f'{what} {directory!r} holds {len(skipped)} checkpoint(s) and none '
         f'can be used ({listed}). Nothing was written. Restore them from a '
         'backup, or move them away to start training from step 0.')
@@ -307,7 +347,10 @@ def resolve_checkpoint(path_or_dir: str, *, what: str) -> str:
   Raises:
     UserInputError: nothing there is a checkpoint, or it cannot be used.
   """
-  if tf.io.gfile.isdir(path_or_dir):
+  # A prefix with an index is a checkpoint, whatever isdir says of it (ram://
+  # and object stores call any prefix of a file's name a directory).
+  if (not tf.io.gfile.exists(path_or_dir + '.index') and
+      tf.io.gfile.isdir(path_or_dir)):
     found = choose_checkpoint(path_or_dir, what=what).path
     if found is None:
       raise UserInputError(
@@ -319,7 +362,7 @@ def resolve_checkpoint(path_or_dir: str, *, what: str) -> str:
         f'{path_or_dir}.index) nor a directory holding one.')
   problem = problem_with(path_or_dir)
   if problem is not None:
-    raise UnusableCheckpointsError(
+    raise tf_errors.CheckpointDataLossError(
         f'{what}={path_or_dir!r} cannot be used: {problem}. Name another '
         'checkpoint, or leave it out to use the newest usable one.')
   return path_or_dir
@@ -357,8 +400,9 @@ def remove_leftovers(model_dir: str) -> List[str]:
   """Removes what interrupted saves left in `model_dir`.
 
   That is TensorFlow's `<prefix>_temp/` shard directories and temp files,
-  the state file's temp files, and data files whose index was never
-  written (a save killed between the two). Only the writer of model_dir
+  the state file's temp files, and data and .meta files whose index was
+  never written or was removed first (a save or a rotation killed
+  half-way). Only the writer of model_dir
   calls this, before it saves anything.
 
   Returns:
@@ -371,9 +415,9 @@ def remove_leftovers(model_dir: str) -> List[str]:
   removed = []
   for name in names:
     name = name.rstrip('/')
-    data = _DATA_RE.match(name)
-    orphan = data and (
-        f'{CHECKPOINT_NAME}-{data.group(1)}.index' not in present)
+    accessory = _DATA_RE.match(name) or _META_RE.match(name)
+    orphan = accessory and (
+        f'{CHECKPOINT_NAME}-{accessory.group(1)}.index' not in present)
     if orphan or _LEFTOVER_RE.search(name):
       path = os.path.join(model_dir, name)
       _remove([path])
@@ -432,6 +476,17 @@ class CheckpointSaver:
     self._last_save_time = time.time()
     self._last_saved_step = last_saved_step
 
+  def saves_at_start(self) -> bool:
+    """Whether training saves a checkpoint of the state it starts from:
+    with a save schedule (every_steps or every_secs), when it did not
+    resume from a checkpoint, as tf.estimator 2.15's CheckpointSaverHook
+    saved when a session started (`model.ckpt-0` on a new model_dir). 2.15
+    also saved the checkpoint it had restored again; that is not done here:
+    the run's only good checkpoint would be rewritten for nothing, and a
+    kill during that save would lose it."""
+    return self._last_saved_step is None and bool(
+        self._every_steps or self._every_secs is not None)
+
   def next_save_step(self, step: int) -> Optional[int]:
     """The next step at which a step-based save is due (None: not by steps)."""
     if not self._every_steps:
@@ -476,12 +531,12 @@ class CheckpointSaver:
       self._write_state_file(path, kept)
     except (tf.errors.OpError, OSError) as e:
       self._remove_partial(prefix)
-      raise CheckpointSaveError(
+      raise tf_errors.from_cause(CheckpointSaveError, (
           f'Could not save checkpoint {os.path.basename(prefix)} in '
           f'{self._directory!r}: {_one_line(e)}. The checkpoints saved '
           f'before are intact (newest: step {self._last_saved_step}); fix '
           'the disk space or permissions and run the same command again to '
-          'resume from it.') from e
+          'resume from it.'), e) from e
     _checked.pop(path, None)
     self._last_save_time = time.time()
     self._last_saved_step = step

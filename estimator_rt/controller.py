@@ -226,6 +226,8 @@ class TrainController:
     if path is None:
       return False
     logging.info('Saved checkpoint %s', path)
+    if self._writer is not None:
+      self._writer.write_session_log('CHECKPOINT', step, checkpoint_path=path)
     stop = False
     for listener in listeners:
       stop = listener.after_save(path, step) or stop
@@ -320,6 +322,13 @@ class TrainController:
       hook.begin(global_step=step, max_steps=max_steps)
     for listener in self._listeners:
       listener.begin()
+    if self._writer is not None:
+      self._writer.write_session_log('START', step)
+    if self._saver is not None and self._saver.saves_at_start():
+      # The state training starts from, as tf.estimator's CheckpointSaverHook
+      # saved it when its session started (listeners see it too, as there;
+      # a stop they ask for here was ignored there, and is here).
+      self._save(step)
     stop = False
     cap = self._steps_per_loop
     first = True

@@ -12,7 +12,7 @@ import collections
 import operator
 import os
 import time
-from typing import Callable, Dict, Optional
+from typing import Any, Callable, Dict, Iterator, Optional
 
 from absl import logging
 import tensorflow as tf
@@ -24,26 +24,37 @@ from estimator_rt.hooks import Hook
 from estimator_rt.hooks import StopAtStepHook
 
 
-def read_eval_metrics(eval_dir: str) -> 'collections.OrderedDict':
-  """{global step: {metric: value}} of the evaluations in `eval_dir`, by
-  step (tf.estimator's `read_eval_metrics`): every scalar of its event
-  files, {} if there are none or no such directory. A file that turns out
-  corrupt (or is being written) is read up to there."""
-  by_step: Dict[int, Dict[str, float]] = collections.defaultdict(dict)
+# tf.estimator's: the event files of an evaluation directory.
+_EVENT_FILE_GLOB_PATTERN = 'events.out.tfevents.*'
+
+
+def _summaries(eval_dir: str) -> Iterator[Any]:
+  """The `Event` protos of the event files in `eval_dir` (none if there is
+  no such directory); a file that turns out corrupt (or is being written)
+  is read up to there, with a warning."""
   if not tf.io.gfile.isdir(eval_dir):
-    return collections.OrderedDict()
+    return
   for path in sorted(tf.io.gfile.glob(
-      os.path.join(eval_dir, 'events.out.tfevents*'))):
+      os.path.join(eval_dir, _EVENT_FILE_GLOB_PATTERN))):
     try:
       # Looked up at each call: code (and tf.estimator's tests) patch it.
       for event in tf.compat.v1.train.summary_iterator(path):
-        for value in event.summary.value:
-          number = summaries.scalar_value(value)
-          if number is not None:
-            by_step[event.step][value.tag] = number
+        yield event
     except tf.errors.DataLossError as e:
       logging.warning('Reading eval metrics: the rest of %s is skipped (%s).',
                       path, e)
+
+
+def read_eval_metrics(eval_dir: str) -> 'collections.OrderedDict':
+  """{global step: {metric: value}} of the evaluations in `eval_dir`, by
+  step (tf.estimator's `read_eval_metrics`): every scalar of its event
+  files (`_summaries`), {} if there are none or no such directory."""
+  by_step: Dict[int, Dict[str, float]] = collections.defaultdict(dict)
+  for event in _summaries(eval_dir):
+    for value in event.summary.value:
+      number = summaries.scalar_value(value)
+      if number is not None:
+        by_step[event.step][value.tag] = number
   return collections.OrderedDict(sorted(by_step.items()))
 
 

@@ -249,8 +249,6 @@ class Engine(abc.ABC):
       logging.info('Skipping training: checkpoint %s is already at step %d '
                    '>= max_steps=%d.', choice.path, start_step, max_steps)
       return
-    if steps is not None:
-      max_steps = start_step + steps
     runtime_hooks, session_hooks = split_hooks(hooks)
     is_chief = self._config.is_chief
     writer = summaries.ScalarWriter(self.model_dir) if is_chief else None
@@ -265,7 +263,7 @@ class Engine(abc.ABC):
       final_step = self._run_controller(
           setup, directory=directory, hooks=runtime_hooks + setup.hooks,
           resumed_step=start_step if choice.path else None,
-          writer=writer, max_steps=max_steps,
+          writer=writer, max_steps=max_steps, steps=steps,
           saving_listeners=saving_listeners if is_chief else ())
       trained = True
     finally:
@@ -302,13 +300,18 @@ class Engine(abc.ABC):
                       hooks: List[hooks_lib.Hook],
                       resumed_step: Optional[int],
                       writer: Optional[summaries.ScalarWriter],
-                      max_steps: Optional[int],
+                      max_steps: Optional[int], steps: Optional[int],
                       saving_listeners: Sequence[Callable]) -> int:
     """Runs the controller over the engine's inner loop; the final step.
 
     `resumed_step` is the step of the checkpoint training resumed from
-    (None: none), where no second save is made."""
+    (None: none), where no second save is made. `steps` more steps count
+    from the global step the session starts at, as 2.15's StopAtStepHook
+    counted them: the restored checkpoint's, or what a Scaffold's init_fn
+    set (SavedModelEstimator starts at its SavedModel's step)."""
     with setup.session():
+      if steps is not None:
+        max_steps = setup.global_step() + steps
       saver = None
       if directory is not None:
         saver = checkpoints.CheckpointSaver(
@@ -365,6 +368,15 @@ class Engine(abc.ABC):
     """See `Estimator.export_saved_model`; `initialization_is_trained`: see
     `_checkpoint_to_export`."""
 
+  @abc.abstractmethod
+  def export_saved_models(self, export_dir_base: str, *,
+                          receiver_fn_map: Dict[str, Callable],
+                          checkpoint_path: Optional[str] = None,
+                          initialization_is_trained: bool = False) -> str:
+    """See `Estimator.experimental_export_all_saved_models`
+    (`receiver_fn_map`: {ModeKeys value: its input receiver fn}, checked
+    by the Estimator)."""
+
   def _checkpoint_to_export(self, checkpoint_path: Optional[str], *,
                             initialization_is_trained: bool
                             ) -> Optional[str]:
@@ -394,12 +406,15 @@ class Engine(abc.ABC):
   def _finish_evaluation(self, results: Dict[str, Any], *,
                          name: Optional[str],
                          checkpoint_path: Optional[str], steps_run: int,
-                         hooks: Sequence[Any]) -> Dict[str, Any]:
+                         hooks: Sequence[Any],
+                         graph: Optional[Callable[[], Tuple[bytes, Optional[bytes]]]]
+                         = None) -> Dict[str, Any]:
     """What every evaluation ends with: its scalars written to
-    model_dir/eval (or eval_<name>) at its global step, the runtime hooks'
-    `end`, one log line. Returns `results`."""
+    model_dir/eval (or eval_<name>) at its global step (and `graph()`'s
+    serialized GraphDef and MetaGraphDef, see `summaries.write_eval_results`),
+    the runtime hooks' `end`, one log line. Returns `results`."""
     summaries.write_eval_results(self.model_dir, name, results,
-                                 checkpoint_path=checkpoint_path)
+                                 checkpoint_path=checkpoint_path, graph=graph)
     runtime_hooks, _ = split_hooks(hooks)
     for hook in runtime_hooks:
       hook.end(global_step=results['global_step'])

@@ -101,7 +101,7 @@ def is_object_based(checkpoint_path: str) -> bool:
   """Whether a checkpoint was written by tf.train.Checkpoint (the eager
   engine) rather than by a name-based Saver (tf.estimator, the graph
   engine)."""
-  names = tf.train.load_checkpoint(checkpoint_path).get_variable_to_shape_map()
+  names = checkpoints.reader(checkpoint_path).get_variable_to_shape_map()
   return '_CHECKPOINTABLE_OBJECT_GRAPH' in names
 
 
@@ -135,7 +135,7 @@ _EAGER_LAYOUT_KEY = 'model_names/.ATTRIBUTES/VARIABLE_VALUE'
 
 
 def _has_eager_engine_layout(checkpoint_path: str) -> bool:
-  names = tf.train.load_checkpoint(checkpoint_path).get_variable_to_shape_map()
+  names = checkpoints.reader(checkpoint_path).get_variable_to_shape_map()
   return _EAGER_LAYOUT_KEY in names
 
 
@@ -146,7 +146,7 @@ def checkpoint_variables(path: str) -> Dict[str, Callable[[], Any]]:
   engine's list the model variables by creation index and keep their
   names aside (`model_names`); a name given twice gets `_1`, `_2`, ...
   """
-  reader = tf.train.load_checkpoint(path)
+  reader = checkpoints.reader(path)
   keys = reader.get_variable_to_shape_map()
   if not is_object_based(path):
     return {key: (lambda key=key: reader.get_tensor(key)) for key in keys}

@@ -158,6 +158,9 @@ class FormattedKeyError(UserInputError, KeyError):
   cover a Keras model's inputs or outputs). Its str() is the message as
   written: KeyError's quotes it, hiding its line breaks."""
 
+  def __init__(self, message):
+    super().__init__(message)
+
   def __str__(self) -> str:
     return str(self.args[0]) if self.args else ''
 

@@ -31,6 +31,7 @@ from estimator_rt.errors import shorten
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.run_config import get_default_session_config
+from estimator_rt.run_config import path_to_str
 from estimator_rt.run_config import RunConfig
 
 
@@ -43,6 +44,52 @@ def _whole_steps(value):
   if (isinstance(value, float) and math.isfinite(value) and value > 0):
     return math.ceil(value)
   return value
+
+
+def checked_config(config: Optional[RunConfig]) -> RunConfig:
+  """`config`, or a default RunConfig for None.
+
+  Raises:
+    UserInputError: it is not a RunConfig (2.15's ValueError and phrase).
+  """
+  config = RunConfig() if config is None else config
+  if not isinstance(config, RunConfig):
+    raise UserInputError(
+        'config must be an instance of `RunConfig`, but provided '
+        f'{shorten(config)}: give a tf.estimator.RunConfig '
+        '(estimator_rt.RunConfig), or None.')
+  return config
+
+
+def config_with_model_dir(config: RunConfig,
+                          model_dir: Optional[str]) -> RunConfig:
+  """`config` with the model_dir an Estimator writes: `model_dir` (a path
+  or PathLike; it must agree with `config.model_dir` if both are set), or
+  `config.model_dir`, or else a new temporary directory. An empty
+  model_dir is none, as in 2.15.
+
+  The temporary directory is made now, by tempfile.mkdtemp, as 2.15 did
+  (programs and 2.15's tests patch it to choose the directory); the
+  command line names its temporary model_dir itself, and creates it only
+  once the input is valid (main.py).
+
+  Raises:
+    UserInputError: `model_dir` and `config.model_dir` differ (2.15's
+      ValueError and phrase).
+  """
+  model_dir = path_to_str(model_dir)
+  if (model_dir and config.model_dir and
+      os.path.normpath(model_dir) != os.path.normpath(config.model_dir)):
+    raise UserInputError(
+        '`model_dir` are set both in constructor and `RunConfig`, but with '
+        f'different values: model_dir={model_dir!r}, config.model_dir='
+        f'{config.model_dir!r}; give one of them.')
+  model_dir = model_dir or config.model_dir
+  if not model_dir:
+    model_dir = tempfile.mkdtemp()
+    logging.warning('Using temporary folder as model directory: %s',
+                    model_dir)
+  return config.replace(model_dir=model_dir)
 
 
 class Estimator(protected_methods.ProtectedMethods):
@@ -96,33 +143,14 @@ class Estimator(protected_methods.ProtectedMethods):
     # phrases, which code matched. Called on the class, as 2.15 did, so
     # that a subclass's override of the check is what runs.
     self.__class__._assert_members_are_not_overridden(self)  # pylint: disable=protected-access
-    config = RunConfig() if config is None else config
-    if not isinstance(config, RunConfig):
-      raise UserInputError(
-          'config must be an instance of `RunConfig`, but provided '
-          f'{shorten(config)}: give a tf.estimator.RunConfig '
-          '(estimator_rt.RunConfig), or None.')
+    config = checked_config(config)
     self._model_fn = user_fns.check_model_fn(model_fn)
     user_fns.check_takes_params(model_fn, params)
-    if (model_dir and config.model_dir and
-        os.path.normpath(model_dir) != os.path.normpath(config.model_dir)):
-      raise UserInputError(
-          '`model_dir` are set both in constructor and `RunConfig`, but with '
-          f'different values: model_dir={model_dir!r}, config.model_dir='
-          f'{config.model_dir!r}; give one of them.')
-    # An empty model_dir is none, as in 2.15.
-    model_dir = model_dir or config.model_dir
-    self._temporary_model_dir = not model_dir
-    if not model_dir:
-      # Created now, by tempfile.mkdtemp, as 2.15 did (programs and 2.15's
-      # tests patch it to choose the directory). The command line names its
-      # temporary model_dir itself, and creates it only once the input is
-      # valid (main.py).
-      model_dir = tempfile.mkdtemp()
-      logging.warning('Using temporary folder as model directory: %s',
-                      model_dir)
+    self._temporary_model_dir = not (model_dir or config.model_dir)
+    config = config_with_model_dir(config, model_dir)
+    model_dir = config.model_dir
     checkpoints.ensure_writable_dir(model_dir)
-    self._config = config.replace(model_dir=model_dir)
+    self._config = config
     if params is not None and not isinstance(params, dict):
       raise UserInputError(f'params={params!r} must be a dict or None.')
     self._params = dict(params or {})
@@ -466,32 +494,43 @@ class Estimator(protected_methods.ProtectedMethods):
                          checkpoint_path: Optional[str] = None,
                          experimental_mode: str = ModeKeys.PREDICT, *,
                          input_fn: Optional[Callable] = None) -> str:
-    """Exports the PREDICT graph as a SavedModel with a serving signature.
+    """Exports the graph of one mode (PREDICT by default) as a SavedModel.
 
-    The signature's inputs come from `serving_input_receiver_fn` (returning
-    a `ServingInputReceiver`); if None, from the features of `input_fn`'s
-    dataset, or of the last dataset this Estimator trained or evaluated on,
-    with the batch dimension left open.
+    For PREDICT, the signature's inputs come from
+    `serving_input_receiver_fn` (returning a `ServingInputReceiver`); if
+    None, from the features of `input_fn`'s dataset, or of the last
+    dataset this Estimator trained or evaluated on, with the batch
+    dimension left open. TRAIN and EVAL (`experimental_mode`) are
+    `experimental_export_all_saved_models` of that mode alone.
 
     Args:
       export_dir_base: the export goes to `<export_dir_base>/<unix time>`.
-      serving_input_receiver_fn: see above.
+      serving_input_receiver_fn: see above (required for TRAIN and EVAL: a
+        receiver of features and labels, e.g.
+        `build_raw_supervised_input_receiver_fn`).
       assets_extra: {destination path under `assets.extra/`: source file},
         copied into the export, as tf.estimator did.
       as_text: also write `saved_model.pbtxt` beside `saved_model.pb`.
       checkpoint_path: the checkpoint to export (default: the newest).
-      experimental_mode: only `ModeKeys.PREDICT` is exported; TRAIN and
-        EVAL SavedModels are refused in one line.
+      experimental_mode: the `ModeKeys` value of the graph to export.
       input_fn: this project's: the features to infer the inputs from.
 
     Returns:
       The export directory, `<export_dir_base>/<unix time>`.
     """
     if experimental_mode != ModeKeys.PREDICT:
-      raise UserInputError(
-          f'export_saved_model: experimental_mode={experimental_mode!r} is '
-          'not supported; estimator_rt exports the PREDICT graph only '
-          f'(experimental_mode={ModeKeys.PREDICT!r}).')
+      if not serving_input_receiver_fn:
+        # 2.15's phrase: only PREDICT's inputs can be inferred here.
+        raise UserInputError(
+            'An input_receiver_fn must be defined: export_saved_model('
+            f'experimental_mode={experimental_mode!r}) needs a receiver of '
+            'features and labels (tf.estimator.experimental.'
+            'build_raw_supervised_input_receiver_fn).')
+      return self.experimental_export_all_saved_models(
+          export_dir_base, {experimental_mode: serving_input_receiver_fn},
+          assets_extra=assets_extra, as_text=as_text,
+          checkpoint_path=checkpoint_path)
+    checkpoint_path = self._export_checkpoint(checkpoint_path)
     export_dir = self._run(lambda engine: engine.export_saved_model(
         export_dir_base, serving_input_receiver_fn=serving_input_receiver_fn,
         checkpoint_path=checkpoint_path, input_fn=input_fn,
@@ -500,6 +539,18 @@ class Estimator(protected_methods.ProtectedMethods):
     export_lib.add_extras(export_dir, assets_extra=assets_extra,
                           as_text=as_text)
     return export_dir
+
+  def _export_checkpoint(self, checkpoint_path: Optional[str]
+                         ) -> Optional[str]:
+    """The checkpoint an export names: `checkpoint_path`, else, for a
+    subclass that overrides `latest_checkpoint` (2.15 allowed it, and
+    exported what it returns: SavedModelEstimator's falls back on its
+    SavedModel's variables), what that returns; else None (the engine
+    takes model_dir's newest, or warm_start_from's)."""
+    if checkpoint_path or (type(self).latest_checkpoint is
+                           Estimator.latest_checkpoint):
+      return checkpoint_path
+    return self.latest_checkpoint()
 
   def export_savedmodel(self, export_dir_base: str,
                         serving_input_receiver_fn: Callable,
@@ -517,23 +568,63 @@ class Estimator(protected_methods.ProtectedMethods):
       self, export_dir_base: str, input_receiver_fn_map: Dict[str, Callable],
       assets_extra: Optional[Dict[str, str]] = None, as_text: bool = False,
       checkpoint_path: Optional[str] = None) -> str:
-    """Exports the modes of `input_receiver_fn_map`: PREDICT only here.
+    """Exports one SavedModel with a MetaGraph per mode of
+    `input_receiver_fn_map`, as tf.estimator 2.15 did.
+
+    Each mode's graph is built afresh from its receiver fn (TRAIN and EVAL:
+    a receiver of features and labels, such as
+    `build_raw_supervised_input_receiver_fn` or
+    `build_supervised_input_receiver_fn_from_input_fn` make; PREDICT: a
+    serving receiver) and the model_fn in that mode, with the variables of
+    the checkpoint, and tagged 'train', 'eval' or 'serve'. The variables
+    are saved once. TRAIN's and EVAL's signature ('train', 'eval') returns
+    the loss, the predictions and the metrics, and TRAIN's MetaGraph keeps
+    the train op: `SavedModelEstimator` trains and evaluates from them (see
+    graph/saved_model.py). TF1-style model_fns only (graph engine); a TF2
+    model_fn exports PREDICT.
+
+    Args:
+      export_dir_base: the export goes to `<export_dir_base>/<unix time>`.
+      input_receiver_fn_map: {ModeKeys value: its input receiver fn}.
+      assets_extra, as_text, checkpoint_path: as for `export_saved_model`.
+
+    Returns:
+      The export directory.
 
     Raises:
-      UserInputError: the map names TRAIN or EVAL (not exported here) or
-        has no PREDICT receiver.
+      UserInputError: (a ValueError) the map has no mode with a receiver
+        fn (2.15's phrase), or a key that is not a mode (2.15 skipped
+        such keys in silence; a misspelt mode is refused here), or TRAIN
+        or EVAL for a TF2 model_fn.
     """
-    other = sorted(set(input_receiver_fn_map) - {ModeKeys.PREDICT})
-    if other or ModeKeys.PREDICT not in input_receiver_fn_map:
+    if not isinstance(input_receiver_fn_map, dict):
       raise UserInputError(
-          'experimental_export_all_saved_models: input_receiver_fn_map='
-          f'{sorted(input_receiver_fn_map)}; estimator_rt exports the '
-          f'{ModeKeys.PREDICT!r} mode only (TRAIN and EVAL SavedModels are '
-          'not supported): give a map with just that mode.')
-    return self.export_saved_model(
-        export_dir_base, input_receiver_fn_map[ModeKeys.PREDICT],
-        assets_extra=assets_extra, as_text=as_text,
-        checkpoint_path=checkpoint_path)
+          'experimental_export_all_saved_models: input_receiver_fn_map must '
+          'be a dict of ModeKeys value -> input receiver fn, got '
+          f'{shorten(input_receiver_fn_map)}.')
+    unknown = sorted(map(str, set(input_receiver_fn_map) - set(
+        (ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT))))
+    if unknown:
+      raise UserInputError(
+          f'experimental_export_all_saved_models: input_receiver_fn_map has '
+          f'keys {unknown} that are not modes; its keys are '
+          f'{ModeKeys.TRAIN!r}, {ModeKeys.EVAL!r} and {ModeKeys.PREDICT!r}.')
+    receiver_fn_map = {mode: fn for mode, fn in input_receiver_fn_map.items()
+                       if fn}
+    if not receiver_fn_map:
+      raise UserInputError(
+          'No valid modes for exporting found. Got '
+          f'{list(input_receiver_fn_map)}: give an input receiver fn for '
+          'one mode at least.')
+    checkpoint_path = self._export_checkpoint(checkpoint_path)
+    export_dir = self._run(lambda engine: engine.export_saved_models(
+        export_dir_base, receiver_fn_map=receiver_fn_map,
+        checkpoint_path=checkpoint_path,
+        initialization_is_trained=self._initialization_is_trained),
+                           checkpoint_path=checkpoint_path)
+    export_lib.add_extras(export_dir, assets_extra=assets_extra,
+                          as_text=as_text)
+    return export_dir
 
   def eval_dir(self, name: Optional[str] = None) -> str:
     """Where evaluation `name` writes its summaries (model_dir/eval or

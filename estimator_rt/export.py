@@ -1,10 +1,15 @@
-"""SavedModel export: a serving signature from the model_fn's PREDICT branch.
+"""SavedModel export: receivers, export outputs, and the eager engine's save.
 
-The signature's inputs are, in order of preference: what a
+The serving signature's inputs are, in order of preference: what a
 `serving_input_fn` describes, or the features of an input_fn's dataset with
-the batch dimension left open. The exported model holds the model
+the batch dimension left open. The eager engine's export holds the model
 variables (restored from a checkpoint) and one concrete function; it loads
 with `tf.saved_model.load` in a process that has never seen the model_fn.
+
+tf.estimator's receivers and outputs are here too: the serving ones, and
+for TRAIN and EVAL exports (graph/saved_model.py, TF1-style model_fns) the
+receivers of features and labels and `TrainOutput`/`EvalOutput`, with the
+tags and signature keys of each mode's MetaGraph.
 """
 
 import os
@@ -12,6 +17,8 @@ from typing import Any, Callable, Dict, Mapping, Optional
 
 from absl import logging
 import tensorflow as tf
+from tensorflow.python.saved_model import signature_constants  # pylint: disable=g-direct-tensorflow-import
+from tensorflow.python.saved_model import tag_constants  # pylint: disable=g-direct-tensorflow-import
 
 from estimator_rt import export_dirs
 from estimator_rt.errors import shorten
@@ -23,7 +30,7 @@ SINGLE_FEATURE_NAME = 'features'
 
 
 # What tf.estimator named a lone tensor given where a dict was expected.
-_SINGLE_NAMES = {
+SINGLE_NAMES = {
     'feature': 'feature',
     'label': 'label',
     'receiver_tensor': 'input',
@@ -43,7 +50,10 @@ def _is_labeled_tensor(value: Any) -> bool:
   return True
 
 
-def _check_tensor(tensor: Any, name: Any, what: str) -> None:
+def check_tensor(tensor: Any, name: Any, what: str) -> None:
+  """Raises UserInputError (tf.estimator's ValueError, with its words)
+  unless `tensor`, `name` of `what`, is a Tensor, SparseTensor or
+  RaggedTensor (or a LabeledTensor)."""
   if not isinstance(tensor, (tf.Tensor, tf.SparseTensor, tf.RaggedTensor)
                     ) and not _is_labeled_tensor(tensor):
     where = f' {name}' if name is not None else ''
@@ -52,10 +62,20 @@ def _check_tensor(tensor: Any, name: Any, what: str) -> None:
         f'{type(tensor).__name__}: {shorten(tensor)}.')
 
 
-def _wrapped_tensors(tensors: Any, what: str, *,
+def check_tensor_key(name: Any, what: str, *, allow_ints: bool = False) -> None:
+  """Raises UserInputError (tf.estimator's ValueError, with its words)
+  unless `name`, a key of `what` ('feature', 'receiver_tensor', ...), is a
+  string, or an int if `allow_ints`."""
+  if not isinstance(name, str) and not (allow_ints and isinstance(name, int)):
+    raise UserInputError(
+        f'{what} keys must be strings{" or ints" if allow_ints else ""}: '
+        f'{name!r}.')
+
+
+def wrapped_tensors(tensors: Any, what: str, *,
                      allow_int_keys: bool = False) -> Dict[Any, Any]:
   """`tensors` as a dict (a lone tensor named as tf.estimator named it,
-  `_SINGLE_NAMES`), each key a string (or an int if `allow_int_keys`) and
+  `SINGLE_NAMES`), each key a string (or an int if `allow_int_keys`) and
   each value a Tensor, SparseTensor or RaggedTensor.
 
   Raises:
@@ -65,14 +85,10 @@ def _wrapped_tensors(tensors: Any, what: str, *,
   if tensors is None:
     raise UserInputError(f'{what}s must be defined.')
   if not isinstance(tensors, Mapping):
-    tensors = {_SINGLE_NAMES[what]: tensors}
+    tensors = {SINGLE_NAMES[what]: tensors}
   for name, tensor in tensors.items():
-    if not isinstance(name, str) and not (
-        allow_int_keys and isinstance(name, int)):
-      raise UserInputError(
-          f'{what} keys must be strings{" or ints" if allow_int_keys else ""}'
-          f': {name!r}.')
-    _check_tensor(tensor, name, what)
+    check_tensor_key(name, what, allow_ints=allow_int_keys)
+    check_tensor(tensor, name, what)
   return dict(tensors)
 
 
@@ -127,14 +143,14 @@ class ServingInputReceiver:
             f'receiver_tensors={shorten(receiver_tensors)}.')
     else:
       features = self._checked_features(features)
-      receiver_tensors = _wrapped_tensors(receiver_tensors, 'receiver_tensor')
+      receiver_tensors = wrapped_tensors(receiver_tensors, 'receiver_tensor')
       if receiver_tensors_alternatives is not None:
         if not isinstance(receiver_tensors_alternatives, Mapping):
           raise UserInputError(
               'receiver_tensors_alternatives must be a dict: '
               f'{shorten(receiver_tensors_alternatives)}.')
         receiver_tensors_alternatives = {
-            name: _wrapped_tensors(group, 'receiver_tensors_alternative')
+            name: wrapped_tensors(group, 'receiver_tensors_alternative')
             for name, group in receiver_tensors_alternatives.items()}
     self.features = features
     self.receiver_tensors = receiver_tensors
@@ -145,7 +161,7 @@ class ServingInputReceiver:
 
   @staticmethod
   def _checked_features(features):
-    return _wrapped_tensors(features, 'feature', allow_int_keys=True)
+    return wrapped_tensors(features, 'feature', allow_int_keys=True)
 
   @property
   def is_graph_form(self) -> bool:
@@ -190,7 +206,7 @@ class TensorServingInputReceiver(ServingInputReceiver):
   def _checked_features(features):
     if features is None:
       raise UserInputError('features must be defined.')
-    _check_tensor(features, None, 'feature')
+    check_tensor(features, None, 'feature')
     return features
 
 
@@ -338,36 +354,179 @@ class RegressionOutput(ExportOutput):
                                                              self.value)
 
 
-class EvalOutput(ExportOutput):
-  """tf.estimator's output of an EVAL-mode export (loss, predictions,
-  metrics). estimator_rt exports the PREDICT graph only, where this output
-  is left out, with a warning."""
+# What the signature of a TRAIN or EVAL export names its outputs, as
+# tf.estimator 2.15 (TensorFlow's `_SupervisedOutput`) named them:
+# `loss`, `predictions` (or `predictions/<key>`), and per metric
+# `metrics/<name>/value` and `metrics/<name>/update_op`. A reader of such a
+# SavedModel (canned/saved_model_outputs.py) splits the names at SEPARATOR.
+SEPARATOR = '/'
+LOSS_NAME = 'loss'
+PREDICTIONS_NAME = 'predictions'
+METRICS_NAME = 'metrics'
+METRIC_VALUE_SUFFIX = 'value'
+METRIC_UPDATE_SUFFIX = 'update_op'
+
+
+def _output_key(key: Any, what: str) -> str:
+  """A key of a supervised output's dict: a string, or a tuple of strings
+  (a multi-head model's), joined with SEPARATOR."""
+  if isinstance(key, tuple):
+    key = SEPARATOR.join(key)
+  if not isinstance(key, str):
+    raise UserInputError(f'{what} output key must be a string; got {key!r}.')
+  return key
+
+
+def _prefixed(key: str, prefix: str) -> str:
+  """`key` under `prefix` (`prefix/key`), unless it starts with it already
+  (a lone tensor's key is the prefix itself)."""
+  return key if key.startswith(prefix) else f'{prefix}{SEPARATOR}{key}'
+
+
+def _metric_pair(name: str, metric: Any):
+  """(value, update tensor) of one of the spec's eval_metric_ops: a
+  `(value, update_op)` pair, or a metric object with `result()` and the
+  `updates` its update_state calls made (a Keras 2 metric). An update that
+  is an op becomes a tensor that runs it (a signature holds tensors only)."""
+  if isinstance(metric, (tuple, list)) and len(metric) == 2:
+    value, update = metric
+  elif hasattr(metric, 'result') and getattr(metric, 'updates', None):
+    value, update = metric.result(), tf.group(*metric.updates)
+  else:
+    raise UserInputError(
+        f'metrics[{name!r}] must be a (value, update_op) pair or a metric '
+        f'whose update_state was called; got {shorten(metric)}.')
+  if not isinstance(value, tf.Tensor):
+    raise UserInputError(
+        f'{name} output value must be a Tensor; got {shorten(value)}.')
+  if isinstance(update, tf.Operation):
+    with tf.control_dependencies([update]):
+      update = tf.constant([], name='metric_op_wrapper')
+  elif not isinstance(update, tf.Tensor):
+    update = getattr(update, 'op', update)  # A variable's assign.
+    if not isinstance(update, tf.Operation):
+      raise UserInputError(
+          f'{name} update_op must be a Tensor or Operation; got '
+          f'{shorten(update)}.')
+    with tf.control_dependencies([update]):
+      update = tf.constant([], name='metric_op_wrapper')
+  return value, update
+
+
+class _SupervisedOutput(ExportOutput):
+  """The signature of a TRAIN or EVAL export: its outputs are the loss,
+  the predictions and the metrics' values and update ops, named as
+  tf.estimator 2.15 named them (see SEPARATOR above); its inputs are the
+  receiver's features and labels.
+
+  Args:
+    loss: a tensor, or a dict of them.
+    predictions: a tensor, or a dict of them.
+    metrics: {name: (value, update_op)} (or a Keras 2 metric object), or
+      one pair.
+
+  Raises:
+    UserInputError: (a ValueError) a key that is not a string, or a value
+      that is not a tensor.
+  """
+
+  method_name = None  # The SignatureDef's method name (a subclass's).
+  LOSS_NAME = LOSS_NAME
+  PREDICTIONS_NAME = PREDICTIONS_NAME
+  METRICS_NAME = METRICS_NAME
+  METRIC_VALUE_SUFFIX = METRIC_VALUE_SUFFIX
+  METRIC_UPDATE_SUFFIX = METRIC_UPDATE_SUFFIX
 
   def __init__(self, loss=None, predictions=None, metrics=None):
-    self._loss = loss
-    self._predictions = predictions
-    self._metrics = metrics
+    self._loss = (None if loss is None else
+                  self._tensors(loss, LOSS_NAME))
+    self._predictions = (None if predictions is None else
+                         self._tensors(predictions, PREDICTIONS_NAME))
+    self._metrics = None if metrics is None else self._metric_tensors(metrics)
+
+  @staticmethod
+  def _tensors(value: Any, prefix: str) -> Dict[str, Any]:
+    named = value if isinstance(value, Mapping) else {prefix: value}
+    found = {}
+    for key, tensor in named.items():
+      key = _output_key(key, prefix)
+      if not isinstance(tensor, (tf.Tensor, tf.SparseTensor)):
+        raise UserInputError(
+            f'{prefix} output value must be a Tensor; got {shorten(tensor)}.')
+      found[_prefixed(key, prefix)] = tensor
+    return found
+
+  @staticmethod
+  def _metric_tensors(metrics: Any) -> Dict[str, tf.Tensor]:
+    if not isinstance(metrics, Mapping):
+      metrics = {METRICS_NAME: metrics}
+    found = {}
+    for key, metric in metrics.items():
+      name = _prefixed(_output_key(key, METRICS_NAME), METRICS_NAME)
+      value, update = _metric_pair(name, metric)
+      found[f'{name}{SEPARATOR}{METRIC_VALUE_SUFFIX}'] = value
+      found[f'{name}{SEPARATOR}{METRIC_UPDATE_SUFFIX}'] = update
+    return found
 
   @property
-  def loss(self):
+  def loss(self) -> Optional[Dict[str, Any]]:
     return self._loss
 
   @property
-  def predictions(self):
+  def predictions(self) -> Optional[Dict[str, Any]]:
     return self._predictions
 
   @property
-  def metrics(self):
+  def metrics(self) -> Optional[Dict[str, Any]]:
     return self._metrics
 
   def signature_def(self, receiver_tensors):
-    del receiver_tensors
-    return None
+    if not receiver_tensors:
+      raise UserInputError(
+          f'{self.method_name} `inputs` cannot be None or empty: a '
+          f'{type(self).__name__} needs the receiver\'s features and labels.')
+    outputs = {}
+    for group in (self._loss, self._predictions, self._metrics):
+      outputs.update(group or {})
+    info = tf.compat.v1.saved_model.build_tensor_info
+    return tf.compat.v1.saved_model.build_signature_def(
+        {key: info(tensor) for key, tensor in receiver_tensors.items()},
+        {key: info(tensor) for key, tensor in outputs.items()},
+        self.method_name)
+
+
+class TrainOutput(_SupervisedOutput):
+  """The signature of a TRAIN export (method
+  `tensorflow/supervised/training`): loss, predictions, metrics. The train
+  op itself is kept in the MetaGraph's `saved_model_train_op` collection."""
+
+  method_name = signature_constants.SUPERVISED_TRAIN_METHOD_NAME
+
+
+class EvalOutput(_SupervisedOutput):
+  """The signature of an EVAL export (method `tensorflow/supervised/eval`):
+  loss, predictions, metrics."""
+
+  method_name = signature_constants.SUPERVISED_EVAL_METHOD_NAME
+
+
+# tf.estimator 2.15's SavedModel tags and signature keys of each mode's
+# MetaGraph (TensorFlow's `EXPORT_TAG_MAP` and `SIGNATURE_KEY_MAP`).
+EXPORT_TAG_MAP = {
+    ModeKeys.TRAIN: [tag_constants.TRAINING],
+    ModeKeys.EVAL: [tag_constants.EVAL],
+    ModeKeys.PREDICT: [tag_constants.SERVING],
+}
+SIGNATURE_KEY_MAP = {
+    ModeKeys.TRAIN: signature_constants.DEFAULT_TRAIN_SIGNATURE_DEF_KEY,
+    ModeKeys.EVAL: signature_constants.DEFAULT_EVAL_SIGNATURE_DEF_KEY,
+    ModeKeys.PREDICT: signature_constants.DEFAULT_SERVING_SIGNATURE_DEF_KEY,
+}
 
 
 class UnsupervisedInputReceiver(ServingInputReceiver):
   """tf.estimator's receiver of features without labels, for TRAIN and
-  EVAL exports (which estimator_rt refuses in one line)."""
+  EVAL exports (of a model_fn that takes no labels)."""
 
   def __init__(self, features, receiver_tensors):
     super().__init__(features, receiver_tensors)
@@ -375,7 +534,7 @@ class UnsupervisedInputReceiver(ServingInputReceiver):
 
 class SupervisedInputReceiver:
   """tf.estimator's receiver of features and labels, for TRAIN and EVAL
-  exports (which estimator_rt refuses in one line). `features` and
+  exports (see graph/saved_model.py). `features` and
   `labels` are kept as given (a tensor or a dict of tensors, checked as
   ServingInputReceiver checks them); `receiver_tensors` becomes a dict.
 
@@ -384,17 +543,19 @@ class SupervisedInputReceiver:
   """
 
   def __init__(self, features, labels, receiver_tensors):
-    _wrapped_tensors(features, 'feature', allow_int_keys=True)
-    _wrapped_tensors(labels, 'label', allow_int_keys=True)
+    wrapped_tensors(features, 'feature', allow_int_keys=True)
+    wrapped_tensors(labels, 'label', allow_int_keys=True)
     self.features = features
     self.labels = labels
-    self.receiver_tensors = _wrapped_tensors(receiver_tensors,
+    self.receiver_tensors = wrapped_tensors(receiver_tensors,
                                              'receiver_tensor')
     self.receiver_tensors_alternatives = None
 
 
-def _placeholder_like(tensor, default_batch_size: Optional[int], name: str):
-  # tf.estimator's rule: the first dimension is the batch.
+def placeholder_like(tensor, default_batch_size: Optional[int],
+                     name: Optional[str]):
+  """A placeholder of `tensor`'s dtype and shape, its first dimension (the
+  batch, tf.estimator's rule) `default_batch_size` (None: any)."""
   shape = tf.TensorShape([default_batch_size]).concatenate(
       tensor.shape[1:])
   return tf.compat.v1.placeholder(tensor.dtype, shape, name=name)
@@ -412,9 +573,9 @@ def build_raw_supervised_input_receiver_fn(
     UserInputError: (a ValueError) features and labels share a key.
   """
   feature_keys = (set(features) if isinstance(features, Mapping)
-                  else {_SINGLE_NAMES['receiver_tensor']})
+                  else {SINGLE_NAMES['receiver_tensor']})
   label_keys = (set(labels) if isinstance(labels, Mapping)
-                else {_SINGLE_NAMES['label']})
+                else {SINGLE_NAMES['label']})
   if feature_keys & label_keys:
     raise UserInputError(
         'Features and labels must have distinct keys. Found overlapping '
@@ -422,17 +583,17 @@ def build_raw_supervised_input_receiver_fn(
 
   def placeholders(value, single_name):
     if isinstance(value, Mapping):
-      made = {name: _placeholder_like(t, default_batch_size, name)
+      made = {name: placeholder_like(t, default_batch_size, name)
               for name, t in value.items()}
       return made, made
-    made = _placeholder_like(value, default_batch_size, single_name)
+    made = placeholder_like(value, default_batch_size, single_name)
     return made, {single_name: made}
 
   def receiver_fn():
     made_features, received = placeholders(
-        features, _SINGLE_NAMES['receiver_tensor'])
+        features, SINGLE_NAMES['receiver_tensor'])
     made_labels, received_labels = placeholders(labels,
-                                                _SINGLE_NAMES['label'])
+                                                SINGLE_NAMES['label'])
     receivers = dict(received)
     receivers.update(received_labels)
     return SupervisedInputReceiver(made_features, made_labels, receivers)
@@ -549,7 +710,9 @@ def _signature_outputs(output: 'ExportOutput') -> Optional[Dict[str, Any]]:
   """What a signature of the eager engine's export returns for one of the
   model_fn's `export_outputs` (TF2 SavedModels have predict-style
   signatures only: a classification's classes and scores, a regression's
-  outputs), or None for an output it cannot serve (EvalOutput)."""
+  outputs), or None for an output it cannot serve (a TrainOutput or
+  EvalOutput, which only a TRAIN or EVAL export of the graph engine
+  writes)."""
   if isinstance(output, PredictOutput):
     return output.outputs
   if isinstance(output, ClassificationOutput):

@@ -13,6 +13,14 @@ second). Two processes may export into one base at the same moment (an
 evaluator and another task, two evaluators of a misconfigured job): the
 rename never replaces an export already there, so the one that comes
 second takes the next name instead of failing.
+
+On other filesystems (gs://, s3://, hdfs://, ram://, reached through
+`tf.io.gfile`) a directory cannot be renamed in one step: the export's
+files are moved one by one into the final directory, `saved_model.pb`
+last, so that a reader that waits for it (TensorFlow Serving polls for a
+version directory holding one) never loads half an export. The name is
+taken only if nothing is there yet, but two writers checking at the same
+moment can both take it: there, the rename without replace does not hold.
 """
 
 import errno
@@ -51,12 +59,48 @@ def _is_local(path: str) -> bool:
   return '://' not in path
 
 
+# The file a SavedModel reader waits for: moved last (see the docstring).
+_SAVED_MODEL_FILES = ('saved_model.pb', 'saved_model.pbtxt')
+
+
+def _move_tree(source: str, target: str) -> None:
+  """Moves the files under directory `source` into `target` (made here),
+  the SavedModel's graph last; removes what is left of `source`."""
+  moves = []
+  for directory, _, files in tf.io.gfile.walk(source):
+    relative = directory[len(source):].lstrip('/')
+    destination = os.path.join(target, relative) if relative else target
+    tf.io.gfile.makedirs(destination)
+    for name in files:
+      moves.append((os.path.join(directory, name),
+                    os.path.join(destination, name)))
+  moves.sort(key=lambda move: os.path.basename(move[0]) in _SAVED_MODEL_FILES)
+  for old, new in moves:
+    tf.io.gfile.rename(old, new, overwrite=False)
+  _remove_tree(source)
+
+
+def _remove_tree(path: str) -> None:
+  """Removes directory `path` and what is under it, if it exists."""
+  if not tf.io.gfile.exists(path):
+    return
+  try:
+    tf.io.gfile.rmtree(path)
+  except tf.errors.NotFoundError:
+    # ram:// says a directory exists while files under it do, but cannot
+    # remove it recursively when it was never made as a directory.
+    for directory, _, files in tf.io.gfile.walk(path):
+      for name in files:
+        tf.io.gfile.remove(os.path.join(directory, name))
+
+
 def _rename_unless_taken(source: str, target: str) -> bool:
   """Renames directory `source` to `target`; False if `target` exists.
 
   On a local filesystem this is one rename(2), which refuses to replace a
   non-empty directory, so two writers cannot both win a name. Elsewhere
-  (gs://, ...) TensorFlow's rename with overwrite=False is what there is.
+  (gs://, ram://, ...) the files are moved one by one (`_move_tree`) into
+  a `target` that did not exist when looked at.
   """
   if _is_local(source):
     try:
@@ -66,11 +110,10 @@ def _rename_unless_taken(source: str, target: str) -> bool:
       if e.errno in (errno.EEXIST, errno.ENOTEMPTY):
         return False
       raise
-  try:
-    tf.io.gfile.rename(source, target, overwrite=False)
-    return True
-  except tf.errors.AlreadyExistsError:
+  if tf.io.gfile.exists(target):
     return False
+  _move_tree(source, target)
+  return True
 
 
 def write_export(export_dir_base: str, write: Callable[[str], None]) -> str:
@@ -101,5 +144,4 @@ def write_export(export_dir_base: str, write: Callable[[str], None]) -> str:
         f'export: could not name the export in {export_dir_base!r}: other '
         f'writers took {_MAX_ATTEMPTS} names in a row.')
   finally:
-    if tf.io.gfile.exists(temporary):
-      tf.io.gfile.rmtree(temporary)
+    _remove_tree(temporary)

@@ -11,7 +11,10 @@ from typing import Any, Callable, Dict, Optional
 from absl import logging
 import tensorflow as tf
 
+from tensorflow.python.util import function_utils
+
 from estimator_rt import summaries
+from estimator_rt.errors import shorten
 from estimator_rt.errors import UserInputError
 
 
@@ -22,8 +25,43 @@ def _check_name(name):
         f'{os.sep!r}.')
 
 
-def _loss_smaller(best: Dict[str, Any], current: Dict[str, Any]) -> bool:
-  return current['loss'] < best['loss']
+def _loss_smaller(best_eval_result: Dict[str, Any],
+                  current_eval_result: Dict[str, Any]) -> bool:
+  """BestExporter's default comparison: whether `current_eval_result` has
+  a smaller 'loss' than `best_eval_result`.
+
+  Raises:
+    UserInputError (a ValueError): either is empty or has no 'loss'.
+  """
+  for name, result in (('best_eval_result', best_eval_result),
+                       ('current_eval_result', current_eval_result)):
+    if not result or 'loss' not in result:
+      raise UserInputError(
+          f'{name} cannot be empty or no loss is found in it: got '
+          f'{shorten(result)}; BestExporter compares the evaluations\' '
+          "'loss' unless given a compare_fn.")
+  return best_eval_result['loss'] > current_eval_result['loss']
+
+
+_COMPARE_FN_ARGS = ('best_eval_result', 'current_eval_result')
+
+
+def _verify_compare_fn_args(compare_fn: Callable) -> None:
+  """Raises UserInputError (a ValueError) unless `compare_fn` takes
+  exactly `best_eval_result` and `current_eval_result` (by these names:
+  BestExporter passes them so), as tf.estimator 2.15 required."""
+  args = set(function_utils.fn_args(compare_fn))
+  for name in _COMPARE_FN_ARGS:
+    if name not in args:
+      raise UserInputError(
+          f'compare_fn ({compare_fn}) must include {name} argument: '
+          'BestExporter calls compare_fn(best_eval_result=..., '
+          'current_eval_result=...).')
+  unexpected = sorted(args - set(_COMPARE_FN_ARGS))
+  if unexpected:
+    raise UserInputError(
+        f'compare_fn ({compare_fn}) has following not expected args: '
+        f'{unexpected}')
 
 
 class Exporter:
@@ -48,7 +86,8 @@ class Exporter:
 
 
 class _SavedModelExporter(Exporter):
-  """Exports SavedModels when `should_export` says so, keeping the newest.
+  """Exports SavedModels when `should_export` says so (this class: after
+  every evaluation, as tf.estimator 2.15's), keeping the newest.
 
   Args:
     name: subdirectory of model_dir/export.
@@ -59,8 +98,9 @@ class _SavedModelExporter(Exporter):
   """
 
   def __init__(self, name: str, serving_input_receiver_fn: Optional[Callable],
-               assets_extra: Optional[Dict[str, str]], as_text: bool,
-               exports_to_keep: Optional[int]):
+               assets_extra: Optional[Dict[str, str]] = None,
+               as_text: bool = False, *,
+               exports_to_keep: Optional[int] = None):
     _check_name(name)
     if exports_to_keep is not None and exports_to_keep < 1:
       raise UserInputError(
@@ -79,7 +119,9 @@ class _SavedModelExporter(Exporter):
 
   def should_export(self, *, eval_result: Dict[str, Any],
                     is_the_final_export: bool) -> bool:
-    raise NotImplementedError
+    """Whether to export the checkpoint evaluated as `eval_result`."""
+    del eval_result, is_the_final_export
+    return True
 
   def export(self, estimator, export_path, checkpoint_path, eval_result,
              is_the_final_export):
@@ -113,10 +155,7 @@ class LatestExporter(_SavedModelExporter):
                as_text: bool = False,
                exports_to_keep: Optional[int] = 5):
     super().__init__(name, serving_input_receiver_fn, assets_extra, as_text,
-                     exports_to_keep)
-
-  def should_export(self, *, eval_result, is_the_final_export):
-    return True
+                     exports_to_keep=exports_to_keep)
 
 
 class FinalExporter(_SavedModelExporter):
@@ -126,8 +165,7 @@ class FinalExporter(_SavedModelExporter):
                serving_input_receiver_fn: Optional[Callable] = None,
                assets_extra: Optional[Dict[str, str]] = None,
                as_text: bool = False):
-    super().__init__(name, serving_input_receiver_fn, assets_extra, as_text,
-                     exports_to_keep=None)
+    super().__init__(name, serving_input_receiver_fn, assets_extra, as_text)
 
   def should_export(self, *, eval_result, is_the_final_export):
     return is_the_final_export
@@ -149,8 +187,7 @@ class BestExporter(_SavedModelExporter):
   model_dir (as in 2.15).
 
   Args:
-    name: subdirectory of model_dir/export (tf.estimator's default was
-      'best_exporter').
+    name: subdirectory of model_dir/export.
     serving_input_receiver_fn, assets_extra, as_text: see LatestExporter.
     event_file_pattern: tf.estimator's: where earlier results are, relative
       to model_dir: 'eval/*.tfevents.*' or 'eval_<name>/*.tfevents.*'.
@@ -163,7 +200,7 @@ class BestExporter(_SavedModelExporter):
       (instead of `event_file_pattern`).
   """
 
-  def __init__(self, name: str = 'best',
+  def __init__(self, name: str = 'best_exporter',
                serving_input_receiver_fn: Optional[Callable] = None,
                event_file_pattern: str = 'eval/*.tfevents.*',
                compare_fn: Callable = _loss_smaller,
@@ -172,7 +209,12 @@ class BestExporter(_SavedModelExporter):
                exports_to_keep: Optional[int] = 5, *,
                metric_name: str = 'loss', eval_name: Optional[str] = None):
     super().__init__(name, serving_input_receiver_fn, assets_extra, as_text,
-                     exports_to_keep)
+                     exports_to_keep=exports_to_keep)
+    if compare_fn is None:
+      raise UserInputError(
+          '`compare_fn` must not be None (BestExporter: leave it out to '
+          "compare the evaluations' loss).")
+    _verify_compare_fn_args(compare_fn)
     if eval_name is None:
       match = _EVENT_FILE_PATTERN.match(event_file_pattern or '')
       if match is None:
@@ -210,12 +252,14 @@ class BestExporter(_SavedModelExporter):
       if step == current_step:
         continue  # That is the result being judged now.
       candidate = {self._metric_name: value, 'global_step': step}
-      if self._best is None or self._compare_fn(self._best, candidate):
+      if self._best is None or self._compare_fn(
+          best_eval_result=self._best, current_eval_result=candidate):
         self._best = candidate
 
   def should_export(self, *, eval_result, is_the_final_export):
     if (self._best is None or not self._has_exported or
-        self._compare_fn(self._best, eval_result)):
+        self._compare_fn(best_eval_result=self._best,
+                         current_eval_result=eval_result)):
       self._best = dict(eval_result) if eval_result is not None else None
       self._has_exported = True
       return True

@@ -24,6 +24,25 @@ def add_metrics(estimator, metric_fn: Callable):
   Raises:
     UserInputError: `metric_fn` takes another argument.
   """
+  _verify_metric_fn_args(metric_fn)
+  model_fn = estimator.model_fn
+
+  def model_fn_with_metrics(features, labels, mode, params, config):
+    spec = user_fns.call_model_fn(model_fn, features, labels, mode, params,
+                                  config)
+    if mode != ModeKeys.EVAL:
+      return spec
+    metrics = dict(spec.eval_metric_ops)
+    metrics.update(_call_metric_fn(metric_fn, features, labels,
+                                   spec.predictions, config))
+    return spec._replace(eval_metric_ops=metrics)
+
+  return estimator.with_model_fn(model_fn_with_metrics)
+
+
+def _verify_metric_fn_args(metric_fn: Callable) -> None:
+  """Raises UserInputError (a ValueError) if `metric_fn` is not a function
+  or takes an argument other than _METRIC_FN_ARGS."""
   try:
     args = list(inspect.signature(metric_fn).parameters)
   except (TypeError, ValueError) as e:
@@ -32,19 +51,15 @@ def add_metrics(estimator, metric_fn: Callable):
   unknown = [a for a in args if a not in _METRIC_FN_ARGS]
   if unknown:
     raise UserInputError(
-        f'add_metrics: metric_fn {user_fns.fn_name(metric_fn)} takes '
-        f'{unknown}; it may only take {list(_METRIC_FN_ARGS)}.')
-  model_fn = estimator.model_fn
+        f'metric_fn ({user_fns.fn_name(metric_fn)}) has following not '
+        f'expected args: {unknown}; it may only take '
+        f'{list(_METRIC_FN_ARGS)}.')
 
-  def model_fn_with_metrics(features, labels, mode, params, config):
-    spec = user_fns.call_model_fn(model_fn, features, labels, mode, params,
-                                  config)
-    if mode != ModeKeys.EVAL:
-      return spec
-    values = {'predictions': spec.predictions, 'features': features,
-              'labels': labels, 'config': config}
-    metrics = dict(spec.eval_metric_ops)
-    metrics.update(metric_fn(**{a: values[a] for a in args}))
-    return spec._replace(eval_metric_ops=metrics)
 
-  return estimator.with_model_fn(model_fn_with_metrics)
+def _call_metric_fn(metric_fn: Callable, features, labels, predictions,
+                    config):
+  """`metric_fn` called with those of its arguments it declares."""
+  values = {'predictions': predictions, 'features': features,
+            'labels': labels, 'config': config}
+  args = inspect.signature(metric_fn).parameters
+  return metric_fn(**{a: values[a] for a in args})

@@ -21,6 +21,7 @@ from typing import Any, Callable, Tuple
 from absl import logging
 import tensorflow as tf
 
+from estimator_rt import checkpoints
 from estimator_rt import input_overlap
 from estimator_rt import slice_batches
 from estimator_rt import user_fns
@@ -330,7 +331,7 @@ def restore_iterator(iterator, path: str) -> bool:
   Returns:
     Whether the position was restored.
   """
-  keys = tf.train.load_checkpoint(path).get_variable_to_shape_map()
+  keys = checkpoints.reader(path).get_variable_to_shape_map()
   if not any(key.startswith(ITERATOR_KEY + '/') for key in keys):
     logging.warning(
         'Checkpoint %s holds no input iterator state (saved with '

@@ -69,6 +69,7 @@ from estimator_rt import keras_train_op
 from estimator_rt import warm_starting
 from estimator_rt.errors import FormattedKeyError
 from estimator_rt.errors import UserInputError
+from estimator_rt.errors import UserTypeError
 from estimator_rt.errors import shorten
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.spec import EstimatorSpec
@@ -102,21 +103,33 @@ def _is_subclassed_tf_keras(model) -> bool:
       isinstance(model, _tf_keras().Sequential))
 
 
+def _assert_valid_model(model, custom_objects=None) -> None:
+  """2.15's check of a subclassed tf_keras model, which is cloned from its
+  config: it must rebuild from it.
+
+  Raises:
+    UserInputError (a ValueError): it does not (2.15's words).
+  """
+  if not _is_subclassed_tf_keras(model):
+    return
+  try:
+    with _tf_keras().utils.custom_object_scope(custom_objects or {}):
+      type(model).from_config(model.get_config())
+  except NotImplementedError as e:
+    raise UserInputError(
+        'Subclassed `Model`s passed to `model_to_estimator` must '
+        'implement `Model.get_config` and `Model.from_config`: '
+        f'keras_model={model.name!r} ({type(model).__name__}) is cloned '
+        'from its config.') from e
+
+
 def _check_model(model, custom_objects, checkpoint_format: str) -> None:
   keras = _keras()
   if _is_tf_keras(model):
     if _is_subclassed_tf_keras(model):
       # 2.15's checks of a subclassed model (it was cloned from its config,
       # and 2.15 saved its checkpoints by name only), in 2.15's words.
-      try:
-        with _tf_keras().utils.custom_object_scope(custom_objects or {}):
-          type(model).from_config(model.get_config())
-      except NotImplementedError as e:
-        raise UserInputError(
-            'Subclassed `Model`s passed to `model_to_estimator` must '
-            'implement `Model.get_config` and `Model.from_config`: '
-            f'keras_model={model.name!r} ({type(model).__name__}) is cloned '
-            'from its config.') from e
+      _assert_valid_model(model, custom_objects)
       if checkpoint_format == 'checkpoint':
         raise UserInputError(
             'Object-based checkpoints are currently not supported with '
@@ -333,23 +346,64 @@ def _select(what: str, given, names: Optional[List[str]], as_dict: bool):
   return values[0] if len(values) == 1 else values
 
 
-def _sample_weights(weights, names: List[str]):
-  """2.15's sample weights (a dict by output name, a list, or one tensor)
-  in the structure the compiled loss takes."""
-  if weights is None or len(names) == 1:
-    if isinstance(weights, dict):
-      return weights.get(names[0])
-    if isinstance(weights, (list, tuple)) and len(weights) == 1:
-      return weights[0]
-    return weights
-  if isinstance(weights, dict):
-    unknown = sorted(set(weights) - set(names))
+def _extract_sample_weight_tensors(features):
+  """(features, sample weights) of features `{'features': ...,
+  'sample_weights': ...}` (2.15's way of giving per-example weights), or
+  (features, None)."""
+  if isinstance(features, dict) and set(features) == _SAMPLE_WEIGHT_KEYS:
+    return features['features'], features['sample_weights']
+  return features, None
+
+
+def standardize_sample_weights(x_weight, output_names):
+  """2.15's: sample weights (a dict by output name, a list, or one
+  tensor; None) as a list of one per output in `output_names`.
+
+  Raises:
+    UserInputError (a ValueError): a list of the wrong length, or a dict
+      with keys that are not outputs.
+    UserTypeError (a TypeError): neither a list nor a dict for a model of
+      several outputs.
+  """
+  if x_weight is None or (isinstance(x_weight, (list, tuple)) and
+                          not x_weight):
+    return [None for _ in output_names]
+  if len(output_names) == 1:
+    if isinstance(x_weight, (list, tuple)) and len(x_weight) == 1:
+      return list(x_weight)
+    if isinstance(x_weight, dict) and output_names[0] in x_weight:
+      return [x_weight[output_names[0]]]
+    return [x_weight]
+  if isinstance(x_weight, (list, tuple)):
+    if len(x_weight) != len(output_names):
+      raise UserInputError(
+          f'Provided `sample_weights` was a list of {len(x_weight)} '
+          f'elements, but the model has {len(output_names)} outputs. You '
+          'should provide one `sample_weights` array per model output '
+          f'({output_names}).')
+    return list(x_weight)
+  if isinstance(x_weight, dict):
+    unknown = sorted(set(x_weight) - set(output_names))
     if unknown:
       raise UserInputError(
-          f"features['sample_weights'] keys {unknown} are not outputs of the "
-          f'Keras model ({names}).')
-    return [weights.get(name) for name in names]
-  return weights
+          f'Unknown entries in sample_weights dictionary: {unknown}. Only '
+          f'expected following keys: {output_names}')
+    return [x_weight.get(name) for name in output_names]
+  raise UserTypeError(
+      'The model has multiple outputs, so `sample_weights` should be either '
+      'a list or a dict. Provided `sample_weights` type not understood: '
+      f'{shorten(x_weight)}')
+
+
+def _sample_weights(weights, names: List[str]):
+  """2.15's sample weights (a dict by output name, a list, or one tensor)
+  in the structure the compiled loss takes: one per output
+  (`standardize_sample_weights`), the lone one for one output; None for
+  none."""
+  if weights is None:
+    return None
+  standardized = standardize_sample_weights(weights, names)
+  return standardized[0] if len(names) == 1 else standardized
 
 
 def _as_keras3(kind: str, value, owner: str):
@@ -769,9 +823,7 @@ def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
     return spec.estimator_spec
 
   def forward(features, labels, mode) -> _Forward:
-    weights = None
-    if isinstance(features, dict) and set(features) == _SAMPLE_WEIGHT_KEYS:
-      features, weights = features['features'], features['sample_weights']
+    features, weights = _extract_sample_weight_tensors(features)
     with _initial_values_from(initial_values):
       model = clone()
       if subclassed_tf_keras:

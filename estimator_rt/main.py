@@ -243,7 +243,9 @@ def _exporters(names, ert):
     if name == 'latest':
       made.append(ert.LatestExporter())
     elif name == 'best':
-      made.append(ert.BestExporter())
+      # Under export/best, as the flag names it (the class's default
+      # directory is tf.estimator's, 'best_exporter').
+      made.append(ert.BestExporter('best'))
     elif name == 'final':
       made.append(ert.FinalExporter())
     else:
@@ -451,7 +453,12 @@ def _build_estimator(role, strategy, remote_cluster):
 
 def _with_params(input_fn, params):
   """`input_fn` called with `params` whatever params its Estimator has; the
-  same declared arguments (the runtime passes only those)."""
+  same declared arguments (the runtime passes only those). One that takes
+  no params is left as it is (numpy_input_fn's stays what the runtime
+  recognizes)."""
+  from estimator_rt import user_fns  # pylint: disable=g-import-not-at-top
+  if not user_fns.declared_args(input_fn) & {'params', '*'}:
+    return input_fn
 
   @functools.wraps(input_fn)
   def with_params(**kwargs):

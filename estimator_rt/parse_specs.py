@@ -23,7 +23,7 @@ def _feature_spec(feature_columns, *, v1: bool) -> Dict[str, Any]:
   return dict(make(feature_columns))
 
 
-def _with_label_and_weight(spec: Dict[str, Any], *, label_key: str,
+def with_label_and_weight(spec: Dict[str, Any], *, label_key: str,
                            label_spec, weight_column) -> Dict[str, Any]:
   """`spec` with the label's and the weight column's entries added.
 
@@ -55,7 +55,7 @@ def _with_label_and_weight(spec: Dict[str, Any], *, label_key: str,
 
 def _classifier_spec(feature_columns, label_key, label_dtype, label_default,
                      weight_column, *, v1: bool) -> Dict[str, Any]:
-  return _with_label_and_weight(
+  return with_label_and_weight(
       _feature_spec(feature_columns, v1=v1), label_key=label_key,
       label_spec=tf.io.FixedLenFeature((1,), label_dtype, label_default),
       weight_column=weight_column)
@@ -64,7 +64,7 @@ def _classifier_spec(feature_columns, label_key, label_dtype, label_default,
 def _regressor_spec(feature_columns, label_key, label_dtype, label_default,
                     label_dimension, weight_column, *, v1: bool
                     ) -> Dict[str, Any]:
-  return _with_label_and_weight(
+  return with_label_and_weight(
       _feature_spec(feature_columns, v1=v1), label_key=label_key,
       label_spec=tf.io.FixedLenFeature((label_dimension,), label_dtype,
                                        label_default),

@@ -215,7 +215,6 @@ _NO_EFFECT = {
                                       'their own'),
     'keep_checkpoint_every_n_hours': (10000, 'keep_checkpoint_max decides '
                                       'which checkpoints stay'),
-    'checkpoint_save_graph_def': (True, 'no graph.pbtxt is written'),
 }
 _warned = set()
 
@@ -247,7 +246,7 @@ def _read_tf_config() -> dict:
   return value
 
 
-def _model_dir_from(tf_config: dict, model_dir):
+def _get_model_dir(tf_config: dict, model_dir):
   """model_dir, or TF_CONFIG's `model_dir` (2.15's rules)."""
   if model_dir == '':
     raise UserInputError(
@@ -307,9 +306,15 @@ def _task_index(value) -> int:
     ) from None
 
 
-def _validate_task(spec: tf.train.ClusterSpec, task_env: dict,
-                   chief_job: str):
-  """2.15's checks of the task against the cluster; (task_type, task_id)."""
+def _validate_task_type_and_task_id(cluster_spec: tf.train.ClusterSpec,
+                                    task_env: dict, chief_task_type: str):
+  """2.15's checks of the task against the cluster; (task_type, task_id).
+
+  Raises:
+    ClusterConfigError (a ValueError): the cluster has not one
+      `chief_task_type` task, or `task_env` names no task of it.
+  """
+  spec, chief_job = cluster_spec, chief_task_type
   if chief_job not in spec.jobs:
     raise cluster.ClusterConfigError(
         f'If "cluster" is set in TF_CONFIG, it must have one "{chief_job}" '
@@ -347,10 +352,13 @@ def _validate_task(spec: tf.train.ClusterSpec, task_env: dict,
   return task_type, task_id
 
 
-def _global_id(spec: tf.train.ClusterSpec, task_type: str, task_id: int,
-               chief_job: str) -> int:
+def _get_global_id_in_cluster(cluster_spec: tf.train.ClusterSpec,
+                              task_type: str, task_id: int,
+                              chief_task_type: str) -> int:
   """2.15's global id: the chief (or master) first, then the other jobs
-  alphabetically, the ps tasks last."""
+  alphabetically, the ps tasks last; 0 for a task type the cluster does not
+  have (a task the runtime does not count)."""
+  spec, chief_job = cluster_spec, chief_task_type
   order = [chief_job] if chief_job in spec.jobs else []
   order += [job for job in sorted(spec.jobs)
             if job not in (chief_job, TaskType.PS)]
@@ -362,6 +370,43 @@ def _global_id(spec: tf.train.ClusterSpec, task_type: str, task_id: int,
       return next_id + task_id
     next_id += len(spec.job_tasks(job))
   return 0
+
+
+def _get_session_master(cluster_spec: tf.train.ClusterSpec, task_type: str,
+                        task_id: int, tf_config: dict) -> str:
+  """The master of a task's sessions: TF_CONFIG's `session_master`, else ''
+  (a direct session) for a cluster of one task, else the task's own
+  grpc:// address ('' for a task not in the cluster)."""
+  if _SESSION_MASTER_KEY in tf_config:
+    return tf_config[_SESSION_MASTER_KEY]
+  jobs = cluster_spec.jobs
+  if len(jobs) == 1 and len(cluster_spec.job_tasks(jobs[0])) == 1:
+    return _LOCAL_MASTER  # One node: a direct session, no RPC.
+  if task_type in jobs and 0 <= task_id < len(
+      cluster_spec.job_tasks(task_type)):
+    return _GRPC_SCHEME + cluster_spec.job_tasks(task_type)[task_id]
+  return _LOCAL_MASTER
+
+
+def _get_eval_session_master(task_type: Optional[str], tf_config: dict) -> str:
+  """The evaluator's master: TF_CONFIG's `eval_session_master` (default
+  ''); '' for other tasks."""
+  if task_type == TaskType.EVALUATOR:
+    return tf_config.get(_EVAL_SESSION_MASTER_KEY, _LOCAL_MASTER)
+  return _LOCAL_MASTER
+
+
+def _count_ps(cluster_spec: tf.train.ClusterSpec) -> int:
+  """The number of ps tasks."""
+  return len(cluster_spec.as_dict().get(TaskType.PS, []))
+
+
+def _count_worker(cluster_spec: tf.train.ClusterSpec,
+                  chief_task_type: str) -> int:
+  """The number of training workers, the chief included."""
+  as_dict = cluster_spec.as_dict()
+  return (len(as_dict.get(TaskType.WORKER, [])) +
+          len(as_dict.get(chief_task_type, [])))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -422,25 +467,17 @@ def _settings_of(spec: tf.train.ClusterSpec, task_type: str, task_id: int,
         is_chief=False, num_ps_replicas=0, num_worker_replicas=0,
         global_id_in_cluster=None, service=service)
   jobs = spec.jobs
-  if _SESSION_MASTER_KEY in tf_config:
-    master = tf_config[_SESSION_MASTER_KEY]
-  elif len(jobs) == 1 and len(spec.job_tasks(jobs[0])) == 1:
-    master = _LOCAL_MASTER  # One node: a direct session, no RPC.
-  elif task_type in jobs and 0 <= task_id < len(spec.job_tasks(task_type)):
-    master = _GRPC_SCHEME + spec.job_tasks(task_type)[task_id]
-  else:
-    master = _LOCAL_MASTER
-  as_dict = spec.as_dict()
   return _Distributed(
-      cluster_spec=spec, task_type=task_type, task_id=task_id, master=master,
-      evaluation_master=_LOCAL_MASTER,
+      cluster_spec=spec, task_type=task_type, task_id=task_id,
+      master=_get_session_master(spec, task_type, task_id, tf_config),
+      evaluation_master=_get_eval_session_master(task_type, tf_config),
       is_chief=(task_type == chief_job or (
           task_type == TaskType.WORKER and task_id == 0 and
           chief_job not in jobs)),
-      num_ps_replicas=len(as_dict.get(TaskType.PS, [])),
-      num_worker_replicas=(len(as_dict.get(TaskType.WORKER, [])) +
-                           len(as_dict.get(chief_job, []))),
-      global_id_in_cluster=_global_id(spec, task_type, task_id, chief_job),
+      num_ps_replicas=_count_ps(spec),
+      num_worker_replicas=_count_worker(spec, chief_job),
+      global_id_in_cluster=_get_global_id_in_cluster(spec, task_type,
+                                                     task_id, chief_job),
       service=service)
 
 
@@ -468,14 +505,16 @@ def settings_from_tf_config(tf_config: dict, *, validate: bool
       raise cluster.ClusterConfigError(
           'If `master` node exists in `cluster`, job `chief` is not supported '
           f'(TF_CONFIG cluster: {_one_line_spec(spec)}).')
-    task_type, task_id = _validate_task(spec, task_env, TaskType.MASTER)
+    task_type, task_id = _validate_task_type_and_task_id(
+        spec, task_env, TaskType.MASTER)
     if task_type == TaskType.EVALUATOR:
       raise cluster.ClusterConfigError(
           'If `master` node exists in `cluster`, task_type `evaluator` is not '
           'supported.')
     return _settings_of(spec, task_type, task_id, tf_config, service)
   if validate:
-    task_type, task_id = _validate_task(spec, task_env, TaskType.CHIEF)
+    task_type, task_id = _validate_task_type_and_task_id(
+        spec, task_env, TaskType.CHIEF)
   else:
     task_type = task_env.get(_TASK_TYPE_KEY)
     task_id = task_env.get(_TASK_ID_KEY)
@@ -547,6 +586,37 @@ def _device_fn_problem(device_fn) -> bool:
     return set(function_utils.fn_args(device_fn)) != {'op'}
   except (TypeError, ValueError):
     return True
+
+
+def _validate_save_ckpt_with_replaced_keys(new_copy, replaced_keys) -> None:
+  """The checkpoint schedule of a RunConfig whose `replaced_keys` were just
+  replaced: setting one of save_checkpoints_steps and save_checkpoints_secs
+  to a value sets the other to None.
+
+  Raises:
+    UserInputError (a ValueError): both were replaced, with values.
+  """
+  steps = new_copy.save_checkpoints_steps
+  secs = new_copy.save_checkpoints_secs
+  if ('save_checkpoints_steps' in replaced_keys and
+      'save_checkpoints_secs' in replaced_keys):
+    if steps is not None and secs is not None:
+      raise UserInputError(
+          f'{_SAVE_CKPT_ERR} (RunConfig.replace: save_checkpoints_steps='
+          f'{steps!r}, save_checkpoints_secs={secs!r}); set at most one.')
+  elif 'save_checkpoints_steps' in replaced_keys and steps is not None:
+    _set_field(new_copy, 'save_checkpoints_secs', None)
+  elif 'save_checkpoints_secs' in replaced_keys and secs is not None:
+    _set_field(new_copy, 'save_checkpoints_steps', None)
+
+
+def _validate_properties(run_config) -> None:
+  """2.15's checks of a RunConfig's values (and of this project's own).
+
+  Raises:
+    UserInputError (a ValueError): one is invalid, named with its value.
+  """
+  run_config._validate()  # pylint: disable=protected-access
 
 
 def _set_field(config, name: str, value) -> None:
@@ -652,11 +722,15 @@ class RunConfig:
       (`tf.function(jit_compile=True)`); the loop around the steps, which
       reads the input, stays a plain compiled function. A model_fn using an
       op XLA cannot compile fails on the first step, naming the op.
+    checkpoint_save_graph_def: write graph.pbtxt when training starts and
+      a MetaGraphDef beside each checkpoint (`model.ckpt-<step>.meta`), as
+      tf.estimator 2.15 did (default True); see graph/graph_files.py. The
+      graph goes into the training event file either way.
     keep_checkpoint_every_n_hours, device_fn, protocol,
-      experimental_max_worker_delay_secs, session_creation_timeout_secs,
-      checkpoint_save_graph_def: tf.estimator 2.15's, validated as 2.15
-      validated them; they have no effect here, and a value other than the
-      default is named in one warning.
+      experimental_max_worker_delay_secs, session_creation_timeout_secs:
+      tf.estimator 2.15's, validated as 2.15 validated them; they have no
+      effect here, and a value other than the default is named in one
+      warning.
     engine: which engine runs the model_fn: 'auto' (the default: chosen
       by the rule in engine_choice.py, no setting needed), 'eager' (TF2
       model_fns, compiled loops) or 'graph' (TF1-style model_fns in a
@@ -724,7 +798,7 @@ class RunConfig:
       if tf_config:
         logging.info('TF_CONFIG environment variable: %s',
                      shorten(tf_config, limit=400))
-    model_dir = _model_dir_from(tf_config, path_to_str(model_dir))
+    model_dir = _get_model_dir(tf_config, path_to_str(model_dir))
     values = dict(
         model_dir=model_dir, tf_random_seed=tf_random_seed,
         save_summary_steps=save_summary_steps,
@@ -1012,16 +1086,7 @@ class RunConfig:
     task_info = changes.pop('task_info', _FROM_ENVIRONMENT)
     for key, value in changes.items():
       _set_field(new, key, value)
-    steps, secs = new.save_checkpoints_steps, new.save_checkpoints_secs
-    if 'save_checkpoints_steps' in kwargs and 'save_checkpoints_secs' in kwargs:
-      if steps is not None and secs is not None:
-        raise UserInputError(
-            f'{_SAVE_CKPT_ERR} (RunConfig.replace: save_checkpoints_steps='
-            f'{steps!r}, save_checkpoints_secs={secs!r}); set at most one.')
-    elif 'save_checkpoints_steps' in kwargs and steps is not None:
-      _set_field(new, 'save_checkpoints_secs', None)
-    elif 'save_checkpoints_secs' in kwargs and secs is not None:
-      _set_field(new, 'save_checkpoints_steps', None)
+    _validate_save_ckpt_with_replaced_keys(new, kwargs)
     new._validate()  # pylint: disable=protected-access
     if task_info is not _FROM_ENVIRONMENT or 'remote_cluster' in kwargs:
       if task_info is _FROM_ENVIRONMENT:

@@ -33,23 +33,49 @@ def _is_dense_tensor(value: Any) -> bool:
       value, (tf.SparseTensor, tf.RaggedTensor))
 
 
-def _check_tensor(value: Any, name: str, mode: str) -> Any:
+# The mode of a check called outside an EstimatorSpec (2.15's private
+# helpers, as its model_fn module serves them): its message names no spec.
+_NO_SPEC = object()
+
+
+def _in_spec(mode: Any, detail: str) -> str:
+  """' (EstimatorSpec(mode=...)<detail>)' closing a message about a spec's
+  field, or '.' for a check called outside a spec."""
+  if mode is _NO_SPEC:
+    return '.'
+  return f' (EstimatorSpec(mode={mode!r}){detail}).'
+
+
+def check_tensor(value: Any, name: str, mode: Any = _NO_SPEC) -> Any:
   """`value` if it is a (dense) tensor; ModelFnTypeError otherwise."""
   if not _is_dense_tensor(value):
     raise ModelFnTypeError(
-        f'{name} must be Tensor, given: {shorten(value)} '
-        f'(EstimatorSpec(mode={mode!r}): give a tf.Tensor).')
+        f'{name} must be Tensor, given: {shorten(value)}' +
+        _in_spec(mode, ': give a tf.Tensor'))
   return value
 
 
+def check_tensor_or_operation(value: Any, name: str,
+                               mode: Any = _NO_SPEC) -> None:
+  """Raises ModelFnTypeError unless `value` is an op or a tensor (a
+  variable too)."""
+  if not (isinstance(value, tf.Operation) or _is_tensor_like(value)):
+    raise ModelFnTypeError(
+        f'{name} must be Operation or Tensor, given: {shorten(value)}' +
+        _in_spec(mode, f' got a {type(value).__name__}'))
+
+
 # tf.estimator's words for a value of another graph than the one the
-# model_fn builds: a tensor kept from an earlier model_fn call, or made
-# outside the graph the Estimator opened.
-_OTHER_GRAPH = (
-    '{what} with "{name}" must be from the default graph. Possible causes '
-    'of this error include: 1) {what} was created outside the context of '
-    'the default graph. 2) The object passed through to EstimatorSpec was '
-    'not created in the most recent call to "model_fn".')
+# model_fn builds (a tensor kept from an earlier model_fn call, or made
+# outside the graph the Estimator opened), word for word: its model_fn
+# module's `_default_graph_error_message_template`, which code formats too.
+OTHER_GRAPH = (
+    '{0} with "{1}" must be from the default graph. '
+    'Possible causes of this error include: \n\n'
+    '1) {0} was created outside the context of the default graph.'
+    '\n\n'
+    '2) The object passed through to EstimatorSpec was not created '
+    'in the most recent call to "model_fn".')
 
 
 def _check_graph(value: Any, what: str, name: Optional[str] = None) -> None:
@@ -65,25 +91,48 @@ def _check_graph(value: Any, what: str, name: Optional[str] = None) -> None:
   if isinstance(value, tf.Variable):
     graph = getattr(getattr(value, 'op', None), 'graph', None)
   if graph is not None and graph is not default:
-    raise ModelFnError(_OTHER_GRAPH.format(
-        what=what, name=name or getattr(value, 'name', value)))
+    raise ModelFnError(OTHER_GRAPH.format(
+        what, name or getattr(value, 'name', value)))
 
 
-def _hook_list(field: str, hooks: Optional[Sequence[Any]],
-               mode: str) -> list:
+def validated_scaffold(scaffold: Any, mode: Any = _NO_SPEC) -> Any:
+  """`scaffold`, or tf.estimator's default, an empty Scaffold (which code
+  written for it finalizes, `spec.scaffold.finalize()`; it asks nothing of
+  a session, see `has_session_scaffold`).
+
+  Raises:
+    ModelFnTypeError: it is neither None nor a tf.compat.v1.train.Scaffold.
+  """
+  if scaffold is None:
+    return tf.compat.v1.train.Scaffold()
+  if not isinstance(scaffold, tf.compat.v1.train.Scaffold):
+    raise ModelFnTypeError(
+        f'scaffold must be tf.train.Scaffold. Given: {shorten(scaffold)}' +
+        _in_spec(mode, f' got a {type(scaffold).__name__}'))
+  return scaffold
+
+
+def hook_list(field: str, hooks: Optional[Sequence[Any]],
+              mode: Any = _NO_SPEC) -> list:
+  """`hooks` (a list or tuple of SessionRunHooks, or None) as a list.
+
+  Raises:
+    ModelFnTypeError: they are not, naming `field`.
+  """
   if hooks is None:
     return []
   if not isinstance(hooks, (list, tuple)):
     raise ModelFnTypeError(
         f'All hooks must be SessionRunHook instances, given: '
-        f'{shorten(hooks)} (EstimatorSpec(mode={mode!r}): `{field}` must be '
-        'a list of tf.compat.v1.train.SessionRunHook).')
+        f'{shorten(hooks)}' + _in_spec(
+            mode, f': `{field}` must be a list of '
+            'tf.compat.v1.train.SessionRunHook'))
   for hook in hooks:
     if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
       raise ModelFnTypeError(
           f'All hooks must be SessionRunHook instances, given: '
-          f'{shorten(hook)} (EstimatorSpec(mode={mode!r}): `{field}` holds '
-          f'a {type(hook).__name__}).')
+          f'{shorten(hook)}' + _in_spec(
+              mode, f': `{field}` holds a {type(hook).__name__}'))
   return list(hooks)
 
 
@@ -122,7 +171,7 @@ def _is_metric_pair(value: Any) -> bool:
           _metric_parts_ok(value))
 
 
-def _add_to_collection(collection: str, variables: Sequence[Any]) -> None:
+def add_to_collection(collection: str, variables: Sequence[Any]) -> None:
   present = {id(v) for v in tf.compat.v1.get_collection(collection)}
   for variable in variables:
     if id(variable) not in present:
@@ -147,7 +196,7 @@ def keras2_metric_as_pair(name: str, metric: Any) -> Tuple[Any, Any]:
         'predictions, in the model_fn.')
   for collection in (tf.compat.v1.GraphKeys.LOCAL_VARIABLES,
                      tf.compat.v1.GraphKeys.METRIC_VARIABLES):
-    _add_to_collection(collection, metric.variables)
+    add_to_collection(collection, metric.variables)
   return (metric.result(), tf.group(*metric.updates))
 
 
@@ -256,32 +305,24 @@ class EstimatorSpec(collections.namedtuple('EstimatorSpec', _FIELDS_215)):
     # The mode is not checked here (2.15 did not: tests build an
     # EstimatorSpec(None) as a stand-in); each engine checks that a
     # model_fn's spec is of the mode it was called in.
-    loss = _validated_loss(loss, mode)
-    train_op = _validated_train(train_op, optimizer, loss, mode)
-    predictions = _validated_predictions(predictions, mode)
-    export_outputs, defaulted = _validated_export_outputs(
+    loss = validated_loss(loss, mode)
+    train_op = validated_train(train_op, optimizer, loss, mode)
+    predictions = validated_predictions(predictions, mode)
+    export_outputs, defaulted = validated_export_outputs(
         export_outputs, predictions, mode)
-    eval_metric_ops = _validated_eval_metric_ops(eval_metric_ops, mode)
-    if scaffold is not None and not isinstance(
-        scaffold, tf.compat.v1.train.Scaffold):
-      raise ModelFnTypeError(
-          f'scaffold must be tf.train.Scaffold. Given: {shorten(scaffold)} '
-          f'(EstimatorSpec(mode={mode!r}) got a {type(scaffold).__name__}).')
+    eval_metric_ops = validated_eval_metric_ops(eval_metric_ops, mode)
+    scaffold = validated_scaffold(scaffold, mode)
     spec = super().__new__(
         cls, mode=mode, predictions=predictions, loss=loss,
         train_op=train_op, eval_metric_ops=eval_metric_ops,
         export_outputs=export_outputs,
-        training_chief_hooks=_hook_list('training_chief_hooks',
+        training_chief_hooks=hook_list('training_chief_hooks',
                                         training_chief_hooks, mode),
-        training_hooks=_hook_list('training_hooks', training_hooks, mode),
-        # tf.estimator's default: an empty Scaffold, which code written for
-        # it finalizes (`spec.scaffold.finalize()`); it asks nothing of a
-        # session (`has_session_scaffold`).
-        scaffold=(scaffold if scaffold is not None else
-                  tf.compat.v1.train.Scaffold()),
-        evaluation_hooks=_hook_list('evaluation_hooks', evaluation_hooks,
+        training_hooks=hook_list('training_hooks', training_hooks, mode),
+        scaffold=scaffold,
+        evaluation_hooks=hook_list('evaluation_hooks', evaluation_hooks,
                                     mode),
-        prediction_hooks=_hook_list('prediction_hooks', prediction_hooks,
+        prediction_hooks=hook_list('prediction_hooks', prediction_hooks,
                                     mode))
     spec.optimizer = optimizer
     spec.loss_is_sum = False  # Set by heads only (see above).
@@ -338,7 +379,7 @@ def for_mode(spec: EstimatorSpec, mode: str) -> EstimatorSpec:
   values.pop('mode')
   return EstimatorSpec(mode, **values)
 
-def _validated_loss(loss: Any, mode: str) -> Any:
+def validated_loss(loss: Any, mode: str) -> Any:
   """The loss, reshaped to a scalar if it holds one element (tf.estimator's
   rule: shape (1,), or (None,) as a mean over a batch of unknown size)."""
   if loss is None:
@@ -347,7 +388,7 @@ def _validated_loss(loss: Any, mode: str) -> Any:
           f'Missing loss. EstimatorSpec(mode={mode!r}): `loss` is required '
           f'in {mode} mode; return the mean loss over the batch.')
     return None
-  _check_tensor(loss, 'loss', mode)
+  check_tensor(loss, 'loss', mode)
   if loss.shape.num_elements() not in (None, 1):
     raise ModelFnError(
         f'Loss must be scalar, given: {shorten(loss)} '
@@ -368,15 +409,12 @@ def _validated_loss(loss: Any, mode: str) -> Any:
   return loss
 
 
-def _validated_train(train_op: Any, optimizer: Any, loss: Any,
+def validated_train(train_op: Any, optimizer: Any, loss: Any,
                      mode: str) -> Any:
   """The train_op (a variable's op for a variable), after the checks of
   TRAIN's `optimizer` / `train_op`."""
   if train_op is not None:
-    if not (isinstance(train_op, tf.Operation) or _is_tensor_like(train_op)):
-      raise ModelFnTypeError(
-          f'train_op must be Operation or Tensor, given: {shorten(train_op)} '
-          f'(EstimatorSpec(mode={mode!r}) got a {type(train_op).__name__}).')
+    check_tensor_or_operation(train_op, 'train_op', mode)
     if isinstance(train_op, tf.Variable) and not tf.executing_eagerly():
       train_op = train_op.op
     _check_graph(train_op, 'train_op')
@@ -409,7 +447,7 @@ def _validated_train(train_op: Any, optimizer: Any, loss: Any,
   return train_op
 
 
-def _validated_predictions(predictions: Any, mode: str) -> Any:
+def validated_predictions(predictions: Any, mode: str) -> Any:
   """The predictions (checked in every mode they are given in, as
   tf.estimator did); {} when None outside PREDICT."""
   if predictions is None:
@@ -419,7 +457,7 @@ def _validated_predictions(predictions: Any, mode: str) -> Any:
           'is required in PREDICT mode.')
     return {}
   if not isinstance(predictions, Mapping):
-    _check_tensor(predictions, 'predictions', mode)
+    check_tensor(predictions, 'predictions', mode)
     _check_graph(predictions, 'prediction values')
     return predictions
   for name, value in predictions.items():
@@ -431,13 +469,13 @@ def _validated_predictions(predictions: Any, mode: str) -> Any:
       raise ModelFnError(
           f'EstimatorSpec(mode={mode!r}): `predictions` keys must be '
           f'strings (or tuples of strings), got {name!r}.')
-    _check_tensor(value, f'predictions[{name}]', mode)
+    check_tensor(value, f'predictions[{name}]', mode)
     _check_graph(value, 'prediction values',
                  f'{name}: {getattr(value, "name", value)}')
   return dict(predictions)
 
 
-def _validated_export_outputs(export_outputs: Any, predictions: Any,
+def validated_export_outputs(export_outputs: Any, predictions: Any,
                               mode: str) -> Tuple[Any, bool]:
   """PREDICT's export_outputs as tf.estimator completed them: a
   `PredictOutput` of the predictions as `serving_default` when none are
@@ -473,7 +511,7 @@ def _validated_export_outputs(export_outputs: Any, predictions: Any,
   return export_outputs, defaulted
 
 
-def _validated_eval_metric_ops(eval_metric_ops: Any, mode: str) -> dict:
+def validated_eval_metric_ops(eval_metric_ops: Any, mode: str) -> dict:
   """eval_metric_ops as a dict (checked in every mode, as tf.estimator
   did). In a graph, Keras 2 (tf_keras) metric objects become
   `(value, update_op)` pairs (keras2_metric_as_pair)."""

@@ -12,7 +12,8 @@ import os
 import socket
 import threading
 import time
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import (Callable, Dict, List, Mapping, Optional, Sequence,
+                    Tuple)
 
 from absl import logging
 import numpy as np
@@ -53,6 +54,9 @@ class ScalarWriter:
     self._logdir = logdir
     self._writer = None
     self.path = None  # The event file, once created.
+    # The graph is written from a thread of its own while training runs
+    # (graph_files.written_in_background).
+    self._lock = threading.RLock()
 
   def _open(self):
     tf.io.gfile.makedirs(self._logdir)
@@ -65,36 +69,72 @@ class ScalarWriter:
     self._writer.write(header.SerializeToString())
 
   def write(self, scalars: Mapping[str, float], step: int) -> None:
-    if self._writer is None:
-      self._open()
-    values = [
-        tf.compat.v1.Summary.Value(
-            tag=name, metadata=_SCALAR_METADATA,
-            tensor=_float32_scalar(value))
-        for name, value in scalars.items()]
-    event = tf.compat.v1.Event(wall_time=time.time(), step=int(step),
-                               summary=tf.compat.v1.Summary(value=values))
-    self._writer.write(event.SerializeToString())
+    with self._lock:
+      if self._writer is None:
+        self._open()
+      values = [
+          tf.compat.v1.Summary.Value(
+              tag=name, metadata=_SCALAR_METADATA,
+              tensor=_float32_scalar(value))
+          for name, value in scalars.items()]
+      event = tf.compat.v1.Event(wall_time=time.time(), step=int(step),
+                                 summary=tf.compat.v1.Summary(value=values))
+      self._writer.write(event.SerializeToString())
 
   def write_summary(self, serialized: bytes, step: int) -> None:
     """Appends a serialized `Summary` (what a graph's `tf.compat.v1.summary`
     ops return) at `step`, in the same file as the scalars: one training
     event file per run, as TensorBoard reads best."""
-    if self._writer is None:
-      self._open()
-    event = tf.compat.v1.Event(
-        wall_time=time.time(), step=int(step),
-        summary=tf.compat.v1.Summary.FromString(serialized))
-    self._writer.write(event.SerializeToString())
+    with self._lock:
+      if self._writer is None:
+        self._open()
+      event = tf.compat.v1.Event(
+          wall_time=time.time(), step=int(step),
+          summary=tf.compat.v1.Summary.FromString(serialized))
+      self._writer.write(event.SerializeToString())
+
+  def write_graph(self, graph_def: bytes,
+                  meta_graph_def: Optional[bytes] = None) -> None:
+    """Appends a serialized GraphDef and MetaGraphDef (TensorBoard's Graphs
+    tab shows the first), as tf.estimator's summary writer added them."""
+    with self._lock:
+      if self._writer is None:
+        self._open()
+      events = [tf.compat.v1.Event(wall_time=time.time(),
+                                   graph_def=graph_def)]
+      if meta_graph_def is not None:
+        events.append(tf.compat.v1.Event(wall_time=time.time(),
+                                         meta_graph_def=meta_graph_def))
+      for event in events:
+        self._writer.write(event.SerializeToString())
+
+  def write_session_log(self, status: str, step: int,
+                        checkpoint_path: str = '') -> None:
+    """Appends a `SessionLog` of `status` ('START', 'CHECKPOINT') at `step`,
+    as tf.estimator's hooks wrote one when training started and at each
+    checkpoint. TensorBoard, meeting START at step N, drops what the event
+    files hold beyond N from an earlier run that ended without a
+    checkpoint there (its summaries would be stale after the resume)."""
+    with self._lock:
+      if self._writer is None:
+        self._open()
+      log = tf.compat.v1.SessionLog(
+          status=tf.compat.v1.SessionLog.SessionStatus.Value(status),
+          checkpoint_path=checkpoint_path)
+      event = tf.compat.v1.Event(wall_time=time.time(), step=int(step),
+                                 session_log=log)
+      self._writer.write(event.SerializeToString())
 
   def flush(self) -> None:
-    if self._writer is not None:
-      self._writer.flush()
+    with self._lock:
+      if self._writer is not None:
+        self._writer.flush()
 
   def close(self) -> None:
-    if self._writer is not None:
-      self._writer.close()
-      self._writer = None
+    with self._lock:
+      if self._writer is not None:
+        self._writer.close()
+        self._writer = None
 
 
 def _float32_scalar(value) -> tensor_pb2.TensorProto:
@@ -216,12 +256,18 @@ class _AppendingWriter:
     self._logdir = logdir
     self._writer = None
 
-  def write_summaries(self, serialized: Sequence[bytes], step: int) -> None:
+  def write_summaries(self, serialized: Sequence[bytes], step: int,
+                      graph: Optional[Callable[[], Tuple[bytes, Optional[bytes]]]]
+                      = None) -> None:
     if self._writer is not None and not tf.io.gfile.exists(self._writer.path):
       self._writer.close()
       self._writer = None
     if self._writer is None:
       self._writer = ScalarWriter(self._logdir)
+      if graph is not None:
+        # A new file gets the graph, as tf.estimator's FileWriterCache
+        # wrote the graph of the evaluation that made its writer.
+        self._writer.write_graph(*graph())
     for each in serialized:
       self._writer.write_summary(each, step)
     self._writer.flush()
@@ -231,14 +277,17 @@ _APPENDING_WRITERS: Dict[str, _AppendingWriter] = {}
 _APPENDING_LOCK = threading.Lock()
 
 
-def _append(logdir: str, serialized: Sequence[bytes], step: int) -> None:
+def _append(logdir: str, serialized: Sequence[bytes], step: int,
+            graph: Optional[Callable[[], Tuple[bytes, Optional[bytes]]]] = None
+            ) -> None:
   """Appends the serialized Summaries at `step` to this process's event file
-  of `logdir` (see _AppendingWriter)."""
+  of `logdir` (see _AppendingWriter); `graph` gives what a new file starts
+  with."""
   with _APPENDING_LOCK:
     writer = _APPENDING_WRITERS.get(logdir)
     if writer is None:
       writer = _APPENDING_WRITERS[logdir] = _AppendingWriter(logdir)
-    writer.write_summaries(serialized, int(step))
+    writer.write_summaries(serialized, int(step), graph=graph)
 
 
 def write_dict(output_dir: str, dictionary: Mapping[str, object],
@@ -261,11 +310,16 @@ def checkpoint_path_summary(checkpoint_path: str) -> bytes:
 
 def write_eval_results(model_dir: str, name: Optional[str],
                        results: Mapping[str, object],
-                       checkpoint_path: Optional[str] = None) -> None:
+                       checkpoint_path: Optional[str] = None,
+                       graph: Optional[Callable[[], Tuple[bytes, Optional[bytes]]]]
+                       = None) -> None:
   """Writes an evaluation's results (all but 'global_step', see
   `write_dict`) to model_dir/eval (or eval_<name>) at its 'global_step',
-  and then the path of the checkpoint evaluated, if given."""
+  and then the path of the checkpoint evaluated, if given. `graph`: the
+  evaluation graph's serialized (GraphDef, MetaGraphDef), written first
+  when this process starts an event file there (called only then)."""
   serialized = [_dict_summary(results)]
   if checkpoint_path is not None:
     serialized.append(checkpoint_path_summary(checkpoint_path))
-  _append(eval_dir(model_dir, name), serialized, results['global_step'])
+  _append(eval_dir(model_dir, name), serialized, results['global_step'],
+          graph=graph)

@@ -8,7 +8,9 @@ either catches it.
 
 import tensorflow as tf
 
+from estimator_rt.errors import IncompatibleCheckpointError
 from estimator_rt.errors import NanLossError
+from estimator_rt.errors import UnusableCheckpointsError
 
 
 class NanLossDuringTrainingError(
@@ -21,3 +23,82 @@ class NanLossDuringTrainingError(
     # TensorFlow's class says only "NaN loss during training."; the
     # message (which starts with that phrase for a NaN loss) says more.
     return RuntimeError.__str__(self)
+
+
+# Where tf.estimator 2.15 let TensorFlow's OpError through (a session's
+# restore, save or step failed), the runtime raises its own error, which
+# says what happened and what to do; `with_tf_class` joins that error's
+# class with the OpError subclass 2.15 raised in the same case, so that
+# code catching either (`except tf.errors.NotFoundError`,
+# `assertRaises(tf.errors.NotFoundError)`) catches it. Instances are made
+# from the message alone, print it in one piece (the binary's one line),
+# and are still UserInputErrors where the runtime's class is one (exit 2).
+
+_JOINED = {}
+
+
+def _init_joined(self, message, *, node_def=None, op=None):
+  code = _ERROR_CODES.setdefault(self._tf_class, self._tf_class(  # pylint: disable=protected-access
+      None, None, '').error_code)
+  tf.errors.OpError.__init__(self, node_def, op, message, code)
+  self.args = (message,)
+
+
+def _reduce_joined(self):
+  return (_make_joined, (self._runtime_class, self._tf_class,  # pylint: disable=protected-access
+                         self.message))
+
+
+def _make_joined(runtime_class, tf_class, message):
+  return with_tf_class(runtime_class, tf_class)(message)
+
+
+_ERROR_CODES = {}
+
+
+def with_tf_class(runtime_class: type, tf_class: type) -> type:
+  """The subclass of estimator_rt error class `runtime_class` and
+  TensorFlow's OpError subclass `tf_class` (one per pair), made as
+  `cls(message)`; its `message` and str() are the message."""
+  key = (runtime_class, tf_class)
+  if key not in _JOINED:
+    _JOINED[key] = type(runtime_class.__name__, (runtime_class, tf_class), {
+        '__module__': __name__,
+        '__qualname__': runtime_class.__name__,
+        '__doc__': (f'{runtime_class.__name__}, also a '
+                    f'tf.errors.{tf_class.__name__} (what tf.estimator 2.15 '
+                    'raised in its place).'),
+        '__init__': _init_joined,
+        '__reduce__': _reduce_joined,
+        '__str__': lambda self: self.message,
+        '_runtime_class': runtime_class,
+        '_tf_class': tf_class,
+    })
+  return _JOINED[key]
+
+
+def from_cause(runtime_class: type, message: str,
+               cause: BaseException) -> BaseException:
+  """A `runtime_class` error of `message` which, when `cause` is one of
+  TensorFlow's OpErrors (2.15 let it through), is of `cause`'s class too,
+  with its node and op."""
+  if isinstance(cause, tf.errors.OpError):
+    return with_tf_class(runtime_class, type(cause))(
+        message, node_def=cause.node_def, op=None)
+  return runtime_class(message)
+
+
+# 2.15's words when a checkpoint lacks a variable the graph restores
+# (Saver.restore's NotFoundError), which the runtime's message follows.
+MISSING_FROM_CHECKPOINT = (
+    'Restoring from checkpoint failed. This is most likely due to a Variable '
+    'name or other graph key that is missing from the checkpoint')
+
+# A checkpoint that lacks a variable the model_fn creates: 2.15's restore
+# raised NotFoundError.
+CheckpointMissingVariableError = with_tf_class(IncompatibleCheckpointError,
+                                               tf.errors.NotFoundError)
+# Checkpoints that do not read back whole: 2.15's restore raised
+# DataLossError.
+CheckpointDataLossError = with_tf_class(UnusableCheckpointsError,
+                                        tf.errors.DataLossError)

@@ -17,17 +17,18 @@ import collections
 import contextlib
 import enum
 import re
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
-from absl import logging
 import numpy as np
 import tensorflow as tf
 
 from estimator_rt import run_config as run_config_lib
 from estimator_rt import tpu_checks
 from estimator_rt import tpu_context
+from estimator_rt import tpu_host_calls
 from estimator_rt import tpu_system
 from estimator_rt import user_fns
+from estimator_rt.errors import GraphModelFnError
 from estimator_rt.errors import UserInputError
 from estimator_rt.errors import UserTypeError
 from estimator_rt.estimator import Estimator
@@ -282,37 +283,70 @@ class TPUEstimatorSpec(collections.namedtuple('TPUEstimatorSpec', [
     'mode', 'predictions', 'loss', 'train_op', 'eval_metrics',
     'export_outputs', 'scaffold_fn', 'host_call', 'training_hooks',
     'evaluation_hooks', 'prediction_hooks'])):
-  """tf.estimator's: what a TPUEstimator model_fn returns."""
+  """tf.estimator's: what a TPUEstimator model_fn returns.
+
+  `eval_metrics` and `host_call` are host calls, `(function, tensors)`
+  with tensors a list or a dict of its arguments, validated as
+  tf.estimator validated them (estimator_rt/tpu_host_calls.py).
+
+  Raises:
+    ValueError, TypeError, RuntimeError: a malformed host call (see
+      `tpu_host_calls.OutfeedHostCall.validate`).
+    TypeError: a hook that is not a SessionRunHook.
+  """
 
   def __new__(cls, mode, predictions=None, loss=None, train_op=None,
               eval_metrics=None, export_outputs=None, scaffold_fn=None,
               host_call=None, training_hooks=None, evaluation_hooks=None,
               prediction_hooks=None):
+    tpu_host_calls.OutfeedHostCall.validate(
+        _host_calls(eval_metrics, host_call))
+    training_hooks = tuple(training_hooks or [])
+    evaluation_hooks = tuple(evaluation_hooks or [])
+    prediction_hooks = tuple(prediction_hooks or [])
+    for hook in training_hooks + evaluation_hooks + prediction_hooks:
+      if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
+        raise UserTypeError(
+            f'All hooks must be SessionRunHook instances, given: {hook}')
     return super().__new__(cls, mode, predictions, loss, train_op,
                            eval_metrics, export_outputs, scaffold_fn,
-                           host_call, training_hooks or [],
-                           evaluation_hooks or [], prediction_hooks or [])
+                           host_call, training_hooks, evaluation_hooks,
+                           prediction_hooks)
 
   def as_estimator_spec(self) -> EstimatorSpec:
-    """The EstimatorSpec tf.estimator ran on CPU: `eval_metrics`'
-    metric_fn called on its tensors, `scaffold_fn` called; `host_call`
-    (TPU outfeed summaries) is left out, with one warning."""
-    eval_metric_ops = None
-    if self.eval_metrics is not None:
-      metric_fn, tensors = self.eval_metrics
-      eval_metric_ops = (metric_fn(**tensors) if isinstance(tensors, dict)
-                         else metric_fn(*tensors))
+    """The EstimatorSpec tf.estimator ran on the CPU: the host calls called
+    on their tensors (`eval_metrics` giving the `eval_metric_ops`), the ops
+    `host_call` returns run at every step by a hook of each mode (so a
+    graph runs them: called eagerly, this raises GraphModelFnError, which
+    sends the model_fn to the graph engine), `scaffold_fn` called."""
+    if self.host_call is not None and tf.executing_eagerly():
+      raise GraphModelFnError(
+          'TPUEstimatorSpec.host_call runs its ops at every step through a '
+          'SessionRunHook, in a graph.',
+          reason='its TPUEstimatorSpec has a host_call')
+    results = tpu_host_calls.OutfeedHostCall.create_cpu_hostcall(
+        _host_calls(self.eval_metrics, self.host_call))
+    hooks = ()
     if self.host_call is not None:
-      logging.warning('TPUEstimatorSpec: host_call is not run without a TPU '
-                      '(as in tf.estimator, it feeds TPU-side summaries).')
+      hooks = (tpu_host_calls.OutfeedHostCallHook(results['host_call']),)
     return EstimatorSpec(
         self.mode, predictions=self.predictions, loss=self.loss,
-        train_op=self.train_op, eval_metric_ops=eval_metric_ops,
+        train_op=self.train_op, eval_metric_ops=results.get('eval_metrics'),
         export_outputs=self.export_outputs,
         scaffold=self.scaffold_fn() if self.scaffold_fn else None,
-        training_hooks=list(self.training_hooks),
-        evaluation_hooks=list(self.evaluation_hooks),
-        prediction_hooks=list(self.prediction_hooks))
+        training_hooks=list(self.training_hooks + hooks),
+        evaluation_hooks=list(self.evaluation_hooks + hooks),
+        prediction_hooks=list(self.prediction_hooks + hooks))
+
+
+def _host_calls(eval_metrics, host_call) -> dict:
+  """A spec's host calls, by the name tf.estimator gave them."""
+  host_calls = {}
+  if eval_metrics is not None:
+    host_calls['eval_metrics'] = eval_metrics
+  if host_call is not None:
+    host_calls['host_call'] = host_call
+  return host_calls
 
 
 _BATCH_SIZE_KEY = 'batch_size'
@@ -386,9 +420,11 @@ class TPUEstimator(Estimator):
     ValueError: `config` not a tpu.RunConfig; params holding 'batch_size'
       or 'context'; with `use_tpu=True`, no train_batch_size, a batch size
       that is not a positive integer (a TypeError if not an integer), or
-      PER_SHARD_V1 input with num_cores_per_replica; a model_fn with
-      arguments tf.estimator did not pass; an `embedding_config_spec`
-      (TPU embeddings); export_saved_model_api_version not 1 or 2.
+      PER_SHARD_V1 input with num_cores_per_replica, or an
+      `embedding_config_spec` with input other than PER_HOST_V1 or V2; a
+      `partition_strategy='mod'` embedding_config_spec without a TPU; a
+      model_fn with arguments tf.estimator did not pass;
+      export_saved_model_api_version not 1 or 2.
   """
 
   def __init__(self, model_fn=None, model_dir=None, config=None, params=None,
@@ -421,10 +457,19 @@ class TPUEstimator(Estimator):
                          ('predict_batch_size', predict_batch_size)):
         if size is not None:
           check_positive_integer(size, name)
-    if embedding_config_spec is not None:
-      raise UserInputError(
-          'TPUEstimator: embedding_config_spec is for TPU embeddings; '
-          'without a TPU use feature columns in the model_fn.')
+      if (embedding_config_spec and
+          config.tpu_config.per_host_input_for_training not in (
+              InputPipelineConfig.PER_HOST_V1,
+              InputPipelineConfig.PER_HOST_V2)):
+        raise UserInputError(
+            'Only PER_HOST_V1 and PER_HOST_V2 is supported when using TPU '
+            'Embedding; got '
+            f'{config.tpu_config.per_host_input_for_training}.')
+    if (not (use_tpu and eval_on_tpu) and embedding_config_spec and
+        embedding_config_spec.partition_strategy == 'mod'):
+      raise UserInputError('Mod sharding of embedding tables not supported '
+                           'on CPU (EmbeddingConfigSpec: partition_strategy='
+                           "'mod').")
     user_fns.check_model_fn(model_fn)
     if not (isinstance(export_saved_model_api_version,
                        ExportSavedModelApiVersion) or
@@ -438,15 +483,17 @@ class TPUEstimator(Estimator):
     self._use_tpu = bool(use_tpu)
     self._eval_on_tpu = bool(use_tpu and eval_on_tpu)
     self._export_to_tpu = bool(use_tpu and export_to_tpu)
-    self._batch_sizes = {ModeKeys.TRAIN: train_batch_size,
-                         ModeKeys.EVAL: eval_batch_size,
-                         ModeKeys.PREDICT: predict_batch_size}
     params = dict(params or {}, use_tpu=False)
     super().__init__(_as_estimator_spec(model_fn), model_dir=model_dir,
                      config=config, params=params,
                      warm_start_from=warm_start_from)
     self._user_model_fn = model_fn
-    self._ctx = tpu_context.InternalTPUContext(self.config)
+    # As in tf.estimator, without a TPU the embedding_config_spec is
+    # validated, then unused: the model_fn's TPU embedding columns embed on
+    # the CPU.
+    self._ctx = tpu_context.get_tpu_context(
+        self.config, train_batch_size, eval_batch_size, predict_batch_size,
+        use_tpu, eval_on_tpu, embedding_config_spec)
 
   def _refuse_tpu(self, what: str, mode: Optional[str] = None,
                   input_fn: Optional[Callable] = None) -> None:
@@ -455,19 +502,24 @@ class TPUEstimator(Estimator):
     then the refusal."""
     if input_fn is not None:
       tpu_system.check_against_local_tpus(self.config, mode,
-                                          self._batch_sizes[mode])
+                                          self._global_batch_size(mode))
       tpu_checks.check_program(self._user_model_fn, input_fn, mode,
                                self.params, self.config,
-                               self._batch_sizes[mode])
+                               self._global_batch_size(mode))
     _check_takes_params(self._user_model_fn)
     raise UserInputError(
         f'TPUEstimator(use_tpu=True).{what}: estimator_rt runs on CPUs and '
         'GPUs, not TPUs; pass use_tpu=False (the program then runs as '
         'tf.estimator ran it without a TPU).')
 
+  def _global_batch_size(self, mode: str) -> Optional[int]:
+    """The batch size the constructor was given for `mode`."""
+    with self._ctx.with_mode(mode) as ctx:
+      return ctx.global_batch_size
+
   def _check_batch_size_on_tpu(self, mode: str, name: str,
                                method: str) -> None:
-    if self._batch_sizes[mode] is None:
+    if self._global_batch_size(mode) is None:
       raise UserInputError(
           f'{name} in TPUEstimator constructor cannot be `None` if .{method} '
           'is running on TPU.')
@@ -477,7 +529,7 @@ class TPUEstimator(Estimator):
     """params['batch_size'] is the mode's batch size meanwhile (the params
     dict is the one the engines pass to the input_fn and the model_fn)."""
     previous = self._params.get('batch_size')
-    size = self._batch_sizes[mode]
+    size = self._global_batch_size(mode)
     if size is not None:
       self._params['batch_size'] = size
     try:
@@ -493,7 +545,7 @@ class TPUEstimator(Estimator):
     if self._use_tpu:
       _check_train_steps_on_tpu(steps, max_steps)
       self._refuse_tpu('train', ModeKeys.TRAIN, input_fn)
-    if self._batch_sizes[ModeKeys.TRAIN] is None:
+    if self._global_batch_size(ModeKeys.TRAIN) is None:
       raise UserInputError('TPUEstimator.train: train_batch_size is None; '
                            'give it to the constructor.')
     with self._batch_size_of(ModeKeys.TRAIN):
@@ -535,19 +587,3 @@ class TPUEstimator(Estimator):
     return super().export_saved_model(
         export_dir_base, serving_input_receiver_fn, assets_extra, as_text,
         checkpoint_path, experimental_mode, **kwargs)
-
-
-_EMBEDDING_CONFIG_SPEC = (
-    'tpu.experimental.EmbeddingConfigSpec configures TPU embeddings; '
-    'without a TPU use feature columns in the model_fn')
-
-
-def embedding_config_spec_refused(*args: Any, **kwargs: Any):
-  """tf.estimator's tpu.experimental.EmbeddingConfigSpec: TPU only."""
-  del args, kwargs
-  raise UserInputError(_EMBEDDING_CONFIG_SPEC + '.')
-
-
-# Refused whatever the arguments, marked as estimator_rt.compat.not_yet's
-# placeholders are (`python -m estimator_rt.compat --check` reads it).
-embedding_config_spec_refused.not_yet = _EMBEDDING_CONFIG_SPEC

@@ -31,29 +31,46 @@ _PER_HOST_V2 = 3
 _BROADCAST = 4
 
 
+def query_tpu_system(master: str, cluster_def=None):
+  """TensorFlow's TPU system metadata for `master` (its TPU cores, hosts
+  and devices; no TPU cores on a CPU machine), queried without the
+  topology, for a master that is this process.
+
+  Raises:
+    ValueError: a remote master: 2.15 contacted it, with minutes of
+      retries, to run a TPU program, which estimator_rt does not run.
+  """
+  if master not in _LOCAL_MASTERS:
+    raise UserInputError(
+        f'The TPU system of master {master!r} is not queried: estimator_rt '
+        'runs no TPU program (tf.estimator contacted a remote TPU master to '
+        "run one); pass use_tpu=False, or a local master ('').")
+  # TensorFlow's own query, the one tf.estimator 2.15 made (private to
+  # TensorFlow; its public form, tf.tpu.experimental.initialize_tpu_system,
+  # initializes the TPU system, which a refusal must not do).
+  from tensorflow.python.tpu import tpu_system_metadata  # pylint: disable=g-import-not-at-top
+  return tpu_system_metadata._query_tpu_system_metadata(  # pylint: disable=protected-access
+      master, cluster_def=cluster_def, query_topology=False)
+
+
 def local_tpu_system(master: str, cluster_def=None):
   """TensorFlow's TPU system metadata for `master` if it is this process
   and TensorFlow lists TPU cores there, else None."""
   if master not in _LOCAL_MASTERS:
     return None
-  # TensorFlow's own query, the one tf.estimator 2.15 made (private to
-  # TensorFlow; its public form, tf.tpu.experimental.initialize_tpu_system,
-  # initializes the TPU system, which a refusal must not do).
-  from tensorflow.python.tpu import tpu_system_metadata  # pylint: disable=g-import-not-at-top
-  metadata = tpu_system_metadata._query_tpu_system_metadata(  # pylint: disable=protected-access
-      master, cluster_def=cluster_def, query_topology=False)
+  metadata = query_tpu_system(master, cluster_def)
   return metadata if metadata.num_cores else None
 
 
-def num_replicas(tpu_config, metadata) -> int:
-  """The replicas of the TPU system `metadata` under `tpu_config`: its
-  cores, or its cores over `num_cores_per_replica`.
+def num_replicas(per_replica: Optional[int], metadata) -> int:
+  """The replicas of the TPU system `metadata`: its cores, or its cores
+  over `per_replica` (TPUConfig.num_cores_per_replica, with model
+  parallelism).
 
   Raises:
     ValueError: more cores per replica than the system has.
   """
   num_cores = metadata.num_cores
-  per_replica = tpu_config.num_cores_per_replica
   if not per_replica:
     return num_cores
   if per_replica > num_cores:
@@ -80,7 +97,7 @@ def check_configuration(config, mode: str, batch_size: Optional[int],
       feeds them separately.
   """
   tpu_config = config.tpu_config
-  replicas = num_replicas(tpu_config, metadata)
+  replicas = num_replicas(tpu_config.num_cores_per_replica, metadata)
   how = ('; estimator_rt checks this as tf.estimator did, against the TPU '
          'cores TensorFlow lists here, before its refusal to run on a TPU.')
   if tpu_config.num_shards and tpu_config.num_shards != replicas:

@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import tensorflow as tf
 
+from estimator_rt import numpy_io
 from estimator_rt.errors import GraphModelFnError
 from estimator_rt.errors import InputFnError
 from estimator_rt.errors import shorten
@@ -269,7 +270,12 @@ def call_input_fn(input_fn: Callable, params: dict,
   kwargs = {name: value for name, value in values.items()
             if '*' in args or name in args}
   try:
-    dataset = input_fn(**kwargs)
+    if isinstance(input_fn, numpy_io.ArraysInputFn):
+      # numpy_input_fn's and pandas_input_fn's: their dataset, read fast
+      # (called, they return a batch's tensors, as tf.estimator's did).
+      dataset = input_fn.dataset()
+    else:
+      dataset = input_fn(**kwargs)
   except UserInputError:
     raise  # Already says what is wrong (the bundled input_fns' checks).
   except Exception as e:  # pylint: disable=broad-except

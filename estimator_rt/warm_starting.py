@@ -2,11 +2,13 @@
 as tf.estimator's `warm_start_from` took them."""
 
 import collections
+import os
 from typing import Any, Optional
 
 import tensorflow as tf
 
 from estimator_rt.errors import UserInputError
+from estimator_rt.errors import shorten
 
 # tf.estimator's (tf.compat.v1.train.VocabInfo is the same class).
 VocabInfo = tf.compat.v1.train.VocabInfo
@@ -51,12 +53,28 @@ class WarmStartSettings(collections.namedtuple('WarmStartSettings', [
 
 
 def settings_of(warm_start_from) -> Optional[WarmStartSettings]:
-  """`warm_start_from` (None, a path, or WarmStartSettings) as settings."""
+  """`warm_start_from` (None, a path, or WarmStartSettings) as settings.
+
+  A path is a checkpoint, a directory holding checkpoints, or a SavedModel
+  directory, whose variables are then the checkpoint (as in tf.estimator
+  2.15); bytes are taken as a path too.
+
+  Raises:
+    UserInputError: it is none of these (a ValueError, as 2.15's).
+  """
   if warm_start_from is None or isinstance(warm_start_from,
                                            WarmStartSettings):
     return warm_start_from
+  if isinstance(warm_start_from, bytes):
+    warm_start_from = warm_start_from.decode()
   if isinstance(warm_start_from, str):
+    variables = os.path.join(warm_start_from, 'variables', 'variables')
+    if tf.io.gfile.exists(variables + '.index'):
+      tf.compat.v1.logging.info('Warm-starting from a SavedModel')
+      return WarmStartSettings(variables)
     return WarmStartSettings(warm_start_from)
   raise UserInputError(
-      f'warm_start_from={warm_start_from!r} must be a checkpoint path, a '
-      'model_dir or a WarmStartSettings.')
+      'warm_start_from must be a string or a WarmStartSettings, instead got '
+      f'{type(warm_start_from)}: warm_start_from={shorten(warm_start_from)} '
+      'must be a checkpoint path, a model_dir, a SavedModel directory or a '
+      'WarmStartSettings.')

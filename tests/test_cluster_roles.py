@@ -86,7 +86,7 @@ def test_multi_worker_mirrored_two_workers_and_evaluator(tmp_path):
   assert 'Role: evaluator:' in run.log('evaluator:0')
 
   # The chief's checkpoints, in model_dir.
-  assert _cluster.checkpoint_steps(model_dir) == [100, 200, 300]
+  assert _cluster.checkpoint_steps(model_dir) == [0, 100, 200, 300]
   assert f'Saved checkpoint {model_dir}/model.ckpt-300' in run.log('worker:0')
 
   # The evaluator: each evaluated step once, in order, ending at max_steps.
@@ -141,7 +141,7 @@ def test_parameter_server_cluster_runs_to_the_end(tmp_path):
         run.log(task))
   assert 'Role: chief: coordinates parameter-server training' in run.log(
       'chief:0')
-  assert _cluster.checkpoint_steps(model_dir) == [100, 200, 300]
+  assert _cluster.checkpoint_steps(model_dir) == [0, 100, 200, 300]
   steps = _eval_loss_steps(model_dir)
   assert steps and steps[-1] == MAX_STEPS, steps
   assert steps == sorted(set(steps)), steps
@@ -338,8 +338,8 @@ def test_multi_worker_mirrored_matches_one_process_on_the_global_batch(
                      [f'--model_dir={local_dir}'], timeout=180)
   assert local.returncode == 0, local.stderr[-3000:]
 
-  assert _cluster.checkpoint_steps(cluster_dir) == [steps]
-  assert _cluster.checkpoint_steps(local_dir) == [steps]
+  assert _cluster.checkpoint_steps(cluster_dir) == [0, steps]
+  assert _cluster.checkpoint_steps(local_dir) == [0, steps]
   # No evaluator task, and the chief does not evaluate (as in tf.estimator
   # 2.15: it cannot know of an evaluator left out of the cluster spec).
   assert not os.path.exists(os.path.join(cluster_dir, 'eval'))

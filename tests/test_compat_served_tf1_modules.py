@@ -2,7 +2,8 @@
 (estimator_rt/compat/served/): inputs/queues (queue feeding of in-memory
 data), tools/checkpoint_converter (v1 canned checkpoints for the TF2
 classes) and canned/timeseries (the time series heads and input
-statistics). Each test checks a behaviour 2.15's code had.
+statistics; its models and estimators: test_timeseries.py). Each test
+checks a behaviour 2.15's code had.
 """
 
 import importlib
@@ -264,12 +265,6 @@ def test_input_statistics_from_one_batch():
   np.testing.assert_allclose(moments.mean, [1.5])
   np.testing.assert_allclose(moments.variance, [5. / 3.])  # Unbiased.
   assert (start, count) == (-3, 4)
-
-
-def test_time_series_models_not_implemented_fail_at_use_not_import():
-  ar_model = _served('canned.timeseries.ar_model')
-  with pytest.raises(AttributeError, match='ARModel is not provided'):
-    ar_model.ARModel  # pylint: disable=pointless-statement
 
 
 # ------------------------------------------- v1 estimators' TF1 feature columns

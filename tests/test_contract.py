@@ -256,7 +256,7 @@ def test_train_op_path_trains_like_the_optimizer_path(tmp_path, optimizer_name,
 
   ckpt = est.latest_checkpoint()
   assert M.read_global_step(ckpt) == 30
-  assert M.checkpoint_steps(est.model_dir) == [10, 20, 30]
+  assert M.checkpoint_steps(est.model_dir) == [0, 10, 20, 30]
   variables = M.read_model_variables(ckpt)
   # The model_fn's own optimizer is model state here: its iteration
   # counter says how many updates ran. The build call's update was undone.

@@ -114,8 +114,9 @@ def test_loops_are_cut_so_saves_summaries_and_hooks_land_on_their_step(
   assert seen == [3, 4, 7, 8, 10, 12, 15, 16, 19, 20, 23, 24, 27, 28, 30,
                   32, 33]
   assert loop.calls == [b - a for a, b in zip([0] + seen, seen)]
-  # Saves on the exact multiples, plus the final one where the hook stopped.
-  assert saved_steps(tmp_path) == [10, 20, 30, 33]
+  # Saves at the start (step 0), on the exact multiples, plus the final one
+  # where the hook stopped.
+  assert saved_steps(tmp_path) == [0, 10, 20, 30, 33]
   scalars = summaries.read_scalars(str(tmp_path))
   assert [s for s, _ in scalars['loss']] == [4, 8, 12, 16, 20, 24, 28, 32, 33]
   assert scalars['loss'][0][1] == pytest.approx(1 / 4)
@@ -128,7 +129,34 @@ def test_listeners_see_every_save_the_last_one_included(tmp_path):
   make_controller(tmp_path, loop, every_steps=10, steps_per_loop=100,
                   listeners=[lambda path, step: heard.append(step)]).run(
                       max_steps=25)
-  assert heard == [10, 20, 25]
+  assert heard == [0, 10, 20, 25]
+
+
+def test_training_saves_the_state_it_starts_from_unless_resumed(tmp_path):
+  # tf.estimator 2.15's CheckpointSaverHook saved when its session started
+  # (model.ckpt-0 on a new model_dir), and its listeners heard it; a stop
+  # a listener asked for there was ignored.
+  loop = FakeLoop()
+  heard = []
+  make_controller(tmp_path, loop, every_steps=10, steps_per_loop=100,
+                  listeners=[lambda path, step: heard.append(step) or True]
+                  ).run(max_steps=10)
+  assert saved_steps(tmp_path) == [0, 10]
+  assert heard == [0, 10]
+  # Resumed from the checkpoint at step 10: that one is not written again.
+  loop = FakeLoop(start=10)
+  saver = checkpoints.CheckpointSaver(
+      checkpoint=FakeCheckpoint(loop), directory=str(tmp_path),
+      max_to_keep=0, every_steps=10, every_secs=None, last_saved_step=10)
+  assert not saver.saves_at_start()
+  # Without a save schedule (both RunConfig settings None) there was no
+  # CheckpointSaverHook: only the final checkpoint.
+  assert not checkpoints.CheckpointSaver(
+      checkpoint=FakeCheckpoint(loop), directory=str(tmp_path),
+      max_to_keep=0, every_steps=None, every_secs=None).saves_at_start()
+  assert checkpoints.CheckpointSaver(
+      checkpoint=FakeCheckpoint(loop), directory=str(tmp_path),
+      max_to_keep=0, every_steps=None, every_secs=600.0).saves_at_start()
 
 
 def test_a_listener_asking_to_stop_ends_training_after_its_save(tmp_path):
@@ -137,13 +165,13 @@ def test_a_listener_asking_to_stop_ends_training_after_its_save(tmp_path):
       tmp_path, loop, every_steps=10, steps_per_loop=100,
       listeners=[lambda path, step: step == 20])
   assert controller.run(max_steps=100) == 20
-  assert saved_steps(tmp_path) == [10, 20]
+  assert saved_steps(tmp_path) == [0, 10, 20]
 
 
 def test_the_end_of_input_stops_training_and_saves_there(tmp_path):
   loop = FakeLoop(input_steps=13)
   assert make_controller(tmp_path, loop).run(max_steps=None) == 13
-  assert saved_steps(tmp_path) == [10, 13]
+  assert saved_steps(tmp_path) == [0, 10, 13]
 
 
 @pytest.mark.parametrize('nan_at, weights_nan_at, reported', [
@@ -163,7 +191,7 @@ def test_a_diverged_loop_raises_before_any_hook_or_save(
   assert reported in str(raised.value)
   assert 'the newest checkpoint, at step 10, is the last finite one' in str(
       raised.value)
-  assert saved_steps(tmp_path) == [10]
+  assert saved_steps(tmp_path) == [0, 10]
   assert max(seen) < (nan_at or weights_nan_at)
 
 
@@ -178,8 +206,9 @@ def test_a_stop_signal_saves_at_the_loop_end_without_listeners(tmp_path):
     controller.run(max_steps=100)
   assert raised.value.global_step == 18
   assert 'Preempted (SIGTERM) at global step 18' in str(raised.value)
-  assert saved_steps(tmp_path) == [18]
-  assert heard == []  # An evaluation would eat the grace period.
+  assert saved_steps(tmp_path) == [0, 18]
+  # The save at the start only: an evaluation would eat the grace period.
+  assert heard == [0]
 
 
 class TwoWorkers:
@@ -207,7 +236,8 @@ def test_synchronous_workers_act_on_what_any_of_them_decided(tmp_path):
   with pytest.raises(errors.PreemptedError, match='another worker'):
     controller.run(max_steps=100)
   assert loop.calls == [5, 5, 5]
-  assert saved_steps(tmp_path) == [10, 15]  # The peer's save, the stop.
+  # The start, the peer's save, the stop.
+  assert saved_steps(tmp_path) == [0, 10, 15]
   assert len(workers.agreed) == 3
 
 

@@ -61,14 +61,14 @@ def test_hook_object_lifecycle_and_next_step_limit(tmp_path):
   assert hook.begun == (0, 50)
   assert hook.ended == 50
   assert hook.steps == [7, 14, 21, 25, 28, 35, 42, 49, 50]
-  assert M.checkpoint_steps(tmp_path) == [25, 50]
+  assert M.checkpoint_steps(tmp_path) == [0, 25, 50]
 
 
 def test_hook_returning_true_stops_and_saves(tmp_path):
   est = _estimator(tmp_path, steps_per_loop=6, save_checkpoints_steps=100)
   est.train(_input_fn(), hooks=[lambda r: r.global_step >= 12],
             max_steps=100)
-  assert M.checkpoint_steps(tmp_path) == [12]
+  assert M.checkpoint_steps(tmp_path) == [0, 12]
   assert M.read_global_step(est.latest_checkpoint()) == 12
 
 
@@ -93,7 +93,7 @@ def test_stop_at_step_hook_num_steps(tmp_path):
   est.train(_input_fn(), hooks=[ert.StopAtStepHook(num_steps=13)])
   assert est.latest_checkpoint() == M.ckpt_path(tmp_path, 33)
   assert M.read_global_step(est.latest_checkpoint()) == 33
-  assert M.checkpoint_steps(tmp_path) == [10, 20, 30, 33]
+  assert M.checkpoint_steps(tmp_path) == [0, 10, 20, 30, 33]
 
 
 def test_stop_at_step_hook_last_step(tmp_path):
@@ -101,7 +101,7 @@ def test_stop_at_step_hook_last_step(tmp_path):
   est = _estimator(tmp_path, steps_per_loop=10, save_checkpoints_secs=3600)
   est.train(_input_fn(), hooks=[ert.StopAtStepHook(last_step=27), recorder])
   assert recorder.steps == [10, 20, 27]
-  assert M.checkpoint_steps(tmp_path) == [27]
+  assert M.checkpoint_steps(tmp_path) == [0, 27]
   assert M.read_global_step(est.latest_checkpoint()) == 27
 
 
@@ -144,7 +144,7 @@ def test_nan_loss_stops_training_and_keeps_the_last_good_checkpoint(tmp_path):
     est.train(_input_fn(), max_steps=100)
   # Step 51 (global step 50 -> 51) is the first NaN step; it runs in the
   # loop 45 -> 60, whose checkpoint at 60 must not be written.
-  assert M.checkpoint_steps(tmp_path) == [20, 40]
+  assert M.checkpoint_steps(tmp_path) == [0, 20, 40]
   latest = est.latest_checkpoint()
   assert latest == M.ckpt_path(tmp_path, 40)
   assert M.read_global_step(latest) == 40

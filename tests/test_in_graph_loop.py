@@ -102,7 +102,7 @@ def test_the_loop_computes_what_one_step_per_run_computes(tmp_path, caplog):
   assert counter.runs == BATCHES  # A SessionRunHook sees every step.
   # The input ended inside the fourth loop (10, 10, 10, then 7 steps).
   assert checkpoint_steps(looped) == checkpoint_steps(stepped) == [
-      1, 1 + BATCHES]
+      0, 1, 1 + BATCHES]
   ours = tf.train.load_checkpoint(ckpt_path(looped, 1 + BATCHES))
   theirs = tf.train.load_checkpoint(ckpt_path(stepped, 1 + BATCHES))
   names = sorted(ours.get_variable_to_shape_map())

@@ -91,7 +91,7 @@ def test_the_loop_computes_what_one_step_per_run_computes(tmp_path, caplog,
   np.testing.assert_allclose(loops.results[-1].loss, steps.results[-1].loss,
                              rtol=1e-5)
   assert checkpoint_steps(looped) == checkpoint_steps(stepped) == [
-      25, 50, end]
+      0, 25, 50, end]
   for step in (25, 50, end):
     ours = tf.train.load_checkpoint(ckpt_path(str(looped), step))
     theirs = tf.train.load_checkpoint(ckpt_path(str(stepped), step))
@@ -210,6 +210,21 @@ def test_what_cannot_loop_runs_one_step_per_run_with_one_line(tmp_path,
   assert recorder.steps[-1] == 20
   for hook in hooks:
     assert hook.runs == 20  # Every step, one run each.
+
+
+def test_tf1_control_flow_runs_one_step_per_run(tmp_path, caplog):
+  """Under TF1 control flow (`tf.compat.v1.disable_v2_behavior()`, as
+  tf.estimator 2.15's own time series tests ran), a tf.while_loop's body is
+  built into the graph itself, where the body's ops cannot be told from the
+  rest: training takes one step per run, saying so, instead of failing."""
+  tf.compat.v1.disable_control_flow_v2()
+  try:
+    recorder, log = _train('W1', tmp_path / 'm', caplog, steps_per_loop=10,
+                           max_steps=12)
+  finally:
+    tf.compat.v1.enable_control_flow_v2()
+  assert FALLBACK_LINE + 'control flow v1' in log
+  assert recorder.steps[-1] == 12
 
 
 def test_per_loop_safe_session_hooks_keep_the_loop(tmp_path, caplog):

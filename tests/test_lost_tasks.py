@@ -127,7 +127,7 @@ def test_multi_worker_mirrored_sigterm_to_one_worker_saves_and_resumes(
       'worker:1'], steps
   step = steps['worker:0']
   assert 'Preempted (SIGTERM)' in tasks['worker:1'].log()
-  assert _cluster.checkpoint_steps(model_dir) == [step]
+  assert _cluster.checkpoint_steps(model_dir) == [0, step]
 
   os.makedirs(tmp_path / 'run2')
   again = _cluster.start_tasks(tmp_path / 'run2', cluster=cluster,
@@ -137,7 +137,7 @@ def test_multi_worker_mirrored_sigterm_to_one_worker_saves_and_resumes(
   assert codes == {n: 0 for n in names}, (
       codes, _cluster.tails(again, names))
   assert f'(global step {step})' in again['worker:0'].log()
-  assert _cluster.checkpoint_steps(model_dir) == [step, step + 100]
+  assert _cluster.checkpoint_steps(model_dir) == [0, step, step + 100]
 
 
 def test_parameter_server_sigterm_to_the_chief_stops_the_cluster(tmp_path):

@@ -189,7 +189,7 @@ def file_digests(model_dir, steps):
 def train_five_checkpoints(model_dir, engine='eager'):
   """Checkpoints at 10, 20, 30, 40, 50."""
   estimator(model_dir, engine=engine).train(input_fn, max_steps=50)
-  assert checkpoint_steps(model_dir) == [10, 20, 30, 40, 50]
+  assert checkpoint_steps(model_dir) == [0, 10, 20, 30, 40, 50]
 
 
 def first_loop_step(recorder):
@@ -234,26 +234,29 @@ def test_nan_stops_at_its_step_and_never_reaches_a_checkpoint(
   assert reported in message, message
   assert f'newest checkpoint, at step {newest}' in message, message
   assert_graph_engine_looped(engine, info_logs)
-  assert checkpoint_steps(model_dir) == [20]
+  assert checkpoint_steps(model_dir) == [0, 20]
   assert_every_checkpoint_usable(model_dir)
   # The same command, input fixed, carries on from the last finite one.
   recorder = LoopRecorder()
   estimator(model_dir, engine=engine, save_checkpoints_steps=20).train(
       input_fn, hooks=[recorder], max_steps=60)
   assert first_loop_step(recorder) == 20
-  assert checkpoint_steps(model_dir) == [20, 40, 60]
+  assert checkpoint_steps(model_dir) == [0, 20, 40, 60]
   assert_every_checkpoint_usable(model_dir)
   assert_no_leftovers(model_dir)
 
 
 @pytest.mark.parametrize('engine', ENGINES)
-def test_a_run_diverging_before_its_first_save_leaves_no_model_dir(
+def test_a_run_diverging_before_its_first_save_keeps_only_its_start(
     tmp_path, engine):
+  # The state it started from was saved when it started (model.ckpt-0, as
+  # tf.estimator 2.15 saved it); nothing from the diverged loop.
   model_dir = tmp_path / 'm'
   with pytest.raises(ert.NanLossError, match='global step 2'):
     estimator(model_dir, NAN_MODEL_FNS[engine](2, where='loss'),
               save_checkpoints_steps=20).train(input_fn, max_steps=60)
-  assert not os.path.exists(model_dir)
+  assert checkpoint_steps(model_dir) == [0]
+  assert_every_checkpoint_usable(model_dir)
 
 
 def test_nan_on_one_replica_stops_every_replica(tmp_path):
@@ -261,7 +264,7 @@ def test_nan_on_one_replica_stops_every_replica(tmp_path):
   with pytest.raises(ert.NanLossError, match='global step 13'):
     estimator(model_dir, nan_model_fn(13, replica=1),
               train_distribute='mirrored').train(input_fn, max_steps=30)
-  assert checkpoint_steps(model_dir) == [10]
+  assert checkpoint_steps(model_dir) == [0, 10]
   assert_every_checkpoint_usable(model_dir)
 
 
@@ -294,8 +297,9 @@ def test_nan_input_through_the_binary_exits_1_with_one_line(tmp_path,
   assert ('the loss was nan at global step 1' in errors[0] or
           'NaN or infinite in global steps 1-50' in errors[0]), errors[0]
   assert 'Traceback' not in result.stderr
-  # Nothing was written before it diverged: no empty model_dir is left.
-  assert not os.path.exists(model_dir)
+  # Nothing was saved from the diverged loop: only the state training
+  # started from (model.ckpt-0, as tf.estimator 2.15 saved it).
+  assert checkpoint_steps(model_dir) == [0]
 
 
 def test_nan_on_one_worker_stops_every_worker_at_that_step(tmp_path):
@@ -315,7 +319,7 @@ def test_nan_on_one_worker_stops_every_worker_at_that_step(tmp_path):
   for task in ('worker:0', 'worker:1'):
     assert 'the loss was nan at global step 150' in run.log(task), (
         run.log(task)[-3000:])
-  assert checkpoint_steps(model_dir) == [100]
+  assert checkpoint_steps(model_dir) == [0, 100]
   assert_every_checkpoint_usable(model_dir)
 
 
@@ -370,7 +374,7 @@ def test_damaged_newest_checkpoint_falls_back_to_the_one_before(tmp_path,
   est.train(input_fn, hooks=[recorder], max_steps=70)
   assert first_loop_step(recorder) == 40
   assert_graph_engine_looped(engine, info_logs)
-  assert checkpoint_steps(model_dir) == [10, 20, 30, 40, 50, 60, 70]
+  assert checkpoint_steps(model_dir) == [0, 10, 20, 30, 40, 50, 60, 70]
   assert read_global_step(ckpt_path(model_dir, 50)) == 50
   # The damaged files were moved aside, not destroyed; the good ones are
   # byte for byte what they were.
@@ -417,10 +421,14 @@ def test_no_usable_checkpoint_is_refused_and_nothing_is_touched(
   estimator(model_dir, save_checkpoints_steps=20).train(input_fn, max_steps=40)
   DAMAGE['truncated data'](model_dir, 40)
   DAMAGE['garbage index'](model_dir, 20)
+  DAMAGE['garbage index'](model_dir, 0)  # The one saved at the start.
   before = snapshot_tree(model_dir)
   with pytest.raises(ert.UnusableCheckpointsError,
-                     match='model.ckpt-40.*model.ckpt-20'):
+                     match='model.ckpt-40.*model.ckpt-20.*model.ckpt-0'
+                     ) as info:
     estimator(model_dir).train(input_fn, max_steps=60)
+  # What tf.estimator 2.15 raised restoring a damaged checkpoint.
+  assert isinstance(info.value, tf.errors.DataLossError)
   with pytest.raises(ert.UnusableCheckpointsError):
     estimator(model_dir).evaluate(input_fn, steps=1)
   assert snapshot_tree(model_dir) == before
@@ -505,7 +513,7 @@ def test_state_file_fault_never_restarts_from_step_0(tmp_path, fault):
   # The next save rewrote the state file to match the disk.
   state = tf.train.get_checkpoint_state(model_dir)
   assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == [
-      f'model.ckpt-{s}' for s in (10, 20, 30, 40, 50, 60)]
+      f'model.ckpt-{s}' for s in (0, 10, 20, 30, 40, 50, 60)]
   assert os.path.basename(state.model_checkpoint_path) == 'model.ckpt-60'
   assert_every_checkpoint_usable(model_dir)
 
@@ -538,7 +546,7 @@ def test_leftovers_of_interrupted_saves_are_removed_at_start(tmp_path):
   estimator(model_dir).train(input_fn, hooks=[recorder], max_steps=60)
   assert first_loop_step(recorder) == 50
   assert file_digests(model_dir, {10, 20, 30, 40, 50}) == intact
-  assert checkpoint_steps(model_dir) == [10, 20, 30, 40, 50, 60]
+  assert checkpoint_steps(model_dir) == [0, 10, 20, 30, 40, 50, 60]
   assert_no_leftovers(model_dir)
   assert_every_checkpoint_usable(model_dir)
 
@@ -664,7 +672,10 @@ def small_filesystem(tmp_path):
   try:
     yield mount_point
   finally:
-    subprocess.run(['umount', '-l', mount_point], check=False)
+    # The tmpfs, and a bind mount a test put over it.
+    while subprocess.run(['umount', '-l', mount_point],
+                         capture_output=True, check=False).returncode == 0:
+      pass
 
 
 def _sized_model_fn(floats):
@@ -720,12 +731,23 @@ def test_model_dir_turning_read_only_stops_with_one_error(small_filesystem):
   before = snapshot_tree(model_dir)
 
   def make_read_only(result):
+    # A read-only bind mount over the model_dir's filesystem: what is opened
+    # from now on is read-only. (A remount of the filesystem itself is
+    # refused while a file is open for writing, as the event file is:
+    # tf.estimator's graph and session events are written at every start.)
     if result.global_step == 30:
-      subprocess.run(['mount', '-o', 'remount,ro', small_filesystem],
-                     check=True)
+      for options in (['--bind'], ['-o', 'remount,ro,bind']):
+        subprocess.run(['mount', *options, small_filesystem,
+                        small_filesystem], check=True)
 
   with pytest.raises(ert.CheckpointSaveError, match='Read-only file system'):
     estimator(model_dir).train(input_fn, hooks=[make_read_only],
                                max_steps=50)
-  assert snapshot_tree(model_dir) == before
+  # The checkpoints are as they were (the run's start wrote the graph and
+  # its events, as tf.estimator's did).
+  checkpoint_files = lambda tree: {
+      name: value for name, value in tree.items()
+      if name == 'checkpoint' or name.startswith('model.ckpt-')}
+  assert checkpoint_files(snapshot_tree(model_dir)) == checkpoint_files(
+      before)
   assert_every_checkpoint_usable(model_dir)

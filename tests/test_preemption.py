@@ -57,14 +57,14 @@ def test_sigterm_in_process_saves_at_the_loop_end_and_resumes(tmp_path):
     estimator.train(input_fn, hooks=[send_sigterm], max_steps=100)
   assert raised.value.global_step == 20
   assert 'Preempted (SIGTERM) at global step 20' in str(raised.value)
-  assert checkpoint_steps(model_dir) == [20]
+  assert checkpoint_steps(model_dir) == [0, 20]
   assert checkpoints.problem_with(ckpt_path(model_dir, 20)) is None
   # The handler was only there for train().
   assert signal.getsignal(signal.SIGTERM) == previous
   recorder = LoopRecorder()
   estimator.train(input_fn, hooks=[recorder], max_steps=50)
   assert recorder.results[0].global_step - recorder.results[0].steps == 20
-  assert checkpoint_steps(model_dir) == [20, 50]
+  assert checkpoint_steps(model_dir) == [0, 20, 50]
 
 
 @pytest.mark.parametrize('engine', ['eager', 'graph'])
@@ -91,7 +91,7 @@ def test_a_signal_while_training_is_built_stops_at_the_first_loop_end(
     estimator.train(input_fn, max_steps=100)
   assert sent
   assert raised.value.global_step == 10  # The first loop's end.
-  assert checkpoint_steps(model_dir) == [10]
+  assert checkpoint_steps(model_dir) == [0, 10]
   if engine == 'graph':
     assert 'in-graph loop' in caplog.text
 
@@ -252,7 +252,7 @@ def test_sigterm_saves_at_the_signal_step_exits_143_and_resumes(
   match = re.search(r'Preempted \(SIGTERM\) at global step (\d+)', run.output)
   assert match, run.output[-4000:]
   step = int(match.group(1))
-  assert checkpoint_steps(model_dir) == [step]
+  assert checkpoint_steps(model_dir) == [0, step]
   assert read_global_step(ckpt_path(model_dir, step)) == step
   assert 'Traceback' not in run.output
   # The same command, asked to go a little further, resumes there.
@@ -265,7 +265,7 @@ def test_sigterm_saves_at_the_signal_step_exits_143_and_resumes(
                                *strategy_flags))
   assert again.wait(timeout=180) == 0, again.output[-4000:]
   assert f'(global step {step})' in again.output
-  assert checkpoint_steps(model_dir) == [step, step + 150]
+  assert checkpoint_steps(model_dir) == [0, step, step + 150]
 
 
 _SLOW_MODEL = '''
@@ -316,7 +316,8 @@ def test_a_second_signal_exits_at_once(tmp_path):
   assert code == preemption.PREEMPTED_EXIT_CODE, run.output[-4000:]
   assert took < 5, took
   assert 'SIGTERM received again: exiting now with code 143' in run.output
-  assert not os.path.exists(model_dir) or not checkpoint_steps(model_dir)
+  # Nothing saved but the state training started from (model.ckpt-0).
+  assert checkpoint_steps(model_dir) == [0]
 
 
 def test_sigterm_outside_training_exits_143_at_once(tmp_path):
@@ -341,4 +342,4 @@ def test_sigterm_outside_training_exits_143_at_once(tmp_path):
   assert code == preemption.PREEMPTED_EXIT_CODE, run.output[-4000:]
   assert took < 5, took
   assert 'SIGTERM received outside training' in run.output
-  assert checkpoint_steps(model_dir) == [20]
+  assert checkpoint_steps(model_dir) == [0, 20]

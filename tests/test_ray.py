@@ -203,7 +203,7 @@ def test_parameter_server_with_ps_and_evaluator(tmp_path, ray_head):
   for task in ('ps:0', 'worker:0', 'worker:1'):
     assert f'The chief finished training; {task} exits.' in run.log(task), (
         run.log(task)[-3000:])
-  assert _cluster.checkpoint_steps(model_dir) == [SAVE_EVERY, MAX_STEPS]
+  assert _cluster.checkpoint_steps(model_dir) == [0, SAVE_EVERY, MAX_STEPS]
   steps = _eval_loss_steps(model_dir)
   assert steps and steps[-1] == MAX_STEPS, steps
   _assert_every_line_has_a_role(
@@ -529,6 +529,6 @@ def test_ray_train_tensorflow_trainer_trains_mwms(tmp_path, ray_head):
     assert len(config['cluster']['worker']) == 2, config
     assert config['task']['type'] == 'worker', config
   assert 'Running as worker:0 (chief)' in run.output, run.tail()
-  assert _cluster.checkpoint_steps(model_dir) == [SAVE_EVERY, MAX_STEPS]
+  assert _cluster.checkpoint_steps(model_dir) == [0, SAVE_EVERY, MAX_STEPS]
   metrics = re.search(r'Final metrics: (\{.*\})', run.output)
   assert metrics and json.loads(metrics.group(1))['global_step'] == MAX_STEPS

@@ -348,7 +348,7 @@ def test_clients_evaluate_on_the_evaluator_server_and_write_model_dir_locally(
           strategy, placed)
       assert 'train /job:ps/replica:0/task:0/device:CPU:0' in placed, (
           strategy, placed)
-      assert checkpoint_steps(str(client_dir / model_dir)) == [100, 200]
+      assert checkpoint_steps(str(client_dir / model_dir)) == [0, 100, 200]
       evaluated = [step for step, _ in summaries.read_scalars(
           str(client_dir / model_dir / 'eval'))['loss']]
       assert evaluated == [100, 200], (strategy, evaluated)

@@ -269,7 +269,7 @@ def test_save_summary_steps_none_writes_no_training_summaries(tmp_path):
       model_dir=str(tmp_path))
   est.train(M.global_input_fn(*M.make_data(32), batch_size=8), max_steps=20)
   assert summaries.read_scalars(str(tmp_path)) == {}
-  assert M.checkpoint_steps(str(tmp_path)) == [10, 20]
+  assert M.checkpoint_steps(str(tmp_path)) == [0, 10, 20]
 
 
 # --- TrainSpec, EvalSpec, train_and_evaluate -----------------------------------
@@ -388,7 +388,7 @@ def test_continuous_eval_listener_stops_local_training(tmp_path):
   metrics, _ = executor.run_local()
   assert metrics['global_step'] == 5
   assert listener.result.status == training._EvalStatus.EVALUATED  # pylint: disable=protected-access
-  assert M.checkpoint_steps(str(tmp_path)) == [5]
+  assert M.checkpoint_steps(str(tmp_path)) == [0, 5]
 
 
 def test_executor_dispatch_and_its_refusals():
@@ -551,7 +551,7 @@ def test_in_memory_evaluator_hook_evaluates_the_live_variables(tmp_path):
   assert summaries.read_scalars(est.eval_dir('live'))['w'] == [
       (0, 0.0), (4, 6.0), (8, 10.0), (10, 12.0)]
   # No checkpoint beyond training's own (saved at the end).
-  assert M.checkpoint_steps(str(tmp_path)) == [10]
+  assert M.checkpoint_steps(str(tmp_path)) == [0, 10]
 
 
 def test_in_memory_evaluator_hook_refusals(tmp_path):

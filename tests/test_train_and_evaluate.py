@@ -39,10 +39,12 @@ def test_evaluates_after_each_new_checkpoint(tmp_path, strategy):
       ert.EvalSpec(eval_fn, steps=None, throttle_secs=0))
   assert exports == []
   checkpoints = M.checkpoint_steps(str(tmp_path))
-  assert checkpoints == [10, 20, 30, 40]
+  assert checkpoints == [0, 10, 20, 30, 40]
   evaluated = M.eval_steps(str(tmp_path / 'eval'))
-  assert evaluated == checkpoints  # No step 0, no duplicates, none missed.
-  assert M.eval_steps(str(tmp_path / 'eval'), 'mae') == checkpoints
+  # Not the starting checkpoint (2.15 skipped it too), no duplicates, none
+  # missed.
+  assert evaluated == checkpoints[1:]
+  assert M.eval_steps(str(tmp_path / 'eval'), 'mae') == checkpoints[1:]
   assert metrics['global_step'] == 40
 
   # The returned metrics are those evaluate() gives on the final checkpoint.
@@ -96,7 +98,7 @@ def test_large_throttle_leaves_only_the_first_and_final_evaluation(tmp_path):
   metrics, _ = ert.train_and_evaluate(
       est, ert.TrainSpec(train_fn, max_steps=50),
       ert.EvalSpec(eval_fn, steps=None, throttle_secs=3600))
-  assert M.checkpoint_steps(str(tmp_path)) == [10, 20, 30, 40, 50]
+  assert M.checkpoint_steps(str(tmp_path)) == [0, 10, 20, 30, 40, 50]
   evaluated = M.eval_steps(str(tmp_path / 'eval'))
   assert evaluated[-1] == 50 and metrics['global_step'] == 50
   assert evaluated in ([50], [10, 50]), evaluated
@@ -109,7 +111,7 @@ def test_resumed_train_and_evaluate_at_max_steps_evaluates_once(tmp_path):
   ert.train_and_evaluate(est, train_spec, eval_spec)
   metrics, _ = ert.train_and_evaluate(est, train_spec, eval_spec)
   assert metrics['global_step'] == 20
-  assert M.checkpoint_steps(str(tmp_path)) == [10, 20]
+  assert M.checkpoint_steps(str(tmp_path)) == [0, 10, 20]
 
 
 def test_latest_exporter_keeps_exports_to_keep(tmp_path):
@@ -156,7 +158,7 @@ def test_each_checkpoint_is_exported_once_when_input_ends(tmp_path):
                                            repeat=False)),
       ert.EvalSpec(eval_fn, steps=None, throttle_secs=0,
                    exporters=[ert.LatestExporter(exports_to_keep=None)]))
-  assert M.checkpoint_steps(str(tmp_path)) == [2, 4]
+  assert M.checkpoint_steps(str(tmp_path)) == [0, 2, 4]
   assert M.eval_steps(str(tmp_path / 'eval')) == [2, 4]
   assert sorted(M.saved_model_global_step(p) for p in exports) == [2, 4]
 

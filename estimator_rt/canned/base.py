@@ -20,6 +20,18 @@ from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
 from estimator_rt.run_config import RunConfig
 
+def _api_gauge():
+  from tensorflow.python.eager import monitoring  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  return monitoring.StringGauge(
+      '/tensorflow/api/estimator',
+      'Gauge to track the type of canned estimators used.', 'ClassType')
+
+
+# TensorFlow's usage gauge of canned estimator types, tf.estimator 2.15's
+# (`estimator._canned_estimator_api_gauge`): libraries' own canned
+# estimators set a cell of it (`get_cell('Classifier').set('DNN')`).
+API_GAUGE = _api_gauge()
+
 # The loss reductions canned estimators take (tf.losses.Reduction's values
 # in TF2; the v1 classes default to tf.compat.v1.losses.Reduction.SUM).
 SUM_OVER_BATCH_SIZE = 'sum_over_batch_size'
@@ -131,13 +143,13 @@ def estimator_spec(*, head, features, mode, labels, logits,
         parts, per_replica_loss(loss, loss_reduction), v1=v1,
         update_ops=update_ops)
 
-  with _model_name_scope(v1.model_scope if v1 is not None else ''):
+  with model_name_scope(v1.model_scope if v1 is not None else ''):
     return head.create_estimator_spec(
         features=features, mode=mode, labels=labels, logits=logits,
         train_op_fn=train_op_fn if mode == ModeKeys.TRAIN else None)
 
 
-def _model_name_scope(model_scope: str):
+def model_name_scope(model_scope: str):
   """Re-enters the name scope `model_scope` of the current one (where the
   model's layers made their ops), or stays where it is for ''. (A plain
   name_scope(model_scope) would open a new `<model_scope>_1`.)"""

@@ -28,7 +28,7 @@ def _weight_key(weight_column):
   return key
 
 
-def _batch_size(features, weight_key):
+def batch_size(features, weight_key):
   """The batch size every feature (the weight aside, which serving does
   not feed) agrees on, with the checks that they do."""
   if isinstance(features, tf.Tensor):
@@ -53,7 +53,7 @@ def build_baseline(*, features, logits_dimension: int, weight_column=None):
   """The baseline's bias variable `baseline/bias` [logits_dimension] and
   its logits: the bias repeated for each example of `features` (whose
   batch sizes, the weight's aside, are checked to agree)."""
-  size, checks = _batch_size(features, _weight_key(weight_column))
+  size, checks = batch_size(features, _weight_key(weight_column))
   with tf.name_scope('baseline'):
     # Made outside the checks: an initializer that depended on them would
     # read the input before it is ready (tf.estimator 2.15's baselines failed

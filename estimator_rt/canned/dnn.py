@@ -10,6 +10,8 @@ logits_dimension. Built in the graph engine, its variables are named
 `dnn/hiddenlayer_0/kernel`, ... as tf.estimator 2.15's were.
 """
 
+import functools
+
 import tensorflow as tf
 
 from estimator_rt.canned import base
@@ -27,16 +29,19 @@ def check_units(units) -> None:
         'is the logits dimension).')
 
 
-def _dnn_model_class():
-  """The network's class, made on first use (tf_keras loads then)."""
+@functools.lru_cache(maxsize=None)
+def dnn_model_class():
+  """The network's class (2.15's `_DNNModelV2`, its constructor's
+  signature), made on first use (tf_keras loads then)."""
   import tf_keras  # pylint: disable=g-import-not-at-top
 
   class DNNModel(tf_keras.Model):
-    """Input layer, hidden layers, logits layer: see the module docstring."""
+    """Input layer, hidden layers, logits layer: see the module docstring.
+    `call(features, mode)` gives the logits."""
 
-    def __init__(self, *, units, hidden_units, feature_columns,
-                 activation_fn, dropout, batch_norm, name='dnn'):
-      super().__init__(name=name)
+    def __init__(self, units, hidden_units, feature_columns, activation_fn,
+                 dropout, batch_norm, name=None, **kwargs):
+      super().__init__(name=name, **kwargs)
       self._input_layer = tf_keras.layers.DenseFeatures(
           feature_columns=feature_columns,
           name='input_from_feature_columns/input_layer')
@@ -78,15 +83,38 @@ def _dnn_model_class():
   return DNNModel
 
 
+@functools.lru_cache(maxsize=None)
+def dnn_model_v1_class():
+  """2.15's `_DNNModel`, the v1 estimators' network: DNNModel that also
+  takes tf.compat.v1 feature columns, with 2.15's constructor signature;
+  `input_layer_partitioner` has no effect (variables are not partitioned
+  here: a parameter server holds each whole)."""
+  from estimator_rt.canned import v1_columns  # pylint: disable=g-import-not-at-top
+
+  class DNNModelV1(dnn_model_class()):
+    """DNNModel over v1 or v2 feature columns (see dnn_model_v1_class)."""
+
+    def __init__(self, units, hidden_units, feature_columns, activation_fn,
+                 dropout, input_layer_partitioner, batch_norm, name=None,
+                 **kwargs):
+      del input_layer_partitioner
+      super().__init__(
+          units, hidden_units,
+          v1_columns.v2_columns(feature_columns, argument='feature_columns'),
+          activation_fn, dropout, batch_norm, name=name, **kwargs)
+
+  return DNNModelV1
+
+
 def build_dnn(*, units, hidden_units, feature_columns, activation_fn,
               dropout, batch_norm, features, mode):
   """The DNN's logits on `features`, its trainable variables and its update
   ops (batch normalization's moving statistics)."""
   check_units(units)
-  model = _dnn_model_class()(
+  model = dnn_model_class()(
       units=units, hidden_units=tuple(hidden_units),
       feature_columns=tuple(feature_columns), activation_fn=activation_fn,
-      dropout=dropout, batch_norm=batch_norm)
+      dropout=dropout, batch_norm=batch_norm, name='dnn')
   logits = model(features, mode)
   return logits, model.trainable_variables, model.updates
 

@@ -99,14 +99,15 @@ def _check_columns(linear_feature_columns, dnn_feature_columns,
 
 
 class DNNLinearCombinedEstimator(base.CannedEstimator):
-  """Wide & deep with any head; tf.estimator 2.15's signature (it had no
-  warm_start_from)."""
+  """Wide & deep with any head; tf.estimator 2.15's signature, and
+  `warm_start_from` (keyword only: 2.15's class had none; the classifier
+  and regressor pass theirs here)."""
 
   def __init__(self, head, model_dir=None, linear_feature_columns=None,
                linear_optimizer='Ftrl', dnn_feature_columns=None,
                dnn_optimizer='Adagrad', dnn_hidden_units=None,
                dnn_activation_fn=tf.nn.relu, dnn_dropout=None, config=None,
-               batch_norm=False, linear_sparse_combiner='sum',
+               batch_norm=False, linear_sparse_combiner='sum', *,
                warm_start_from=None):
     name = type(self).__name__
     linear_columns = tuple(linear_feature_columns or ())

@@ -282,7 +282,7 @@ class KMeans(base.CannedEstimator):
         raise UserInputError(
             f'KMeans: the {mode} input_fn yields (features, labels); KMeans '
             'takes no labels: yield only the features (or (features, None)).')
-      return _kmeans_model_fn(
+      return kmeans_model_fn(
           features, mode, config, num_clusters=num_clusters,
           initial_clusters=initial_clusters, distance_metric=distance_metric,
           seed=seed, use_mini_batch=use_mini_batch,
@@ -327,7 +327,7 @@ class KMeans(base.CannedEstimator):
     return self.get_variable_value(self.CLUSTER_CENTERS_VAR_NAME)
 
 
-def _kmeans_model_fn(features, mode, config, *, num_clusters,
+def kmeans_model_fn(features, mode, config, *, num_clusters,
                      initial_clusters, distance_metric, seed, use_mini_batch,
                      mini_batch_steps_per_iteration,
                      kmeans_plus_plus_num_retries, relative_tolerance,

@@ -124,8 +124,8 @@ class LinearSDCA:
 class SDCAUpdateWeightsHook(tf.compat.v1.train.SessionRunHook):
   """Runs the SDCA model's update_weights with every training step."""
 
-  def __init__(self, model, train_op):
-    self._model = model
+  def __init__(self, sdca_model, train_op):
+    self._model = sdca_model
     self._train_op = train_op
     self._update_op = None
 
@@ -157,13 +157,14 @@ def loss_type(head) -> str:
       'classifier or a one-dimensional regressor).')
 
 
-def check_estimator(*, head, feature_columns, sparse_combiner) -> None:
-  """What a linear estimator given LinearSDCA needs, checked when it is
-  made, with 2.15's messages.
+def check_arguments(*, feature_columns, sparse_combiner,
+                    n_classes: int = 2, label_dimension: int = 1) -> None:
+  """What LinearSDCA needs of a linear estimator's arguments, checked when
+  it is made, with 2.15's messages.
 
   Raises:
-    ValueError: sparse_combiner is not 'sum', a v1 feature column, a
-      multi-class head, or another unsupported head.
+    ValueError: sparse_combiner is not 'sum', a v1 feature column, more
+      than two classes, or a label of more than one dimension.
   """
   from tensorflow.python.feature_column import feature_column_lib  # pylint: disable=g-import-not-at-top
   if sparse_combiner != 'sum':
@@ -173,15 +174,30 @@ def check_estimator(*, head, feature_columns, sparse_combiner) -> None:
   if not feature_column_lib.is_feature_column_v2(feature_columns):
     raise UserInputError('V2 feature columns required when optimizer is a '
                          'LinearSDCA object.')
-  from estimator_rt.head import multi_class_head  # pylint: disable=g-import-not-at-top
-  if isinstance(head, multi_class_head.MultiClassHead):
+  if n_classes > 2:
     raise UserInputError(
         'LinearSDCA cannot be used in a multi-class setting '
-        f'(n_classes={head.logits_dimension}).')
-  if getattr(head, 'logits_dimension', 1) != 1:
+        f'(n_classes={n_classes}).')
+  if label_dimension > 1:
     raise UserInputError(
         'LinearSDCA can only be used with one-dimensional label '
-        f'(label_dimension={head.logits_dimension}).')
+        f'(label_dimension={label_dimension}).')
+
+
+def check_estimator(*, head, feature_columns, sparse_combiner) -> None:
+  """check_arguments for a linear estimator of `head`, and the head is one
+  SDCA trains (loss_type).
+
+  Raises:
+    ValueError: see check_arguments and loss_type.
+  """
+  from estimator_rt.head import multi_class_head  # pylint: disable=g-import-not-at-top
+  dimension = getattr(head, 'logits_dimension', 1)
+  multi_class = isinstance(head, multi_class_head.MultiClassHead)
+  check_arguments(feature_columns=feature_columns,
+                  sparse_combiner=sparse_combiner,
+                  n_classes=dimension if multi_class else 2,
+                  label_dimension=1 if multi_class else dimension)
   loss_type(head)
 
 

@@ -213,7 +213,7 @@ class DNNLinearCombinedEstimator(
                dnn_optimizer='Adagrad', dnn_hidden_units=None,
                dnn_activation_fn=tf.nn.relu, dnn_dropout=None,
                input_layer_partitioner=None, config=None, batch_norm=False,
-               linear_sparse_combiner='sum', warm_start_from=None):
+               linear_sparse_combiner='sum', *, warm_start_from=None):
     _no_partitioner(type(self).__name__,
                     input_layer_partitioner=input_layer_partitioner)
     linear_feature_columns = v1_columns.v2_columns(

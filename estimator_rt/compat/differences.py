@@ -14,7 +14,8 @@ checks that every key resolves to a real object.
 _ESTIMATOR = (
     'TF2 model_fns run steps_per_loop steps per compiled call; a '
     'non-finite loss or weight always stops training, unsaved; a model_dir '
-    'holding another model and TRAIN/EVAL SavedModel exports are refused; '
+    'holding another model and a TF2 model_fn\'s TRAIN/EVAL SavedModel '
+    'exports are refused; '
     'the learning rate is not restored from checkpoints')
 _SESSION_RUN_HOOK = (
     'runs around every step in the graph engine (TF1-style model_fns, '
@@ -41,8 +42,10 @@ DIFFERENCES = {
     'tf.estimator.Estimator': _ESTIMATOR,
     'tf.estimator.RunConfig': (
         'device_fn, protocol, keep_checkpoint_every_n_hours, '
-        'experimental_max_worker_delay_secs, session_creation_timeout_secs, '
-        'checkpoint_save_graph_def have no effect (one warning); for a TF2 '
+        'experimental_max_worker_delay_secs, session_creation_timeout_secs '
+        'have no effect (one warning); checkpoint_save_graph_def writes '
+        'graph.pbtxt and, for a TF1-style model_fn, the .meta files (a TF2 '
+        'model_fn\'s checkpoints are object-based: no .meta); for a TF2 '
         'model_fn eval_distribute=None evaluates with a one-process training '
         'strategy (2.15: one device); a TF_CONFIG 2.15 accepted but the '
         'runtime cannot run (a port 0 or none, a master job with other '

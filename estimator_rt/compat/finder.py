@@ -52,11 +52,12 @@ _SERVED = 'estimator_rt.compat.served'
 REMOVED_TF_MODULES = {
     'tensorflow.python.distribute.estimator_training':
         'estimator_rt.compat.removed_tf.estimator_training',
+    'tensorflow.python.tpu.tpu_embedding':
+        'estimator_rt.compat.removed_tf.tpu_embedding',
 }
 
 # Module paths whose non-public names real code reads too, served by
-# estimator_rt's objects ('module:attribute'): the heads' key classes, and
-# what tf_keras's tf.keras.estimator.model_to_estimator calls and raises.
+# estimator_rt's objects ('module:attribute'): the heads' key classes.
 _EXTRA_NAMES = {
     f'{PACKAGE}.canned.metric_keys': {
         'MetricKeys': 'estimator_rt.head.keys:MetricKeys'},
@@ -67,12 +68,6 @@ _EXTRA_NAMES = {
     # as_estimator_spec).
     f'{PACKAGE}.model_fn': {
         '_TPUEstimatorSpec': 'estimator_rt.tpu:TPUEstimatorSpec'},
-    f'{PACKAGE}.keras_lib': {
-        'model_to_estimator':
-            'estimator_rt.keras_estimator:model_to_estimator_for_compat',
-        # What model_to_estimator's model_fn raises for features or labels
-        # that miss a model input or output; code catches it by this name.
-        'FormattedKeyError': 'estimator_rt.errors:FormattedKeyError'},
 }
 
 

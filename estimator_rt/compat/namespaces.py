@@ -153,6 +153,7 @@ def v1() -> types.ModuleType:
   # pylint: disable=g-import-not-at-top
   from estimator_rt import numpy_io
   from estimator_rt import tpu
+  from estimator_rt import tpu_embedding
   # pylint: enable=g-import-not-at-top
   from estimator_rt.canned import dnn  # pylint: disable=g-import-not-at-top
   from estimator_rt.canned import linear  # pylint: disable=g-import-not-at-top
@@ -175,7 +176,7 @@ def v1() -> types.ModuleType:
       'TPUEstimator': tpu.TPUEstimator,
       'TPUEstimatorSpec': tpu.TPUEstimatorSpec,
       'experimental': _module('estimator.tpu.experimental', {
-          'EmbeddingConfigSpec': tpu.embedding_config_spec_refused,
+          'EmbeddingConfigSpec': tpu_embedding.EmbeddingConfigSpec,
       }),
   })
   return _module('estimator', names)

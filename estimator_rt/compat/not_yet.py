@@ -2,8 +2,7 @@
 using one raises one line saying so and what to use instead.
 
 Such an object carries that line as its `not_yet` attribute; so does any
-other object of the layer that refuses whatever its arguments
-(tpu.experimental.EmbeddingConfigSpec).
+other object of the layer that refuses whatever its arguments.
 `python -m estimator_rt.compat --check` reports a name resolving to one as
 refused, with that line.
 """

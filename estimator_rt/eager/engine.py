@@ -11,6 +11,7 @@ How the steps are distributed is the business of the `train_paths` object
 it picks.
 """
 
+import contextlib
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 
 from absl import logging
@@ -21,6 +22,7 @@ from estimator_rt import checkpoints
 from estimator_rt import cluster
 from estimator_rt import engine as engine_lib
 from estimator_rt import export as export_lib
+from estimator_rt import graph_files
 from estimator_rt import inputs
 from estimator_rt import strategies
 from estimator_rt import summaries
@@ -30,6 +32,7 @@ from estimator_rt.eager import session_hooks as session_hooks_lib
 from estimator_rt.eager import train_paths
 from estimator_rt.eager.model import EagerModel
 from estimator_rt.errors import check_positive_count
+from estimator_rt.errors import GraphModelFnError
 from estimator_rt.errors import MAX_INT32
 from estimator_rt.errors import UserInputError
 from estimator_rt.mode_keys import ModeKeys
@@ -128,8 +131,9 @@ class EagerEngine(engine_lib.Engine):
   # -------------------------------------------------------------- train
   def _build_training(self, input_fn, *, latest, session_hooks,
                       summary_writer) -> engine_lib.TrainingSetup:
-    """See `engine.Engine._build_training`."""
-    del summary_writer  # The controller writes every training scalar.
+    """See `engine.Engine._build_training`. The controller writes every
+    training scalar; the compiled loop's graph goes to `summary_writer`
+    and graph.pbtxt once training starts (`_write_graph_files`)."""
     if self._config.checkpoint_input:
       self._check_input_checkpointing()
     path = self._path
@@ -166,8 +170,32 @@ class EagerEngine(engine_lib.Engine):
         global_step=lambda: int(model.global_step.numpy()),
         max_to_keep=self._config.keep_checkpoint_max,
         agree=path.agreement(), io_device=self._checkpoint_io_device,
-        # No session here: see eager/session_hooks.py.
+        # No SessionRunHook session here (see eager/session_hooks.py): what
+        # opens around training writes the graph files.
+        session=lambda: self._write_graph_files(train_loop, iterator,
+                                                summary_writer),
         hooks=session_hooks_lib.as_runtime_hooks(session_hooks))
+
+  @contextlib.contextmanager
+  def _write_graph_files(self, train_loop, iterator,
+                         summary_writer: Optional[summaries.ScalarWriter]):
+    """Once training starts, by the writer of model_dir (`summary_writer`
+    is None elsewhere): the compiled loop's graph to the training event
+    file (TensorBoard's Graphs tab) and, unless
+    RunConfig.checkpoint_save_graph_def is False, to graph.pbtxt, as
+    tf.estimator 2.15 wrote its training graph (graph_files.py). A loop
+    that is not one tf.function (parameter-server training schedules
+    several) writes none."""
+    if summary_writer is None or not isinstance(train_loop,
+                                                loops.CompiledTrainLoop):
+      yield
+      return
+    files = graph_files.GraphFiles(graph=train_loop.traced_graph(iterator),
+                                   with_meta_graph=False)
+    with graph_files.written_in_background(
+        files, directory=self.model_dir, summary_writer=summary_writer,
+        graph_file=self._config.checkpoint_save_graph_def):
+      yield
 
   def _restore_for_training(self, model: EagerModel, latest: Optional[str],
                             input_iterator) -> None:
@@ -260,9 +288,9 @@ class EagerEngine(engine_lib.Engine):
     graph = state.graph
     self._restore_or_initialize(graph, path)
     graph.reset_metrics()
-    loss_sum, count, steps_run, pair_values = state.loop(
-        iter(data.dataset),
-        tf.constant(steps or loops.UNTIL_END_OF_INPUT, tf.int32))
+    iterator = iter(data.dataset)
+    num_steps = tf.constant(steps or loops.UNTIL_END_OF_INPUT, tf.int32)
+    loss_sum, count, steps_run, pair_values = state.loop(iterator, num_steps)
     count = float(count)
     results = {'loss': float(loss_sum) / count if count else float('nan')}
     for metric_name, metric in graph.metrics.items():
@@ -270,8 +298,14 @@ class EagerEngine(engine_lib.Engine):
     for metric_name, value in zip(state.loop.pair_names, pair_values):
       results[metric_name] = summaries.python_value(value)
     results['global_step'] = int(graph.global_step.numpy())
+    # The graph of the compiled evaluation, for a new event file of the
+    # evaluation's directory (traced already: this only looks it up).
+    evaluation_graph = lambda: graph_files.GraphFiles(
+        graph=state.loop.traced_graph(iterator, num_steps),
+        with_meta_graph=False).for_events()
     return self._finish_evaluation(results, name=name, checkpoint_path=path,
-                                   steps_run=int(steps_run), hooks=hooks)
+                                   steps_run=int(steps_run), hooks=hooks,
+                                   graph=evaluation_graph)
 
   # ------------------------------------------------------------ predict
   def predict(self, input_fn: Callable, *,
@@ -332,6 +366,43 @@ class EagerEngine(engine_lib.Engine):
     logging.info('Exported SavedModel of %s to %s',
                  path or 'the initial values', export_dir)
     return export_dir
+
+  def export_saved_models(self, export_dir_base: str, *,
+                          receiver_fn_map: Dict[str, Callable],
+                          checkpoint_path: Optional[str] = None,
+                          initialization_is_trained: bool = False) -> str:
+    """See `Estimator.experimental_export_all_saved_models`: the PREDICT
+    mode only. TRAIN and EVAL SavedModels are TF1 MetaGraphs (a train op in
+    a collection, supervised signatures, name-based variables) that a TF2
+    model_fn's compiled functions and object-based checkpoints have no
+    form of: they are refused in one line, before anything is written.
+
+    Raises:
+      GraphModelFnError: the checkpoint to export is name-based (nothing
+        told the engine yet; the model_fn is TF1-style): the Estimator
+        hands the export to the graph engine.
+      UserInputError: TRAIN or EVAL asked of a TF2 model_fn.
+    """
+    supervised = sorted(set(receiver_fn_map) - {ModeKeys.PREDICT})
+    if not supervised:
+      return self.export_saved_model(
+          export_dir_base,
+          serving_input_receiver_fn=receiver_fn_map[ModeKeys.PREDICT],
+          checkpoint_path=checkpoint_path,
+          initialization_is_trained=initialization_is_trained)
+    path = self._checkpoint_to_export(
+        checkpoint_path, initialization_is_trained=initialization_is_trained)
+    from estimator_rt import engine_choice  # pylint: disable=g-import-not-at-top
+    if path is not None and not engine_choice.is_object_based(path):
+      raise GraphModelFnError(
+          f'checkpoint {path!r} is name-based (tf.estimator\'s or the graph '
+          'engine\'s)', reason='the checkpoint to export is name-based')
+    raise UserInputError(
+        f'experimental_export_all_saved_models: modes {supervised} are not '
+        'exported for a TF2 model_fn (eager engine): TRAIN and EVAL '
+        'SavedModels are TF1 MetaGraphs (a train op, supervised signatures, '
+        'name-based variables), which the graph engine writes for TF1-style '
+        'model_fns; export the PREDICT mode.')
 
 
 def _refuse_session_hooks(hooks: Sequence[Any]) -> None:

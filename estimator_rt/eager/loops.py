@@ -150,6 +150,11 @@ class CompiledTrainLoop:
     surface_user_errors(self.function.get_concrete_function)(
         iterator, self.NUM_STEPS_SPEC)
 
+  def traced_graph(self, iterator) -> tf.Graph:
+    """The graph of the loop's trace for `iterator` (`trace` made it)."""
+    return self.function.get_concrete_function(
+        iterator, self.NUM_STEPS_SPEC).graph
+
 
 def make_train_loop(graph: EagerModel, *, infinite_input: bool,
                     split_global_batch: bool = False,
@@ -350,6 +355,8 @@ def make_eval_loop(graph: EagerModel) -> Callable:
 
   wrapped = surface_user_errors(eval_loop)
   wrapped.pair_names = pair_names
+  wrapped.traced_graph = lambda iterator, num_steps: (
+      eval_loop.get_concrete_function(iterator, num_steps).graph)
   return wrapped
 
 

@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from estimator_rt import checkpoints
 from estimator_rt.eager.model import variable_signature
+from estimator_rt import tf_errors
 from estimator_rt.errors import IncompatibleCheckpointError
 from estimator_rt.mode_keys import ModeKeys
 
@@ -36,7 +37,7 @@ class _Contents:
 
 
 def _read(path: str) -> _Contents:
-  reader = tf.train.load_checkpoint(path)
+  reader = checkpoints.reader(path)
   shapes = reader.get_variable_to_shape_map()
   dtypes = reader.get_variable_to_dtype_map()
   return _Contents(reader=reader, shapes={
@@ -81,7 +82,15 @@ class _Alignment:
             trainable == variable.trainable and
             name == variable_signature(variable))
 
-  def refuse(self, what: str) -> IncompatibleCheckpointError:
+  def refuse(self, what: str, *, missing: bool = False
+             ) -> IncompatibleCheckpointError:
+    """The refusal; `missing`: the checkpoint lacks a variable the
+    model_fn creates (2.15's restore raised NotFoundError then)."""
+    if missing:
+      return tf_errors.CheckpointMissingVariableError(
+          f'{tf_errors.MISSING_FROM_CHECKPOINT}: {self.source} holds '
+          f'checkpoint {self.path} of a different model: {what}. '
+          f'{self._HINT}')
     return IncompatibleCheckpointError(
         f'{self.source} holds checkpoint {self.path} of a different model: '
         f'{what}. {self._HINT}')
@@ -103,10 +112,12 @@ def _align_one_to_one(alignment: _Alignment) -> Dict[int, int]:
                else 'missing')
       raise alignment.refuse(
           f'model variable {alignment.describe(i)} is {found} there but '
-          f'{alignment.ours_as_text(i)} in the model_fn')
+          f'{alignment.ours_as_text(i)} in the model_fn',
+          missing=i >= len(entries))
   if len(entries) != len(ours):
     raise alignment.refuse(f'it has {len(entries)} model variables, the '
-                           f'model_fn creates {len(ours)}')
+                           f'model_fn creates {len(ours)}',
+                           missing=len(entries) < len(ours))
   return {i: i for i in range(len(ours))}
 
 
@@ -129,7 +140,8 @@ def _align_in_order(alignment: _Alignment, mode: str) -> Dict[int, int]:
     elif not (mode == ModeKeys.EVAL and not variable.trainable):
       raise alignment.refuse(
           f'model variable {alignment.describe(i)}, '
-          f'{alignment.ours_as_text(i)} in the model_fn, has no match there')
+          f'{alignment.ours_as_text(i)} in the model_fn, has no match there',
+          missing=True)
   unmatched = [k for k, entry in enumerate(entries)
                if entry[2] and k not in mapping.values()]
   if unmatched:
@@ -161,10 +173,10 @@ def align(path: str, graph, *, source: str,
   contents = contents or _read(path)
   if any(key not in contents.shapes for key in (
       'global_step' + _VALUE_SUFFIX, _MASK_KEY, _NAMES_KEY)):
-    raise IncompatibleCheckpointError(
-        f'{source} holds checkpoint {path} that was not written by '
-        f'estimator_rt\'s training (no global_step or model signature). '
-        f'{_Alignment._HINT}')  # pylint: disable=protected-access
+    raise tf_errors.CheckpointMissingVariableError(
+        f'{tf_errors.MISSING_FROM_CHECKPOINT}: {source} holds checkpoint '
+        f'{path} that was not written by estimator_rt\'s training (no '
+        f'global_step or model signature). {_Alignment._HINT}')  # pylint: disable=protected-access
   alignment = _Alignment(path=path, source=source, ours=graph.model_variables,
                          entries=_saved_model_entries(contents))
   if graph.mode == ModeKeys.TRAIN:

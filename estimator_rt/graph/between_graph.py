@@ -23,6 +23,7 @@ can vanish:
 import tensorflow as tf
 
 from estimator_rt import server as server_lib
+from estimator_rt import tf_errors
 from estimator_rt.errors import TaskLostError
 
 # How long a task waits for the ps tasks to accept connections.
@@ -69,7 +70,7 @@ class WorkerSessionCreator(tf.compat.v1.train.WorkerSessionCreator):
     try:
       return super().create_session()
     except tf.errors.DeadlineExceededError as e:
-      raise TaskLostError(
+      raise tf_errors.from_cause(TaskLostError, (
           f'The chief did not initialize the variables on the ps tasks within '
           f'{WORKER_WAIT_SECS} s; is it running (same TF_CONFIG cluster)?'
-      ) from e
+      ), e) from e

@@ -20,7 +20,8 @@ summaries under model_dir/eval.
 
 import contextlib
 import dataclasses
-from typing import Any, Callable, Dict, Iterator, Optional, Sequence
+from typing import (Any, Callable, ContextManager, Dict, Iterator, Optional,
+                    Sequence)
 
 from absl import logging
 import tensorflow as tf
@@ -28,11 +29,13 @@ import tensorflow as tf
 from estimator_rt import checkpoints
 from estimator_rt import controller
 from estimator_rt import engine as engine_lib
+from estimator_rt import graph_files
 from estimator_rt import inputs
 from estimator_rt import per_loop_hooks
 from estimator_rt import summaries
 from estimator_rt import user_fns
 from estimator_rt.errors import check_positive_count
+from estimator_rt import tf_errors
 from estimator_rt.errors import IncompatibleCheckpointError
 from estimator_rt.errors import MAX_INT32
 from estimator_rt.errors import UserInputError
@@ -89,6 +92,10 @@ class _EvalGraph:
   saver: Any
   update: tf.Operation  # Every metric's update op.
   final: Dict[str, Any]  # Metric name -> value tensor, and 'global_step'.
+  # The model_fn's Scaffold's local_init_op grouped with the default one
+  # (which initializes the metrics' variables made after the model_fn
+  # returned: the mean loss), as 2.15 grouped them; None without one.
+  local_init_op: Optional[tf.Operation] = None
   # Whether a session ran it: its Scaffold's init, ready and local-init ops
   # exist from then on, and cover only the variables of that time.
   used: bool = False
@@ -240,13 +247,36 @@ class GraphEngine(engine_lib.Engine):
       agree = controller.agreement(
           lambda vector: loop.run(agreed, {values: vector}),
           replicas=placement.replicas_in_sync)
+    checkpoint_writer = session_loop.SaverWriter(saver, loop)
+    files = graph_files.GraphFiles(
+        graph=graph, saver=saver,
+        loop_op=(graph_files.loop_op_of(built.steps_run)
+                 if isinstance(built, in_graph_loop.LoopModel) else None))
     return engine_lib.TrainingSetup(
-        train_loop=loop, iterator=None,
-        checkpoint=session_loop.SaverWriter(saver, loop),
+        train_loop=loop, iterator=None, checkpoint=checkpoint_writer,
         global_step=loop.global_step, max_to_keep=keep, agree=agree,
         asynchronous=placement.between_graph, hooks=runtime_hooks,
-        session=lambda: self._training_session(graph, loop, placement,
-                                               latest))
+        session=lambda: self._training_session(
+            graph, loop, placement, latest,
+            graph_files_written=lambda: self._graph_files_written(
+                files, checkpoint_writer, summary_writer)))
+
+  def _graph_files_written(self, files: graph_files.GraphFiles,
+                           checkpoint_writer: session_loop.SaverWriter,
+                           summary_writer) -> ContextManager:
+    """What tf.estimator 2.15's CheckpointSaverHook wrote when the training
+    session started, by the writer of model_dir only (`summary_writer` is
+    None elsewhere): graph.pbtxt and a .meta beside every checkpoint
+    (unless RunConfig.checkpoint_save_graph_def is False), and the graph in
+    the training event file (always); around training (see
+    graph_files.written_in_background)."""
+    if summary_writer is None:
+      return contextlib.nullcontext()
+    if self._config.checkpoint_save_graph_def:
+      checkpoint_writer.graph_files = files
+    return graph_files.written_in_background(
+        files, directory=self.model_dir, summary_writer=summary_writer,
+        graph_file=self._config.checkpoint_save_graph_def)
 
   def _session_loop(self, built, data, placement, *, saver,
                     latest: Optional[str], session_hooks,
@@ -291,9 +321,12 @@ class GraphEngine(engine_lib.Engine):
 
   @contextlib.contextmanager
   def _training_session(self, graph: tf.Graph, loop: session_loop.SessionLoop,
-                        placement, latest: Optional[str]):
+                        placement, latest: Optional[str], *,
+                        graph_files_written: Callable[[], ContextManager]):
     """The graph as default and the training session open, around the
-    controller's whole run (a Saver and the hooks need both)."""
+    controller's whole run (a Saver and the hooks need both).
+    `graph_files_written` writes the graph files once the session exists
+    (the graph is final then, as tf.estimator wrote them)."""
     with graph.as_default():
       if placement.between_graph:
         between_graph.prepare(placement, self._config.task_info)
@@ -305,7 +338,8 @@ class GraphEngine(engine_lib.Engine):
             # the shared global step on already.
             logging.info('Restored %s (global step %d).', latest,
                          checkpoints.checkpoint_step(latest))
-          yield
+          with graph_files_written():
+            yield
       finally:
         tf.compat.v1.summary.FileWriterCache.clear()
 
@@ -346,11 +380,11 @@ class GraphEngine(engine_lib.Engine):
     missing = model_lib.missing_from_checkpoint(
         checkpoint_path, model_lib.default_saver_names())
     if missing:
-      present = sorted(tf.train.load_checkpoint(
+      present = sorted(checkpoints.reader(
           checkpoint_path).get_variable_to_shape_map())
-      raise IncompatibleCheckpointError(
-          f'model_dir {self.model_dir!r}: checkpoint {checkpoint_path} has no '
-          f'variable(s) {missing[:5]}{" ..." if len(missing) > 5 else ""} that '
+      raise tf_errors.CheckpointMissingVariableError(
+          f'{tf_errors.MISSING_FROM_CHECKPOINT}: model_dir {self.model_dir!r}: '
+          f'checkpoint {checkpoint_path} has no variable(s) {missing[:5]}{" ..." if len(missing) > 5 else ""} that '
           f'model_fn {user_fns.fn_name(self._model_fn)} creates (it has '
           f'{present[:8]}{" ..." if len(present) > 8 else ""}). It belongs to '
           'another model: use a new model_dir. Nothing was written.')
@@ -380,7 +414,7 @@ class GraphEngine(engine_lib.Engine):
           var_name_to_vocab_info=settings.var_name_to_vocab_info,
           var_name_to_prev_var_name=settings.var_name_to_prev_var_name)
       return
-    present = tf.train.load_checkpoint(source).get_variable_to_shape_map()
+    present = checkpoints.reader(source).get_variable_to_shape_map()
     # Each mapped to the variable itself: a name is looked up among
     # tf.compat.v1.get_variable's variables only, and Keras 2 layers' are
     # not there (init_from_checkpoint then took it for a scope and failed).
@@ -432,11 +466,17 @@ class GraphEngine(engine_lib.Engine):
       saver, _ = self._saver(built.spec.scaffold)
       final = {name: pair[0] for name, pair in built.metrics.items()}
       final['global_step'] = built.global_step
+      scaffold = built.spec.scaffold
+      local_init_op = None
+      if scaffold is not None and scaffold.local_init_op is not None:
+        local_init_op = tf.group(
+            scaffold.local_init_op,
+            tf.compat.v1.train.Scaffold.default_local_init_op())
       eval_graph = _EvalGraph(
           input_fn=input_fn, steps=steps, graph=graph, data=data,
           built=built, saver=saver,
           update=tf.group(*[pair[1] for pair in built.metrics.values()]),
-          final=final)
+          final=final, local_init_op=local_init_op)
     if of_checkpoint:
       self._kept_eval_graph = eval_graph
     return eval_graph
@@ -472,7 +512,8 @@ class GraphEngine(engine_lib.Engine):
                    session_hooks + built.spec.evaluation_hooks +
                    [final_hook])
       scaffold = tf.compat.v1.train.Scaffold(
-          saver=evaluation.saver, copy_from_scaffold=built.spec.scaffold)
+          saver=evaluation.saver, local_init_op=evaluation.local_init_op,
+          copy_from_scaffold=built.spec.scaffold)
       creator = tf.compat.v1.train.ChiefSessionCreator(
           scaffold=scaffold, config=self._session_config(),
           checkpoint_filename_with_path=path)
@@ -488,8 +529,10 @@ class GraphEngine(engine_lib.Engine):
     results = {key: tf.nest.map_structure(summaries.python_value, value)
                for key, value in final_hook.final_ops_values.items()}
     results['global_step'] = int(results['global_step'])
-    return self._finish_evaluation(results, name=name, checkpoint_path=path,
-                                   steps_run=ran, hooks=hooks)
+    return self._finish_evaluation(
+        results, name=name, checkpoint_path=path, steps_run=ran, hooks=hooks,
+        graph=graph_files.GraphFiles(graph=evaluation.graph,
+                                     saver=evaluation.saver).for_events)
 
   # ------------------------------------------------------------ predict
   def predict(self, input_fn: Callable, *,
@@ -564,4 +607,21 @@ class GraphEngine(engine_lib.Engine):
         serving_input_receiver_fn=serving_input_receiver_fn,
         checkpoint_path=path, export_dir_base=export_dir_base)
     logging.info('Exported SavedModel of %s to %s', path, export_dir)
+    return export_dir
+
+  def export_saved_models(self, export_dir_base: str, *,
+                          receiver_fn_map: Dict[str, Callable],
+                          checkpoint_path: Optional[str] = None,
+                          initialization_is_trained: bool = False) -> str:
+    """See `Estimator.experimental_export_all_saved_models`: one MetaGraph
+    per mode of `receiver_fn_map` (saved_model.export_modes)."""
+    del initialization_is_trained
+    path = self._checkpoint_to_export(checkpoint_path,
+                                      initialization_is_trained=False)
+    export_dir = saved_model.export_modes(
+        model_fn=self._model_fn, params=self._params, config=self._config,
+        receiver_fn_map=receiver_fn_map, checkpoint_path=path,
+        export_dir_base=export_dir_base)
+    logging.info('Exported SavedModel of %s (modes %s) to %s', path,
+                 sorted(receiver_fn_map), export_dir)
     return export_dir

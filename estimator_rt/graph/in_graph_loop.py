@@ -66,6 +66,11 @@ def refusal(*, steps_per_loop: int, placement, per_step_hooks: Sequence
   """
   if steps_per_loop <= 1:
     return 'steps_per_loop=1'
+  if not tf.compat.v1.control_flow_v2_enabled():
+    # TF1 control flow builds a loop body into the graph itself, where
+    # the body's own ops cannot be told from the rest.
+    return ('control flow v1 (tf.compat.v1.disable_v2_behavior() or '
+            'disable_control_flow_v2())')
   if placement.between_graph:
     return 'between-graph (parameter-server) training'
   if placement.multi_worker or placement.num_replicas != 1:

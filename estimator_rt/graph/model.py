@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from absl import logging
 import tensorflow as tf
 
+from estimator_rt import checkpoints
 from estimator_rt import input_overlap
 from estimator_rt import slice_batches
 from estimator_rt import inputs
@@ -141,13 +142,24 @@ def repeats_forever(data: GraphInput) -> Optional[bool]:
 
 def has_dataset_or_queue_runner(features: Any) -> bool:
   """Whether tensors the input_fn returned come from a dataset's iterator
-  (`get_next()`) or a queue: only then does predicting on them end
-  (tf.estimator 2.15's check, on the top-level tensors)."""
-  if any(isinstance(t, tf.Tensor) and t.op.type == 'IteratorGetNext'
-         for t in tf.nest.flatten(features)):
+  (`get_next()`) or a queue: only then does predicting on them end.
+  tf.estimator 2.15 looked at the top-level tensors only; here the ops they
+  are computed from count too (an input_fn that reshapes what an iterator,
+  or numpy_input_fn's input_fn, gave it)."""
+  if bool(tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)):
     return True
-  return bool(tf.compat.v1.get_collection(
-      tf.compat.v1.GraphKeys.QUEUE_RUNNERS))
+  pending = [t.op for t in tf.nest.flatten(features)
+             if isinstance(t, tf.Tensor) and hasattr(t, 'op')]
+  seen = set()
+  while pending:
+    op = pending.pop()
+    if op.type == 'IteratorGetNext':
+      return True
+    if op.name in seen:
+      continue
+    seen.add(op.name)
+    pending.extend(t.op for t in op.inputs)
+  return False
 
 
 @dataclasses.dataclass
@@ -172,6 +184,21 @@ class GraphModel:
   train_op: Optional[tf.Operation] = None
   metrics: Dict[str, Tuple[Any, Any]] = dataclasses.field(default_factory=dict)
   predictions: Optional[Dict[str, tf.Tensor]] = None
+
+
+# A model_fn with this attribute set to True makes the graph's global step
+# itself (it imports a MetaGraph that holds one: SavedModelEstimator's), so
+# `build` creates none before calling it, and takes the one it made; the
+# graph it is called in must have none (tf.estimator 2.15's
+# SavedModelEstimator overrode `_create_and_assert_global_step` to the same
+# end). Its MetaGraph cannot be imported in the in-graph loop's body: such
+# an Estimator trains one step per session run (steps_per_loop=1).
+MAKES_GLOBAL_STEP = 'makes_global_step'
+
+
+def makes_global_step(model_fn: Callable) -> bool:
+  """Whether `model_fn` makes the graph's global step (MAKES_GLOBAL_STEP)."""
+  return getattr(model_fn, MAKES_GLOBAL_STEP, False) is True
 
 
 def _call(model_fn: Callable, features, labels, mode: str, params: dict,
@@ -301,11 +328,18 @@ def build(*, model_fn: Callable, mode: str, batches, params: dict,
   Raises:
     ModelFnError: the model_fn failed or returned something unusable.
   """
-  with placement.variable_scope():
-    global_step = tf.compat.v1.train.get_or_create_global_step()
+  if not makes_global_step(model_fn):
+    with placement.variable_scope():
+      global_step = tf.compat.v1.train.get_or_create_global_step()
   specs = placement.call_for_each_replica(
       lambda f, l: _call(model_fn, f, l, mode, params, config), batches)
   spec = specs[0]
+  if makes_global_step(model_fn):
+    global_step = tf.compat.v1.train.get_global_step()
+    if global_step is None:
+      raise ModelFnError(
+          f'model_fn {user_fns.fn_name(model_fn)} is marked as making the '
+          f'global step of its graph, and made none in mode {mode!r}.')
   for each in specs:
     _check_graph_spec(each, model_fn)
   model = GraphModel(mode=mode, spec=spec, global_step=global_step)
@@ -354,7 +388,7 @@ def scaffold_saver(scaffold) -> Optional[tf.compat.v1.train.Saver]:
 def missing_from_checkpoint(checkpoint_path: str, saver_names: List[str]
                             ) -> List[str]:
   """The names in `saver_names` that checkpoint `checkpoint_path` lacks."""
-  present = set(tf.train.load_checkpoint(
+  present = set(checkpoints.reader(
       checkpoint_path).get_variable_to_shape_map())
   return [name for name in saver_names if name not in present]
 

@@ -30,6 +30,7 @@ from tensorflow.python.training import monitored_session  # pylint: disable=g-di
 
 from estimator_rt import server as server_lib
 from estimator_rt import summaries
+from estimator_rt import tf_errors
 from estimator_rt.errors import TaskLostError
 
 SessionRunHook = tf.compat.v1.train.SessionRunHook
@@ -58,16 +59,29 @@ class RunOnceHook(SessionRunHook):
 
 class SaverWriter:
   """Gives a name-based `Saver` the `write(prefix, options)` method
-  `checkpoints.CheckpointSaver` calls, on the training session."""
+  `checkpoints.CheckpointSaver` calls, on the training session.
+
+  Attributes:
+    graph_files: a `graph_files.TrainingGraph` whose MetaGraphDef each
+      checkpoint gets beside it (`<prefix>.meta`, as tf.estimator's Saver
+      wrote), or None for none. Set once the session exists.
+  """
 
   def __init__(self, saver: tf.compat.v1.train.Saver, loop: 'SessionLoop'):
     self._saver = saver
     self._loop = loop
+    self.graph_files = None
 
   def write(self, prefix: str, options=None) -> str:
     del options  # Written by this process's session, where it runs.
-    return self._saver.save(self._loop.raw_session, prefix,
+    # The Saver's own MetaGraphDef would be the graph as it runs, without
+    # the in-graph loop's step at top level (graph_files.py); and it would
+    # serialize the graph again at every save.
+    path = self._saver.save(self._loop.raw_session, prefix,
                             write_meta_graph=False, write_state=False)
+    if self.graph_files is not None:
+      self.graph_files.write_meta(path)
+    return path
 
 
 def _all_finite(variables: List[tf.Variable]) -> tf.Tensor:
@@ -161,11 +175,11 @@ class SessionLoop:
       yield self
     except _PEER_ERRORS as e:
       server_lib.abandon(self._session)
-      raise TaskLostError(
+      raise tf_errors.from_cause(TaskLostError, (
           f'A step failed because a task of the cluster is gone ('
           f'{type(e).__name__}: {e.message.splitlines()[0]}); the last '
           'checkpoint in model_dir is kept: restart the cluster to resume '
-          'from it.') from e
+          'from it.'), e) from e
     except BaseException:
       self._close_within(sys.exc_info())
       raise

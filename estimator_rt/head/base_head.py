@@ -173,6 +173,25 @@ def classification_output(scores, n_classes: int, label_vocabulary=None):
       scores=scores, classes=all_classes(scores, n_classes, label_vocabulary))
 
 
+def validate_v2_optimizer(optimizer) -> None:
+  """2.15's check that `optimizer` is a Keras optimizer (here: Keras 2's,
+  legacy or not, which a TF1-style model_fn trains with, or Keras 3's).
+
+  Raises:
+    UserInputError: (a ValueError) it is not.
+  """
+  import keras  # pylint: disable=g-import-not-at-top
+  import tf_keras  # pylint: disable=g-import-not-at-top
+  if not isinstance(optimizer, (tf_keras.optimizers.Optimizer,
+                                tf_keras.optimizers.legacy.Optimizer,
+                                keras.optimizers.Optimizer)):
+    raise UserInputError(
+        'The given optimizer is not a tf.keras.optimizers.Optimizer '
+        f'instance. Received optimizer of type {type(optimizer)} (a Keras '
+        'optimizer: tf_keras.optimizers.legacy.* in a TF1-style model_fn, '
+        'keras.optimizers.* in a TF2 one).')
+
+
 def graph_optimizer(optimizer):
   """`optimizer` as a Keras 2 optimizer with `get_updates` (what 2.15's
   heads called): a `tf_keras.optimizers` instance (legacy or not), or a
@@ -196,7 +215,7 @@ def graph_optimizer(optimizer):
 
 
 def create_estimator_spec_train_op(
-    head_name=None, optimizer=None, trainable_variables=None,
+    head_name, optimizer=None, trainable_variables=None,
     train_op_fn=None, update_ops=None, regularized_training_loss=None,
     loss_reduction=SUM_OVER_BATCH_SIZE):
   """The train op of 2.15's heads (its signature), built under the root
@@ -229,6 +248,13 @@ def create_estimator_spec_train_op(
           raise UserInputError(
               'train_op_fn and optimizer cannot both be set: give one.')
         optimizer = graph_optimizer(optimizer)
+        if not metrics_lib.in_graph_engine():
+          # Before get_updates touches the optimizer (a library's keeps
+          # state it makes on first use, which would hold eager tensors).
+          raise GraphModelFnError(
+              f'create_estimator_spec_train_op: optimizer={optimizer!r} is a '
+              'Keras 2 optimizer, whose get_updates builds a graph.',
+              reason='its head trains with a Keras 2 optimizer (get_updates)')
         validate_trainable_variables(trainable_variables)
         if loss_reduction == SUM_OVER_BATCH_SIZE:
           replicas = tf.distribute.get_strategy().num_replicas_in_sync
@@ -250,7 +276,7 @@ def create_train_op(*, optimizer, trainable_variables, train_op_fn,
                     update_ops, loss, loss_reduction):
   """`create_estimator_spec_train_op` with estimator_rt's argument names."""
   return create_estimator_spec_train_op(
-      optimizer=optimizer, trainable_variables=trainable_variables,
+      None, optimizer=optimizer, trainable_variables=trainable_variables,
       train_op_fn=train_op_fn, update_ops=update_ops,
       regularized_training_loss=loss, loss_reduction=loss_reduction)
 
@@ -615,7 +641,18 @@ class SingleHead(Head):
     In a graph, EVAL's `eval_metric_ops` are `(value, update_op)` pairs
     (2.15's EstimatorSpec made them so of the metric objects); in the eager
     engine, Keras metric objects.
+
+    A subclass that overrides `_create_tpu_estimator_spec` and not this
+    method (a library's head built on 2.15's, which routed every call
+    through it) gets that method's TPUEstimatorSpec as an EstimatorSpec.
     """
+    if (type(self)._create_tpu_estimator_spec is not
+        SingleHead._create_tpu_estimator_spec):
+      return Head.create_estimator_spec(
+          self, features=features, mode=mode, logits=logits, labels=labels,
+          optimizer=optimizer, trainable_variables=trainable_variables,
+          train_op_fn=train_op_fn, update_ops=update_ops,
+          regularization_losses=regularization_losses)
     with tf.name_scope(self._name or 'head'):
       predictions = self.predictions(logits)
       if mode == ModeKeys.PREDICT:

@@ -139,15 +139,27 @@ class BinaryClassHead(base_head.SingleHead):
 
   def update_metrics(self, eval_metrics, features, logits, labels,
                      regularization_losses=None):
-    key = self._summary_key
     logits = base_head.check_logits_final_dim(logits, 1)
     predictions = self.predictions(logits, [_P.CLASS_IDS, _P.LOGISTIC])
-    class_ids = predictions[_P.CLASS_IDS]
-    logistic = predictions[_P.LOGISTIC]
     labels = self._processed_labels(logits, labels)
     unweighted, weights = self._unweighted_loss_and_weights(logits, labels,
                                                             features)
-    eval_metrics[key(_M.LOSS_MEAN)].update_state(unweighted,
+    return self._update_metrics_with(
+        eval_metrics, labels=labels, logistic=predictions[_P.LOGISTIC],
+        class_ids=predictions[_P.CLASS_IDS], weights=weights,
+        unreduced_loss=unweighted,
+        regularization_loss=(None if regularization_losses is None else
+                             tf.math.add_n(regularization_losses)))
+
+  def _update_metrics_with(self, eval_metrics, *, labels, logistic,
+                           class_ids, weights, unreduced_loss,
+                           regularization_loss):
+    """Updates `eval_metrics` (from `metrics()`) with one batch's processed
+    labels, predictions, weights, unreduced loss and regularization loss
+    (None: no such metric); returns them. (2.15's v1 head's
+    `_eval_metric_ops` takes these, see v1_head.py.)"""
+    key = self._summary_key
+    eval_metrics[key(_M.LOSS_MEAN)].update_state(unreduced_loss,
                                                  sample_weight=weights)
     for metric_key in (_M.ACCURACY, _M.PRECISION, _M.RECALL):
       eval_metrics[key(metric_key)].update_state(labels, class_ids,
@@ -161,9 +173,9 @@ class BinaryClassHead(base_head.SingleHead):
     for metric_key in (_M.AUC, _M.AUC_PR):
       metrics_lib.update_auc(eval_metrics[key(metric_key)], labels, logistic,
                              weights)
-    if regularization_losses is not None:
+    if regularization_loss is not None:
       eval_metrics[key(_M.LOSS_REGULARIZATION)].update_state(
-          tf.math.add_n(regularization_losses))
+          regularization_loss)
     for threshold in self._thresholds:
       for metric_key in (_M.ACCURACY_AT_THRESHOLD, _M.PRECISION_AT_THRESHOLD,
                          _M.RECALL_AT_THRESHOLD):

@@ -25,25 +25,36 @@ import tensorflow as tf
 from estimator_rt.errors import UserInputError
 from estimator_rt.errors import UserTypeError
 
-LABEL_NONE_MESSAGE = (
-    'You must provide a labels Tensor. Given: None. In TRAIN and EVAL the '
-    'input_fn must return (features, labels), the labels holding the label '
-    'feature.')
-
-_SPARSE_LABELS_MESSAGE = (
+# tf.estimator 2.15's messages (its head/base_head.py's `_*_ERR_MSG`,
+# which libraries raise and match). estimator_rt's errors are these, with
+# what to do added after them (the sparse one names TF2's function).
+LABEL_NONE_ERR_MSG = (
+    'You must provide a labels Tensor. Given: None. '
+    'Suggested troubleshooting steps: Check that your data contains your label '
+    'feature. Check that your input_fn properly parses and returns labels.')
+SPARSE_LABEL_ERR_MSG = (
     'SparseTensor labels are not supported. Labels must be a Tensor of shape '
-    '[D0, D1, ..., DN, {0}], e.g. [batch_size, {0}]; turn sparse labels '
-    'into a dense Tensor in the input_fn (tf.sparse.to_dense).')
-
-_LABEL_DIMENSION_MESSAGE = (
+    '[D0, D1, ..., DN, {}], e.g. [batch_size, {}].Suggested Fix (1): Check the'
+    ' label feature in your data. Each example must contain {} value(s). If '
+    'not, your choice of label was probably incorrect. Suggested Fix (2): In '
+    'your input_fn, use tf.sparse_tensor_to_dense() to turn labels into a '
+    'Tensor.')
+MISMATCHED_LABEL_DIM_ERR_MSG = (
     'Mismatched label shape. Expected labels dimension={}.  Received {}. '
-    'The last dimension of the labels must be the head\'s label dimension '
-    '(check n_classes or label_dimension, and the shape of the labels).')
-
-# The message of the labels' shape assert (graph) and error (eager).
-_LABEL_SHAPE_MESSAGE = (
+    'Suggested Fix: If your classifier expects one-hot encoding label, check '
+    'your n_classes argument to the estimator and/or the shape of your label. '
+    'Otherwise, check the shape of your label.')
+LABEL_SHAPE_ERR_MSG = (
     'labels shape must be [D0, D1, ... DN, {}]. Suggested Fix: check your '
     'n_classes argument to the head and/or the shape of your label.')
+VALIDATION_ERROR_MSG = '{} should be a list or a tuple. Given type: {}.'
+
+LABEL_NONE_MESSAGE = LABEL_NONE_ERR_MSG + (
+    ' (In TRAIN and EVAL the input_fn must return (features, labels).)')
+_SPARSE_LABELS_MESSAGE = SPARSE_LABEL_ERR_MSG.replace(
+    'tf.sparse_tensor_to_dense()', 'tf.sparse.to_dense()')
+_LABEL_DIMENSION_MESSAGE = MISMATCHED_LABEL_DIM_ERR_MSG
+_LABEL_SHAPE_MESSAGE = LABEL_SHAPE_ERR_MSG
 
 _LOGITS_SHAPE_MESSAGE = 'logits shape must be [D0, D1, ... DN, logits_dimension]'
 
@@ -76,7 +87,7 @@ def check_dense_labels_match_logits_and_reshape(labels, logits,
     labels = tf.compat.v1.convert_to_tensor_or_sparse_tensor(labels)
     if isinstance(labels, tf.SparseTensor):
       raise UserInputError(
-          _SPARSE_LABELS_MESSAGE.format(expected_labels_dimension))
+          _SPARSE_LABELS_MESSAGE.format(*[expected_labels_dimension] * 3))
     labels_rank, logits_rank = labels.shape.rank, logits.shape.rank
     if (labels_rank is not None and logits_rank is not None and
         labels_rank == logits_rank - 1):
@@ -373,9 +384,9 @@ def check_label_range(labels, n_classes, message: Optional[str] = None):
       return tf.identity(labels)
 
 
-def check_prediction_keys(keys, valid_keys) -> None:
-  """Raises UserInputError for a key of `keys` not in `valid_keys`."""
-  for key in keys:
+def check_prediction_keys(pred_keys, valid_keys) -> None:
+  """Raises UserInputError for a key of `pred_keys` not in `valid_keys`."""
+  for key in pred_keys:
     if key not in valid_keys:
       raise UserInputError(
           f'Prediction key must be in PredictionKeys, given: {key}.'

@@ -135,19 +135,31 @@ class MultiClassHead(base_head.SingleHead):
 
   def update_metrics(self, eval_metrics, features, logits, labels,
                      regularization_losses=None):
-    key = self._summary_key
     logits = base_head.check_logits_final_dim(logits, self._n_classes)
     class_ids = self.predictions(logits, [_P.CLASS_IDS])[_P.CLASS_IDS]
     label_ids = self._processed_labels(logits, labels)
     unweighted, weights = self._unweighted_loss_and_weights(
         logits, label_ids, features)
-    eval_metrics[key(_M.LOSS_MEAN)].update_state(unweighted,
+    return self._update_metrics_with(
+        eval_metrics, labels=label_ids, class_ids=class_ids, weights=weights,
+        unreduced_loss=unweighted,
+        regularization_loss=(None if regularization_losses is None else
+                             tf.math.add_n(regularization_losses)))
+
+  def _update_metrics_with(self, eval_metrics, *, labels, class_ids, weights,
+                           unreduced_loss, regularization_loss):
+    """Updates `eval_metrics` (from `metrics()`) with one batch's label ids,
+    class ids, weights, unreduced loss and regularization loss (None: no
+    such metric); returns them. (2.15's v1 head's `_eval_metric_ops`
+    takes these, see v1_head.py.)"""
+    key = self._summary_key
+    eval_metrics[key(_M.LOSS_MEAN)].update_state(unreduced_loss,
                                                  sample_weight=weights)
-    eval_metrics[key(_M.ACCURACY)].update_state(label_ids, class_ids,
+    eval_metrics[key(_M.ACCURACY)].update_state(labels, class_ids,
                                                 sample_weight=weights)
-    if regularization_losses is not None:
+    if regularization_loss is not None:
       eval_metrics[key(_M.LOSS_REGULARIZATION)].update_state(
-          tf.math.add_n(regularization_losses))
+          regularization_loss)
     return eval_metrics
 
   def _export_outputs(self, predictions):

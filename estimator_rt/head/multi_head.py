@@ -26,6 +26,24 @@ from estimator_rt.spec import EstimatorSpec
 _M = keys_lib.MetricKeys
 
 
+def default_export_output(export_outputs, head_name):
+  """The default signature of a head's `export_outputs`: its only one, or
+  its serving_default (2.15's `_default_export_output`).
+
+  Raises:
+    UserInputError: (a ValueError) several and none is serving_default.
+  """
+  if len(export_outputs) == 1:
+    return next(iter(export_outputs.values()))
+  if keys_lib.DEFAULT_SERVING_KEY in export_outputs:
+    return export_outputs[keys_lib.DEFAULT_SERVING_KEY]
+  raise UserInputError(
+      f'{head_name} did not specify default export_outputs. '
+      f'Given: {export_outputs} Suggested fix: Use one of the heads in '
+      f'tf.estimator, or include key {keys_lib.DEFAULT_SERVING_KEY} in '
+      'export_outputs.')
+
+
 def _no_op_train_fn(loss):
   del loss
   return tf.no_op()
@@ -261,17 +279,8 @@ class MultiHead(base_head.Head):
     """serving_default: the first head's default signature; `<name>`: each
     head's default, `<name>/<signature>` its others; predict: every head's
     predict outputs as `<name>/<key>`."""
-    first = specs[0].export_outputs
-    if len(first) == 1:
-      default = next(iter(first.values()))
-    elif keys_lib.DEFAULT_SERVING_KEY in first:
-      default = first[keys_lib.DEFAULT_SERVING_KEY]
-    else:
-      raise UserInputError(
-          f'{self._heads[0].name} did not specify default export_outputs. '
-          f'Given: {first} Suggested fix: Use one of the heads in '
-          f'tf.estimator, or include key {keys_lib.DEFAULT_SERVING_KEY} in '
-          'export_outputs.')
+    default = default_export_output(specs[0].export_outputs,
+                                    self._heads[0].name)
     outputs = {keys_lib.DEFAULT_SERVING_KEY: default}
     merged_predict = {}
     for head, spec in zip(self._heads, specs):

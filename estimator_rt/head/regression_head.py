@@ -103,21 +103,33 @@ class RegressionHead(base_head.SingleHead):
 
   def update_metrics(self, eval_metrics, features, logits, labels,
                      regularization_losses=None):
-    key = self._summary_key
     logits = base_head.check_logits_final_dim(logits, self._logits_dimension)
     predicted = self.predictions(logits, [_P.PREDICTIONS])[_P.PREDICTIONS]
     labels = self._processed_labels(logits, labels)
     unweighted, weights = self._unweighted_loss_and_weights(logits, labels,
                                                             features)
-    eval_metrics[key(_M.LOSS_MEAN)].update_state(unweighted,
+    return self._update_metrics_with(
+        eval_metrics, predicted_value=predicted, labels=labels,
+        weights=weights, unreduced_loss=unweighted,
+        regularization_loss=(None if regularization_losses is None else
+                             tf.math.add_n(regularization_losses)))
+
+  def _update_metrics_with(self, eval_metrics, *, predicted_value, labels,
+                           weights, unreduced_loss, regularization_loss):
+    """Updates `eval_metrics` (from `metrics()`) with one batch's
+    predictions, labels, weights, unreduced loss and regularization loss
+    (None: no such metric); returns them. (2.15's v1 head's
+    `_eval_metric_ops` takes these, see v1_head.py.)"""
+    key = self._summary_key
+    eval_metrics[key(_M.LOSS_MEAN)].update_state(unreduced_loss,
                                                  sample_weight=weights)
     base_head.update_metric_with_broadcast_weights(
-        eval_metrics[key(_M.PREDICTION_MEAN)], predicted, weights)
+        eval_metrics[key(_M.PREDICTION_MEAN)], predicted_value, weights)
     base_head.update_metric_with_broadcast_weights(
         eval_metrics[key(_M.LABEL_MEAN)], labels, weights)
-    if regularization_losses is not None:
+    if regularization_loss is not None:
       eval_metrics[key(_M.LOSS_REGULARIZATION)].update_state(
-          tf.math.add_n(regularization_losses))
+          regularization_loss)
     return eval_metrics
 
   def _export_outputs(self, predictions):

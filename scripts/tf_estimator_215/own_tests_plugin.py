@@ -6,7 +6,10 @@ Loaded by run_own_tests.py into the child process that runs one test file
   OWN_TESTS_SOURCE  the tensorflow/estimator source tree the file is from;
   OWN_TESTS_TARGET  `estimator_rt` (estimator_rt.compat.install() first) or
                     `tf215` (the installed tf.estimator 2.15, as it is);
-  OWN_TESTS_LOG     the JSON-lines file it writes what happens to.
+  OWN_TESTS_LOG     the JSON-lines file it writes what happens to;
+  OWN_TESTS_V1_BEHAVIOR  `1`: `tf.compat.v1.disable_v2_behavior()` once the
+                    target is installed, as TF1 programs (and 2.15's
+                    run_v1_only tests) ran.
 
 What it does, in either target:
   - puts test_code.TestCodeFinder first on sys.meta_path, so that the test
@@ -78,6 +81,10 @@ def pytest_configure(config):
   del config
   try:
     versions = _install_target()
+    if os.environ.get('OWN_TESTS_V1_BEHAVIOR') == '1':
+      import tensorflow as tf  # pylint: disable=g-import-not-at-top
+      tf.compat.v1.disable_v2_behavior()
+      versions['behavior'] = 'v1'
     test_code.install_finder(_SOURCE)
     from absl import flags  # pylint: disable=g-import-not-at-top
     # tf.test.main() parses the command line; a test reading a flag (the TPU

@@ -11,6 +11,13 @@ r"""Runs tf.estimator 2.15's own tests, against estimator_rt or against 2.15.
         --files 'head/*' canned/dnn_test.py
     # Only the table, from the results already written.
     python scripts/tf_estimator_215/run_own_tests.py --report-only
+    # As TF1 programs ran (tf.compat.v1.disable_v2_behavior() first): the
+    # run_v1_only tests, which TF2 behaviour skips; results of their own.
+    .venv/bin/python scripts/tf_estimator_215/run_own_tests.py --source TREE \
+        --v1-behavior --files canned/saved_model_estimator_test.py \
+        --out own_tests/v1_behavior/results_estimator_rt.json \
+        --reference-results own_tests/v1_behavior/results_215.json \
+        --table own_tests/v1_behavior/OWN_TESTS.md
 
 TREE is a checkout of tensorflow/estimator at v2.15.0, which shipped its tests
 inside its package. Every test file under TREE/tensorflow_estimator/python/
@@ -83,9 +90,14 @@ def list_test_files(source: str, patterns: Optional[List[str]]) -> List[str]:
   return sorted(found)
 
 
-def _child_environment(target: str, source: str, log: str) -> Dict[str, str]:
-  """The environment of the process that runs one file."""
+def _child_environment(target: str, source: str, log: str, *,
+                       v1_behavior: bool = False) -> Dict[str, str]:
+  """The environment of the process that runs one file (`v1_behavior`: the
+  plugin calls `tf.compat.v1.disable_v2_behavior()` first)."""
   env = dict(os.environ)
+  if v1_behavior:
+    env['OWN_TESTS_V1_BEHAVIOR'] = '1'
+
   paths = [_HERE]
   if target == TARGET_HERE:
     paths.insert(0, _REPO_ROOT)
@@ -210,7 +222,8 @@ def run_file(args, relative: str, work: str) -> Tuple[Dict[str, object],
   code, seconds = _run_child(
       _pytest_command(args.python, args.source, relative,
                       os.path.join(work, 'pytest.ini')),
-      _child_environment(args.target, args.source, log), cwd, output,
+      _child_environment(args.target, args.source, log,
+                         v1_behavior=args.v1_behavior), cwd, output,
       args.timeout)
   return summarize_file(relative, _read_log(log), code, seconds)
 
@@ -469,6 +482,12 @@ def parse_args(argv: List[str]):
                       '(to go on with a run that was stopped)')
   parser.add_argument('--report-only', action='store_true',
                       help='only write the table from existing results')
+  # 2.15's run_v1_only tests (canned/saved_model_estimator_test.py) skip
+  # under TF2 behaviour; this runs them as TF1 programs ran, in both targets.
+  parser.add_argument('--v1-behavior', action='store_true',
+                      help='call tf.compat.v1.disable_v2_behavior() before '
+                      'the tests (give --out, --reference-results and '
+                      '--table of their own)')
   args = parser.parse_args(argv)
   args.target = TARGET_215 if args.reference else TARGET_HERE
   if args.out is None:

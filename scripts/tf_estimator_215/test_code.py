@@ -4,11 +4,13 @@ tf.estimator 2.15 shipped its tests inside its package, next to the product
 code: the test files themselves (`canned/dnn_test.py`, `canned/v1/
 linear_test_v1.py`, ...), the *testing modules* they import (`canned/
 dnn_testing_utils.py`, `head/head_utils.py`, `hooks/fake_summary_writer.py`,
-...), and one package that holds nothing else (`canned/v1`). None of it is
-the product's: estimator_rt's compatibility layer does not serve these module
-paths, and a run of 2.15's own tests (run_own_tests.py) loads them from the
-2.15 source tree with `TestCodeFinder`, placed ahead of every other finder for
-exactly these module names.
+...), and one package that holds nothing else (`canned/v1`). A run of 2.15's
+own tests (run_own_tests.py) loads them from the 2.15 source tree with
+`TestCodeFinder`, placed ahead of every other finder for exactly these module
+names; estimator_rt's compatibility layer serves the test files' paths not at
+all, and serves `head/head_utils` (its product function, which canned
+classifiers call, and its test helpers) and the `canned/v1` package as the
+product's, for programs and libraries.
 
 The rule, read from the tree rather than listed by hand so that it follows
 the tree:
@@ -21,9 +23,8 @@ the tree:
   - a test-only package is a package whose modules are all test code.
 
 `head/head_utils.py` is a testing module by this rule although 2.15's canned
-estimators also call its one product function: it holds no public object
-(estimator_rt serves none of it), and the head tests need its private test
-helpers.
+estimators also call its one product function: the head tests need its
+private test helpers from the tree, as they ran on 2.15.
 """
 
 import importlib.abc

@@ -9,7 +9,10 @@ session. Given to `Estimator.train`, each runs as the runtime's own early
 stopping hook (`as_runtime_hook`, see engine.split_hooks), in both engines:
 every task asks the predicate and synchronous workers agree on the stop.
 The public names of `tf.estimator.experimental` are the runtime's hooks
-(estimator_rt/early_stopping.py).
+(estimator_rt/early_stopping.py). `_MultiWorkerEarlyStoppingHook` is
+2.15's hook for a graph under a distribution strategy (its stop variable
+summed across replicas); given to `Estimator.train` it too runs as the
+runtime's hook.
 """
 
 import tensorflow as tf
@@ -19,6 +22,8 @@ from estimator_rt.errors import UserInputError
 from estimator_rt.errors import UserTypeError
 
 read_eval_metrics = runtime.read_eval_metrics
+_summaries = runtime._summaries  # pylint: disable=protected-access
+_EVENT_FILE_GLOB_PATTERN = runtime._EVENT_FILE_GLOB_PATTERN  # pylint: disable=protected-access
 
 
 def _get_or_create_stop_var():
@@ -92,7 +97,7 @@ class _CheckForStoppingHook(tf.compat.v1.train.SessionRunHook):
       (the predicate hook every task runs there; None: nothing).
   """
 
-  def __init__(self, runtime_hook=None):
+  def __init__(self, *, runtime_hook=None):
     self._stop_var = None
     self._runtime_hook = runtime_hook
 
@@ -138,27 +143,49 @@ def make_early_stopping_hook(estimator, should_stop_fn, run_every_secs=60,
   return _CheckForStoppingHook(runtime_hook=hook.as_runtime_hook())
 
 
-def _hook(should_stop_fn, estimator, run_every_secs, run_every_steps):
-  return make_early_stopping_hook(estimator, should_stop_fn, run_every_secs,
-                                  run_every_steps)
+def _stop_if_threshold_crossed_hook(estimator, metric_name, threshold,
+                                    higher_is_better, eval_dir, min_steps,
+                                    run_every_secs, run_every_steps):
+  """Stops once an evaluation at step >= `min_steps` has `metric_name`
+  above (`higher_is_better`) or below `threshold` (evaluations of
+  `eval_dir`, None: the estimator's)."""
+  return make_early_stopping_hook(
+      estimator, runtime.threshold_crossed_fn(
+          eval_dir or estimator.eval_dir(), metric_name, threshold,
+          min_steps, higher=higher_is_better),
+      run_every_secs, run_every_steps)
+
+
+def _stop_if_no_metric_improvement_hook(estimator, metric_name,
+                                        max_steps_without_improvement,
+                                        higher_is_better, eval_dir, min_steps,
+                                        run_every_secs, run_every_steps):
+  """Stops once `metric_name` went `max_steps_without_improvement` global
+  steps of evaluations at steps >= `min_steps` without improving on its
+  best (increasing if `higher_is_better`, else decreasing)."""
+  return make_early_stopping_hook(
+      estimator, runtime.no_improvement_fn(
+          eval_dir or estimator.eval_dir(), metric_name,
+          max_steps_without_improvement, min_steps, higher=higher_is_better),
+      run_every_secs, run_every_steps)
 
 
 def stop_if_higher_hook(estimator, metric_name, threshold, eval_dir=None,
                         min_steps=0, run_every_secs=60, run_every_steps=None):
   """Stops once an evaluation at step >= `min_steps` has `metric_name`
   above `threshold` (evaluations of `eval_dir`, default the estimator's)."""
-  return _hook(runtime.threshold_crossed_fn(
-      eval_dir or estimator.eval_dir(), metric_name, threshold, min_steps,
-      higher=True), estimator, run_every_secs, run_every_steps)
+  return _stop_if_threshold_crossed_hook(
+      estimator, metric_name, threshold, True, eval_dir, min_steps,
+      run_every_secs, run_every_steps)
 
 
 def stop_if_lower_hook(estimator, metric_name, threshold, eval_dir=None,
                        min_steps=0, run_every_secs=60, run_every_steps=None):
   """Stops once an evaluation at step >= `min_steps` has `metric_name`
   below `threshold`."""
-  return _hook(runtime.threshold_crossed_fn(
-      eval_dir or estimator.eval_dir(), metric_name, threshold, min_steps,
-      higher=False), estimator, run_every_secs, run_every_steps)
+  return _stop_if_threshold_crossed_hook(
+      estimator, metric_name, threshold, False, eval_dir, min_steps,
+      run_every_secs, run_every_steps)
 
 
 def stop_if_no_increase_hook(estimator, metric_name,
@@ -167,10 +194,9 @@ def stop_if_no_increase_hook(estimator, metric_name,
                              run_every_steps=None):
   """Stops once `metric_name` went `max_steps_without_increase` global
   steps of evaluations without increasing on its best."""
-  return _hook(runtime.no_improvement_fn(
-      eval_dir or estimator.eval_dir(), metric_name,
-      max_steps_without_increase, min_steps, higher=True),
-               estimator, run_every_secs, run_every_steps)
+  return _stop_if_no_metric_improvement_hook(
+      estimator, metric_name, max_steps_without_increase, True, eval_dir,
+      min_steps, run_every_secs, run_every_steps)
 
 
 def stop_if_no_decrease_hook(estimator, metric_name,
@@ -179,7 +205,83 @@ def stop_if_no_decrease_hook(estimator, metric_name,
                              run_every_steps=None):
   """Stops once `metric_name` went `max_steps_without_decrease` global
   steps of evaluations without decreasing below its best."""
-  return _hook(runtime.no_improvement_fn(
-      eval_dir or estimator.eval_dir(), metric_name,
-      max_steps_without_decrease, min_steps, higher=False),
-               estimator, run_every_secs, run_every_steps)
+  return _stop_if_no_metric_improvement_hook(
+      estimator, metric_name, max_steps_without_decrease, False, eval_dir,
+      min_steps, run_every_secs, run_every_steps)
+
+
+class _MultiWorkerEarlyStoppingHook(tf.compat.v1.train.SessionRunHook):
+  """2.15's early stopping for a graph built under a distribution strategy
+  (in its cross-replica context): every `run_every_steps` global steps it
+  asks `should_stop_fn()` and adds 1 (stop) or 0 to an int32 stop variable
+  summed across replicas (`signal_early_stopping/STOP`); every task stops
+  once it reads it above 0.
+
+  Raises:
+    TypeError: `should_stop_fn` is not callable.
+  """
+
+  def __init__(self, should_stop_fn, run_every_steps=None):
+    if not callable(should_stop_fn):
+      raise UserTypeError(
+          '`should_stop_fn` must be callable; got '
+          f'{type(should_stop_fn).__name__}: {should_stop_fn!r}.')
+    self._should_stop_fn = should_stop_fn
+    self._run_every_steps = run_every_steps
+    self._timer = tf.compat.v1.train.SecondOrStepTimer(
+        every_secs=None, every_steps=run_every_steps)
+    self._global_step_tensor = None
+    self._stop_var = None
+    self._stop_op = None
+    self._stop_placeholder = None
+
+  def as_runtime_hook(self):
+    """What runs in the runtime's training loop in this hook's place (its
+    workers agree on the stop)."""
+    return runtime.make_early_stopping_hook(
+        None, self._should_stop_fn, None, self._run_every_steps)
+
+  def _get_or_create_stop_var_with_aggregation(self):
+    with tf.compat.v1.variable_scope('signal_early_stopping',
+                                     reuse=tf.compat.v1.AUTO_REUSE):
+      return tf.compat.v1.get_variable(
+          'STOP', shape=[], dtype=tf.int32,
+          initializer=tf.compat.v1.constant_initializer(0),
+          collections=[tf.compat.v1.GraphKeys.GLOBAL_VARIABLES],
+          synchronization=tf.VariableSynchronization.ON_WRITE,
+          aggregation=tf.compat.v1.VariableAggregation.SUM,
+          trainable=False)
+
+  def begin(self):
+    self._global_step_tensor = tf.compat.v1.train.get_global_step()
+    self._stop_var = self._get_or_create_stop_var_with_aggregation()
+
+    def add_stop_value(variable):
+      value = tf.compat.v1.placeholder_with_default(0, (), name='stop_value')
+      if self._stop_placeholder is None:
+        self._stop_placeholder = value
+      return variable.assign_add(value)
+
+    self._stop_op = tf.distribute.get_strategy().run(
+        add_stop_value, args=(self._stop_var,))
+
+  def before_run(self, run_context):
+    del run_context
+    return tf.compat.v1.train.SessionRunArgs(
+        {'global_step': self._global_step_tensor, 'stop': self._stop_var})
+
+  def after_run(self, run_context, run_values):
+    if run_values.results['stop'] > 0:
+      tf.compat.v1.logging.info('Early stopping requested, suspending run.')
+      run_context.request_stop()
+      return
+    global_step = run_values.results['global_step']
+    if not self._timer.should_trigger_for_step(global_step):
+      return
+    self._timer.update_last_triggered_step(global_step)
+    stop = self._should_stop_fn()
+    run_context.session.run(self._stop_op,
+                            feed_dict={self._stop_placeholder: int(stop)})
+    if stop:
+      tf.compat.v1.logging.info('Requesting early stopping at global step %d',
+                                global_step)

@@ -14,11 +14,28 @@ import tensorflow as tf
 
 from estimator_rt.canned import base
 from estimator_rt.canned import dnn as dnn_lib
+from estimator_rt.canned import v1_columns
 from estimator_rt.compat.served.canned import optimizers
 from estimator_rt.mode_keys import ModeKeys
 
 # The learning rate of a named optimizer in the v1 DNN.
 _LEARNING_RATE = dnn_lib.V1_LEARNING_RATE
+
+# The networks (Keras 2 models; `model(features, mode)` gives the logits).
+_DNNModelV2 = dnn_lib.dnn_model_class()
+_DNNModel = dnn_lib.dnn_model_v1_class()
+
+
+def _get_previous_name_scope():
+  """The current name scope without its last component, ending in '/'."""
+  current = tf.compat.v1.get_default_graph().get_name_scope()
+  return current.rsplit('/', 1)[0] + '/'
+
+
+def _name_from_scope_name(name):
+  """A scope name (`'a/b/'`) as the name of an op: without its trailing
+  slash."""
+  return name[:-1] if (name and name[-1] == '/') else name
 
 
 def _add_hidden_layer_summary(value, tag):
@@ -106,3 +123,56 @@ def dnn_model_fn_v2(features,
                  optimizer=optimizer, logits=logits,
                  trainable_variables=trainable_variables,
                  update_ops=update_ops)
+
+
+def _get_dnn_estimator_spec(use_tpu, head, features, labels, mode, logits,
+                            optimizer):
+  """The head's spec for `logits` trained by `optimizer`: its
+  `_create_tpu_estimator_spec` with `use_tpu`, else its
+  `create_estimator_spec`."""
+  spec_fn = (head._create_tpu_estimator_spec if use_tpu  # pylint: disable=protected-access
+             else head.create_estimator_spec)
+  return spec_fn(features=features, mode=mode, labels=labels,
+                 optimizer=optimizer, logits=logits)
+
+
+def _dnn_model_fn(features,
+                  labels,
+                  mode,
+                  head,
+                  hidden_units,
+                  feature_columns,
+                  optimizer='Adagrad',
+                  activation_fn=tf.nn.relu,
+                  dropout=None,
+                  input_layer_partitioner=None,
+                  config=None,
+                  use_tpu=False,
+                  batch_norm=False):
+  """The v1 DNN estimators' model_fn, as 2.15 wrote it: the DNN (v1 or v2
+  feature columns) under 'dnn', its logits given to the head (a v1 `_Head`)
+  with `optimizer` as a `tf.compat.v1.train` optimizer (a name gets
+  learning rate 0.05), which the head minimizes; batch normalization's
+  updates are in UPDATE_OPS, where a v1 head finds them.
+  `input_layer_partitioner` has no effect (variables are not partitioned
+  here).
+
+  Raises:
+    ValueError: `features` is not a dict, or a bad optimizer.
+  """
+  del input_layer_partitioner, config
+  optimizer = optimizers.get_optimizer_instance(
+      optimizer, learning_rate=_LEARNING_RATE)
+  _validate_features(features)
+  columns = v1_columns.v2_columns(tuple(feature_columns),
+                                  argument='feature_columns')
+  logits, _, update_ops = dnn_lib.build_dnn(
+      units=head.logits_dimension, hidden_units=hidden_units,
+      feature_columns=columns, activation_fn=activation_fn, dropout=dropout,
+      batch_norm=batch_norm, features=features, mode=mode)
+  collection = tf.compat.v1.get_collection_ref(
+      tf.compat.v1.GraphKeys.UPDATE_OPS)
+  collection.extend(op for op in update_ops if op not in collection)
+  with base.model_name_scope('dnn'):
+    return _get_dnn_estimator_spec(use_tpu, head, features, labels, mode,
+                                   logits, optimizer)

@@ -8,6 +8,7 @@ over estimator_rt.head (see estimator_rt/head/v1_head.py)."""
 from estimator_rt.head import base_head as _base_head
 from estimator_rt.head import keys as _keys
 from estimator_rt.head import v1_head as _v1_head
+from estimator_rt.head import v1_metrics as _v1_metrics
 from estimator_rt.mode_keys import ModeKeys
 
 _DEFAULT_SERVING_KEY = _keys.DEFAULT_SERVING_KEY
@@ -19,6 +20,16 @@ LossSpec = _v1_head.LossSpec
 _Head = _v1_head.V1Head
 _summary_key = _v1_head.summary_key
 _create_eval_metrics_tuple = _base_head.create_eval_metrics_tuple
+_append_update_ops = _v1_head.append_update_ops
+
+# The v1 heads' metric helpers, which programs' own eval_metric_ops call.
+_indicator_labels_mean = _v1_metrics.indicator_labels_mean
+_predictions_mean = _v1_metrics.predictions_mean
+_accuracy_baseline = _v1_metrics.accuracy_baseline
+_auc = _v1_metrics.auc
+_accuracy_at_threshold = _v1_metrics.accuracy_at_threshold
+_precision_at_threshold = _v1_metrics.precision_at_threshold
+_recall_at_threshold = _v1_metrics.recall_at_threshold
 
 _BinaryLogisticHeadWithSigmoidCrossEntropyLoss = _v1_head.BinaryLogisticHead
 _MultiClassHeadWithSoftmaxCrossEntropyLoss = _v1_head.MultiClassSoftmaxHead

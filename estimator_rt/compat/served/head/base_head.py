@@ -23,6 +23,7 @@ from estimator_rt.head.base_head import validate_loss_reduction
 from estimator_rt.head.base_head import validate_n_classes
 from estimator_rt.head.base_head import validate_trainable_variables
 from estimator_rt.head.base_head import validate_update_ops
+from estimator_rt.head.base_head import validate_v2_optimizer
 from estimator_rt.head import checks as _checks
 from estimator_rt.head import keys as _keys
 
@@ -31,5 +32,10 @@ CLASSIFY_SERVING_KEY = _keys.CLASSIFY_SERVING_KEY
 REGRESS_SERVING_KEY = _keys.REGRESS_SERVING_KEY
 PREDICT_SERVING_KEY = _keys.PREDICT_SERVING_KEY
 
-# The message of labels=None, which MultiLabelHead-like subclasses raise.
-_LABEL_NONE_ERR_MSG = _checks.LABEL_NONE_MESSAGE
+# 2.15's messages, which heads built on these raise (labels=None:
+# MultiLabelHead-like subclasses) and format.
+_LABEL_NONE_ERR_MSG = _checks.LABEL_NONE_ERR_MSG
+_SPARSE_LABEL_ERR_MSG = _checks.SPARSE_LABEL_ERR_MSG
+_MISMATCHED_LABEL_DIM_ERR_MSG = _checks.MISMATCHED_LABEL_DIM_ERR_MSG
+_LABEL_SHAPE_ERR_MSG = _checks.LABEL_SHAPE_ERR_MSG
+_VALIDATION_ERROR_MSG = _checks.VALIDATION_ERROR_MSG

@@ -2,4 +2,6 @@
 
 # pylint: disable=unused-import
 from estimator_rt.head.multi_head import MultiHead
+from estimator_rt.head.multi_head import _no_op_train_fn
+from estimator_rt.head.multi_head import default_export_output as _default_export_output
 from estimator_rt.mode_keys import ModeKeys

@@ -1,3 +1,3 @@
 """tf.estimator 2.15's `inputs` package: its served modules (see
-estimator_rt/compat/served/__init__.py); `inputs`, `numpy_io` and
-`pandas_io` are served from module_paths.json."""
+estimator_rt/compat/served/__init__.py); `inputs.inputs` is served from
+module_paths.json."""

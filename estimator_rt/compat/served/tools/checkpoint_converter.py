@@ -31,7 +31,7 @@ Usage, as 2.15's script:
 
 import argparse
 import sys
-from typing import Dict, Optional, Tuple
+from typing import Dict
 
 import numpy as np
 import tensorflow as tf
@@ -85,9 +85,6 @@ _LEGACY_CLASS = {'Adagrad': 'Adagrad', 'Adam': 'Adam', 'Ftrl': 'Ftrl',
                  'RMSProp': 'RMSprop', 'SGD': 'SGD'}
 _v2_instances = None
 
-# v2 name -> (value, the v1 name it came from).
-_Converted = Dict[str, Tuple[object, str]]
-
 
 def __getattr__(name):  # pylint: disable=invalid-name
   """OPT_V2_INSTANCE (2.15's default TF2 optimizer of each v1 name), made
@@ -117,57 +114,72 @@ def _v1_optimizers(variable_names) -> Dict[str, str]:
   return found
 
 
-def _slot_name_v2(opt_name_v1: str, var_name: str, estimator_type: str
-                  ) -> Optional[str]:
-  """The TF2 name of v1 slot `var_name` of `opt_name_v1` (None: dropped)."""
-  suffix_v1 = var_name.rsplit('/')[-1]
-  suffix_v2 = OPT_VAR_NAME_V1_TO_V2[opt_name_v1][suffix_v1]
-  if suffix_v2 is None:
-    return None
-  # The model variable's name ends where its partition's part (DNN, linear)
-  # or the slot's name (combined) begins.
-  end = var_name.rfind(_PARTITION_PART.get(estimator_type, suffix_v1))
-  return (f'training/{OPT_NAME_V1_TO_V2[opt_name_v1]}/{var_name[:end]}'
-          f'{suffix_v2}')
+# The converted checkpoint is built as 2.15 built it: in a graph, one
+# variable per converted value, `var_map` {v2 name: variable} and
+# `var_names_map` {v2 name: the v1 name it came from}.
 
 
-def _convert_variables_in_ckpt(opt_name_v1, reader, variable_names,
-                               estimator_type) -> _Converted:
-  """Every variable of the checkpoint, for the TF2 class of an estimator
-  trained with `opt_name_v1`: its slots renamed, Adam's beta powers as
-  `beta_1`, `beta_2` (beta^step -> beta), the rest under their names."""
-  converted = {}
+def _add_new_variable(initial_value, var_name_v2, var_name_v1, var_map,
+                      var_names_map):
+  """A variable `var_name_v2` of `initial_value`, in both maps."""
+  var_map[var_name_v2] = tf.Variable(initial_value, name=var_name_v2)
+  var_names_map[var_name_v2] = var_name_v1
+
+
+def _add_opt_variable(opt_name_v2, var_name_v1, idx, suffix_v2, reader,
+                      var_map, var_names_map):
+  """v1 slot `var_name_v1`'s value as `training/<opt_name_v2>/` + its name
+  up to `idx` + `suffix_v2`."""
+  _add_new_variable(reader.get_tensor(var_name_v1),
+                    f'training/{opt_name_v2}/{var_name_v1[:idx]}{suffix_v2}',
+                    var_name_v1, var_map, var_names_map)
+
+
+def _convert_variables_in_ckpt(opt_name_v1, reader, variable_names, var_map,
+                               var_names_map, est_type):
+  """Adds every variable of the checkpoint, for the TF2 class of an
+  estimator (`est_type`) trained with `opt_name_v1`: its slots renamed (a
+  slot with no TF2 counterpart dropped), Adam's beta powers as `beta_1`,
+  `beta_2` (beta^step -> beta), the rest under their names."""
   powers = HP_IN_CKPT.get(opt_name_v1, {})
   global_step = (reader.get_tensor('global_step')
                  if opt_name_v1 == 'Adam' else None)
+  opt_name_v2 = OPT_NAME_V1_TO_V2[opt_name_v1]
   for var_name in variable_names:
     power = next((p for p in powers if p in var_name), None)
     if power is not None:
       value = np.asarray(reader.get_tensor(var_name))
-      converted[powers[power]] = (
-          np.power(value, 1.0 / global_step).astype(value.dtype), var_name)
+      _add_new_variable(np.power(value, 1.0 / global_step).astype(value.dtype),
+                        powers[power], var_name, var_map, var_names_map)
     elif opt_name_v1 in var_name:
-      name_v2 = _slot_name_v2(opt_name_v1, var_name, estimator_type)
-      if name_v2 is not None:
-        converted[name_v2] = (reader.get_tensor(var_name), var_name)
+      suffix_v1 = var_name.rsplit('/')[-1]
+      suffix_v2 = OPT_VAR_NAME_V1_TO_V2[opt_name_v1][suffix_v1]
+      if suffix_v2 is not None:
+        # The model variable's name ends where its partition's part (DNN,
+        # linear) or the slot's name (combined) begins.
+        idx = var_name.rfind(_PARTITION_PART.get(est_type, suffix_v1))
+        _add_opt_variable(opt_name_v2, var_name, idx, suffix_v2, reader,
+                          var_map, var_names_map)
     else:
-      converted[var_name] = (reader.get_tensor(var_name), var_name)
-  return converted
+      _add_new_variable(reader.get_tensor(var_name), var_name, var_name,
+                        var_map, var_names_map)
 
 
-def _hyper_parameters(opt_name_v1) -> _Converted:
-  """The TF2 optimizer's hyperparameter variables, at its class's
-  defaults."""
+def _convert_hyper_params_in_graph(graph_from_path, opt_name_v1, var_map,
+                                   var_names_map):
+  """Adds the TF2 optimizer's hyperparameter variables, at its class's
+  defaults. 2.15 looked for them in the graph at `graph_from_path` first,
+  but its lookup never matched a node: the graph is not read (see the
+  module docstring)."""
+  del graph_from_path
   config = __getattr__('OPT_V2_INSTANCE')[opt_name_v1].get_config()
   opt_name_v2 = OPT_NAME_V1_TO_V2[opt_name_v1]
-  converted = {}
   for name in sorted(HP_IN_GRAPH[opt_name_v1]):
     name_v2 = f'training/{opt_name_v2}/{name}'
     tf.compat.v1.logging.info(
         f'Hyper parameter {name_v2} with default value {config[name]} is '
         'added.')
-    converted[name_v2] = (config[name], name)
-  return converted
+    _add_new_variable(config[name], name_v2, name, var_map, var_names_map)
 
 
 def _combined_linear_optimizer(opt_names_v1: Dict[str, str]) -> str:
@@ -177,20 +189,6 @@ def _combined_linear_optimizer(opt_names_v1: Dict[str, str]) -> str:
     if var_name.startswith(_LINEAR_PREFIX):
       return opt_name
   return 'SGD'
-
-
-def _write(converted: _Converted, target_checkpoint: str) -> None:
-  """A name-based checkpoint at `target_checkpoint` (with its meta graph
-  and state file) holding `converted`'s values under their names."""
-  with tf.Graph().as_default():
-    variables = {name: tf.Variable(value, name=name)
-                 for name, (value, _) in converted.items()}
-    saver = tf.compat.v1.train.Saver(var_list=variables)
-    with tf.compat.v1.Session() as session:
-      session.run(tf.compat.v1.initializers.global_variables())
-      tf.compat.v1.logging.info(
-          f'Writing checkpoint_to_path {target_checkpoint}')
-      saver.save(session, target_checkpoint)
 
 
 def convert_checkpoint(estimator_type, source_checkpoint, source_graph,
@@ -209,7 +207,6 @@ def convert_checkpoint(estimator_type, source_checkpoint, source_graph,
     ValueError: `estimator_type` is none of those, or a DNN-linear-combined
       estimator trained both parts with SGD.
   """
-  del source_graph  # 2.15 parsed it and used nothing of it.
   if estimator_type not in _ESTIMATOR_TYPES:
     raise ValueError(
         f'estimator_type={estimator_type!r}: the checkpoint converter '
@@ -217,35 +214,47 @@ def convert_checkpoint(estimator_type, source_checkpoint, source_graph,
   reader = tf.compat.v1.train.NewCheckpointReader(source_checkpoint)
   variable_names = sorted(reader.get_variable_to_shape_map())
   opt_names_v1 = _v1_optimizers(variable_names)
-  converted = {}
-  if estimator_type == 'combined':
-    if not opt_names_v1:
-      raise ValueError('Two `SGD` optimizers are used in DNNLinearCombined '
-                       'model, and this is not handled by the checkpoint '
-                       'converter.')
-    linear_opt_v1 = _combined_linear_optimizer(opt_names_v1)
-    # The DNN optimizer counts steps with the global step; the linear one
-    # has a step counter of its own.
-    converted[f'training/{OPT_NAME_V1_TO_V2[linear_opt_v1]}/iter'] = (
-        reader.get_tensor('global_step'), 'global_step')
-    if len(opt_names_v1) == 1:  # The other one is SGD, which has no slots.
+  if estimator_type == 'combined' and not opt_names_v1:
+    raise ValueError('Two `SGD` optimizers are used in DNNLinearCombined '
+                     'model, and this is not handled by the checkpoint '
+                     'converter.')
+  with tf.Graph().as_default():
+    var_map = {}
+    var_names_map = {}
+    if estimator_type == 'combined':
+      linear_opt_v1 = _combined_linear_optimizer(opt_names_v1)
+      # The DNN optimizer counts steps with the global step; the linear one
+      # has a step counter of its own.
+      _add_new_variable(
+          reader.get_tensor('global_step'),
+          f'training/{OPT_NAME_V1_TO_V2[linear_opt_v1]}/iter', 'global_step',
+          var_map, var_names_map)
+      if len(opt_names_v1) == 1:  # The other one is SGD: it has no slots.
+        opt_names_v1['SGD'] = ''
+    elif not opt_names_v1:
       opt_names_v1['SGD'] = ''
-  elif not opt_names_v1:
-    opt_names_v1['SGD'] = ''
-  for opt_name_v1 in opt_names_v1:
-    converted.update(_convert_variables_in_ckpt(
-        opt_name_v1, reader, variable_names, estimator_type))
-    converted.update(_hyper_parameters(opt_name_v1))
-  tf.compat.v1.logging.info(
-      '<----- Variable names converted (v1 --> v2): ----->')
-  for name_v2, (_, name_v1) in converted.items():
-    tf.compat.v1.logging.info(f'{name_v1} --> {name_v2}')
-  _write(converted, target_checkpoint)
+    for opt_name_v1 in opt_names_v1:
+      _convert_variables_in_ckpt(opt_name_v1, reader, variable_names,
+                                 var_map, var_names_map, estimator_type)
+      _convert_hyper_params_in_graph(source_graph, opt_name_v1, var_map,
+                                     var_names_map)
+    tf.compat.v1.logging.info(
+        '<----- Variable names converted (v1 --> v2): ----->')
+    for name_v2, name_v1 in var_names_map.items():
+      tf.compat.v1.logging.info(f'{name_v1} --> {name_v2}')
+    saver = tf.compat.v1.train.Saver(var_list=var_map)
+    with tf.compat.v1.Session() as session:
+      session.run(tf.compat.v1.initializers.global_variables())
+      tf.compat.v1.logging.info(
+          f'Writing checkpoint_to_path {target_checkpoint}')
+      saver.save(session, target_checkpoint)
 
 
-def main(argv=None):
+def main(_=None):
   """2.15's command line: estimator_type source_checkpoint source_graph
-  target_checkpoint."""
+  target_checkpoint, from `_` (the arguments after the program's name;
+  None: sys.argv's)."""
+  argv = _
   parser = argparse.ArgumentParser(
       description="Converts a v1 canned estimator's checkpoint for its TF2 "
       'class (see the module docstring).')

@@ -1,0 +1,250 @@
+"""The files tf.estimator 2.15 wrote about a training graph into model_dir,
+for both engines.
+
+Once the training session existed (its graph final, SessionRunHooks' ops
+included), 2.15's CheckpointSaverHook wrote `graph.pbtxt` (the GraphDef as
+text, with shapes), added the graph and a MetaGraphDef to model_dir's event
+file (what TensorBoard's Graphs tab shows), and saved every checkpoint with
+its MetaGraphDef beside it, `model.ckpt-<step>.meta`: the graph, the Saver
+(`SaverDef`) and the collections, which
+`tf.compat.v1.train.import_meta_graph` + `Saver.restore` load and run, as
+programs that freeze or serve a model_dir do. `RunConfig`'s
+`checkpoint_save_graph_def` switched graph.pbtxt and the .meta files off;
+the event file always got the graph. The graph engine writes the same
+(`GraphFiles`), computed once per training session, and the evaluation
+graph into the evaluation's event file when this process first writes
+there, as 2.15's summary writer of that directory did.
+
+The in-graph loop (in_graph_loop.py) builds the model_fn's step as the body
+of a `tf.while_loop`: TensorFlow keeps its ops in a function of the
+graph's library, where no program can look them up by name. So the graph
+written here also holds one copy of the step's ops at the top level
+(`_with_step_at_top_level`), under the names the model_fn gave them (the
+names 2.15's graph had), reading the same variables and input: a program
+that feeds `features:0` and fetches `predictions:0` of a restored .meta,
+or freezes the graph at them, works as on 2.15's. The copy is never run in
+training; it only exists in the files.
+
+The eager engine's training graph is its compiled loop (a `tf.function`):
+it writes that graph to graph.pbtxt and to the event file, as Keras'
+TensorBoard callback shows a model's training function. Its checkpoints
+are object-based (`tf.train.Checkpoint`), restored by object, not by the
+names of a graph's variables, so it writes no .meta: no MetaGraphDef has a
+Saver that restores them (see the README's Differences).
+"""
+
+import contextlib
+import hashlib
+import os
+import threading
+from typing import Dict, Iterator, Optional, Tuple
+
+from absl import logging
+
+import tensorflow as tf
+from tensorflow.core.framework import graph_pb2
+from tensorflow.core.framework import node_def_pb2
+from tensorflow.core.protobuf import meta_graph_pb2
+from tensorflow.python.framework import function_def_to_graph  # pylint: disable=g-direct-tensorflow-import
+
+from estimator_rt.checkpoints import META_SUFFIX
+
+GRAPH_FILE = 'graph.pbtxt'
+
+
+def _tensor_name(name: str) -> str:
+  """`node:0` for `node`, a tensor name as it stands otherwise."""
+  return name if ':' in name else name + ':0'
+
+
+def _step_nodes(graph_def: graph_pb2.GraphDef, loop_op: tf.Operation
+                ) -> list:
+  """The nodes of `loop_op`'s body, ready to join `graph_def` at its top
+  level: the body's arguments replaced by the loop's inputs, names that
+  `graph_def` already has made unique, colocations (with body nodes that
+  may be renamed) dropped."""
+  body_name = loop_op.get_attr('body').name
+  library = {f.signature.name: f for f in graph_def.library.function}
+  body_def, _ = function_def_to_graph.function_def_to_graph_def(
+      library[body_name])
+  # Argument i of the body is input i of the While op.
+  arguments = [arg.name for arg in library[body_name].signature.input_arg]
+  replaced = {argument: _tensor_name(tensor.name)
+              for argument, tensor in zip(arguments, loop_op.inputs)}
+  taken = {node.name for node in graph_def.node}
+  renamed: Dict[str, str] = {}
+  nodes = []
+  for node in body_def.node:
+    if node.name in replaced:
+      continue  # An argument's placeholder: its uses read the loop's input.
+    name = node.name
+    count = 0
+    while name in taken:
+      count += 1
+      name = f'{node.name}_{count}'
+    taken.add(name)
+    renamed[node.name] = name
+    nodes.append(node)
+
+  def rewrite(reference: str) -> str:
+    control = reference.startswith('^')
+    node, _, output = reference.lstrip('^').partition(':')
+    if node in replaced:
+      tensor = replaced[node]
+      return '^' + tensor.split(':')[0] if control else tensor
+    node = renamed.get(node, node)
+    if control:
+      return '^' + node
+    return f'{node}:{output}' if output else node
+
+  copies = []
+  for node in nodes:
+    copy = node_def_pb2.NodeDef()
+    copy.CopyFrom(node)
+    copy.name = renamed[node.name]
+    copy.input[:] = [rewrite(reference) for reference in node.input]
+    if '_class' in copy.attr:
+      del copy.attr['_class']
+    copies.append(copy)
+  return copies
+
+
+def _with_step_at_top_level(graph_def: graph_pb2.GraphDef,
+                            loop_op: tf.Operation) -> graph_pb2.GraphDef:
+  """`graph_def` plus one copy of the step `loop_op` (the in-graph loop's
+  While op) runs, at the top level (see the module docstring)."""
+  combined = graph_pb2.GraphDef()
+  combined.CopyFrom(graph_def)
+  combined.node.extend(_step_nodes(graph_def, loop_op))
+  return combined
+
+
+def loop_op_of(tensor: tf.Tensor) -> tf.Operation:
+  """The While op an output of the in-graph loop comes from (through the
+  Identity ops TensorFlow may put after it)."""
+  op = tensor.op
+  while op.type not in ('While', 'StatelessWhile'):
+    if op.type != 'Identity':
+      raise ValueError(f'{tensor.name} is not an output of a while loop.')
+    op = op.inputs[0].op
+  return op
+
+
+class GraphFiles:
+  """The graph files of one graph, made on first use: a training graph is
+  final once its session exists, so one computation serves every save.
+  Safe to use from two threads (`written_in_background` makes them in one
+  while training runs; a save waits for its .meta).
+
+  Args:
+    graph: the training (or evaluation) graph, final.
+    saver: the Saver checkpoints are written with (its SaverDef goes into
+      the MetaGraphDef), or None.
+    loop_op: the in-graph loop's While op, or None (one step per run).
+    with_meta_graph: whether there is a MetaGraphDef to write (not for the
+      eager engine's compiled functions, see the module docstring).
+  """
+
+  def __init__(self, *, graph: tf.Graph, saver: Optional[object] = None,
+               loop_op: Optional[tf.Operation] = None,
+               with_meta_graph: bool = True):
+    self._graph = graph
+    self._saver = saver
+    self._loop_op = loop_op
+    self._with_meta_graph = with_meta_graph
+    self._lock = threading.Lock()
+    self._graph_def = None
+    self._meta_graph_def = None
+    self._meta_graph_bytes = None
+
+  @property
+  def graph_def(self) -> graph_pb2.GraphDef:
+    """The GraphDef, with shapes, as 2.15 wrote it (plus the step at top
+    level under the in-graph loop)."""
+    with self._lock:
+      if self._graph_def is None:
+        graph_def = self._graph.as_graph_def(add_shapes=True)
+        if self._loop_op is not None:
+          graph_def = _with_step_at_top_level(graph_def, self._loop_op)
+        self._graph_def = graph_def
+      return self._graph_def
+
+  @property
+  def meta_graph_def(self) -> meta_graph_pb2.MetaGraphDef:
+    """The MetaGraphDef: `graph_def`, the Saver's SaverDef, the graph's
+    collections (what Saver.export_meta_graph wrote)."""
+    graph_def = self.graph_def
+    with self._lock:
+      if self._meta_graph_def is None:
+        saver_def = getattr(self._saver, 'saver_def', None)
+        with self._graph.as_default():
+          self._meta_graph_def = tf.compat.v1.train.export_meta_graph(
+              graph_def=graph_def, saver_def=saver_def, graph=self._graph)
+        self._meta_graph_bytes = self._meta_graph_def.SerializeToString()
+      return self._meta_graph_def
+
+  def for_events(self) -> Tuple[bytes, Optional[bytes]]:
+    """(GraphDef, MetaGraphDef or None) serialized, for an event file
+    (`summaries.ScalarWriter.write_graph`)."""
+    if not self._with_meta_graph:
+      return self.graph_def.SerializeToString(), None
+    self.meta_graph_def  # pylint: disable=pointless-statement
+    return self.graph_def.SerializeToString(), self._meta_graph_bytes
+
+  def write_graph_file(self, directory: str) -> None:
+    """Writes `<directory>/graph.pbtxt` (replacing it, atomically), unless
+    this process wrote this very graph there already (its text is most of
+    the cost: 0.66 s for a wide & deep model's 840 nodes)."""
+    path = os.path.join(directory, GRAPH_FILE)
+    digest = hashlib.sha256(self.graph_def.SerializeToString()).hexdigest()
+    if _written.get(path) == digest and tf.io.gfile.exists(path):
+      return
+    tf.io.write_graph(self.graph_def, directory, GRAPH_FILE, as_text=True)
+    _written[path] = digest
+
+  def write_meta(self, checkpoint_prefix: str) -> None:
+    """Writes `<checkpoint_prefix>.meta`, through a temporary file renamed
+    into place: a reader never sees half of one."""
+    self.meta_graph_def  # pylint: disable=pointless-statement
+    path = checkpoint_prefix + META_SUFFIX
+    temporary = f'{path}.tmp{os.getpid()}'
+    with tf.io.gfile.GFile(temporary, 'wb') as f:
+      f.write(self._meta_graph_bytes)
+    tf.io.gfile.rename(temporary, path, overwrite=True)
+
+
+# graph.pbtxt path -> digest of the GraphDef this process wrote there.
+_written: Dict[str, str] = {}
+
+# How long the end of training waits for the graph files to be written.
+_WAIT_SECS = 600
+
+
+@contextlib.contextmanager
+def written_in_background(files: GraphFiles, *, directory: str,
+                          summary_writer, graph_file: bool) -> Iterator[None]:
+  """Around training: writes `files`' graph to `summary_writer` (the
+  event file) and, with `graph_file`, graph.pbtxt into `directory`, in a
+  thread while training runs, and waits for it at the end. A GraphDef
+  and its text take about a second for a wide & deep model's graph,
+  which tf.estimator 2.15 paid before its first step; its steps run in
+  TensorFlow's threads meanwhile. The files are an account of the graph,
+  not needed to train or resume: a failure to write them is a warning."""
+
+  def write():
+    try:
+      summary_writer.write_graph(*files.for_events())
+      if graph_file:
+        files.write_graph_file(directory)
+    except Exception as e:  # pylint: disable=broad-except
+      logging.warning('Could not write the graph to %s: %s', directory, e)
+
+  thread = threading.Thread(target=write, name='graph-files', daemon=True)
+  thread.start()
+  try:
+    yield
+  finally:
+    thread.join(_WAIT_SECS)
+    if thread.is_alive():
+      logging.warning('Writing the graph to %s took more than %d s; going '
+                      'on without waiting.', directory, _WAIT_SECS)
