@@ -114,24 +114,6 @@ def test_deepctr_deepfm_estimator_gives_2_15s_auc(tmp_path):
   assert result['predictions'] == reference['predictions']
 
 
-# TF-GAN's own tests that pass on 2.15 and not yet here, each with the layer
-# that must change (issue 35): a test listed here that passes fails the test
-# below, so that the list only shrinks.
-TF_GAN_FAILING_YET = {
-    # Warm-starting from a checkpoint that lacks a variable: 2.15 raised
-    # tf.errors.NotFoundError; estimator_rt's IncompatibleCheckpointError
-    # must subclass it (2.15's exception types, errors.py).
-    'python/estimator/gan_estimator_test.py::GANEstimatorWarmStartTest::'
-    'test_warm_start_error',
-    'python/estimator/tpu_gan_estimator_test.py::TPUGANEstimatorWarmStartTest'
-    '::test_warm_start_error',
-    # The test wraps a numpy_input_fn and indexes what it returns: 2.15's
-    # (features, labels) tensors; here a Dataset (numpy_io).
-    'python/estimator/stargan_estimator_test.py::'
-    'StarGANEstimatorIntegrationTest::test_numpy_input_fn',
-}
-
-
 @_TF_GAN
 def test_tf_gan_own_estimator_tests_pass_where_they_pass_on_2_15():
   """TF-GAN 2.1.0's wheel's tensorflow_gan/python/estimator/*_test.py, run
@@ -142,9 +124,4 @@ def test_tf_gan_own_estimator_tests_pass_where_they_pass_on_2_15():
       'tfgan', run_library_tests.TARGET_HERE, LIBRARIES_PYTHON, timeout=600)
   passing, failing = run_library_tests.passing_here_of_215(reference, here)
   assert len(passing) == 43
-  newly_failing = {k: v for k, v in failing.items()
-                   if k not in TF_GAN_FAILING_YET}
-  assert not newly_failing
-  passing_now = TF_GAN_FAILING_YET - set(failing)
-  assert not passing_now, (
-      f'{sorted(passing_now)} pass now: take them out of TF_GAN_FAILING_YET')
+  assert not failing
