@@ -113,14 +113,14 @@ LIBRARIES = {
     # AdaNet's Estimator (a tf.estimator.Estimator subclass that grows an
     # ensemble over iterations), from a checkout of tensorflow/adanet
     # (0.9.0 at 0364cc4); it reads TensorFlow 2.10's
-    # tensorflow.python.training.tracking.
+    # tensorflow.python.training.tracking and NumPy 1.23's numpy.float.
     'adanet': Library(
         package='adanet',
         requirement='adanet==0.9.0',
         from_source=True,
         programs=('adanet/core/estimator_test.py',
                   'adanet/autoensemble/estimator_test.py'),
-        harness=('LIBRARY_HARNESS_TF_NAMES',)),
+        harness=('LIBRARY_HARNESS_TF_NAMES', 'LIBRARY_HARNESS_NUMPY')),
     'tfgan': Library(
         package='tensorflow_gan',
         requirement='tensorflow-gan==2.1.0',

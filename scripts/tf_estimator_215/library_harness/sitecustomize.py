@@ -15,9 +15,11 @@ harness, never the product.
   to `array_ops_stack`; `control_flow_ops.case`, `cond`, `while_loop` and
   `Assert`, moved to modules of their own). TensorFlow 2.15 lacks them as
   2.21 does.
-- With LIBRARY_HARNESS_NUMPY=1 (TF Lattice 2.0.13): the `interpolation`
-  keyword of `numpy.quantile` and `percentile`, renamed `method` in NumPy
-  1.22 and removed in 2.4 (the 2.15 side's NumPy 1.26 still has it).
+- With LIBRARY_HARNESS_NUMPY=1 (TF Lattice 2.0.13, AdaNet 0.9.0): the
+  `interpolation` keyword of `numpy.quantile` and `percentile`, renamed
+  `method` in NumPy 1.22 and removed in 2.4 (the 2.15 side's NumPy 1.26
+  still has it), and `numpy.float`, the alias of `float` NumPy 1.24 removed
+  (neither side has it).
 """
 
 import collections
@@ -142,6 +144,8 @@ def _accept_interpolation(function):
 def _give_back_numpy(module) -> None:
   module.quantile = _accept_interpolation(module.quantile)
   module.percentile = _accept_interpolation(module.percentile)
+  if 'float' not in vars(module):
+    module.float = float
 
 
 class _GiveBackOnImport(importlib.abc.MetaPathFinder):
