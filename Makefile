@@ -60,9 +60,10 @@ LIBRARY_TESTS_DEPS := cloudpickle decorator
 LIBRARY_SCRIPTS := tensorflow-lattice==2.0.13 object-detection-by-ovi==0.0.1 \
     tf-models-official==2.15.0 tf-slim==1.1.0 lvis==0.5.3 gin-config==0.5.0 \
     opencv-python-headless==4.11.0.86 tensorflow-serving-api==2.15.1 \
-    adanet==0.9.0
+    adanet==0.9.0 tensorflow-privacy==0.9.0 dp-accounting==0.4.3
 LIBRARY_SCRIPTS_DEPS := pandas scikit-learn matplotlib graphviz future \
-    pyyaml psutil pycocotools lxml contextlib2 grpcio-tools==1.85.1
+    pyyaml psutil pycocotools lxml contextlib2 grpcio-tools==1.85.1 \
+    scipy mpmath
 # The same on tf.estimator 2.15 (.venv-tf215, scripts/tf_estimator_215/
 # make_venv.sh), made by `make libraries-215`, never by `make test`.
 LIBRARIES_215_VENV := .venv-tf215-libraries
@@ -71,7 +72,7 @@ LIBRARY_TESTS_215 := tensorflow-gan==2.1.0 tensorflow-probability==0.23.0 \
     tensorflow-hub==0.16.1 $(LIBRARY_SCRIPTS) tensorflow-io==0.36.0 \
     $(LIBRARIES)
 LIBRARY_TESTS_215_DEPS := decorator dm-tree matplotlib graphviz future \
-    pyyaml psutil pycocotools lxml contextlib2 grpcio-tools==1.62.3
+    pyyaml psutil pycocotools lxml contextlib2 grpcio-tools==1.62.3 mpmath
 
 setup-test: $(TEST_STAMP) $(RAY_STAMP) $(LIBRARIES_STAMP) schedulers
 

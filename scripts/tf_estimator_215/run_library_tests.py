@@ -130,6 +130,16 @@ LIBRARIES = {
         programs=('python/estimator/tpu_gan_estimator_test.py',)),
     # 2.0.13 is the last release with the canned estimators (2.1.0 dropped
     # tensorflow_lattice/python/estimators.py).
+    # TensorFlow Privacy's DP estimators: subclasses of 2.15's v1 and TF2
+    # heads overriding _create_tpu_estimator_spec, and v1 DNN and linear
+    # classifiers over canned.dnn._dnn_model_fn and linear._linear_model_fn.
+    'tfprivacy': Library(
+        package='tensorflow_privacy',
+        requirement='tensorflow-privacy==0.9.0',
+        pytest_files=tuple(
+            f'privacy/estimators/{name}_test.py' for name in (
+                'binary_class_head', 'dnn', 'multi_class_head',
+                'multi_label_head', 'v1/dnn', 'v1/head', 'v1/linear'))),
     'lattice': Library(
         package='tensorflow_lattice',
         requirement='tensorflow-lattice==2.0.13',
