@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: setup setup-test schedulers run test bench bench-peers bench-distributed bench-canned clean
+.PHONY: setup setup-test schedulers run test bench bench-peers bench-distributed bench-canned libraries libraries-215 clean
 
 setup: $(STAMP)
 
@@ -39,7 +39,42 @@ RAY_VENV := .venv-ray
 RAY_STAMP := $(RAY_VENV)/.installed
 RAY_REQUIREMENT := ray[train]==2.60.0
 
-setup-test: $(TEST_STAMP) $(RAY_STAMP) schedulers
+# Libraries whose own tests run on estimator_rt (scripts/tf_estimator_215/
+# run_library_tests.py, run_easyrec.py) get an environment of their own,
+# $(LIBRARIES_VENV), that sees everything of $(VENV) (a .pth file, as for
+# $(RAY_VENV)): `make test` installs TF-GAN there, whose estimator tests
+# tests/test_libraries.py runs; `make libraries` adds what the libraries the
+# docs/libraries.md's table runs by script need. Their pinned TensorFlow and friends
+# come from $(VENV) (--no-deps), the rest from pip, constrained to what
+# $(VENV) has (nothing of it is replaced).
+LIBRARIES_VENV := .venv-libraries
+LIBRARIES_STAMP := $(LIBRARIES_VENV)/.installed
+LIBRARIES_ALL_STAMP := $(LIBRARIES_VENV)/.installed-all
+LIBRARY_TESTS := tensorflow-gan==2.1.0 tensorflow-probability==0.25.0 \
+    tensorflow-hub==0.16.1
+LIBRARY_TESTS_DEPS := cloudpickle decorator
+# TF Lattice's canned estimators (2.0.13: 2.1.0 dropped them); a build of
+# the Object Detection API (it has no release of its own) with what it
+# imports; what TF-Ranking's tests import (TF-Ranking itself is in $(VENV));
+# EasyRec's and the API's Python dependencies, and protoc.
+LIBRARY_SCRIPTS := tensorflow-lattice==2.0.13 object-detection-by-ovi==0.0.1 \
+    tf-models-official==2.15.0 tf-slim==1.1.0 lvis==0.5.3 gin-config==0.5.0 \
+    opencv-python-headless==4.11.0.86 tensorflow-serving-api==2.15.1 \
+    adanet==0.9.0 tensorflow-privacy==0.9.0 dp-accounting==0.4.3
+LIBRARY_SCRIPTS_DEPS := pandas scikit-learn matplotlib graphviz future \
+    pyyaml psutil pycocotools lxml contextlib2 grpcio-tools==1.85.1 \
+    scipy mpmath
+# The same on tf.estimator 2.15 (.venv-tf215, scripts/tf_estimator_215/
+# make_venv.sh), made by `make libraries-215`, never by `make test`.
+LIBRARIES_215_VENV := .venv-tf215-libraries
+LIBRARIES_215_STAMP := $(LIBRARIES_215_VENV)/.installed
+LIBRARY_TESTS_215 := tensorflow-gan==2.1.0 tensorflow-probability==0.23.0 \
+    tensorflow-hub==0.16.1 $(LIBRARY_SCRIPTS) tensorflow-io==0.36.0 \
+    $(LIBRARIES)
+LIBRARY_TESTS_215_DEPS := decorator dm-tree matplotlib graphviz future \
+    pyyaml psutil pycocotools lxml contextlib2 grpcio-tools==1.62.3 mpmath
+
+setup-test: $(TEST_STAMP) $(RAY_STAMP) $(LIBRARIES_STAMP) schedulers
 
 $(TEST_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test]'
@@ -53,6 +88,42 @@ $(RAY_STAMP): $(TEST_STAMP)
 	    > "$$($(RAY_VENV)/bin/python -c "$$purelib")/estimator_rt_venv.pth"
 	$(RAY_VENV)/bin/python -m pip install --quiet '$(RAY_REQUIREMENT)'
 	touch $(RAY_STAMP)
+
+# make_libraries_venv VENV BASE_PYTHON: VENV sees BASE_PYTHON's packages,
+# and a constraints file pins them for what pip installs into VENV.
+define make_libraries_venv
+	$(PYTHON) -m venv $(1)
+	purelib='import sysconfig; print(sysconfig.get_paths()["purelib"])'; \
+	echo "import site; site.addsitedir('$$($(2) -c "$$purelib")')" \
+	    > "$$($(1)/bin/python -c "$$purelib")/estimator_rt_venv.pth"
+	$(2) -m pip freeze --exclude-editable | grep '==' > $(1)/base-constraints.txt
+endef
+
+$(LIBRARIES_STAMP): $(TEST_STAMP)
+	$(call make_libraries_venv,$(LIBRARIES_VENV),$(PY))
+	$(LIBRARIES_VENV)/bin/python -m pip install --quiet --no-deps $(LIBRARY_TESTS)
+	$(LIBRARIES_VENV)/bin/python -m pip install --quiet \
+	    -c $(LIBRARIES_VENV)/base-constraints.txt $(LIBRARY_TESTS_DEPS)
+	touch $(LIBRARIES_STAMP)
+
+libraries: $(LIBRARIES_ALL_STAMP)
+
+$(LIBRARIES_ALL_STAMP): $(LIBRARIES_STAMP)
+	$(LIBRARIES_VENV)/bin/python -m pip install --quiet --no-deps \
+	    $(LIBRARY_SCRIPTS) tensorflow-io==0.37.1
+	$(LIBRARIES_VENV)/bin/python -m pip install --quiet \
+	    -c $(LIBRARIES_VENV)/base-constraints.txt $(LIBRARY_SCRIPTS_DEPS)
+	touch $(LIBRARIES_ALL_STAMP)
+
+libraries-215: $(LIBRARIES_215_STAMP)
+
+$(LIBRARIES_215_STAMP):
+	bash scripts/tf_estimator_215/make_venv.sh
+	$(call make_libraries_venv,$(LIBRARIES_215_VENV),.venv-tf215/bin/python)
+	$(LIBRARIES_215_VENV)/bin/python -m pip install --quiet --no-deps $(LIBRARY_TESTS_215)
+	$(LIBRARIES_215_VENV)/bin/python -m pip install --quiet \
+	    -c $(LIBRARIES_215_VENV)/base-constraints.txt $(LIBRARY_TESTS_215_DEPS)
+	touch $(LIBRARIES_215_STAMP)
 
 schedulers:
 	sh scripts/slurm/local_slurm.sh install || echo "Slurm not installed \
@@ -99,4 +170,4 @@ bench-canned: setup
 	$(PY) -m scripts.bench.canned
 
 clean:
-	rm -rf $(VENV) $(RAY_VENV) *.egg-info
+	rm -rf $(VENV) $(RAY_VENV) $(LIBRARIES_VENV) $(LIBRARIES_215_VENV) *.egg-info

@@ -347,7 +347,13 @@ def _resolve_task():
 def _print_check_config(role) -> None:
   """What --check_config prints: the task, the strategy and the role."""
   task = role.task
-  print(f'TF_CONFIG: {task.describe() if task else "not set (local)"}')
+  if task:
+    where = task.describe()
+  elif os.environ.get('TF_CONFIG', '').strip():
+    where = 'no cluster to join (local)'
+  else:
+    where = 'not set (local)'
+  print(f'TF_CONFIG: {where}')
   print(f'strategy: {role.strategy_name}')
   print(f'role: {role.describe()}')
   listens = _listen_description(task)

@@ -639,3 +639,36 @@ def test_classifiers_refuse_layers_too_big_to_build(model_fn, features, params,
     model_fn({'x': tf.constant(features)}, tf.constant([0, 1]),
              ert.ModeKeys.TRAIN, params)
   _one_line(str(raised.value), *fragments)
+
+
+def test_a_user_functions_own_exception_keeps_its_class(tmp_path):
+  """tf.estimator 2.15 let a model_fn's or an input_fn's own exception
+  through; the runtime's one-line error is also of that class, so code and
+  tests catching it (`assertRaises(AttributeError)`) still do."""
+  import pickle  # pylint: disable=g-import-not-at-top
+
+  def model_fn(features, labels, mode):
+    del features, labels, mode
+    raise AttributeError('the model has no layer "dense_9"')
+
+  def input_fn():
+    return tf.data.Dataset.from_tensors(
+        ({'x': np.ones((2, 1), np.float32)}, np.ones((2, 1), np.float32)))
+
+  def broken_input_fn():
+    raise KeyError('no column "age"')
+
+  with pytest.raises(AttributeError) as raised:
+    ert.Estimator(model_fn, model_dir=str(tmp_path / 'a')).train(input_fn,
+                                                                steps=1)
+  assert isinstance(raised.value, ert.ModelFnError)
+  assert 'has no layer "dense_9"' in str(raised.value)
+  assert len(str(raised.value).splitlines()) == 1
+  again = pickle.loads(pickle.dumps(raised.value))
+  assert isinstance(again, AttributeError) and str(again) == str(raised.value)
+  with pytest.raises(KeyError) as raised:
+    ert.Estimator(model_fn, model_dir=str(tmp_path / 'b')).train(
+        broken_input_fn, steps=1)
+  assert isinstance(raised.value, ert.InputFnError)
+  assert str(raised.value).startswith('train input_fn ')
+  assert not (tmp_path / 'a').exists() and not (tmp_path / 'b').exists()

@@ -384,3 +384,31 @@ def test_checkpoint_not_written_by_estimator_rt_is_refused(tmp_path):
     est.train(_input_fn(), max_steps=5)
   assert isinstance(info.value, ert.IncompatibleCheckpointError)
   assert M.snapshot_tree(str(tmp_path)) == before
+
+
+def test_a_checkpoint_the_state_file_names_in_another_scheme_is_taken(
+    tmp_path):
+  """A library's own Saver (AdaNet's `increment.ckpt-<iteration>`) names
+  its checkpoint in the state file: tf.estimator's latest_checkpoint() took
+  it, and so does the runtime, at the global step it holds (not the number
+  its name ends in), before a model.ckpt at the same step."""
+  from estimator_rt.core import checkpoints  # pylint: disable=g-import-not-at-top
+  model_dir = str(tmp_path)
+  with tf.Graph().as_default():
+    step = tf.compat.v1.train.get_or_create_global_step()
+    weight = tf.compat.v1.get_variable('w', initializer=1.0)
+    with tf.compat.v1.Session() as session:
+      session.run(tf.compat.v1.global_variables_initializer())
+      session.run(step.assign(10))
+      saver = tf.compat.v1.train.Saver()
+      saver.save(session, os.path.join(model_dir, 'model.ckpt'),
+                 global_step=10)
+      session.run(weight.assign(2.0))
+      # The library's save: the state file now names it.
+      saver.save(session, os.path.join(model_dir, 'increment.ckpt-1'))
+  latest = checkpoints.latest_checkpoint(model_dir)
+  assert latest == os.path.join(model_dir, 'increment.ckpt-1')
+  assert tf.train.latest_checkpoint(model_dir) == latest
+  assert checkpoints.checkpoint_step(latest) == 10
+  assert checkpoints.checkpoint_step(
+      os.path.join(model_dir, 'model.ckpt-10')) == 10

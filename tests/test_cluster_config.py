@@ -95,6 +95,16 @@ BAD_TF_CONFIGS = [
          f"address '{A}' is used by both chief:0 and ps:0"]),
     ('rpc_layer_not_a_string', _config({'worker': [A]}, rpc_layer=5), [
         'TF_CONFIG rpc_layer=5']),
+    # A `master` job is run only alone, as one task (below).
+    ('master_index_1', _config({'master': [A]}, 'master', 1), [
+        "unknown job 'master'", 'alone in its cluster as one local']),
+    ('master_of_two', _config({'master': [A, B]}, 'master'), [
+        "unknown job 'master'"]),
+    ('master_with_an_evaluator',
+     _config({'master': [A], 'evaluator': [B]}, 'master'), [
+         "unknown job 'master'"]),
+    ('one_master_bad_address', _config({'master': ['localhost:0']}, 'master'),
+     ["TF_CONFIG cluster['master'][0]='localhost:0'"]),
 ]
 
 MALFORMED_ADDRESSES = [
@@ -189,6 +199,14 @@ def test_cluster_shapes_that_fit(spec, task_type, strategy):
     '{"task": {"type": "worker", "index": 0}}', '{"task": {"index": 0}}',
     '{"model_dir": "/tmp/m", "environment": "cloud"}'])
 def test_no_cluster_is_local(raw):
+  assert cluster.parse_tf_config(raw) is None
+
+
+@pytest.mark.parametrize('raw', [
+    _config({'master': [A]}, 'master'), _config({'master': A}, 'master', '0')])
+def test_a_cluster_of_one_master_task_is_local(raw):
+  """tf.estimator 2.15 ran it in one process (session master '', no
+  server) that trained and evaluated: the local role."""
   assert cluster.parse_tf_config(raw) is None
 
 

@@ -1,6 +1,7 @@
 """Estimator.evaluate / predict and the summaries train and evaluate write,
 checked against NumPy recomputations from the checkpoint's weights."""
 
+import itertools
 import keras
 import numpy as np
 import pytest
@@ -195,8 +196,13 @@ def test_predict_unknown_key_and_repeating_input(tmp_path):
   with pytest.raises(ert.UserInputError, match='nope'):
     list(est.predict(M.global_input_fn(px, batch_size=2, repeat=False),
                      predict_keys=['nope']))
+  # A repeating input yields forever (as tf.estimator's predict did), unless
+  # the caller asks for the refusal (the binary's predict mode does).
+  assert len(list(itertools.islice(
+      est.predict(M.global_input_fn(px, batch_size=2)), 10))) == 10
   with pytest.raises(ert.UserInputError, match='forever'):
-    list(est.predict(M.global_input_fn(px, batch_size=2)))
+    next(est.predict(M.global_input_fn(px, batch_size=2),
+                     refuse_endless_input=True))
 
 
 # ------------------------------------------------------------- summaries

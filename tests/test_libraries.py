@@ -5,10 +5,16 @@ users do, and runs here under `python -m estimator_rt.compat` in a fresh
 process; where tf.estimator 2.15 ran the same program
 (tests/data/tf_estimator_215/libraries.json, from
 scripts/tf_estimator_215/libraries_reference.py) its figures must be
-2.15's. A library that is not installed is skipped: `make test` installs
-TF-Ranking and DeepCTR (`pip install --no-deps`, they pin old TensorFlow
-releases); TF-GAN runs where its own code does (Python <= 3.10 with
-tensorflow-probability), as docs/libraries.md's table says.
+2.15's. A library's own tests, from its wheel, run through
+scripts/tf_estimator_215/run_library_tests.py and must pass wherever they
+pass on 2.15 (tests/data/tf_estimator_215/library_tests.json).
+
+A library that is not installed is skipped: `make test` installs TF-Ranking
+and DeepCTR into .venv (`pip install --no-deps`, they pin old TensorFlow
+releases), and TF-GAN with tensorflow-probability into .venv-libraries, an
+environment that sees all of .venv; TF-GAN runs there with the library
+harness (scripts/tf_estimator_215/library_harness/: `inspect.getargspec`,
+which Python 3.11 removed and TF-GAN calls, given back on both sides).
 """
 
 import importlib.util
@@ -26,6 +32,11 @@ with open(os.path.join(HERE, 'data', 'tf_estimator_215',
                        'libraries.json')) as f:
   REFERENCE = json.load(f)
 
+sys.path.insert(0, os.path.join(REPO, 'scripts', 'tf_estimator_215'))
+import run_library_tests  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+LIBRARIES_PYTHON = run_library_tests.PYTHON_HERE
+
 
 def _installed(module: str) -> bool:
   try:
@@ -34,13 +45,22 @@ def _installed(module: str) -> bool:
     return False
 
 
-def _run(name: str, tmp_path) -> dict:
+def _in_libraries_venv(module: str) -> bool:
+  """Whether .venv-libraries (`make test` makes it) imports `module`."""
+  return os.path.exists(LIBRARIES_PYTHON) and subprocess.run(
+      [LIBRARIES_PYTHON, '-c', f'import importlib.util, sys; sys.exit('
+       f'importlib.util.find_spec({module!r}) is None)'],
+      capture_output=True, timeout=120, check=False).returncode == 0
+
+
+def _run(name: str, tmp_path, python: str = sys.executable,
+         path: str = REPO) -> dict:
   """The program's RESULT under the compatibility runner."""
   done = subprocess.run(
-      [sys.executable, '-m', 'estimator_rt.compat',
+      [python, '-m', 'estimator_rt.compat',
        os.path.join(PROGRAMS, f'{name}_program.py'), str(tmp_path / 'm')],
       capture_output=True, text=True, timeout=600, cwd=REPO,
-      env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL='2'))
+      env=dict(os.environ, PYTHONPATH=path, TF_CPP_MIN_LOG_LEVEL='2'))
   results = [l for l in done.stdout.splitlines() if l.startswith('RESULT ')]
   assert done.returncode == 0 and results, done.stderr[-4000:]
   return json.loads(results[-1][len('RESULT '):])
@@ -61,14 +81,19 @@ def test_tf_ranking_dnn_ranking_estimator_gives_2_15s_ndcg(tmp_path):
   assert result['scores_shape'] == reference['scores_shape']
 
 
-@pytest.mark.skipif(
-    not _installed('tensorflow_gan') or sys.version_info >= (3, 11),
-    reason='TF-GAN 2.1.0 calls inspect.getargspec, gone in Python 3.11 (it '
-    'fails so on tf.estimator 2.15 too); it needs tensorflow-probability')
+_TF_GAN = pytest.mark.skipif(
+    not _in_libraries_venv('tensorflow_gan'),
+    reason='TF-GAN is not installed in .venv-libraries (make test installs '
+    'it, with tensorflow-probability)')
+
+
+@_TF_GAN
 def test_tf_gan_gan_estimator_trains_evaluates_and_predicts(tmp_path):
   """TF-GAN's model_fn refuses eager execution with its own ValueError:
-  it runs in the graph engine, as under tf.estimator."""
-  result = _run('tfgan', tmp_path)
+  it runs in the graph engine, as under tf.estimator. (2.15 ran the
+  program as well, with the same harness; its figures are unseeded.)"""
+  result = _run('tfgan', tmp_path, LIBRARIES_PYTHON,
+                os.pathsep.join([run_library_tests.HARNESS, REPO]))
   assert result['global_step'] == 10
   assert len(result['predictions']) == 4
   assert all(len(p) == 3 for p in result['predictions'])
@@ -87,3 +112,16 @@ def test_deepctr_deepfm_estimator_gives_2_15s_auc(tmp_path):
   assert result['auc'] == pytest.approx(reference['auc'], abs=1e-6)
   assert result['prediction_keys'] == reference['prediction_keys']
   assert result['predictions'] == reference['predictions']
+
+
+@_TF_GAN
+def test_tf_gan_own_estimator_tests_pass_where_they_pass_on_2_15():
+  """TF-GAN 2.1.0's wheel's tensorflow_gan/python/estimator/*_test.py, run
+  unchanged (tpu_gan_estimator_test.py as a program: it reads absl flags)."""
+  with open(run_library_tests.REFERENCE) as f:
+    reference = json.load(f)['tfgan']
+  here = run_library_tests.run_library(
+      'tfgan', run_library_tests.TARGET_HERE, LIBRARIES_PYTHON, timeout=600)
+  passing, failing = run_library_tests.passing_here_of_215(reference, here)
+  assert len(passing) == 43
+  assert not failing

@@ -149,6 +149,33 @@ def test_what_215_accepted_and_the_runtime_cannot_run_is_refused_when_used():
     master.role  # pylint: disable=pointless-statement
 
 
+def test_a_one_task_master_cluster_trains_and_evaluates_as_215s_did(
+    tmp_path):
+  """The TF_CONFIG of hosted single-node training: 2.15 ran it in one
+  process (session master '', no server) whose run_master trained and
+  evaluated after each checkpoint; the runtime runs it locally."""
+  config = _config({'cluster': {'master': [A]},
+                    'task': {'type': 'master', 'index': 0}},
+                   save_checkpoints_steps=2, save_summary_steps=0,
+                   log_step_count_steps=0)
+  assert (config.task_type, config.master, config.is_chief,
+          config.num_worker_replicas) == ('master', '', True, 1)
+  assert config.task_info is None
+  x, y = M.make_data(48)
+  est = tf.estimator.Estimator(M.make_model_fn(), model_dir=str(tmp_path),
+                               config=config)
+  metrics, exports = tf.estimator.train_and_evaluate(
+      est, training.TrainSpec(M.global_input_fn(x, y, batch_size=16),
+                              max_steps=4),
+      training.EvalSpec(M.global_input_fn(x, y, batch_size=16), steps=1,
+                        throttle_secs=0,
+                        exporters=[tf.estimator.FinalExporter('final',
+                                                              None)]))
+  assert metrics['global_step'] == 4
+  assert M.eval_steps(str(tmp_path / 'eval')) == [2, 4]
+  assert [M.saved_model_global_step(p) for p in exports] == [4]
+
+
 @pytest.mark.parametrize('changes,message', [
     ({'save_summary_steps': -1}, 'save_summary_steps should be >= 0'),
     ({'save_checkpoints_steps': -1}, 'save_checkpoints_steps should be >= 0'),

@@ -210,8 +210,10 @@ def validate_cluster(cluster, *, where: str = 'TF_CONFIG cluster'
   for job, addresses in cluster.items():
     if job == 'master':
       _fail(f"{where} has unknown job 'master' (tf.estimator's legacy name "
-            "for the chief); estimator_rt runs a 'chief' job: rename it, and "
-            'add an evaluator task (a chief does not evaluate here).')
+            "for the chief, which also evaluated); estimator_rt runs a "
+            "'master' job alone in its cluster as one local process, and "
+            "with other tasks a 'chief' job: rename it, and add an evaluator "
+            'task (a chief does not evaluate here).')
     if job not in JOB_NAMES:
       _fail(f'{where} has unknown job {shorten(job)}; jobs are '
             f'{list(JOB_NAMES)}.')
@@ -371,6 +373,13 @@ def parse_tf_config(raw: Optional[str]) -> Optional[TaskInfo]:
             'for local training (without a cluster, the task must be '
             f'worker 0; got {shorten(task)}).')
     return None
+  if _is_one_master(config['cluster'], config.get('task')):
+    # tf.estimator 2.15 ran a cluster of one `master` task (the single-node
+    # TF_CONFIG of hosted training services) in one process: its session
+    # master was '' for a one-node cluster, no server started, and
+    # run_master trained and evaluated after each checkpoint, as the local
+    # role does.
+    return None
   cluster = validate_cluster(config['cluster'])
   task = config.get('task')
   if not isinstance(task, Mapping):
@@ -402,6 +411,21 @@ def parse_tf_config(raw: Optional[str]) -> Optional[TaskInfo]:
           'like "grpc".')
   return TaskInfo(cluster=cluster, task_type=task_type, task_index=index,
                   rpc_layer=rpc_layer)
+
+
+def _is_one_master(cluster, task) -> bool:
+  """Whether TF_CONFIG is tf.estimator's legacy one-task cluster: a single
+  `master` job of one valid address, and this process its task 0."""
+  if not (isinstance(cluster, Mapping) and set(cluster) == {'master'} and
+          isinstance(task, Mapping) and task.get('type') == 'master'):
+    return False
+  addresses = cluster['master']
+  if isinstance(addresses, str):
+    addresses = [addresses]
+  if not isinstance(addresses, (list, tuple)) or len(addresses) != 1:
+    return False
+  check_address(addresses[0], where="TF_CONFIG cluster['master'][0]")
+  return _parse_index(task.get('index'), where='TF_CONFIG task index') == 0
 
 
 def check_strategy(task: TaskInfo, strategy_name: str) -> None:

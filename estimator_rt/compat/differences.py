@@ -48,8 +48,9 @@ DIFFERENCES = {
         'model_fn\'s checkpoints are object-based: no .meta); for a TF2 '
         'model_fn eval_distribute=None evaluates with a one-process training '
         'strategy (2.15: one device); a TF_CONFIG 2.15 accepted but the '
-        'runtime cannot run (a port 0 or none, a master or other job, '
-        'evaluator index > 0) is refused when an Estimator is made'),
+        'runtime cannot run (a port 0 or none, a master job with other '
+        'tasks, another job, evaluator index > 0) is refused when an '
+        'Estimator is made; a master alone runs locally, as 2.15 ran it'),
     'tf.estimator.EvalSpec': (
         'start_delay_secs defaults to 0 (2.15: 120); the evaluator looks for '
         'new checkpoints every 0.5 s and never holds the final one back for '
@@ -59,7 +60,8 @@ DIFFERENCES = {
         'exporter results locally, None in a cluster); evaluates the final '
         'checkpoint and exports it as final even when the input ends early; '
         'a ps exits when the chief is done; workers start without a delay; '
-        'a legacy master job is refused'),
+        'a legacy master job with other tasks is refused (alone, it trains '
+        'and evaluates locally, as in 2.15)'),
     'tf.estimator.experimental.InMemoryEvaluatorHook': (
         'runs in the graph engine (TF1-style model_fns, canned estimators), '
         'evaluating a scratch checkpoint of the session\'s variables; refused '

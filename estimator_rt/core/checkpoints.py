@@ -84,22 +84,26 @@ _GLOBAL_STEP_KEYS = ('global_step', 'global_step/.ATTRIBUTES/VARIABLE_VALUE')
 
 
 def checkpoint_step(path: str) -> int:
-  """The global step a checkpoint was saved at: from its name
-  (`<prefix>-<step>`), or, for one saved without a step in its name (a TF1
-  `Saver().save(session, 'model.ckpt')`, which tf.estimator took from the
-  state file), from the global step it holds (0 if none)."""
+  """The global step a checkpoint was saved at: from its name for
+  tf.estimator's (`model.ckpt-<step>`); for a checkpoint of another name (a
+  TF1 `Saver().save(session, 'model.ckpt')`, AdaNet's
+  `increment.ckpt-<iteration>`, which tf.estimator took from the state
+  file), the global step it holds, else the number its name ends in (0 if
+  none)."""
   match = _STEP_RE.search(path)
-  if match:
+  if match and os.path.basename(path) == f'{CHECKPOINT_NAME}-{match.group(1)}':
     return int(match.group(1))
   try:
     opened = reader(path)
   except (tf.errors.OpError, ValueError) as e:
+    if match:
+      return int(match.group(1))
     raise ValueError(f'checkpoint {path!r} has no step in its name and '
                      f'cannot be read ({_one_line(e, 120)}).') from e
   for key in _GLOBAL_STEP_KEYS:
     if opened.has_tensor(key):
       return int(opened.get_tensor(key))
-  return 0
+  return int(match.group(1)) if match else 0
 
 
 def _one_line(error: BaseException, limit: int = 300) -> str:
@@ -114,7 +118,8 @@ _reported: Dict[str, Tuple] = {}
 
 
 def _state_file_names(directory: str) -> List[str]:
-  """Checkpoint prefixes the state file lists (a hint, never trusted)."""
+  """Checkpoint prefixes the state file lists (a hint, never trusted), its
+  newest (`model_checkpoint_path`) last."""
   if not tf.io.gfile.exists(os.path.join(directory, STATE_FILE)):
     return []
   try:
@@ -156,7 +161,8 @@ def checkpoint_candidates(directory: Optional[str]) -> List[str]:
     if match:
       found[os.path.join(directory, name[:-len('.index')])] = int(
           match.group(1))
-  for path in _state_file_names(directory):
+  named = _state_file_names(directory)
+  for path in named:
     # Any prefix the state file names counts, whatever its name, as it did
     # for tf.estimator (programs and tests saved with their own Saver).
     if path not in found and tf.io.gfile.exists(path + '.index'):
@@ -164,7 +170,11 @@ def checkpoint_candidates(directory: Optional[str]) -> List[str]:
         found[path] = checkpoint_step(path)
       except ValueError:
         continue  # An unreadable index: not a candidate, as a missing one.
-  return sorted(found, key=lambda p: (found[p], p), reverse=True)
+  # At the same step, the one the state file names newest first: what
+  # tf.estimator's latest_checkpoint() took.
+  newest_named = named[-1] if named else None
+  return sorted(found, key=lambda p: (found[p], p == newest_named, p),
+                reverse=True)
 
 
 def _files_of(prefix: str) -> List[str]:

@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from estimator_rt.core.errors import GraphModelFnError
 from estimator_rt.core.errors import InputFnError
+from estimator_rt.core.errors import raised_as
 from estimator_rt.core.errors import shorten
 from estimator_rt.core.errors import UserInputError
 
@@ -307,9 +308,9 @@ def _called(input_fn: Callable, kwargs: dict, *, role: str,
   except UserInputError:
     raise  # Already says what is wrong (the bundled input_fns' checks).
   except Exception as e:  # pylint: disable=broad-except
-    failed = InputFnError(
-        f'{role} {fn_name(input_fn)} raised {describe_exception(e)}'
-        f'{where_in(input_fn, e)}')
+    failed = raised_as(
+        InputFnError, f'{role} {fn_name(input_fn)} raised '
+        f'{describe_exception(e)}{where_in(input_fn, e)}', e)
     reason = None if allow_tensors else graph_only_reason(e)
     if reason is not None:
       # It uses an API that only a graph has (an initializable iterator,

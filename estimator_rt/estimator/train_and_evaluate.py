@@ -473,13 +473,19 @@ class _TrainingExecutor(object):
     """tf.estimator's legacy `master` job: a chief that also evaluates each
     new checkpoint (at most once per throttle_secs) and the final one.
 
-    The runtime refuses that job in one line when its config is read for a
-    run (name the job `chief` and add an evaluator task); a stand-in
+    A cluster of that one task (cluster.py) runs as 2.15 ran it, in one
+    process that trains and evaluates: the local procedure. With other
+    tasks, the runtime refuses the job in one line when its config is read
+    for a run (name the job `chief` and add an evaluator task); a stand-in
     estimator (stand_in_tasks.py) runs it as 2.15 did, returning (the last
     evaluation's metrics, every export path).
     """
     _assert_eval_spec(self._eval_spec)
     if not stand_in_tasks.is_stand_in(self._estimator):
+      if self._estimator.config.task_info is None:
+        logging.info('Running the one-task `master` cluster locally: '
+                     'training, and evaluation after each checkpoint.')
+        return self.run_local()
       return self._start_distributed_training(
           saving_listeners=self._train_spec.saving_listeners)
     evaluator = _TrainingExecutor._Evaluator(self._estimator, self._eval_spec,

@@ -384,7 +384,24 @@ class LossParts(NamedTuple):
   weights: Optional[tf.Tensor]
 
 
-class Head(abc.ABC):
+class _HeadMeta(abc.ABCMeta):
+  """`Head`'s metaclass: tf.estimator 2.15's v1 heads (`canned.head._Head`
+  and its classes, v1_head.py) are not `Head`s, as in 2.15, although they
+  reuse the TF2 heads' code by subclassing them here; libraries tell the two
+  kinds apart with `isinstance(head, tf.estimator.Head)` (TF Constrained
+  Optimization's HeadV1 and HeadV2 do). Only `Head` itself answers so: the
+  concrete TF2 head classes still count their v1 subclasses."""
+
+  def __subclasscheck__(cls, subclass):
+    if cls is Head and getattr(subclass, 'is_v1_head', False):
+      return False
+    return super().__subclasscheck__(subclass)
+
+  def __instancecheck__(cls, instance):
+    return cls.__subclasscheck__(type(instance))
+
+
+class Head(metaclass=_HeadMeta):
   """tf.estimator's Head (2.15's `tf.estimator.Head`): logits in,
   EstimatorSpec out.
 

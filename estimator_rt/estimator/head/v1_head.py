@@ -101,7 +101,10 @@ class V1Head(abc.ABC):
   """2.15's `_Head` (tf.estimator's v1 head interface): a subclass defines
   `name`, `logits_dimension`, `create_loss` and either
   `create_estimator_spec` or `_create_tpu_estimator_spec` (whose
-  TPUEstimatorSpec `create_estimator_spec` turns into an EstimatorSpec)."""
+  TPUEstimatorSpec `create_estimator_spec` turns into an EstimatorSpec).
+  Not a `tf.estimator.Head`, as in 2.15 (see base_head._HeadMeta)."""
+
+  is_v1_head = True
 
   @property
   @abc.abstractmethod

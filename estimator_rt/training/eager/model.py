@@ -20,6 +20,7 @@ import tensorflow as tf
 from estimator_rt.core import user_fns
 from estimator_rt.core.errors import GraphModelFnError
 from estimator_rt.core.errors import ModelFnError
+from estimator_rt.core.errors import raised_as
 from estimator_rt.core.errors import UserInputError
 from estimator_rt.core.mode_keys import ModeKeys
 from estimator_rt.core import spec as spec_lib
@@ -320,10 +321,12 @@ class EagerModel:
               'a helper decorated with @tf.function')
     else:
       what = user_fns.describe_exception(error)
-    return ModelFnError(
+    return raised_as(
+        ModelFnError,
         f'model_fn {user_fns.fn_name(self._model_fn)} failed in mode '
         f'{self.mode!r} on features {_shapes(features)} and labels '
-        f'{_shapes(labels)}: {what}{user_fns.where_in(self._model_fn, error)}')
+        f'{_shapes(labels)}: {what}{user_fns.where_in(self._model_fn, error)}',
+        error)
 
   def call(self, features, labels) -> EstimatorSpec:
     """Calls the model_fn on the built variables (inside compiled code)."""

@@ -22,6 +22,7 @@ from estimator_rt.core import user_fns
 from estimator_rt.core.errors import EagerModelFnError
 from estimator_rt.core.errors import InputFnError
 from estimator_rt.core.errors import ModelFnError
+from estimator_rt.core.errors import raised_as
 from estimator_rt.core.errors import shorten
 from estimator_rt.core.errors import UserInputError
 from estimator_rt.core.mode_keys import ModeKeys
@@ -222,10 +223,11 @@ def _call(model_fn: Callable, features, labels, mode: str, params: dict,
   except UserInputError:
     raise
   except Exception as e:  # pylint: disable=broad-except
-    raise ModelFnError(
+    raise raised_as(
+        ModelFnError,
         f'model_fn {user_fns.fn_name(model_fn)} failed in mode {mode!r} '
         f'(graph engine): {user_fns.describe_exception(e)}'
-        f'{user_fns.where_in(model_fn, e)}') from e
+        f'{user_fns.where_in(model_fn, e)}', e) from e
   if not isinstance(spec, EstimatorSpec):
     raise ModelFnError(
         'model_fn should return an EstimatorSpec: model_fn '
