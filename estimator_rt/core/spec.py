@@ -153,15 +153,46 @@ def is_keras3(value: Any) -> bool:
   return type(value).__module__.split('.')[0] == 'keras'
 
 
+# The ops by which a Keras 3 metric's update_state writes its variables.
+_VARIABLE_WRITES = ('AssignVariableOp', 'AssignAddVariableOp',
+                    'AssignSubVariableOp')
+
+
+def keras3_metric_updates(metric: Any, graph: tf.Graph) -> Optional[list]:
+  """The ops of `graph` by which the Keras 3 metric `metric` was updated
+  (its update_state returns nothing in a graph: the writes to its variables
+  are the update), or None where its variables are not plain resource
+  variables of `graph` (a strategy's distributed ones). Its variables leave
+  GLOBAL_VARIABLES: a checkpoint never holds them."""
+  variables = [getattr(v, '_value', v) for v in metric.variables]
+  if not variables or not all(
+      isinstance(v, tf.Variable) and hasattr(v, 'handle') and
+      getattr(v.handle, 'graph', None) is graph for v in variables):
+    return None
+  handles = {id(v.handle) for v in variables}
+  initializers = {v.initializer for v in variables}
+  updates = [op for op in graph.get_operations()
+             if op.type in _VARIABLE_WRITES and id(op.inputs[0]) in handles
+             and op not in initializers]
+  global_variables = graph.get_collection_ref(
+      tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
+  for variable in variables:
+    if variable in global_variables:
+      global_variables.remove(variable)
+  return updates
+
+
 def metric_object_as_pair(metric: Any, updates: Sequence[Any]):
   """`(metric.result(), update_op)` for a metric object updated in this
   graph by `updates`, as tf.estimator 2.15's EstimatorSpec paired them; the
   metric's variables join LOCAL_VARIABLES (initialized before each
   evaluation, never saved) and METRIC_VARIABLES, each once."""
+  variables = [getattr(v, '_value', v) if is_keras3(v) else v
+               for v in metric.variables]
   for collection in (tf.compat.v1.GraphKeys.LOCAL_VARIABLES,
                      tf.compat.v1.GraphKeys.METRIC_VARIABLES):
     present = {id(v) for v in tf.compat.v1.get_collection(collection)}
-    for variable in metric.variables:
+    for variable in variables:
       if id(variable) not in present:
         tf.compat.v1.add_to_collection(collection, variable)
   return metric.result(), tf.group(*updates)

@@ -244,8 +244,9 @@ class Estimator(protected_methods.ProtectedMethods):
     (engine_choice.py's rule 3): the model_fn's first call is the graph
     engine's build, as tf.estimator's always was, and what it returns
     decides. The eager engine's build call decides instead where the graph
-    engine cannot run the RunConfig, or where the model_fn holds Keras 3
-    objects made outside it (a graph would build their weights).
+    engine cannot run the RunConfig, where the model_fn holds Keras 3
+    objects made outside it (a graph would build their weights), or where it
+    warm-starts from the eager engine's checkpoint.
 
     Args:
       work: what to do, given an engine.
@@ -255,7 +256,8 @@ class Estimator(protected_methods.ProtectedMethods):
     """
     name = user_fns.fn_name(self._model_fn)
     why_eager = (self._engine_of(engine_choice.GRAPH).unsupported() or
-                 engine_choice.keras3_state_reason(self._model_fn))
+                 engine_choice.keras3_state_reason(self._model_fn) or
+                 engine_choice.eager_warm_start_reason(self._warm_start_from))
     if why_eager is not None:
       return self._run_eager_first(work, input_fn=input_fn)
     self._last_kind = engine_choice.GRAPH

@@ -34,7 +34,9 @@ The rule (`choose_engine`), so that no setting is needed:
      sends it to the eager engine (`errors.EagerModelFnError`) only where
      it is estimator_rt's TF2 API, which no tf.estimator model_fn returns:
      a Keras optimizer for the runtime to apply, a Keras 3 optimizer's
-     `apply_gradients` as train_op, Keras 3 metric objects. A TRAIN-mode
+     `apply_gradients` as train_op, Keras 3 metric objects whose variables
+     a graph cannot update (a strategy's; plain ones are updated there, as
+     tf.estimator updated tf.keras metrics). A TRAIN-mode
      build settles the engine; EVAL and PREDICT ones without these run in
      the graph engine and settle nothing. A model_fn that fails in the
      graph is tried in the eager engine (a TF2 model_fn that reads a
@@ -51,7 +53,9 @@ The rule (`choose_engine`), so that no setting is needed:
      the model_fn holds Keras 3 layers, optimizers, metrics or variables
      made outside it (`keras3_state_reason`: a graph would build their
      weights out of the eager engine's reach; tf.estimator's model_fns use
-     Keras 2). A TF2 model_fn (estimator_rt's own API) is called more than
+     Keras 2; model_to_estimator's for a Keras 3 model says so itself), and
+     where it warm-starts from the eager engine's checkpoint
+     (`eager_warm_start_reason`). A TF2 model_fn (estimator_rt's own API) is called more than
      once anyway: once eagerly to create its variables, then once per
      compiled function; on a fresh model_dir, its first call is the graph
      build that tells (RunConfig(engine='eager') skips it).
@@ -74,6 +78,7 @@ from estimator_rt.cluster import roles
 from estimator_rt.training.eager import model as eager_model
 from estimator_rt.core import user_fns
 from estimator_rt.core.errors import GraphModelFnError
+from estimator_rt.core.errors import UserInputError
 from estimator_rt.training.graph import compat as graph_compat
 from estimator_rt.core.mode_keys import ModeKeys
 from estimator_rt.cluster.run_config import RunConfig
@@ -156,7 +161,12 @@ def keras3_state_reason(model_fn: Callable) -> Optional[str]:
   holds Keras 3 layers, models, optimizers, metrics or variables made
   outside it (closed over, a default, a global it names, a bound method's
   attribute), whose weights a call in a graph would build there, out of
-  the eager engine's reach. tf.estimator's model_fns use Keras 2."""
+  the eager engine's reach. tf.estimator's model_fns use Keras 2. A
+  model_fn may say so itself (`model_fn.eager_engine_reason`, as
+  model_to_estimator's does for a Keras 3 model)."""
+  declared = getattr(model_fn, 'eager_engine_reason', None)
+  if declared:
+    return declared
   classes = _keras3_state_classes()
   if not classes:
     return None
@@ -167,6 +177,24 @@ def keras3_state_reason(model_fn: Callable) -> Optional[str]:
       if isinstance(item, classes):
         return (f'it holds the Keras 3 {type(item).__name__} '
                 f'{getattr(item, "name", "")!r}, made outside it')
+  return None
+
+
+def eager_warm_start_reason(warm_start_settings) -> Optional[str]:
+  """Why a model_fn on a model_dir with nothing written is first called by
+  the eager engine, or None: it warm-starts from a checkpoint the eager
+  engine wrote (object-based, its variables lined up by creation), which
+  only that engine maps onto the model's variables. A path that is no
+  checkpoint is the warm start's to report."""
+  path = getattr(warm_start_settings, 'ckpt_to_initialize_from', None)
+  if not path:
+    return None
+  try:
+    path = checkpoints.resolve_checkpoint(path, what='warm_start_from')
+  except UserInputError:
+    return None
+  if is_object_based(path) and _has_eager_engine_layout(path):
+    return f'it warm-starts from {path!r}, a checkpoint of the eager engine'
   return None
 
 

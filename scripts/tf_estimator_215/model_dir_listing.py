@@ -137,9 +137,10 @@ def tf2_model_fn_for(est):
   return tf2_model_fn
 
 
-def build(est, name: str, model_dir: str):
-  """(estimator, train input_fn, eval input_fn) of program `name`."""
-  config = est.RunConfig(model_dir=model_dir, tf_random_seed=1)
+def build(est, name: str, model_dir: str, **run_config):
+  """(estimator, train input_fn, eval input_fn) of program `name`; the
+  RunConfig also gets `run_config` (estimator_rt's `engine=` for one)."""
+  config = est.RunConfig(model_dir=model_dir, tf_random_seed=1, **run_config)
   if name == 'tf1':
     return (est.Estimator(tf1_model_fn_for(est), config=config),
             train_input_fn, eval_input_fn)
@@ -210,10 +211,11 @@ def listing(model_dir: str) -> dict:
   return dict(sorted(found.items()))
 
 
-def record_program(est, name: str, model_dir: str) -> dict:
-  """Runs program `name` with namespace `est` in `model_dir` (new); returns
-  {stage: listing after it} and the checkpoint steps the state file names."""
-  estimator, train, evaluate = build(est, name, model_dir)
+def record_program(est, name: str, model_dir: str, **run_config) -> dict:
+  """Runs program `name` with namespace `est` in `model_dir` (new), its
+  RunConfig also given `run_config`; returns {stage: listing after it} and
+  the checkpoint steps the state file names."""
+  estimator, train, evaluate = build(est, name, model_dir, **run_config)
   record = {}
   estimator.train(train, steps=TRAIN_STEPS)
   record['train'] = listing(model_dir)

@@ -139,8 +139,8 @@ def _convert_keras_metrics_to_estimator(model, metric_names_map=None):
   if not (settings['metrics'] or settings['weighted_metrics']) or not outputs:
     return None
   names = runtime._output_names(model, outputs)  # pylint: disable=protected-access
-  return runtime._compiled_metrics(  # pylint: disable=protected-access
-      settings, names, outputs, outputs, None, metric_names_map, update=False)
+  compiled = runtime._compile_metrics(settings, names, outputs, outputs)  # pylint: disable=protected-access
+  return runtime._metrics_by_name(compiled, metric_names_map)  # pylint: disable=protected-access
 
 
 def _create_keras_model_fn(keras_model, custom_objects=None,

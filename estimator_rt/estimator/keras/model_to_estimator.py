@@ -581,24 +581,27 @@ def _compiled_loss(settings, names: List[str], targets, outputs, weights):
   return loss_module.unscale_loss_for_distribution(total)
 
 
-def _compiled_metrics(settings, output_names, labels, outputs, weights,
-                      metric_names_map, *, update=True):
-  """Metric objects of the compiled metrics, updated with this batch (if
-  `update`), keyed as model.evaluate keys them (or by metric_names_map)."""
+def _compile_metrics(settings, output_names, labels, outputs):
+  """Keras' CompileMetrics of the compiled metrics, built for `labels` and
+  `outputs`; None when the model was compiled with none."""
   from keras.src.trainers import compile_utils  # pylint: disable=g-import-not-at-top
   if not settings['metrics'] and not settings['weighted_metrics']:
-    metrics = {}
-  else:
-    compiled = compile_utils.CompileMetrics(
-        settings['metrics'], settings['weighted_metrics'],
-        output_names=output_names)
-    compiled.build(labels, outputs)
-    if update:
-      compiled.update_state(labels, outputs, sample_weight=weights)
+    return None
+  compiled = compile_utils.CompileMetrics(
+      settings['metrics'], settings['weighted_metrics'],
+      output_names=output_names)
+  compiled.build(labels, outputs)
+  return compiled
+
+
+def _metrics_by_name(compiled, metric_names_map) -> Dict[str, Any]:
+  """The metric objects of `compiled` (a CompileMetrics, or None), keyed as
+  model.evaluate keys them (or by metric_names_map)."""
+  metrics = {}
+  if compiled is not None:
     # Named as CompileMetrics.result() names them for model.evaluate:
     # '<output>_<metric>' for a metric of one output of several, and a
     # repeated name numbered '_1', '_2', ...
-    metrics = {}
     counts = {}
     for group in compiled._flat_metrics + compiled._flat_weighted_metrics:  # pylint: disable=protected-access
       for metric in (group.metrics if group is not None else []):
@@ -777,6 +780,37 @@ def _part_optimizers(model):
            lambda clone: clone.dnn_model.trainable_variables)]
 
 
+def _building_graph() -> Optional[tf.Graph]:
+  """The graph a model_fn call builds in, seen through the tf.functions it
+  is traced in: None for the eager context (the eager engine's calls)."""
+  with tf.init_scope():  # Out of every tf.function being traced.
+    return (None if tf.executing_eagerly() else
+            tf.compat.v1.get_default_graph())
+
+
+@dataclasses.dataclass
+class _Made:
+  """What the model_fn made for one mode in one graph (`owner`; None for
+  the eager context): the clone, and once made its optimizers and its
+  compiled metrics (EVAL)."""
+
+  owner: Optional[tf.Graph]
+  model: Any
+  optimizers: Optional[List[Any]] = None  # Once the model_fn made them.
+  compile_metrics: Any = None  # Keras' CompileMetrics, once made.
+
+  def metrics(self, settings, output_names, labels, outputs, weights,
+              metric_names_map) -> Dict[str, Any]:
+    """The compiled metrics (see `_metrics_by_name`), made by the first call
+    (and by every eager one) and updated with this batch by every call."""
+    if self.compile_metrics is None or tf.executing_eagerly():
+      self.compile_metrics = _compile_metrics(settings, output_names, labels,
+                                              outputs)
+    if self.compile_metrics is not None:
+      self.compile_metrics.update_state(labels, outputs, sample_weight=weights)
+    return _metrics_by_name(self.compile_metrics, metric_names_map)
+
+
 @dataclasses.dataclass
 class _Forward:
   """What one model_fn call computed: the spec of EVAL and PREDICT; TRAIN's
@@ -808,27 +842,40 @@ def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
   subclassed_tf_keras = _is_subclassed_tf_keras(keras_model)
   _check_export_names(clone, tf_keras_model, export_outputs=export_outputs)
 
-  # What each mode's last eager call made (the eager engine's build call,
-  # one per train, evaluate or predict): the clone and the optimizers. The
-  # calls that trace its steps run them again, so that the model is cloned
-  # once per operation, as tf.estimator 2.15's model_fn cloned it once per
-  # graph (a custom layer's constructor, say, runs as often as it did
-  # there), and these calls create no variables.
+  # What each mode's last build call made: the clone, the optimizers and
+  # the compiled metrics. The eager engine's build call (eager) makes them,
+  # and the calls that trace its steps (in tf.functions it runs) use them
+  # again, creating no variables; a graph engine's build makes its own in
+  # its graph. So the model is cloned once per operation, as tf.estimator
+  # 2.15's model_fn cloned it once per graph (a custom layer's constructor,
+  # say, runs as often as it did there).
   made = {}
 
-  def made_for(mode):
-    if tf.executing_eagerly() or mode not in made:
-      optimizers = ([make() for make, _ in part_optimizers]
-                    if part_optimizers is not None else [new_optimizer()])
-      made[mode] = (clone(), optimizers)
+  def made_for(mode) -> _Made:
+    owner = _building_graph()
+    last = made.get(mode)
+    if tf.executing_eagerly() or last is None or last.owner is not owner:
+      made[mode] = _Made(owner=owner, model=clone())
     return made[mode]
+
+  def optimizers_for(mode) -> List[Any]:
+    # Made after the forward pass, outside the scope that gives the clone
+    # the model's weights in creation order: an optimizer may create
+    # variables when constructed (Keras 3.15's iterations and learning
+    # rate), and a subclassed model creates its own when first called.
+    this = made[mode]
+    if this.optimizers is None:
+      this.optimizers = ([make() for make, _ in part_optimizers]
+                         if part_optimizers is not None else
+                         [new_optimizer()])
+    return this.optimizers
 
   def model_fn(features, labels, mode):
     # Optimizers the model_fn applies itself get gradients taped here.
     with tf.GradientTape(watch_accessed_variables=(
         mode == ModeKeys.TRAIN and part_optimizers is not None)) as tape:
       spec = forward(features, labels, mode)
-    _, optimizers = made[mode]
+    optimizers = optimizers_for(mode)
     if mode == ModeKeys.TRAIN and part_optimizers is not None:
       parts = [(optimizer, variables_of(spec.model)) for optimizer,
                (_, variables_of) in zip(optimizers, part_optimizers)]
@@ -841,7 +888,8 @@ def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
   def forward(features, labels, mode) -> _Forward:
     features, weights = _extract_sample_weight_tensors(features)
     with _initial_values_from(initial_values):
-      model, _ = made_for(mode)
+      this = made_for(mode)
+      model = this.model
       outputs = model(_model_inputs(model, features, subclassed_tf_keras),
                       training=mode == ModeKeys.TRAIN)
     names = _output_names(model, outputs)
@@ -857,11 +905,17 @@ def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
       loss = loss + tf.cast(tf.math.add_n(model.losses), loss.dtype)
     if mode == ModeKeys.EVAL:
       return _Forward(EstimatorSpec(
-          mode, loss=loss, eval_metric_ops=_compiled_metrics(
+          mode, loss=loss, eval_metric_ops=this.metrics(
               settings, compile_names, targets, outputs, weights,
               metric_names_map)))
     return _Forward(None, loss=loss, model=model)
 
+  if not tf_keras_model:
+    # A Keras 3 model is estimator_rt's TF2 API (2.15 took tf_keras models
+    # only): its first call is the eager engine's (engine_choice.py), not a
+    # graph build that would clone it into a graph for nothing.
+    model_fn.eager_engine_reason = (
+        f'it is the model_fn of the Keras 3 model {keras_model.name!r}')
   return model_fn
 
 

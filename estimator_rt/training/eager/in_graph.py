@@ -130,7 +130,8 @@ class InGraphReplication:
                     for g in zip(*grads)]
         graph.optimizer.apply_gradients(
             [(g, v) for g, v in zip(combined, variables) if g is not None])
-        global_step.assign_add(1)
+        if not graph.model_fn_counts_global_step:
+          global_step.assign_add(1)
         return _weighted_sum(losses, weights)
 
     # Each step takes from every worker's iterator itself.

@@ -197,7 +197,8 @@ def make_train_loop(graph: EagerModel, *, infinite_input: bool,
     if split_global_batch:
       element = split_across_replicas(strategy, element)
     per_replica_loss = strategy.run(replica_step, args=(element,))
-    global_step.assign_add(1)
+    if not graph.model_fn_counts_global_step:
+      global_step.assign_add(1)
     return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_loss,
                            axis=None)
 

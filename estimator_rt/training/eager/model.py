@@ -171,6 +171,8 @@ class EagerModel:
     build_spec: the EstimatorSpec of the build call (its optimizer and
       metric objects are the ones the runtime uses).
     global_step: int64 step counter.
+    model_fn_counts_global_step: the train_op increments the global step
+      (the loops do not).
     model_variables: the model's own variables in creation order (no
       optimizer or metric state).
     trainable_variables: the trainable model variables.
@@ -234,11 +236,18 @@ class EagerModel:
     # Variables of this mode only (a (value, update_op) metric's state);
     # set by `set_local_variables` once a checkpoint says which exist.
     self.local_variables = []
+    # A train_op that counts the global step itself (tf.estimator's
+    # contract: `minimize(loss, global_step=...)`, or an `assign_add` the
+    # train_op depends on) did so in the build call; the training loop then
+    # leaves the counting to it.
+    self.model_fn_counts_global_step = (
+        mode == ModeKeys.TRAIN and int(self.global_step.numpy()) != 0)
     if mode == ModeKeys.TRAIN:
       # The build call ran one forward pass (and a train_op's update): undo
       # it so training starts from the initial values.
       self._store.reset(self._store.variables)
       self._store.forget_snapshots()
+      self.global_step.assign(0)
     self.reset_metrics()
     state = {'global_step': self.global_step, 'model': self.model_variables}
     if mode == ModeKeys.TRAIN:

@@ -24,6 +24,8 @@ import random
 import sys
 from typing import Iterator, Optional
 
+import tensorflow as tf
+from tensorflow.python.framework.func_graph import FuncGraph  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.util import lazy_loader
 
 # The Keras 2 modules that TensorFlow's v1 API serves from Keras.
@@ -128,3 +130,49 @@ def keras_names_per_graph() -> Iterator[None]:
   finally:
     for name, value in saved.items():
       global_state.set_global_attribute(name, value)
+
+
+@contextlib.contextmanager
+def keras3_assigns_return_the_write() -> Iterator[None]:
+  """Keras 3 variables' assign, assign_add and assign_sub give back what
+  tf.Variable's give back in a graph, the value read after the write, for
+  one graph's build.
+
+  Keras 3 returns the value assigned, a tensor the write does not precede:
+  a model_fn that applies its gradients with `v.assign_sub(...)` and makes
+  its train_op depend on what that returned (as tf.estimator 2.15's users
+  did with tf.keras variables, tf.Variables then) would build a train_op
+  that never writes them, and train nothing. Eagerly and in a tf.function
+  the write runs either way, so the original is kept there."""
+  try:
+    from keras.src.backend.common import variables  # pylint: disable=g-import-not-at-top
+    from keras.src.backend.tensorflow import core  # pylint: disable=g-import-not-at-top
+  except ImportError:  # Another Keras: its variables are not patched.
+    yield
+    return
+  original = core.Variable.__dict__.get('assign')
+
+  def assign(self, value):
+    base = original or variables.Variable.assign
+    if (tf.executing_eagerly() or variables.in_stateless_scope() or
+        not isinstance(getattr(self, '_value', None), tf.Variable) or
+        isinstance(tf.compat.v1.get_default_graph(), FuncGraph)):
+      return base(self, value)
+    graph = tf.compat.v1.get_default_graph()
+    before = len(graph.get_operations())
+    base(self, value)  # Keras' checks and its write.
+    handle = self._value.handle
+    writes = [op for op in graph.get_operations()[before:]
+              if op.type == 'AssignVariableOp' and op.inputs[0] is handle]
+    with tf.control_dependencies(writes):
+      return self._value.read_value()
+
+  core.Variable.assign = assign
+  try:
+    yield
+  finally:
+    if original is None:
+      del core.Variable.assign
+    else:
+      core.Variable.assign = original
+

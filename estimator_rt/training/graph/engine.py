@@ -171,11 +171,12 @@ class GraphEngine(engine_lib.Engine):
     """Around the build of one graph (made the default already): the
     RunConfig's tf_random_seed as the graph's seed, and as the seed of what
     tf_keras draws for its initializers; Keras layer names numbered from
-    scratch."""
+    scratch; Keras 3 variables' assigns returning what tf.Variable's do."""
     seed = self._config.tf_random_seed
     if seed is not None:
       tf.compat.v1.set_random_seed(seed)
-    with compat.keras_names_per_graph(), compat.keras2_seeds_per_graph(seed):
+    with compat.keras_names_per_graph(), compat.keras2_seeds_per_graph(
+        seed), compat.keras3_assigns_return_the_write():
       yield
 
   # -------------------------------------------------------------- train

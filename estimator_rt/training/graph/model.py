@@ -12,6 +12,7 @@ import dataclasses
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from absl import logging
+import keras
 import tensorflow as tf
 
 from estimator_rt.core import checkpoints
@@ -31,6 +32,7 @@ from estimator_rt.core.spec import EstimatorSpec
 from estimator_rt.core.spec import for_mode as spec_for_mode
 from estimator_rt.core.spec import is_keras2_metric
 from estimator_rt.core.spec import is_keras3
+from estimator_rt.core.spec import keras3_metric_updates
 from estimator_rt.core.spec import metric_object_as_pair
 
 # Ops that write a resource variable or a ref variable: how the global step
@@ -247,23 +249,34 @@ def _call(model_fn: Callable, features, labels, mode: str, params: dict,
 
 
 def _keras2_metrics_as_pairs(spec: EstimatorSpec, model_fn: Callable) -> None:
-  """Replaces the Keras 2 (tf_keras) metric objects among the spec's
+  """Replaces the Keras 2 (tf_keras) and Keras 3 metric objects among the spec's
   eval_metric_ops by `(result(), update_op)` pairs, as tf.estimator 2.15
   did: the update op runs every update_state the model_fn called (2.15 ran
   the first only), and the metric's variables join the LOCAL_VARIABLES
   collection (initialized before each evaluation, never saved) and
   METRIC_VARIABLES."""
   for name, metric in list(spec.eval_metric_ops.items()):
+    if is_keras3(metric) and isinstance(metric, keras.metrics.Metric):
+      updates = keras3_metric_updates(metric, tf.compat.v1.get_default_graph())
+      if updates is None:
+        continue  # _check_graph_spec sends it to the eager engine.
+      if not updates:
+        raise ModelFnError(_never_updated(model_fn, name, metric))
+      spec.eval_metric_ops[name] = metric_object_as_pair(metric, updates)
+      continue
     if not is_keras2_metric(metric):
       continue
     if not metric.updates:
-      raise ModelFnError(
-          f'model_fn {user_fns.fn_name(model_fn)}: eval_metric_ops[{name!r}] '
+      raise ModelFnError(_never_updated(model_fn, name, metric))
+    spec.eval_metric_ops[name] = metric_object_as_pair(metric,
+                                                       metric.updates)
+
+
+def _never_updated(model_fn: Callable, name: str, metric: Any) -> str:
+  return (f'model_fn {user_fns.fn_name(model_fn)}: eval_metric_ops[{name!r}] '
           f'is the metric {metric.name!r}, whose update_state(...) was never '
           'called in this graph; call it with the batch\'s labels and '
           'predictions.')
-    spec.eval_metric_ops[name] = metric_object_as_pair(metric,
-                                                       metric.updates)
 
 
 def _check_graph_spec(spec: EstimatorSpec, model_fn: Callable) -> None:
