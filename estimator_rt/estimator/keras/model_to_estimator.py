@@ -56,7 +56,7 @@ import dataclasses
 import inspect
 import os
 import tempfile
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from absl import logging
 import numpy as np
@@ -811,6 +811,41 @@ class _Made:
     return _metrics_by_name(self.compile_metrics, metric_names_map)
 
 
+class _MadePerGraph:
+  """What each mode's last build call made (`_Made`).
+
+  The eager engine's build call (eager) makes the clone, the optimizers
+  and the compiled metrics; the calls that trace its steps (in the
+  tf.functions it runs) use them again, creating no variables; a graph
+  engine's build makes its own in its graph. So the model is cloned once
+  per operation, as tf.estimator 2.15's model_fn cloned it once per graph
+  (a custom layer's constructor, say, runs as often as it did there).
+  """
+
+  def __init__(self, *, clone: Callable, make_optimizers: Callable):
+    self._clone = clone
+    self._make_optimizers = make_optimizers
+    self._made = {}
+
+  def made_for(self, mode: str) -> _Made:
+    owner = _building_graph()
+    last = self._made.get(mode)
+    if tf.executing_eagerly() or last is None or last.owner is not owner:
+      self._made[mode] = _Made(owner=owner, model=self._clone())
+    return self._made[mode]
+
+  def optimizers_for(self, mode: str) -> List[Any]:
+    """The optimizers of `mode`'s clone, made on first use: after the
+    forward pass, outside the scope that gives the clone the model's
+    weights in creation order (an optimizer may create variables when
+    constructed, as Keras 3.15's do; a subclassed model creates its own
+    when first called)."""
+    this = self._made[mode]
+    if this.optimizers is None:
+      this.optimizers = self._make_optimizers()
+    return this.optimizers
+
+
 @dataclasses.dataclass
 class _Forward:
   """What one model_fn call computed: the spec of EVAL and PREDICT; TRAIN's
@@ -842,40 +877,18 @@ def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
   subclassed_tf_keras = _is_subclassed_tf_keras(keras_model)
   _check_export_names(clone, tf_keras_model, export_outputs=export_outputs)
 
-  # What each mode's last build call made: the clone, the optimizers and
-  # the compiled metrics. The eager engine's build call (eager) makes them,
-  # and the calls that trace its steps (in tf.functions it runs) use them
-  # again, creating no variables; a graph engine's build makes its own in
-  # its graph. So the model is cloned once per operation, as tf.estimator
-  # 2.15's model_fn cloned it once per graph (a custom layer's constructor,
-  # say, runs as often as it did there).
-  made = {}
-
-  def made_for(mode) -> _Made:
-    owner = _building_graph()
-    last = made.get(mode)
-    if tf.executing_eagerly() or last is None or last.owner is not owner:
-      made[mode] = _Made(owner=owner, model=clone())
-    return made[mode]
-
-  def optimizers_for(mode) -> List[Any]:
-    # Made after the forward pass, outside the scope that gives the clone
-    # the model's weights in creation order: an optimizer may create
-    # variables when constructed (Keras 3.15's iterations and learning
-    # rate), and a subclassed model creates its own when first called.
-    this = made[mode]
-    if this.optimizers is None:
-      this.optimizers = ([make() for make, _ in part_optimizers]
-                         if part_optimizers is not None else
-                         [new_optimizer()])
-    return this.optimizers
+  made = _MadePerGraph(
+      clone=clone,
+      make_optimizers=lambda: ([make() for make, _ in part_optimizers]
+                               if part_optimizers is not None else
+                               [new_optimizer()]))
 
   def model_fn(features, labels, mode):
     # Optimizers the model_fn applies itself get gradients taped here.
     with tf.GradientTape(watch_accessed_variables=(
         mode == ModeKeys.TRAIN and part_optimizers is not None)) as tape:
       spec = forward(features, labels, mode)
-    optimizers = optimizers_for(mode)
+    optimizers = made.optimizers_for(mode)
     if mode == ModeKeys.TRAIN and part_optimizers is not None:
       parts = [(optimizer, variables_of(spec.model)) for optimizer,
                (_, variables_of) in zip(optimizers, part_optimizers)]
@@ -888,7 +901,7 @@ def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
   def forward(features, labels, mode) -> _Forward:
     features, weights = _extract_sample_weight_tensors(features)
     with _initial_values_from(initial_values):
-      this = made_for(mode)
+      this = made.made_for(mode)
       model = this.model
       outputs = model(_model_inputs(model, features, subclassed_tf_keras),
                       training=mode == ModeKeys.TRAIN)

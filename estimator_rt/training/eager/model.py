@@ -236,18 +236,9 @@ class EagerModel:
     # Variables of this mode only (a (value, update_op) metric's state);
     # set by `set_local_variables` once a checkpoint says which exist.
     self.local_variables = []
-    # A train_op that counts the global step itself (tf.estimator's
-    # contract: `minimize(loss, global_step=...)`, or an `assign_add` the
-    # train_op depends on) did so in the build call; the training loop then
-    # leaves the counting to it.
-    self.model_fn_counts_global_step = (
-        mode == ModeKeys.TRAIN and int(self.global_step.numpy()) != 0)
+    self.model_fn_counts_global_step = False
     if mode == ModeKeys.TRAIN:
-      # The build call ran one forward pass (and a train_op's update): undo
-      # it so training starts from the initial values.
-      self._store.reset(self._store.variables)
-      self._store.forget_snapshots()
-      self.global_step.assign(0)
+      self._undo_the_build_calls_step()
     self.reset_metrics()
     state = {'global_step': self.global_step, 'model': self.model_variables}
     if mode == ModeKeys.TRAIN:
@@ -264,6 +255,17 @@ class EagerModel:
     if self.optimizer is not None:
       state['optimizer'] = _optimizer_state(self.optimizer)
     self.checkpoint = tf.train.Checkpoint(**state)
+
+  def _undo_the_build_calls_step(self) -> None:
+    """The TRAIN build call ran one forward pass (and a train_op's update):
+    undone, so training starts from the initial values. A train_op that
+    counts the global step itself (tf.estimator's contract: `minimize(loss,
+    global_step=...)`, or an `assign_add` the train_op depends on) did so
+    in that call; the training loops then leave the counting to it."""
+    self.model_fn_counts_global_step = int(self.global_step.numpy()) != 0
+    self._store.reset(self._store.variables)
+    self._store.forget_snapshots()
+    self.global_step.assign(0)
 
   @property
   def uses_optimizer(self) -> bool:
