@@ -2,8 +2,9 @@
 rely on: its checks and messages (eagerly a ValueError, in a graph an
 assert failing at run time), labels of another dtype than the logits,
 metric pairs in a graph spec, the `_create_tpu_estimator_spec` protocol,
-the v1 `_Head` module, the parsing specs, and the private names the
-compatibility layer serves. Seconds, no training."""
+the v1 `_Head` module (and a library's v1 head handed the optimizer, one
+short training), the parsing specs, and the private names the
+compatibility layer serves. Seconds."""
 
 import numpy as np
 import pytest
@@ -143,6 +144,52 @@ def test_v1_head_module_trains_with_a_v1_optimizer():
       assert session.run(spec.loss) == 2.  # Summed, as 2.15's v1 heads.
       session.run(spec.train_op)
       assert session.run(step) == 1
+
+
+def test_a_librarys_v1_head_is_handed_the_optimizer(tmp_path):
+  """2.15's v1 linear and DNN model_fns gave their head the optimizer: a
+  library's head wrapping a v1 head (as TF Constrained Optimization's
+  HeadV1 does, applying a constrained optimizer itself) gets a
+  tf.compat.v1.train optimizer in TRAIN mode and trains with it."""
+  from tensorflow.python.estimator.canned import head as v1  # pylint: disable=g-import-not-at-top
+  given = []
+
+  class Wrapping(v1._Head):  # Defined here: not one of estimator_rt's.
+
+    def __init__(self):
+      self._base = v1._binary_logistic_head_with_sigmoid_cross_entropy_loss()
+
+    name = property(lambda self: self._base.name)
+    logits_dimension = property(lambda self: self._base.logits_dimension)
+
+    def create_loss(self, features, mode, logits, labels):
+      return self._base.create_loss(features, mode, logits, labels)
+
+    def create_estimator_spec(self, features, mode, logits, labels=None,
+                              optimizer=None, train_op_fn=None,
+                              regularization_losses=None):
+      given.append((mode, optimizer, train_op_fn))
+      if mode != 'train':
+        return self._base.create_estimator_spec(features, mode, logits,
+                                                labels)
+      if optimizer is None:
+        raise ValueError('You must provide an optimizer to the estimator.')
+      return self._base.create_estimator_spec(
+          features, mode, logits, labels, train_op_fn=lambda loss: (
+              optimizer.minimize(
+                  loss, global_step=tf.compat.v1.train.get_global_step())))
+
+  column = tf.feature_column.numeric_column('x')
+  estimator = tf.compat.v1.estimator.LinearEstimator(
+      head=Wrapping(), feature_columns=[column], model_dir=str(tmp_path),
+      optimizer=tf.compat.v1.train.GradientDescentOptimizer(0.1))
+  data = lambda: tf.data.Dataset.from_tensors(
+      ({'x': [[1.], [-1.]]}, [[1], [0]])).repeat()
+  estimator.train(data, steps=3)
+  assert estimator.get_variable_value('global_step') == 3
+  [(mode, optimizer, train_op_fn)] = given
+  assert mode == 'train' and train_op_fn is None
+  assert isinstance(optimizer, tf.compat.v1.train.GradientDescentOptimizer)
 
 
 def test_v1_head_subclass_without_a_spec_is_refused():

@@ -129,12 +129,32 @@ def per_replica_loss(loss: tf.Tensor, loss_reduction: str) -> tf.Tensor:
 def estimator_spec(*, head, features, mode, labels, logits,
                    parts: Sequence['optimizers.Part'],
                    v1: Optional['optimizers.V1Naming'], update_ops=(),
-                   loss_reduction: Optional[str] = None):
+                   loss_reduction: Optional[str] = None,
+                   head_takes_optimizer: bool = False):
   """The head's EstimatorSpec for `logits`; in TRAIN its train_op trains
   `parts` (optimizers.train_op) on the head's loss, scaled for the replicas
   by `loss_reduction` (None: the head's); `v1` (None for the TF2 classes)
-  names a v1 class's optimizer variables."""
+  names a v1 class's optimizer variables.
+
+  `head_takes_optimizer`: 2.15's v1 model_fn handed its head the optimizer
+  (the DNN's and the linear model's did), so a head of a library's own (a
+  v1 head subclass or wrapper, such as TF Constrained Optimization's
+  HeadV1, which applies a constrained optimizer itself) gets the
+  tf.compat.v1.train optimizer, as there; estimator_rt's heads get the
+  train_op_fn either way."""
   from estimator_rt.estimator.canned import optimizers  # pylint: disable=g-import-not-at-top
+  if (head_takes_optimizer and v1 is not None and len(parts) == 1 and
+      not type(head).__module__.startswith('estimator_rt.')):
+    part = parts[0]
+    optimizer = None
+    if mode == ModeKeys.TRAIN:
+      optimizer = optimizers.compat_v1(
+          part.optimizer, learning_rate=part.learning_rate, what=part.what,
+          slot_prefix=v1.slot_prefix)
+    with model_name_scope(v1.model_scope):
+      return head.create_estimator_spec(
+          features=features, mode=mode, labels=labels, logits=logits,
+          optimizer=optimizer)
   if loss_reduction is None:
     loss_reduction = head.loss_reduction
 

@@ -164,7 +164,8 @@ def dnn_model_fn(*, features, labels, mode, head, hidden_units,
                          variables=variables)
   return base.estimator_spec(
       head=head, features=features, mode=mode, labels=labels, logits=logits,
-      parts=[part], v1=V1_NAMING if v1 else None, update_ops=update_ops)
+      parts=[part], v1=V1_NAMING if v1 else None, update_ops=update_ops,
+      head_takes_optimizer=True)
 
 
 class DNNEstimator(base.CannedEstimator):

@@ -72,7 +72,7 @@ def linear_model_fn(*, features, labels, mode, head, feature_columns,
                          variables=weights + [bias])
   return base.estimator_spec(
       head=head, features=features, mode=mode, labels=labels, logits=logits,
-      parts=[part], v1=V1_NAMING if v1 else None)
+      parts=[part], v1=V1_NAMING if v1 else None, head_takes_optimizer=True)
 
 
 # tf.estimator.experimental.LinearSDCA (linear_sdca.py).
