@@ -196,6 +196,24 @@ def test_checkpoint_saver_listeners_in_train_spec(tmp_path):
                             ('before', 20), ('after', 20), ('end', 20)]
 
 
+def test_training_input_that_ends_at_once_evaluates_step_0(tmp_path):
+  """A local train_and_evaluate whose training input ends before the first
+  step (TF-Ranking's tests read a file that is not there) evaluates the
+  step-0 checkpoint as its final one, as 2.15 did: ({'loss': 1.0,
+  'global_step': 0}, []) on both sides (2.15 measured by hand)."""
+  ones = np.ones([4, 3], np.float32), np.ones([4, 1], np.float32)
+  empty = lambda: tf.data.Dataset.from_tensor_slices(ones).take(0).batch(2)
+  full = lambda: tf.data.Dataset.from_tensor_slices(
+      ({'x': ones[0]}, ones[1])).batch(2)
+  estimator = tf.estimator.Estimator(linear_model_fn, str(tmp_path))
+  metrics, exports = tf.estimator.train_and_evaluate(
+      estimator, tf.estimator.TrainSpec(
+          lambda: empty().map(lambda x, y: ({'x': x}, y)), max_steps=5),
+      tf.estimator.EvalSpec(full, steps=None, throttle_secs=0))
+  assert (metrics['global_step'], exports) == (0, [])
+  assert metrics['loss'] == pytest.approx(1.0)
+
+
 def test_early_stopping_hook_stops_on_its_predicate(tmp_path):
   estimator = tf.estimator.Estimator(
       linear_model_fn, str(tmp_path),

@@ -704,10 +704,12 @@ class _TrainingExecutor(object):
                           'evaluation when a checkpoint is ready.')
         return _EvalResult(status=_EvalStatus.MISSING_CHECKPOINT), []
       step = _step_of(latest_ckpt_path)
-      if step == 0 and self._max_training_steps != 0:
+      if step == 0 and self._max_training_steps != 0 and not is_final:
         # The save training makes when it begins (tf.estimator's
         # CheckpointSaverHook wrote it too): nothing trained yet, and
-        # train_and_evaluate never evaluates step 0.
+        # train_and_evaluate never evaluates step 0 while training goes on.
+        # Training that ended there (its input ended at once) has it as its
+        # final checkpoint, which 2.15 evaluated: so is it here.
         self._log_err_msg('Estimator is not trained yet (its checkpoint is '
                           'at step 0). Will start an evaluation when a '
                           'trained checkpoint is ready.')
