@@ -196,6 +196,29 @@ def test_checkpoint_saver_listeners_in_train_spec(tmp_path):
                             ('before', 20), ('after', 20), ('end', 20)]
 
 
+def test_a_variable_a_hook_creates_in_begin_is_checkpointed(tmp_path):
+  """A SessionRunHook may create variables in `begin` (AdaNet's do): they
+  are initialized, and saved with the model's, as 2.15's Saver, built when
+  the session's Scaffold was finalized, saved them."""
+
+  class Counting(tf.compat.v1.train.SessionRunHook):
+
+    def begin(self):
+      self.variable = tf1.get_variable('hook_made', initializer=3.0)
+
+    def before_run(self, run_context):
+      return tf.compat.v1.train.SessionRunArgs(self.variable)
+
+    def after_run(self, run_context, run_values):
+      self.seen = run_values.results
+
+  hook = Counting()
+  estimator = tf.estimator.Estimator(linear_model_fn, str(tmp_path))
+  estimator.train(numpy_fn(), steps=2, hooks=[hook])
+  assert hook.seen == 3.0
+  assert 'hook_made' in estimator.get_variable_names()
+
+
 def test_training_input_that_ends_at_once_evaluates_step_0(tmp_path):
   """A local train_and_evaluate whose training input ends before the first
   step (TF-Ranking's tests read a file that is not there) evaluates the

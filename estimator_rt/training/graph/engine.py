@@ -404,9 +404,12 @@ class GraphEngine(engine_lib.Engine):
     if saver is not None:
       return saver, self._config.keep_checkpoint_max
     # Rotation is CheckpointSaver's (max_to_keep=None: the Saver deletes
-    # nothing itself).
+    # nothing itself). Built when the session's Scaffold is finalized,
+    # after the hooks' `begin`, as 2.15's was: variables a hook creates
+    # there are saved and restored with the model's.
     saver = tf.compat.v1.train.Saver(sharded=True, max_to_keep=None,
-                                     save_relative_paths=True)
+                                     save_relative_paths=True,
+                                     defer_build=True)
     return saver, self._config.keep_checkpoint_max
 
   def _check_fits(self, checkpoint_path: str, scaffold) -> None:
