@@ -193,7 +193,7 @@ def eager_warm_start_reason(warm_start_settings) -> Optional[str]:
     path = checkpoints.resolve_checkpoint(path, what='warm_start_from')
   except UserInputError:
     return None
-  if is_object_based(path) and _has_eager_engine_layout(path):
+  if engine_of_checkpoint(path) == EAGER:
     return f'it warm-starts from {path!r}, a checkpoint of the eager engine'
   return None
 
@@ -225,6 +225,13 @@ def choose_engine(*, config: RunConfig, model_dir: str,
     path = checkpoints.latest_checkpoint(model_dir)
   if path is None:
     return None
+  return engine_of_checkpoint(path)
+
+
+def engine_of_checkpoint(path: str) -> Optional[str]:
+  """GRAPH for a name-based checkpoint (tf.estimator's, the graph
+  engine's), EAGER for one the eager engine wrote, None for another
+  object-based one (a Scaffold's tf.train.Checkpoint: rule 3 decides)."""
   if not is_object_based(path):
     return GRAPH
   return EAGER if _has_eager_engine_layout(path) else None

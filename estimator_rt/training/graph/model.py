@@ -244,11 +244,11 @@ def _call(model_fn: Callable, features, labels, mode: str, params: dict,
   if mode == ModeKeys.EVAL:
     # Here, in the replica's context, so the values are read where the
     # metric's updates run.
-    _keras2_metrics_as_pairs(spec, model_fn)
+    _metric_objects_as_pairs(spec, model_fn)
   return spec
 
 
-def _keras2_metrics_as_pairs(spec: EstimatorSpec, model_fn: Callable) -> None:
+def _metric_objects_as_pairs(spec: EstimatorSpec, model_fn: Callable) -> None:
   """Replaces the Keras 2 (tf_keras) and Keras 3 metric objects among the spec's
   eval_metric_ops by `(result(), update_op)` pairs, as tf.estimator 2.15
   did: the update op runs every update_state the model_fn called (2.15 ran
