@@ -174,7 +174,7 @@ def _train_op_on(optimizer):
   variable = tf.compat.v1.get_variable('w', initializer=[1.], use_resource=True)
   part = optimizers.Part(optimizer=optimizer, learning_rate=None,
                          variables=[variable])
-  return optimizers.train_op([part], tf.reduce_sum(variable * 2.), v1=None)
+  return optimizers.train_op([part], tf.reduce_sum(variable * 2.))
 
 
 def test_an_unused_legacy_optimizer_is_used_as_given():

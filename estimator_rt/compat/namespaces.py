@@ -156,15 +156,15 @@ def v1() -> types.ModuleType:
   from estimator_rt.estimator.tpu import tpu_estimator as tpu
   from estimator_rt.estimator.tpu import embedding as tpu_embedding
   # pylint: enable=g-import-not-at-top
-  from estimator_rt.estimator.canned import dnn  # pylint: disable=g-import-not-at-top
-  from estimator_rt.estimator.canned import linear  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.canned import v1_model_fns  # pylint: disable=g-import-not-at-top
   names = _common()
   names.update(_canned(v1=True))
   experimental = dict(names['experimental'])
   from estimator_rt.estimator.canned import kmeans  # pylint: disable=g-import-not-at-top
   experimental['KMeans'] = kmeans.KMeans
-  experimental['dnn_logit_fn_builder'] = dnn.dnn_logit_fn_builder
-  experimental['linear_logit_fn_builder'] = linear.linear_logit_fn_builder
+  experimental['dnn_logit_fn_builder'] = v1_model_fns.dnn_logit_fn_builder
+  experimental['linear_logit_fn_builder'] = (
+      v1_model_fns.linear_logit_fn_builder)
   names['experimental'] = _module('estimator.experimental', experimental)
   names['inputs'] = _module('estimator.inputs', {
       'numpy_input_fn': numpy_io.numpy_input_fn,

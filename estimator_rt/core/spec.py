@@ -182,11 +182,16 @@ def keras3_metric_updates(metric: Any, graph: tf.Graph) -> Optional[list]:
   return updates
 
 
-def metric_object_as_pair(metric: Any, updates: Sequence[Any]):
+def metric_object_as_pair(metric: Any, updates: Sequence[Any], *,
+                          update_gives_value: bool = False):
   """`(metric.result(), update_op)` for a metric object updated in this
   graph by `updates`, as tf.estimator 2.15's EstimatorSpec paired them; the
   metric's variables join LOCAL_VARIABLES (initialized before each
-  evaluation, never saved) and METRIC_VARIABLES, each once."""
+  evaluation, never saved) and METRIC_VARIABLES, each once.
+
+  `update_gives_value`: the update op is the metric's value read after
+  `updates`, as a `tf.compat.v1.metrics` pair's is (2.15's v1 heads made
+  theirs so, and code runs the update ops to read the batch's values)."""
   variables = [getattr(v, '_value', v) if is_keras3(v) else v
                for v in metric.variables]
   for collection in (tf.compat.v1.GraphKeys.LOCAL_VARIABLES,
@@ -195,6 +200,10 @@ def metric_object_as_pair(metric: Any, updates: Sequence[Any]):
     for variable in variables:
       if id(variable) not in present:
         tf.compat.v1.add_to_collection(collection, variable)
+  if update_gives_value:
+    value = metric.result()
+    with tf.control_dependencies(updates):
+      return value, tf.identity(metric.result())
   return metric.result(), tf.group(*updates)
 
 

@@ -10,7 +10,6 @@ tf.estimator 2.15 trained resumes, evaluates and exports here, and one
 trained here resumes under 2.15.
 """
 
-import contextlib
 from typing import Any, Mapping, Optional, Sequence
 
 import tensorflow as tf
@@ -58,12 +57,7 @@ def graph_engine_config(config: Optional[RunConfig], *,
 class CannedEstimator(estimator_lib.Estimator):
   """An Estimator whose model_fn a canned estimator class built; always in
   the graph engine (see this module's docstring).
-
-  `_V1` is True on the tf.compat.v1.estimator classes (v1.py): their
-  model_fns train with tf.compat.v1.train optimizers.
   """
-
-  _V1 = False
 
   def __init__(self, model_fn, model_dir=None, config=None,
                warm_start_from=None):
@@ -127,57 +121,22 @@ def per_replica_loss(loss: tf.Tensor, loss_reduction: str) -> tf.Tensor:
 
 
 def estimator_spec(*, head, features, mode, labels, logits,
-                   parts: Sequence['optimizers.Part'],
-                   v1: Optional['optimizers.V1Naming'], update_ops=(),
-                   loss_reduction: Optional[str] = None,
-                   head_takes_optimizer: bool = False):
-  """The head's EstimatorSpec for `logits`; in TRAIN its train_op trains
-  `parts` (optimizers.train_op) on the head's loss, scaled for the replicas
-  by `loss_reduction` (None: the head's); `v1` (None for the TF2 classes)
-  names a v1 class's optimizer variables.
-
-  `head_takes_optimizer`: 2.15's v1 model_fn handed its head the optimizer
-  (the DNN's and the linear model's did), so a head of a library's own (a
-  v1 head subclass or wrapper, such as TF Constrained Optimization's
-  HeadV1, which applies a constrained optimizer itself) gets the
-  tf.compat.v1.train optimizer, as there; estimator_rt's heads get the
-  train_op_fn either way."""
+                   parts: Sequence['optimizers.Part'], update_ops=(),
+                   loss_reduction: Optional[str] = None):
+  """The head's EstimatorSpec for `logits` (the TF2 classes'); in TRAIN its
+  train_op trains `parts` (optimizers.train_op) on the head's loss, scaled
+  for the replicas by `loss_reduction` (None: the head's)."""
   from estimator_rt.estimator.canned import optimizers  # pylint: disable=g-import-not-at-top
-  if (head_takes_optimizer and v1 is not None and len(parts) == 1 and
-      not type(head).__module__.startswith('estimator_rt.')):
-    part = parts[0]
-    optimizer = None
-    if mode == ModeKeys.TRAIN:
-      optimizer = optimizers.compat_v1(
-          part.optimizer, learning_rate=part.learning_rate, what=part.what,
-          slot_prefix=v1.slot_prefix)
-    with model_name_scope(v1.model_scope):
-      return head.create_estimator_spec(
-          features=features, mode=mode, labels=labels, logits=logits,
-          optimizer=optimizer)
   if loss_reduction is None:
     loss_reduction = head.loss_reduction
 
   def train_op_fn(loss):
     return optimizers.train_op(
-        parts, per_replica_loss(loss, loss_reduction), v1=v1,
-        update_ops=update_ops)
+        parts, per_replica_loss(loss, loss_reduction), update_ops=update_ops)
 
-  with model_name_scope(v1.model_scope if v1 is not None else ''):
-    return head.create_estimator_spec(
-        features=features, mode=mode, labels=labels, logits=logits,
-        train_op_fn=train_op_fn if mode == ModeKeys.TRAIN else None)
-
-
-def model_name_scope(model_scope: str):
-  """Re-enters the name scope `model_scope` of the current one (where the
-  model's layers made their ops), or stays where it is for ''. (A plain
-  name_scope(model_scope) would open a new `<model_scope>_1`.)"""
-  if not model_scope:
-    return contextlib.nullcontext()
-  current = tf.compat.v1.get_default_graph().get_name_scope()
-  return tf.compat.v1.name_scope(
-      f'{current}/{model_scope}/' if current else f'{model_scope}/')
+  return head.create_estimator_spec(
+      features=features, mode=mode, labels=labels, logits=logits,
+      train_op_fn=train_op_fn if mode == ModeKeys.TRAIN else None)
 
 
 def regression_head(label_dimension: int, *, weight_column=None,

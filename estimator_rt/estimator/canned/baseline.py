@@ -13,11 +13,9 @@ from estimator_rt.estimator.canned import optimizers
 from estimator_rt.core.errors import UserInputError
 
 LEARNING_RATE = 0.3
-# 2.15's v1 baseline called its head outside the model's scope.
-V1_NAMING = optimizers.V1Naming(name_scope='head')
 
 
-def _weight_key(weight_column):
+def weight_key(weight_column):
   if weight_column is None or isinstance(weight_column, str):
     return weight_column
   key = getattr(weight_column, 'key', None)
@@ -53,7 +51,7 @@ def build_baseline(*, features, logits_dimension: int, weight_column=None):
   """The baseline's bias variable `baseline/bias` [logits_dimension] and
   its logits: the bias repeated for each example of `features` (whose
   batch sizes, the weight's aside, are checked to agree)."""
-  size, checks = batch_size(features, _weight_key(weight_column))
+  size, checks = batch_size(features, weight_key(weight_column))
   with tf.name_scope('baseline'):
     # Made outside the checks: an initializer that depended on them would
     # read the input before it is ready (tf.estimator 2.15's baselines failed
@@ -65,8 +63,8 @@ def build_baseline(*, features, logits_dimension: int, weight_column=None):
 
 
 def baseline_model_fn(*, features, labels, mode, head, optimizer,
-                      weight_column, v1=False):
-  """The baseline's model_fn body; `v1` for the tf.compat.v1 classes."""
+                      weight_column):
+  """The TF2 baseline's model_fn body (the v1 classes': v1_model_fns)."""
   bias, logits = build_baseline(
       features=features, logits_dimension=head.logits_dimension,
       weight_column=weight_column)
@@ -74,7 +72,7 @@ def baseline_model_fn(*, features, labels, mode, head, optimizer,
                          variables=[bias])
   return base.estimator_spec(
       head=head, features=features, mode=mode, labels=labels, logits=logits,
-      parts=[part], v1=V1_NAMING if v1 else None)
+      parts=[part])
 
 
 class BaselineEstimator(base.CannedEstimator):
@@ -83,12 +81,10 @@ class BaselineEstimator(base.CannedEstimator):
   def __init__(self, head, model_dir=None, optimizer='Ftrl', config=None):
     # The head's (a user's head may have none).
     weight_column = getattr(head, '_weight_column', None)
-    v1 = self._V1
-
     def _model_fn(features, labels, mode):
       return baseline_model_fn(
           features=features, labels=labels, mode=mode, head=head,
-          optimizer=optimizer, weight_column=weight_column, v1=v1)
+          optimizer=optimizer, weight_column=weight_column)
 
     super().__init__(_model_fn, model_dir=model_dir, config=config)
 

@@ -83,29 +83,6 @@ def dnn_model_class():
   return DNNModel
 
 
-@functools.lru_cache(maxsize=None)
-def dnn_model_v1_class():
-  """2.15's `_DNNModel`, the v1 estimators' network: DNNModel that also
-  takes tf.compat.v1 feature columns, with 2.15's constructor signature;
-  `input_layer_partitioner` has no effect (variables are not partitioned
-  here: a parameter server holds each whole)."""
-  from estimator_rt.estimator.canned import v1_columns  # pylint: disable=g-import-not-at-top
-
-  class DNNModelV1(dnn_model_class()):
-    """DNNModel over v1 or v2 feature columns (see dnn_model_v1_class)."""
-
-    def __init__(self, units, hidden_units, feature_columns, activation_fn,
-                 dropout, input_layer_partitioner, batch_norm, name=None,
-                 **kwargs):
-      del input_layer_partitioner
-      super().__init__(
-          units, hidden_units,
-          v1_columns.v2_columns(feature_columns, argument='feature_columns'),
-          activation_fn, dropout, batch_norm, name=name, **kwargs)
-
-  return DNNModelV1
-
-
 def build_dnn(*, units, hidden_units, feature_columns, activation_fn,
               dropout, batch_norm, features, mode):
   """The DNN's logits on `features`, its trainable variables and its update
@@ -119,53 +96,21 @@ def build_dnn(*, units, hidden_units, feature_columns, activation_fn,
   return logits, model.trainable_variables, model.updates
 
 
-def dnn_logit_fn_builder(units, hidden_units, feature_columns, activation_fn,
-                         dropout, input_layer_partitioner, batch_norm):
-  """tf.compat.v1.estimator.experimental.dnn_logit_fn_builder: a
-  `logit_fn(features, mode)` returning the DNN's logits.
-
-  `input_layer_partitioner` is accepted and has no effect: variables are not
-  partitioned here (a parameter server holds each whole).
-  """
-  del input_layer_partitioner
-  check_units(units)
-
-  def dnn_logit_fn(features, mode):
-    logits, _, _ = build_dnn(
-        units=units, hidden_units=hidden_units,
-        feature_columns=feature_columns, activation_fn=activation_fn,
-        dropout=dropout, batch_norm=batch_norm, features=features, mode=mode)
-    return logits
-
-  return dnn_logit_fn
-
-
-# The learning rate a named optimizer gets: the v1 classes' 0.05; the TF2
-# classes use the Keras class's own default (Adagrad: 0.001), as in 2.15.
-V1_LEARNING_RATE = 0.05
-# 2.15's v1 DNN partitioned its variables (one part here); see V1Naming.
-V1_NAMING = optimizers.V1Naming(name_scope='dnn/head', slot_prefix='t_0/',
-                                model_scope='dnn')
-
-
 def dnn_model_fn(*, features, labels, mode, head, hidden_units,
                  feature_columns, optimizer, activation_fn, dropout,
-                 batch_norm, estimator_name, v1=False):
-  """The canned DNN's model_fn body; `v1` for the tf.compat.v1 classes
-  (tf.compat.v1.train optimizers, see optimizers.train_op)."""
+                 batch_norm, estimator_name):
+  """The TF2 canned DNN's model_fn body (the v1 classes': v1_model_fns)."""
   base.check_features(features, estimator_name=estimator_name)
   logits, variables, update_ops = build_dnn(
       units=head.logits_dimension, hidden_units=hidden_units,
       feature_columns=feature_columns,
       activation_fn=activation_fn or tf.nn.relu, dropout=dropout,
       batch_norm=batch_norm, features=features, mode=mode)
-  part = optimizers.Part(optimizer=optimizer,
-                         learning_rate=V1_LEARNING_RATE if v1 else None,
+  part = optimizers.Part(optimizer=optimizer, learning_rate=None,
                          variables=variables)
   return base.estimator_spec(
       head=head, features=features, mode=mode, labels=labels, logits=logits,
-      parts=[part], v1=V1_NAMING if v1 else None, update_ops=update_ops,
-      head_takes_optimizer=True)
+      parts=[part], update_ops=update_ops)
 
 
 class DNNEstimator(base.CannedEstimator):
@@ -185,14 +130,12 @@ class DNNEstimator(base.CannedEstimator):
     base.check_v2_columns(columns, argument='feature_columns',
                           estimator_name=name)
 
-    v1 = self._V1
-
     def _model_fn(features, labels, mode):
       return dnn_model_fn(
           features=features, labels=labels, mode=mode, head=head,
           hidden_units=hidden_units, feature_columns=columns,
           optimizer=optimizer, activation_fn=activation_fn, dropout=dropout,
-          batch_norm=batch_norm, estimator_name=name, v1=v1)
+          batch_norm=batch_norm, estimator_name=name)
 
     super().__init__(_model_fn, model_dir=model_dir, config=config,
                      warm_start_from=warm_start_from)

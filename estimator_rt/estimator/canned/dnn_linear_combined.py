@@ -23,8 +23,6 @@ from estimator_rt.core.errors import UserInputError
 
 DNN_LEARNING_RATE = 0.001
 LINEAR_LEARNING_RATE = 0.005
-# 2.15's v1 wide & deep called its head outside either model's scope.
-V1_NAMING = optimizers.V1Naming(name_scope='head')
 
 
 def linear_learning_rate(num_columns: int) -> float:
@@ -36,8 +34,8 @@ def combined_model_fn(*, features, labels, mode, head, linear_feature_columns,
                       linear_optimizer, dnn_feature_columns, dnn_optimizer,
                       dnn_hidden_units, dnn_activation_fn, dnn_dropout,
                       batch_norm, linear_sparse_combiner, estimator_name,
-                      v1=False, loss_reduction=None):
-  """The wide & deep model_fn body; `v1` for the tf.compat.v1 classes;
+                      loss_reduction=None):
+  """The TF2 wide & deep model_fn body (the v1 classes': v1_model_fns);
   `loss_reduction` scales the loss for the replicas (None: the head's)."""
   base.check_features(features, estimator_name=estimator_name)
   logits, parts, update_ops = [], [], []
@@ -55,8 +53,7 @@ def combined_model_fn(*, features, labels, mode, head, linear_feature_columns,
     linear_logits, weights, bias = linear_logits_lib.build_linear(
         units=head.logits_dimension, feature_columns=linear_feature_columns,
         sparse_combiner=linear_sparse_combiner, features=features,
-        ops_scope=(linear_logits_lib.V1_OPS_SCOPE if v1 else
-                   linear_logits_lib.OPS_SCOPE))
+        ops_scope=linear_logits_lib.OPS_SCOPE)
     base.add_layer_summary(linear_logits, 'linear')
     logits.append(linear_logits)
     parts.append(optimizers.Part(
@@ -65,9 +62,7 @@ def combined_model_fn(*, features, labels, mode, head, linear_feature_columns,
         variables=weights + [bias], what='linear_optimizer'))
   return base.estimator_spec(
       head=head, features=features, mode=mode, labels=labels,
-      logits=_sum(logits), parts=parts,
-      v1=V1_NAMING if v1 else None,
-      update_ops=update_ops, loss_reduction=loss_reduction)
+      logits=_sum(logits), parts=parts, update_ops=update_ops, loss_reduction=loss_reduction)
 
 
 def _sum(logits):
@@ -115,8 +110,6 @@ class DNNLinearCombinedEstimator(base.CannedEstimator):
     dnn_columns = tuple(dnn_feature_columns or ())
     _check_columns(linear_columns, dnn_columns, dnn_hidden_units, name)
 
-    v1 = self._V1
-
     def _model_fn(features, labels, mode):
       return combined_model_fn(
           features=features, labels=labels, mode=mode, head=head,
@@ -125,8 +118,7 @@ class DNNLinearCombinedEstimator(base.CannedEstimator):
           dnn_optimizer=dnn_optimizer, dnn_hidden_units=dnn_hidden_units,
           dnn_activation_fn=dnn_activation_fn, dnn_dropout=dnn_dropout,
           batch_norm=batch_norm,
-          linear_sparse_combiner=linear_sparse_combiner, estimator_name=name,
-          v1=v1)
+          linear_sparse_combiner=linear_sparse_combiner, estimator_name=name)
 
     super().__init__(_model_fn, model_dir=model_dir, config=config,
                      warm_start_from=warm_start_from)

@@ -11,50 +11,30 @@ coordinate ascent instead (linear_sdca.py).
 import math
 from typing import Sequence
 
-import tensorflow as tf
 
 from estimator_rt.estimator.canned import base
 from estimator_rt.estimator.canned import linear_logits
 from estimator_rt.estimator.canned import linear_sdca
 from estimator_rt.estimator.head import head_utils
 from estimator_rt.estimator.canned import optimizers
-from estimator_rt.core.mode_keys import ModeKeys
 
 # tf.estimator's learning rate for a named linear optimizer, and the cap on
 # the default Ftrl's (1/sqrt(number of columns) below it).
 LEARNING_RATE = 0.2
-# 2.15's v1 linear model partitioned its variables (one part here); see
-# V1Naming.
-V1_NAMING = optimizers.V1Naming(name_scope='linear/head',
-                                slot_prefix='part_0/', model_scope='linear')
-def linear_logit_fn_builder(units, feature_columns, sparse_combiner='sum'):
-  """tf.compat.v1.estimator.experimental.linear_logit_fn_builder: a
-  `logit_fn(features)` returning the linear model's logits."""
-
-  def linear_logit_fn(features):
-    logits, _, _ = linear_logits.build_linear(
-        units=units, feature_columns=feature_columns,
-        sparse_combiner=sparse_combiner, features=features,
-        scope='linear_model')
-    return logits
-
-  return linear_logit_fn
 
 
-def default_optimizer(columns: Sequence, *, v1: bool = False):
-  """Ftrl at min(0.2, 1/sqrt(number of columns)), 2.15's default for
-  optimizer=None."""
+def default_optimizer(columns: Sequence):
+  """Keras 2's legacy Ftrl at min(0.2, 1/sqrt(number of columns)), 2.15's
+  default for optimizer=None (the v1 classes': v1_model_fns)."""
   rate = min(LEARNING_RATE, 1.0 / math.sqrt(len(columns)))
-  if v1:
-    return tf.compat.v1.train.FtrlOptimizer(learning_rate=rate)
   import tf_keras  # pylint: disable=g-import-not-at-top
   return tf_keras.optimizers.legacy.Ftrl(learning_rate=rate)
 
 
 def linear_model_fn(*, features, labels, mode, head, feature_columns,
-                    optimizer, sparse_combiner, estimator_name, v1=False):
-  """The canned linear model's model_fn body; `v1` for the tf.compat.v1
-  classes (see optimizers.train_op)."""
+                    optimizer, sparse_combiner, estimator_name):
+  """The TF2 canned linear model's model_fn body (the v1 classes':
+  v1_model_fns)."""
   base.check_features(features, estimator_name=estimator_name)
   if isinstance(optimizer, linear_sdca.LinearSDCA):
     return linear_sdca.sdca_model_fn(
@@ -63,16 +43,15 @@ def linear_model_fn(*, features, labels, mode, head, feature_columns,
   logits, weights, bias = linear_logits.build_linear(
       units=head.logits_dimension, feature_columns=feature_columns,
       sparse_combiner=sparse_combiner, features=features,
-      ops_scope=(linear_logits.V1_OPS_SCOPE if v1 else
-                 linear_logits.OPS_SCOPE))
+      ops_scope=linear_logits.OPS_SCOPE)
   linear_logits.add_linear_summaries(weights, bias, head.logits_dimension)
   if optimizer is None:
-    optimizer = default_optimizer(feature_columns, v1=v1)
+    optimizer = default_optimizer(feature_columns)
   part = optimizers.Part(optimizer=optimizer, learning_rate=LEARNING_RATE,
                          variables=weights + [bias])
   return base.estimator_spec(
       head=head, features=features, mode=mode, labels=labels, logits=logits,
-      parts=[part], v1=V1_NAMING if v1 else None, head_takes_optimizer=True)
+      parts=[part])
 
 
 # tf.estimator.experimental.LinearSDCA (linear_sdca.py).
@@ -98,13 +77,11 @@ class LinearEstimator(base.CannedEstimator):
       linear_sdca.check_estimator(head=head, feature_columns=columns,
                                   sparse_combiner=sparse_combiner)
 
-    v1 = self._V1
-
     def _model_fn(features, labels, mode):
       return linear_model_fn(
           features=features, labels=labels, mode=mode, head=head,
           feature_columns=columns, optimizer=optimizer,
-          sparse_combiner=sparse_combiner, estimator_name=name, v1=v1)
+          sparse_combiner=sparse_combiner, estimator_name=name)
 
     super().__init__(_model_fn, model_dir=model_dir, config=config,
                      warm_start_from=warm_start_from)

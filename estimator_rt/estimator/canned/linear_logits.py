@@ -136,8 +136,10 @@ def weighted_sum(columns, *, features, state, sparse_combiner,
 def _check_batch_sizes(sums, columns) -> None:
   """The columns' weighted sums agree on the batch size where it is known
   when the graph is built (the sum checks the rest when it runs)."""
-  known = {column.name: s.shape[0] for column, s in zip(columns, sums)
-           if s.shape.rank and s.shape[0] is not None}
+  known = {column.name: tf.compat.dimension_value(s.shape[0])
+           for column, s in zip(columns, sums)
+           if s.shape.rank and tf.compat.dimension_value(s.shape[0])
+           is not None}
   if len(set(known.values())) > 1:
     raise UserInputError(
         'Batch size (first dimension) of each feature must be same. Batch '

@@ -201,18 +201,14 @@ def keras_legacy(opt: Any, *, learning_rate: Optional[float] = None,
   return _as_legacy(opt, what)
 
 
-def compat_v1(opt: Any, *, learning_rate: float, what: str = 'optimizer',
-              slot_prefix: str = ''):
+def compat_v1(opt: Any, *, learning_rate: float, what: str = 'optimizer'):
   """The `tf.compat.v1.train.Optimizer` `opt` means (the v1 canned
-  estimators'): a name with `learning_rate`, an object, or a callable. A
-  named one's slots are named `<variable>/<slot_prefix><its name>` (see
-  V1Naming; an object's are its own)."""
+  estimators'): a name with `learning_rate`, an object, or a callable."""
   if isinstance(opt, str):
     cls = _v1_classes().get(opt)
     if cls is None:
       raise _unknown_name(opt, what)
-    name = inspect.signature(cls.__init__).parameters['name'].default
-    return cls(learning_rate=learning_rate, name=slot_prefix + name)
+    return cls(learning_rate=learning_rate)
   if callable(opt) and not isinstance(opt, tf.compat.v1.train.Optimizer):
     opt = opt()
   if not isinstance(opt, tf.compat.v1.train.Optimizer):
@@ -240,52 +236,20 @@ class Part:
   what: str = 'optimizer'
 
 
-@dataclasses.dataclass(frozen=True)
-class V1Naming:
-  """Where a tf.compat.v1.estimator canned model's optimizers put their
-  variables in 2.15, so that its checkpoints load: slots at
-  `<variable>/<slot_prefix><Optimizer name>` (2.15's v1 DNN and linear
-  models partitioned their variables, into one part on one machine, and
-  the part's name got into the slots': 't_0/', 'part_0/'), and variables of
-  no one variable (Adam's beta powers) in name scope `name_scope` (the
-  head's, where 2.15's v1 heads called the train_op_fn). 2.15's v1
-  model_fn called its head in name scope `model_scope` ('' for the root),
-  which is how the head's ops came to be named `dnn/head/...`."""
-  name_scope: str
-  slot_prefix: str = ''
-  model_scope: str = ''
-
-
 def train_op(parts: Sequence[Part], loss: tf.Tensor, *,
-             v1: Optional[V1Naming],
              update_ops: Sequence[tf.Operation] = ()) -> tf.Operation:
   """The op that takes one training step on `loss` (already scaled for the
-  replicas) and advances the global step once.
+  replicas) and advances the global step once (the TF2 classes'; the v1
+  classes' heads minimize, see v1_model_fns).
 
-  The TF2 classes (`v1=None`) apply each part with a Keras 2 legacy
-  optimizer's `get_updates` (an optimizer may override it), whose step
-  counter is the global step for the first part (so `get_updates` advances
-  it; a second part keeps a counter of its own), as tf.estimator 2.15 did;
-  with several replicas, its two halves with the gradients densified
-  between them (see _needs_dense_gradients). The v1 classes minimize with
-  `tf.compat.v1.train` optimizers whose variables are named by `v1`, then
-  add one to the global step.
+  Each part is applied with a Keras 2 legacy optimizer's `get_updates` (an
+  optimizer may override it), whose step counter is the global step for
+  the first part (so `get_updates` advances it; a second part keeps a
+  counter of its own), as tf.estimator 2.15 did; with several replicas,
+  its two halves with the gradients densified between them (see
+  _needs_dense_gradients).
   """
   dense = _needs_dense_gradients()
-  if v1 is not None:
-    ops = []
-    # A trailing '/' makes the name scope absolute.
-    with tf.compat.v1.name_scope(v1.name_scope + '/'):
-      for part in parts:
-        optimizer = compat_v1(part.optimizer,
-                              learning_rate=part.learning_rate,
-                              what=part.what, slot_prefix=v1.slot_prefix)
-        pairs = optimizer.compute_gradients(loss,
-                                            var_list=list(part.variables))
-        ops.append(optimizer.apply_gradients(_densified(pairs, dense)))
-    with tf.control_dependencies(ops + list(update_ops)):
-      return tf.compat.v1.assign_add(
-          tf.compat.v1.train.get_global_step(), 1).op
   ops = []
   for index, part in enumerate(parts):
     optimizer = keras_legacy(part.optimizer, learning_rate=part.learning_rate,

@@ -1,118 +1,59 @@
 """The tf.compat.v1.estimator canned estimators: tf.estimator 2.15's v1
-signatures over the same models (dnn.py, linear.py, dnn_linear_combined.py,
-baseline.py), trained with `tf.compat.v1.train` optimizers as 2.15's v1
-classes were.
+classes, with their signatures, heads and model_fns (v1_model_fns.py:
+2.15's structure, partitioned variables and `tf.compat.v1.train`
+optimizers that the v1 head minimizes).
 
-Differences from the TF2 classes, all 2.15's: `loss_reduction` defaults to
-`tf.compat.v1.losses.Reduction.SUM` (the loss is summed over the batch);
-a named DNN optimizer gets learning rate 0.05; `input_layer_partitioner`
-and `partitioner` are accepted and have no effect (variables are not
-partitioned here: a parameter server holds each whole), with a warning;
-a binary classifier's auc and auc_precision_recall are
-tf.compat.v1.metrics.auc's (trapezoidal). The optimizers' variables are
-named as 2.15's v1 models named them (optimizers.V1Naming), so 2.15's v1
-checkpoints load.
+Their heads are 2.15's v1 heads (head/v1_head.py): `loss_reduction`
+defaults to `tf.compat.v1.losses.Reduction.SUM` (the loss is summed over
+the batch), a binary classifier's auc and auc_precision_recall are
+tf.compat.v1.metrics.auc's (trapezoidal), the metrics' update ops give
+their values. Named optimizers get 2.15's learning rates (DNN 0.05, linear
+0.2 or min(0.2, 1/sqrt(columns)) by default, wide & deep 0.001 and
+min(0.005, 1/sqrt(columns)), baseline 0.3).
 """
 
-from absl import logging
 import tensorflow as tf
 
 from estimator_rt.estimator.canned import base
-from estimator_rt.estimator.head import binary_class_head
-from estimator_rt.estimator.head import metrics as metrics_lib
-from estimator_rt.estimator.head import multi_class_head
-from estimator_rt.estimator.head import regression_head
-from estimator_rt.estimator.canned import baseline
-from estimator_rt.estimator.canned import dnn
-from estimator_rt.estimator.canned import dnn_linear_combined
-from estimator_rt.estimator.canned import linear
-from estimator_rt.estimator.canned import v1_columns
+from estimator_rt.estimator.canned import linear_sdca
+from estimator_rt.estimator.canned import v1_model_fns
+from estimator_rt.estimator.head import v1_head
 from estimator_rt.core.errors import UserInputError
-
-# tf.compat.v1.losses.Reduction's values -> the heads' (TF2) ones.
-_REDUCTIONS = {
-    'weighted_sum': base.SUM,
-    'weighted_sum_over_batch_size': base.SUM_OVER_BATCH_SIZE,
-    base.SUM: base.SUM,
-    base.SUM_OVER_BATCH_SIZE: base.SUM_OVER_BATCH_SIZE,
-}
-
-
-def _reduction(loss_reduction: str) -> str:
-  reduction = _REDUCTIONS.get(loss_reduction)
-  if reduction is None:
-    raise UserInputError(
-        f'loss_reduction={loss_reduction!r}: the canned estimators take '
-        'tf.compat.v1.losses.Reduction.SUM or SUM_OVER_BATCH_SIZE '
-        '(the heads\' reductions).')
-  return reduction
-
-
-class _V1BinaryClassHead(binary_class_head.BinaryClassHead):
-  """2.15's v1 binary head, as far as it differs: auc and
-  auc_precision_recall are tf.compat.v1.metrics.auc's (trapezoidal), and
-  the graph has the v1 heads' op names (base_head.SingleHead._V1_OP_NAMES)."""
-
-  _V1_OP_NAMES = True
-
-  def _auc(self, *, curve: str, name: str):
-    return metrics_lib.trapezoidal_auc(curve=curve, name=name)
-
-
-class _V1MultiClassHead(multi_class_head.MultiClassHead):
-  """2.15's v1 multi-class head: the v1 heads' op names."""
-
-  _V1_OP_NAMES = True
-
-
-class _V1RegressionHead(regression_head.RegressionHead):
-  """2.15's v1 regression head: the v1 heads' op names."""
-
-  _V1_OP_NAMES = True
 
 
 def _classifier_head(n_classes, *, weight_column, label_vocabulary,
                      loss_reduction):
-  """The head of a v1 canned classifier of `n_classes` (refused below 2 by
-  MultiClassHead, naming n_classes)."""
-  cls = _V1BinaryClassHead if n_classes == 2 else _V1MultiClassHead
-  kwargs = dict(weight_column=weight_column,
-                label_vocabulary=label_vocabulary,
-                loss_reduction=_reduction(loss_reduction))
-  return cls(**kwargs) if n_classes == 2 else cls(n_classes, **kwargs)
+  """2.15's v1 head of an `n_classes` classifier."""
+  return v1_head.binary_logistic_or_multi_class_head(
+      n_classes, weight_column, label_vocabulary, loss_reduction)
 
 
 def _regression_head(label_dimension, *, weight_column, loss_reduction):
-  """The head of a v1 canned regressor."""
-  return _V1RegressionHead(label_dimension=label_dimension,
-                           weight_column=weight_column,
-                           loss_reduction=_reduction(loss_reduction))
+  """2.15's v1 head of a regressor."""
+  return v1_head.regression_head(label_dimension=label_dimension,
+                                 weight_column=weight_column,
+                                 loss_reduction=loss_reduction)
 
 
-def _no_partitioner(estimator_name: str, **partitioners) -> None:
-  for argument, value in partitioners.items():
-    if value is not None:
-      logging.warning(
-          '%s: %s=%r has no effect: estimator_rt does not partition '
-          'variables.', estimator_name, argument, value)
-
-
-class DNNEstimator(dnn.DNNEstimator):
-  """tf.compat.v1.estimator.DNNEstimator (see this module's docstring)."""
-  _V1 = True
+class DNNEstimator(base.CannedEstimator):
+  """tf.compat.v1.estimator.DNNEstimator: the v1 DNN with any v1 head."""
 
   def __init__(self, head, hidden_units, feature_columns, model_dir=None,
                optimizer='Adagrad', activation_fn=tf.nn.relu, dropout=None,
                input_layer_partitioner=None, config=None,
                warm_start_from=None, batch_norm=False):
-    _no_partitioner(type(self).__name__,
-                    input_layer_partitioner=input_layer_partitioner)
-    feature_columns = v1_columns.v2_columns(feature_columns,
-                                            argument='feature_columns')
-    super().__init__(head, hidden_units, feature_columns, model_dir=model_dir,
-                     optimizer=optimizer, activation_fn=activation_fn,
-                     dropout=dropout, config=config,
-                     warm_start_from=warm_start_from, batch_norm=batch_norm)
+    feature_columns = tuple(feature_columns or ())
+
+    def _model_fn(features, labels, mode, config):
+      return v1_model_fns.dnn_model_fn(
+          features=features, labels=labels, mode=mode, head=head,
+          hidden_units=hidden_units, feature_columns=feature_columns,
+          optimizer=optimizer, activation_fn=activation_fn, dropout=dropout,
+          input_layer_partitioner=input_layer_partitioner, config=config,
+          batch_norm=batch_norm)
+
+    super().__init__(_model_fn, model_dir=model_dir, config=config,
+                     warm_start_from=warm_start_from)
 
 
 class DNNClassifier(DNNEstimator):
@@ -122,7 +63,7 @@ class DNNClassifier(DNNEstimator):
                n_classes=2, weight_column=None, label_vocabulary=None,
                optimizer='Adagrad', activation_fn=tf.nn.relu, dropout=None,
                input_layer_partitioner=None, config=None,
-               warm_start_from=None, loss_reduction='weighted_sum',
+               warm_start_from=None, loss_reduction=tf.compat.v1.losses.Reduction.SUM,
                batch_norm=False):
     head = _classifier_head(
         n_classes, weight_column=weight_column,
@@ -142,7 +83,7 @@ class DNNRegressor(DNNEstimator):
                label_dimension=1, weight_column=None, optimizer='Adagrad',
                activation_fn=tf.nn.relu, dropout=None,
                input_layer_partitioner=None, config=None,
-               warm_start_from=None, loss_reduction='weighted_sum',
+               warm_start_from=None, loss_reduction=tf.compat.v1.losses.Reduction.SUM,
                batch_norm=False):
     head = _regression_head(label_dimension, weight_column=weight_column,
                             loss_reduction=loss_reduction)
@@ -154,19 +95,26 @@ class DNNRegressor(DNNEstimator):
                      batch_norm=batch_norm)
 
 
-class LinearEstimator(linear.LinearEstimator):
-  """tf.compat.v1.estimator.LinearEstimator."""
-  _V1 = True
+class LinearEstimator(base.CannedEstimator):
+  """tf.compat.v1.estimator.LinearEstimator: the v1 linear model with any
+  v1 head."""
 
   def __init__(self, head, feature_columns, model_dir=None, optimizer='Ftrl',
                config=None, partitioner=None, sparse_combiner='sum',
                warm_start_from=None):
-    _no_partitioner(type(self).__name__, partitioner=partitioner)
-    feature_columns = v1_columns.v2_columns(feature_columns,
-                                            argument='feature_columns')
-    super().__init__(head, feature_columns, model_dir=model_dir,
-                     optimizer=optimizer, config=config,
-                     sparse_combiner=sparse_combiner,
+    feature_columns = tuple(feature_columns or ())
+    if isinstance(optimizer, linear_sdca.LinearSDCA):
+      linear_sdca.check_estimator(head=head, feature_columns=feature_columns,
+                                  sparse_combiner=sparse_combiner)
+
+    def _model_fn(features, labels, mode, config):
+      return v1_model_fns.linear_model_fn(
+          features=features, labels=labels, mode=mode, head=head,
+          feature_columns=feature_columns, optimizer=optimizer,
+          partitioner=partitioner, config=config,
+          sparse_combiner=sparse_combiner)
+
+    super().__init__(_model_fn, model_dir=model_dir, config=config,
                      warm_start_from=warm_start_from)
 
 
@@ -176,7 +124,7 @@ class LinearClassifier(LinearEstimator):
   def __init__(self, feature_columns, model_dir=None, n_classes=2,
                weight_column=None, label_vocabulary=None, optimizer='Ftrl',
                config=None, partitioner=None, warm_start_from=None,
-               loss_reduction='weighted_sum', sparse_combiner='sum'):
+               loss_reduction=tf.compat.v1.losses.Reduction.SUM, sparse_combiner='sum'):
     head = _classifier_head(
         n_classes, weight_column=weight_column,
         label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
@@ -193,7 +141,7 @@ class LinearRegressor(LinearEstimator):
   def __init__(self, feature_columns, model_dir=None, label_dimension=1,
                weight_column=None, optimizer='Ftrl', config=None,
                partitioner=None, warm_start_from=None,
-               loss_reduction='weighted_sum', sparse_combiner='sum'):
+               loss_reduction=tf.compat.v1.losses.Reduction.SUM, sparse_combiner='sum'):
     head = _regression_head(label_dimension, weight_column=weight_column,
                             loss_reduction=loss_reduction)
     super().__init__(head, feature_columns, model_dir=model_dir,
@@ -203,10 +151,10 @@ class LinearRegressor(LinearEstimator):
                      warm_start_from=warm_start_from)
 
 
-class DNNLinearCombinedEstimator(
-    dnn_linear_combined.DNNLinearCombinedEstimator):
-  """tf.compat.v1.estimator.DNNLinearCombinedEstimator."""
-  _V1 = True
+class DNNLinearCombinedEstimator(base.CannedEstimator):
+  """tf.compat.v1.estimator.DNNLinearCombinedEstimator: the v1 wide & deep
+  model with any v1 head; `warm_start_from` keyword only (2.15's class had
+  none; the classifier and regressor pass theirs here)."""
 
   def __init__(self, head, model_dir=None, linear_feature_columns=None,
                linear_optimizer='Ftrl', dnn_feature_columns=None,
@@ -214,22 +162,27 @@ class DNNLinearCombinedEstimator(
                dnn_activation_fn=tf.nn.relu, dnn_dropout=None,
                input_layer_partitioner=None, config=None, batch_norm=False,
                linear_sparse_combiner='sum', *, warm_start_from=None):
-    _no_partitioner(type(self).__name__,
-                    input_layer_partitioner=input_layer_partitioner)
-    linear_feature_columns = v1_columns.v2_columns(
-        linear_feature_columns, argument='linear_feature_columns')
-    dnn_feature_columns = v1_columns.v2_columns(
-        dnn_feature_columns, argument='dnn_feature_columns')
-    super().__init__(
-        head, model_dir=model_dir,
-        linear_feature_columns=linear_feature_columns,
-        linear_optimizer=linear_optimizer,
-        dnn_feature_columns=dnn_feature_columns, dnn_optimizer=dnn_optimizer,
-        dnn_hidden_units=dnn_hidden_units,
-        dnn_activation_fn=dnn_activation_fn, dnn_dropout=dnn_dropout,
-        config=config, batch_norm=batch_norm,
-        linear_sparse_combiner=linear_sparse_combiner,
-        warm_start_from=warm_start_from)
+    linear_feature_columns = tuple(linear_feature_columns or ())
+    dnn_feature_columns = tuple(dnn_feature_columns or ())
+    if not linear_feature_columns and not dnn_feature_columns:
+      raise UserInputError(
+          'Either linear_feature_columns or dnn_feature_columns must be '
+          f'defined ({type(self).__name__}: both are empty).')
+
+    def _model_fn(features, labels, mode, config):
+      return v1_model_fns.combined_model_fn(
+          features=features, labels=labels, mode=mode, head=head,
+          linear_feature_columns=linear_feature_columns,
+          linear_optimizer=linear_optimizer,
+          dnn_feature_columns=dnn_feature_columns,
+          dnn_optimizer=dnn_optimizer, dnn_hidden_units=dnn_hidden_units,
+          dnn_activation_fn=dnn_activation_fn, dnn_dropout=dnn_dropout,
+          input_layer_partitioner=input_layer_partitioner, config=config,
+          batch_norm=batch_norm,
+          linear_sparse_combiner=linear_sparse_combiner)
+
+    super().__init__(_model_fn, model_dir=model_dir, config=config,
+                     warm_start_from=warm_start_from)
 
 
 class DNNLinearCombinedClassifier(DNNLinearCombinedEstimator):
@@ -241,7 +194,7 @@ class DNNLinearCombinedClassifier(DNNLinearCombinedEstimator):
                dnn_activation_fn=tf.nn.relu, dnn_dropout=None, n_classes=2,
                weight_column=None, label_vocabulary=None,
                input_layer_partitioner=None, config=None,
-               warm_start_from=None, loss_reduction='weighted_sum',
+               warm_start_from=None, loss_reduction=tf.compat.v1.losses.Reduction.SUM,
                batch_norm=False, linear_sparse_combiner='sum'):
     head = _classifier_head(
         n_classes, weight_column=weight_column,
@@ -267,7 +220,7 @@ class DNNLinearCombinedRegressor(DNNLinearCombinedEstimator):
                dnn_activation_fn=tf.nn.relu, dnn_dropout=None,
                label_dimension=1, weight_column=None,
                input_layer_partitioner=None, config=None,
-               warm_start_from=None, loss_reduction='weighted_sum',
+               warm_start_from=None, loss_reduction=tf.compat.v1.losses.Reduction.SUM,
                batch_norm=False, linear_sparse_combiner='sum'):
     head = _regression_head(label_dimension, weight_column=weight_column,
                             loss_reduction=loss_reduction)
@@ -283,18 +236,28 @@ class DNNLinearCombinedRegressor(DNNLinearCombinedEstimator):
         warm_start_from=warm_start_from)
 
 
-class BaselineEstimator(baseline.BaselineEstimator):
-  """tf.compat.v1.estimator.BaselineEstimator."""
-  _V1 = True
+class BaselineEstimator(base.CannedEstimator):
+  """tf.compat.v1.estimator.BaselineEstimator: a bias per logit, with any
+  v1 head."""
+
+  def __init__(self, head, model_dir=None, optimizer='Ftrl', config=None):
+    # The head's (a user's head may have none).
+    weight_column = getattr(head, '_weight_column', None)
+
+    def _model_fn(features, labels, mode, config):
+      return v1_model_fns.baseline_model_fn(
+          features=features, labels=labels, mode=mode, head=head,
+          optimizer=optimizer, weight_column=weight_column, config=config)
+
+    super().__init__(_model_fn, model_dir=model_dir, config=config)
 
 
-class BaselineClassifier(baseline.BaselineEstimator):
+class BaselineClassifier(BaselineEstimator):
   """tf.compat.v1.estimator.BaselineClassifier."""
-  _V1 = True
 
   def __init__(self, model_dir=None, n_classes=2, weight_column=None,
                label_vocabulary=None, optimizer='Ftrl', config=None,
-               loss_reduction='weighted_sum'):
+               loss_reduction=tf.compat.v1.losses.Reduction.SUM):
     head = _classifier_head(
         n_classes, weight_column=weight_column,
         label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
@@ -302,12 +265,12 @@ class BaselineClassifier(baseline.BaselineEstimator):
                      config=config)
 
 
-class BaselineRegressor(baseline.BaselineEstimator):
+class BaselineRegressor(BaselineEstimator):
   """tf.compat.v1.estimator.BaselineRegressor."""
-  _V1 = True
 
   def __init__(self, model_dir=None, label_dimension=1, weight_column=None,
-               optimizer='Ftrl', config=None, loss_reduction='weighted_sum'):
+               optimizer='Ftrl', config=None,
+               loss_reduction=tf.compat.v1.losses.Reduction.SUM):
     head = _regression_head(label_dimension, weight_column=weight_column,
                             loss_reduction=loss_reduction)
     super().__init__(head, model_dir=model_dir, optimizer=optimizer,

@@ -66,7 +66,8 @@ class BinaryClassHead(base_head.SingleHead):
         labels, logits, 1)
     labels = base_head.label_ids(labels, self._label_vocabulary,
                                  head='BinaryClassHead')
-    return base_head.check_label_range(tf.cast(labels, tf.float32), 2)
+    return base_head.check_label_range(tf.cast(labels, tf.float32), 2,
+                                       v1_wording=self._V1_OP_NAMES)
 
   def _default_loss(self, labels, logits):
     if (labels.shape.is_fully_defined() and logits.shape.is_fully_defined()

@@ -359,8 +359,11 @@ def call_loss_fn(loss_fn, labels, logits, features, expected_loss_dim=1):
       return tf.identity(loss)
 
 
-def check_label_range(labels, n_classes, message: Optional[str] = None):
-  """`labels`, checked to lie in [0, n_classes - 1].
+def check_label_range(labels, n_classes, message: Optional[str] = None, *,
+                      v1_wording: bool = False):
+  """`labels`, checked to lie in [0, n_classes - 1]; `v1_wording`: in a
+  graph, 2.15's v1 heads' messages ('Labels must <= n_classes - 1', 'Labels
+  must >= 0'), which programs and tests match.
 
   Raises:
     UserInputError: eagerly, a label is out of range (building a graph, an
@@ -377,9 +380,11 @@ def check_label_range(labels, n_classes, message: Optional[str] = None):
       return labels
     at_most = tf.compat.v1.debugging.assert_less_equal(
         labels, tf.convert_to_tensor(n_classes - 1, dtype=labels.dtype),
-        message=message or 'Labels must be <= n_classes - 1')
+        message=message or ('Labels must <= n_classes - 1' if v1_wording
+                            else 'Labels must be <= n_classes - 1'))
     at_least = tf.compat.v1.debugging.assert_non_negative(
-        labels, message=message or 'Labels must be >= 0')
+        labels, message=message or ('Labels must >= 0' if v1_wording
+                                    else 'Labels must be >= 0'))
     with tf.control_dependencies((at_most, at_least)):
       return tf.identity(labels)
 

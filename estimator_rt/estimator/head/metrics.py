@@ -98,14 +98,16 @@ def update_auc(metric, labels, predictions, weights) -> None:
   metric.update_state(labels, predictions, sample_weight=weights)
 
 
-def as_eval_metric_ops(eval_metrics):
+def as_eval_metric_ops(eval_metrics, *, update_gives_value: bool = False):
   """`eval_metrics` (metric objects by key) as an EstimatorSpec's
   eval_metric_ops: in a graph, `(result, update_op)` pairs, as 2.15's
   EstimatorSpec made them (its tests and programs index them), the
   metrics' variables added to LOCAL_VARIABLES (initialized before each
   evaluation, never saved) and METRIC_VARIABLES; in the eager engine, the
   Keras 3 metric objects, which it resets and reduces itself. A value
-  that is no metric object (a pair already) is kept."""
+  that is no metric object (a pair already) is kept. `update_gives_value`:
+  each update op is the metric's value after it (tf.compat.v1.metrics',
+  2.15's v1 heads' pairs), see spec.metric_object_as_pair."""
   if not in_graph_engine():
     return eval_metrics
   ops = {}
@@ -114,5 +116,6 @@ def as_eval_metric_ops(eval_metrics):
     if not updates or not callable(getattr(metric, 'result', None)):
       ops[key] = metric
       continue
-    ops[key] = spec.metric_object_as_pair(metric, updates)
+    ops[key] = spec.metric_object_as_pair(
+        metric, updates, update_gives_value=update_gives_value)
   return ops

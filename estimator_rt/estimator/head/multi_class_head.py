@@ -72,7 +72,8 @@ class MultiClassHead(base_head.SingleHead):
           f'got {labels.dtype}')
     labels = base_head.label_ids(labels, self._label_vocabulary,
                                  head='MultiClassHead')
-    return base_head.check_label_range(labels, self._n_classes)
+    return base_head.check_label_range(labels, self._n_classes,
+                                       v1_wording=self._V1_OP_NAMES)
 
   def _default_loss(self, labels, logits):
     # 2.15's names (tf.compat.v1.losses.sparse_softmax_cross_entropy's).

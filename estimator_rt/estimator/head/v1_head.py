@@ -259,7 +259,8 @@ class _V1Behaviour:
     self._update_metrics_with(eval_metrics,
                               regularization_loss=regularization_loss,
                               **tensors)
-    return metrics_lib.as_eval_metric_ops(eval_metrics)
+    return metrics_lib.as_eval_metric_ops(eval_metrics,
+                                          update_gives_value=True)
 
   def _create_tpu_estimator_spec(self, features, mode, logits, labels=None,
                                  optimizer=None, train_op_fn=None,

@@ -406,26 +406,37 @@ def _sample_weights(weights, names: List[str]):
   return standardized[0] if len(names) == 1 else standardized
 
 
-def _as_keras3(kind: str, value, owner: str):
+def _as_keras3(kind: str, value, owner: str, *, weighted: bool = False):
   """A tf_keras loss or metric (a string, a function or an object) as its
-  Keras 3 namesake, by class name and config."""
+  Keras 3 namesake, by class name and config. A metric keeps the name
+  tf_keras reported it by (`_reported_metric_name`; `weighted`: one of
+  compile()'s weighted_metrics)."""
   keras = _keras()
   if value is None:
     return value
-  if isinstance(value, str):
-    return _metric_named(value) if kind == 'metric' else value
   if isinstance(value, dict):
-    return {k: _as_keras3(kind, v, owner) for k, v in value.items()}
+    return {k: _as_keras3(kind, v, owner, weighted=weighted)
+            for k, v in value.items()}
   if isinstance(value, (list, tuple)):
-    return [_as_keras3(kind, v, owner) for v in value]
+    return [_as_keras3(kind, v, owner, weighted=weighted) for v in value]
+  if kind == 'metric' and not hasattr(value, 'get_config'):
+    # A name or a function (tf_keras.metrics.mae): Keras 3 has the same
+    # names.
+    identifier = value if isinstance(value, str) else getattr(
+        value, '__name__', value)
+    return _metric_named(identifier,
+                         reported=_reported_metric_name(value, weighted))
+  if isinstance(value, str):
+    return value
   if not hasattr(value, 'get_config'):
-    # A function (tf_keras.losses.mse): Keras 3 has the same names.
     return getattr(value, '__name__', value)
   name = type(value).__name__
   config = dict(value.get_config())
   if config.get('reduction') == 'auto':
     # tf_keras's default reduction; Keras 3 calls the same one this.
     config['reduction'] = 'sum_over_batch_size'
+  if kind == 'metric':
+    config['name'] = _reported_metric_name(value, weighted)
   try:
     known = getattr(keras, {'loss': 'losses', 'metric': 'metrics'}[kind])
     cls = getattr(known, name)
@@ -439,25 +450,91 @@ def _as_keras3(kind: str, value, owner: str):
         'give a Keras 3 model.') from e
 
 
-def _metric_named(name: str):
-  """A tf_keras metric name as Keras 3 takes it: the name itself when
-  Keras 3 knows it, else (tf_keras's aliases, 'cosine_proximity',
-  'kullback_leibler_divergence') the Keras 3 metric of the function
-  tf_keras resolves it to, under that name (the key model.evaluate and
-  2.15's estimator reported it by)."""
+# compile()'s names of the metrics tf_keras chose by the labels' and the
+# outputs' shapes (Keras 3 chooses 'accuracy' and 'acc' so, not the others).
+_CHOSEN_BY_SHAPES = {'accuracy': 'accuracy', 'acc': 'accuracy',
+                     'crossentropy': 'crossentropy', 'ce': 'crossentropy'}
+
+
+def _reported_metric_name(metric, weighted: bool) -> str:
+  """The key tf_keras's model.evaluate (and so 2.15's Estimator) reported
+  a compiled metric by, before any output-name prefix. With TF2 behaviour,
+  the name given to compile() or the metric's own; under TF1 behaviour
+  (`disable_v2_behavior()`, Keras 2's graph-mode Model) 'acc' and 'ce'
+  for 'accuracy'/'acc' and 'crossentropy'/'ce', a function's own name for
+  another name ('mae': 'mean_absolute_error'), and 'weighted_' before
+  every weighted metric's."""
+  if isinstance(metric, str):
+    if tf.__internal__.tf2.enabled():
+      return metric
+    if metric in _CHOSEN_BY_SHAPES:
+      suffix = {'accuracy': 'acc', 'crossentropy': 'ce'}[
+          _CHOSEN_BY_SHAPES[metric]]
+    else:
+      resolved = _tf_keras().metrics.get(metric)
+      suffix = getattr(resolved, 'name', None) or resolved.__name__
+  else:
+    suffix = getattr(metric, 'name', None) or metric.__name__
+    if tf.__internal__.tf2.enabled():
+      return suffix
+  return ('weighted_' if weighted else '') + suffix
+
+
+def _metric_named(name: str, *, reported: str):
+  """The Keras 3 metric of a tf_keras metric name (or a function's name),
+  reported by `reported`: the name itself where Keras 3 knows it and
+  reports it so; else a Keras 3 metric named `reported`, of the function
+  tf_keras resolves the name to (tf_keras's aliases, 'cosine_proximity',
+  'kullback_leibler_divergence') or, for 'crossentropy' and 'ce' (and
+  'accuracy' reported otherwise), chosen by the shapes as tf_keras chose
+  it."""
   keras = _keras()
-  if name.lower() in ('accuracy', 'acc', 'crossentropy', 'ce'):
-    return name  # Keras 3's compile() picks these by the loss, as tf_keras.
+  chosen = _CHOSEN_BY_SHAPES.get(name.lower())
+  if chosen == 'accuracy' and reported == name:
+    return name  # Keras 3's compile() picks it by the shapes, as tf_keras.
+  if chosen is not None:
+    return keras.metrics.MeanMetricWrapper(_chosen_by_shapes(chosen),
+                                           name=reported)
   try:
-    keras.metrics.get(name)
-    return name
+    metric = keras.metrics.get(name)
   except ValueError:
-    pass
-  try:
-    metric = keras.metrics.get(_tf_keras().metrics.get(name).__name__)
-  except (AttributeError, TypeError, ValueError):
-    return name  # Unknown to both: Keras 3 refuses it in its words.
-  return type(metric).from_config({**metric.get_config(), 'name': name})
+    try:
+      metric = keras.metrics.get(_tf_keras().metrics.get(name).__name__)
+    except (AttributeError, TypeError, ValueError):
+      return name  # Unknown to both: Keras 3 refuses it in its words.
+  else:
+    if reported == name:
+      return name
+  if not hasattr(metric, 'get_config'):
+    return keras.metrics.MeanMetricWrapper(metric, name=reported)
+  return type(metric).from_config({**metric.get_config(), 'name': reported})
+
+
+def _chosen_by_shapes(kind: str) -> Callable:
+  """tf_keras's choice for compile()'s 'accuracy' or 'crossentropy' (its
+  compile_utils): binary for one output unit, sparse categorical for
+  labels of lower rank or of last dimension 1, categorical otherwise."""
+  keras = _keras()
+  functions = {
+      'accuracy': (keras.metrics.binary_accuracy,
+                   keras.metrics.sparse_categorical_accuracy,
+                   keras.metrics.categorical_accuracy),
+      'crossentropy': (keras.metrics.binary_crossentropy,
+                       keras.metrics.sparse_categorical_crossentropy,
+                       keras.metrics.categorical_crossentropy)}[kind]
+
+  def chosen(y_true, y_pred):
+    true_rank, pred_rank = len(y_true.shape), len(y_pred.shape)
+    true_last = tf.compat.dimension_value(y_true.shape[-1]) if true_rank else None
+    pred_last = tf.compat.dimension_value(y_pred.shape[-1]) if pred_rank else None
+    if pred_last == 1:
+      return functions[0](y_true, y_pred)
+    if true_rank < pred_rank or (true_last == 1 and pred_last != 1):
+      return functions[1](y_true, y_pred)
+    return functions[2](y_true, y_pred)
+
+  chosen.__name__ = kind
+  return chosen
 
 
 def _optimizer_factory(model, optimizer=None):
@@ -509,7 +586,7 @@ def _compile_settings(model) -> Dict[str, Any]:
         'loss_weights': given['loss_weights'],
         'metrics': _as_keras3('metric', given['metrics'], model.name),
         'weighted_metrics': _as_keras3('metric', given['weighted_metrics'],
-                                       model.name),
+                                       model.name, weighted=True),
     }
   # tf_keras keeps what compile() was given on its containers.
   loss = model.compiled_loss
@@ -521,7 +598,7 @@ def _compile_settings(model) -> Dict[str, Any]:
                             model.name),
       'weighted_metrics': _as_keras3(
           'metric', getattr(metrics, '_user_weighted_metrics', None),
-          model.name),
+          model.name, weighted=True),
   }
 
 

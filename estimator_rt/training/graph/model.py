@@ -438,11 +438,17 @@ def missing_from_checkpoint(checkpoint_path: str, saver_names: List[str]
 
 def default_saver_names() -> List[str]:
   """What a default Saver of the current graph reads and writes: every
-  global variable (and saveable object) by its op name."""
+  global variable (and saveable object) by its op name, a part of a
+  partitioned variable by the whole's name (each name once)."""
   names = []
   for variable in tf.compat.v1.global_variables():
-    names.append(variable.op.name if hasattr(variable, 'op') else
-                 variable.name)
+    slice_info = getattr(variable, '_save_slice_info', None)
+    if slice_info is not None:
+      name = slice_info.full_name
+    else:
+      name = variable.op.name if hasattr(variable, 'op') else variable.name
+    if name not in names:
+      names.append(name)
   return names
 
 

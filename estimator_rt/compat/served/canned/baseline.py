@@ -13,6 +13,7 @@ from tensorflow.python.feature_column import feature_column_v2 as _fc_v2
 
 from estimator_rt.estimator.canned import baseline as _baseline
 from estimator_rt.estimator.canned import base as _base
+from estimator_rt.estimator.canned import v1_model_fns as _v1_model_fns
 from estimator_rt.compat.served.canned import optimizers as _optimizers
 from estimator_rt.core.errors import UserTypeError
 from estimator_rt.core.mode_keys import ModeKeys
@@ -69,37 +70,9 @@ def _baseline_model_fn_builder_v2(features, num_outputs, weight_column=None):
   return [bias], logits
 
 
-def _baseline_logit_fn_builder(num_outputs, weight_column=None):
-  """A `logit_fn(features)` returning the baseline's logits (see
-  _baseline_model_fn_builder_v2)."""
-
-  def baseline_logit_fn(features):
-    _, logits = _baseline_model_fn_builder_v2(features, num_outputs,
-                                              weight_column)
-    return logits
-
-  return baseline_logit_fn
-
-
-def _baseline_model_fn(features, labels, mode, head, optimizer,
-                       weight_column=None, config=None):
-  """The v1 baseline estimators' model_fn, as 2.15 wrote it: the head's
-  spec for the baseline's logits, trained by `optimizer` as a
-  `tf.compat.v1.train` optimizer (a name: learning rate 0.3) minimizing the
-  head's loss at the global step."""
-  del config
-  logits = _baseline_logit_fn_builder(head.logits_dimension,
-                                      weight_column)(features)
-
-  def train_op_fn(loss):
-    opt = _optimizers.get_optimizer_instance(optimizer,
-                                             learning_rate=_LEARNING_RATE)
-    return opt.minimize(loss,
-                        global_step=tf.compat.v1.train.get_global_step())
-
-  return head.create_estimator_spec(features=features, mode=mode,
-                                    logits=logits, labels=labels,
-                                    train_op_fn=train_op_fn)
+# 2.15's v1 model_fn and logit_fn builder (v1_model_fns.py).
+_baseline_logit_fn_builder = _v1_model_fns.baseline_logit_fn_builder
+_baseline_model_fn = _v1_model_fns.baseline_model_fn
 
 
 def _baseline_model_fn_v2(features, labels, mode, head, optimizer,

@@ -1,7 +1,8 @@
 """tf.estimator 2.15's `canned.dnn`: the DNN estimators and the model_fn
-and logit_fn builders behind them, over estimator_rt's DNN
-(estimator_rt/estimator/canned/dnn.py: the same Keras 2 model, named 'dnn', with
-2.15's variable names).
+and logit_fn builders behind them, over estimator_rt's DNNs
+(estimator_rt/estimator/canned/dnn.py: the TF2 classes' Keras 2 model,
+named 'dnn', with 2.15's variable names; v1_model_fns.py: the v1 classes'
+model, partitioned, as 2.15 built it).
 
 The estimator classes (`DNNClassifierV2`, ...) are estimator_rt's, served
 from module_paths.json. The private builders are here with 2.15's
@@ -14,22 +15,19 @@ import tensorflow as tf
 
 from estimator_rt.estimator.canned import base
 from estimator_rt.estimator.canned import dnn as dnn_lib
-from estimator_rt.estimator.canned import v1_columns
+from estimator_rt.estimator.canned import v1_model_fns
 from estimator_rt.compat.served.canned import optimizers
 from estimator_rt.core.mode_keys import ModeKeys
 
 # The learning rate of a named optimizer in the v1 DNN.
-_LEARNING_RATE = dnn_lib.V1_LEARNING_RATE
+_LEARNING_RATE = v1_model_fns.DNN_LEARNING_RATE
 
 # The networks (Keras 2 models; `model(features, mode)` gives the logits).
 _DNNModelV2 = dnn_lib.dnn_model_class()
-_DNNModel = dnn_lib.dnn_model_v1_class()
+_DNNModel = v1_model_fns.dnn_model_class()
 
 
-def _get_previous_name_scope():
-  """The current name scope without its last component, ending in '/'."""
-  current = tf.compat.v1.get_default_graph().get_name_scope()
-  return current.rsplit('/', 1)[0] + '/'
+_get_previous_name_scope = v1_model_fns.previous_name_scope
 
 
 def _name_from_scope_name(name):
@@ -38,9 +36,7 @@ def _name_from_scope_name(name):
   return name[:-1] if (name and name[-1] == '/') else name
 
 
-def _add_hidden_layer_summary(value, tag):
-  """The summary of a layer's output (its fraction of zero values)."""
-  base.add_layer_summary(value, tag)
+_add_hidden_layer_summary = v1_model_fns.add_hidden_layer_summary
 
 
 def _validate_features(features):
@@ -136,43 +132,6 @@ def _get_dnn_estimator_spec(use_tpu, head, features, labels, mode, logits,
                  optimizer=optimizer, logits=logits)
 
 
-def _dnn_model_fn(features,
-                  labels,
-                  mode,
-                  head,
-                  hidden_units,
-                  feature_columns,
-                  optimizer='Adagrad',
-                  activation_fn=tf.nn.relu,
-                  dropout=None,
-                  input_layer_partitioner=None,
-                  config=None,
-                  use_tpu=False,
-                  batch_norm=False):
-  """The v1 DNN estimators' model_fn, as 2.15 wrote it: the DNN (v1 or v2
-  feature columns) under 'dnn', its logits given to the head (a v1 `_Head`)
-  with `optimizer` as a `tf.compat.v1.train` optimizer (a name gets
-  learning rate 0.05), which the head minimizes; batch normalization's
-  updates are in UPDATE_OPS, where a v1 head finds them.
-  `input_layer_partitioner` has no effect (variables are not partitioned
-  here).
-
-  Raises:
-    ValueError: `features` is not a dict, or a bad optimizer.
-  """
-  del input_layer_partitioner, config
-  optimizer = optimizers.get_optimizer_instance(
-      optimizer, learning_rate=_LEARNING_RATE)
-  _validate_features(features)
-  columns = v1_columns.v2_columns(tuple(feature_columns),
-                                  argument='feature_columns')
-  logits, _, update_ops = dnn_lib.build_dnn(
-      units=head.logits_dimension, hidden_units=hidden_units,
-      feature_columns=columns, activation_fn=activation_fn, dropout=dropout,
-      batch_norm=batch_norm, features=features, mode=mode)
-  collection = tf.compat.v1.get_collection_ref(
-      tf.compat.v1.GraphKeys.UPDATE_OPS)
-  collection.extend(op for op in update_ops if op not in collection)
-  with base.model_name_scope('dnn'):
-    return _get_dnn_estimator_spec(use_tpu, head, features, labels, mode,
-                                   logits, optimizer)
+# 2.15's v1 model_fn and logit_fn builder (v1_model_fns.py).
+_dnn_model_fn = v1_model_fns.dnn_model_fn
+dnn_logit_fn_builder = v1_model_fns.dnn_logit_fn_builder

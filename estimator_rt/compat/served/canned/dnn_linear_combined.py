@@ -11,22 +11,15 @@ import tensorflow as tf
 
 from estimator_rt.estimator.canned import base
 from estimator_rt.estimator.canned import dnn_linear_combined as combined_lib
-from estimator_rt.estimator.canned import v1_columns
+from estimator_rt.estimator.canned import v1_model_fns
 from estimator_rt.core.errors import UserInputError
 
 _DNN_LEARNING_RATE = combined_lib.DNN_LEARNING_RATE
 _LINEAR_LEARNING_RATE = combined_lib.LINEAR_LEARNING_RATE
 
 
-def _check_no_sync_replicas_optimizer(optimizer):
-  """ValueError for a SyncReplicasOptimizer: it cannot drive two
-  optimizers."""
-  if isinstance(optimizer, tf.compat.v1.train.SyncReplicasOptimizer):
-    raise UserInputError(
-        'SyncReplicasOptimizer does not support multi optimizers case. '
-        'Therefore, it is not supported in DNNLinearCombined model. '
-        'If you want to use this optimizer, please use either DNN or Linear '
-        'model.')
+_check_no_sync_replicas_optimizer = (
+    v1_model_fns.check_no_sync_replicas_optimizer)
 
 
 def _linear_learning_rate(num_linear_feature_columns):
@@ -102,55 +95,8 @@ def _dnn_linear_combined_model_fn_v2(
       loss_reduction=loss_reduction)
 
 
-def _dnn_linear_combined_model_fn(
-    features,
-    labels,
-    mode,
-    head,
-    linear_feature_columns=None,
-    linear_optimizer='Ftrl',
-    dnn_feature_columns=None,
-    dnn_optimizer='Adagrad',
-    dnn_hidden_units=None,
-    dnn_activation_fn=tf.nn.relu,
-    dnn_dropout=None,
-    input_layer_partitioner=None,
-    config=None,
-    batch_norm=False,
-    linear_sparse_combiner='sum'):
-  """The v1 wide & deep model_fn: the DNN's and the linear model's logits
-  (v1 or v2 feature columns) added and given to `head.create_estimator_spec`
-  (a v1 `_Head`, or a TF2 head) with a train_op_fn that trains each part
-  with its `tf.compat.v1.train` optimizer (named: the DNN's at 0.001, the
-  linear one's at min(0.005, 1/sqrt(columns))) and advances the global step
-  once. `input_layer_partitioner` has no effect (variables are not
-  partitioned here).
-
-  Raises:
-    ValueError: `features` is not a dict, neither part has a column, the
-      DNN has columns and no hidden units, or a SyncReplicasOptimizer.
-  """
-  del input_layer_partitioner, config
-  base.check_features(features, estimator_name='the wide & deep model_fn')
-  _validate_feature_columns(linear_feature_columns, dnn_feature_columns)
-  if dnn_feature_columns and not dnn_hidden_units:
-    raise UserInputError(
-        'dnn_hidden_units must be defined when dnn_feature_columns is '
-        f'specified (dnn_hidden_units={dnn_hidden_units!r}).')
-  for optimizer in (linear_optimizer, dnn_optimizer):
-    _check_no_sync_replicas_optimizer(optimizer)
-  return combined_lib.combined_model_fn(
-      features=features, labels=labels, mode=mode, head=head,
-      linear_feature_columns=v1_columns.v2_columns(
-          tuple(linear_feature_columns or ()),
-          argument='linear_feature_columns'),
-      linear_optimizer=linear_optimizer,
-      dnn_feature_columns=v1_columns.v2_columns(
-          tuple(dnn_feature_columns or ()), argument='dnn_feature_columns'),
-      dnn_optimizer=dnn_optimizer, dnn_hidden_units=dnn_hidden_units,
-      dnn_activation_fn=dnn_activation_fn, dnn_dropout=dnn_dropout,
-      batch_norm=batch_norm, linear_sparse_combiner=linear_sparse_combiner,
-      estimator_name='the wide & deep model_fn', v1=True)
+# 2.15's v1 model_fn (v1_model_fns.py).
+_dnn_linear_combined_model_fn = v1_model_fns.combined_model_fn
 
 
 def _init_dnn_linear_combined_estimator(head, linear_feature_columns,

@@ -15,7 +15,7 @@ from estimator_rt.estimator.canned import linear_logits
 from estimator_rt.estimator.canned import linear as _linear
 from estimator_rt.estimator.canned import linear_model as _linear_model
 from estimator_rt.estimator.canned import linear_sdca as _linear_sdca
-from estimator_rt.estimator.canned import v1_columns as _v1_columns
+from estimator_rt.estimator.canned import v1_model_fns as _v1_model_fns
 from estimator_rt.compat.served.canned import optimizers as _optimizers
 from estimator_rt.core.mode_keys import ModeKeys
 
@@ -36,10 +36,7 @@ def _compute_fraction_of_zero(variables):
   return linear_logits.fraction_of_zero(tf.nest.flatten(variables))
 
 
-def _get_default_optimizer(feature_columns):
-  """tf.compat.v1.train.FtrlOptimizer at min(0.2, 1/sqrt(number of
-  columns)): the v1 linear estimators' optimizer=None."""
-  return _linear.default_optimizer(feature_columns, v1=True)
+_get_default_optimizer = _v1_model_fns.default_linear_optimizer
 
 
 def _get_default_optimizer_v2(feature_columns):
@@ -48,16 +45,7 @@ def _get_default_optimizer_v2(feature_columns):
   return _linear.default_optimizer(feature_columns)
 
 
-def _get_expanded_variable_list(var_list):
-  """`var_list` with each partitioned variable replaced by its parts
-  (variables and tensors kept as they are)."""
-  expanded = []
-  for variable in var_list:
-    if isinstance(variable, (tf.Variable, tf.Tensor)):
-      expanded.append(variable)
-    else:  # A PartitionedVariable iterates over its parts.
-      expanded.extend(list(variable))
-  return expanded
+_get_expanded_variable_list = _v1_model_fns.expanded
 
 
 def _validate_linear_sdca_optimizer_for_linear_classifier(
@@ -154,34 +142,6 @@ def _linear_model_fn_v2(features, labels, mode, head, feature_columns,
       trainable_variables=trainable_variables, logits=logits)
 
 
-def _linear_model_fn(features, labels, mode, head, feature_columns,
-                     optimizer, partitioner, config, sparse_combiner='sum'):
-  """The v1 linear estimators' model_fn, as 2.15 wrote it: the linear
-  model (v1 or v2 feature columns) under 'linear', its logits given to the
-  head (a v1 `_Head`) with `optimizer` as a `tf.compat.v1.train` optimizer
-  (None: Ftrl at min(0.2, 1/sqrt(columns)); a name: learning rate 0.2),
-  which the head minimizes; a LinearSDCA goes to _sdca_model_fn.
-  `partitioner` has no effect (variables are not partitioned here).
-
-  Raises:
-    ValueError: `features` is not a dict, or a bad optimizer.
-  """
-  del partitioner, config
-  base.check_features(features, estimator_name='the linear model_fn')
-  if isinstance(optimizer, _linear_sdca.LinearSDCA):
-    return _sdca_model_fn(features, labels, mode, head, feature_columns,
-                          optimizer)
-  columns = _v1_columns.v2_columns(tuple(feature_columns),
-                                   argument='feature_columns')
-  logits, weights, bias = linear_logits.build_linear(
-      units=head.logits_dimension, feature_columns=columns,
-      sparse_combiner=sparse_combiner, features=features,
-      ops_scope=linear_logits.V1_OPS_SCOPE)
-  linear_logits.add_linear_summaries(weights, bias, head.logits_dimension)
-  optimizer = _optimizers.get_optimizer_instance(
-      optimizer or _get_default_optimizer(columns),
-      learning_rate=_LEARNING_RATE)
-  with base.model_name_scope('linear'):
-    return head.create_estimator_spec(features=features, mode=mode,
-                                      labels=labels, optimizer=optimizer,
-                                      logits=logits)
+# 2.15's v1 model_fn and logit_fn builder (v1_model_fns.py).
+_linear_model_fn = _v1_model_fns.linear_model_fn
+linear_logit_fn_builder = _v1_model_fns.linear_logit_fn_builder
