@@ -265,30 +265,3 @@ def test_input_statistics_from_one_batch():
   np.testing.assert_allclose(moments.mean, [1.5])
   np.testing.assert_allclose(moments.variance, [5. / 3.])  # Unbiased.
   assert (start, count) == (-3, 4)
-
-
-# ------------------------------------------- v1 estimators' TF1 feature columns
-
-
-def test_tf1_feature_columns_become_the_equal_v2_columns():
-  from tensorflow.python.feature_column import feature_column as fc_v1  # pylint: disable=g-import-not-at-top
-  from estimator_rt.estimator.canned import v1_columns  # pylint: disable=g-import-not-at-top
-  numeric = fc_v1._numeric_column('x', shape=(2,))
-  bucketized = fc_v1._bucketized_column(fc_v1._numeric_column('y'), [0., 1.])
-  crossed = fc_v1._crossed_column(['a', bucketized], 10)
-  identity = fc_v1._categorical_column_with_identity('i', 4)
-  v2 = v1_columns.v2_columns([numeric, crossed, identity],
-                             argument='feature_columns')
-  assert v2 == (tf.feature_column.numeric_column('x', shape=(2,)),
-                tf.feature_column.crossed_column(
-                    ['a', tf.feature_column.bucketized_column(
-                        tf.feature_column.numeric_column('y'), [0., 1.])],
-                    10),
-                tf.feature_column.categorical_column_with_identity('i', 4))
-  already = tf.feature_column.numeric_column('z')
-  assert v1_columns.v2_columns([already], argument='f')[0] is already
-  assert v1_columns.v2_columns(None, argument='f') is None
-  with pytest.raises(ValueError, match="dnn_feature_columns holds a Tensor"
-                     "Flow 1 feature column .*_EmbeddingColumn"):
-    v1_columns.v2_columns([fc_v1._embedding_column(identity, 2)],
-                          argument='dnn_feature_columns')

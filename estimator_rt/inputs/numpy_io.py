@@ -23,9 +23,9 @@ from estimator_rt.core.errors import UserTypeError
 def _check_shuffle(shuffle) -> None:
   if not isinstance(shuffle, bool):
     raise UserInputError(
-        f'numpy_input_fn/pandas_input_fn: shuffle={shuffle!r} must be given '
-        'as True or False (True is recommended for training), as in '
-        'tf.estimator.')
+        'shuffle must be provided and explicitly set as boolean (it is '
+        f'recommended to set it as True for training); got {shuffle} '
+        '(numpy_input_fn/pandas_input_fn: give shuffle=True or False).')
 
 
 # Arrays larger than this, in all, are not made graph constants (see

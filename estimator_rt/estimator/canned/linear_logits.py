@@ -19,6 +19,7 @@ from typing import Dict, Sequence, Tuple
 
 import tensorflow as tf
 from tensorflow.python.feature_column import feature_column_v2 as fc_v2
+from tensorflow.python.ops import variables as tf_variables  # pylint: disable=g-direct-tensorflow-import
 
 from estimator_rt.core.errors import UserInputError
 
@@ -227,10 +228,23 @@ def fraction_of_zero(values: Sequence) -> tf.Tensor:
     return tf.identity(fraction, name='zero_fraction_or_nan')
 
 
+def expanded(var_list) -> list:
+  """`var_list` with each PartitionedVariable replaced by its parts (the
+  v1 linear and DNN models partition theirs, see v1_model_fns)."""
+  parts = []
+  for variable in var_list:
+    if isinstance(variable, tf_variables.PartitionedVariable):
+      parts.extend(variable)
+    else:
+      parts.append(variable)
+  return parts
+
+
 def add_linear_summaries(weights, bias, units: int) -> None:
-  """2.15's linear summaries: the bias (scalar for one unit) and the
-  fraction of zero weights (how sparse Ftrl left the model)."""
+  """2.15's linear summaries: the bias (scalar for one unit; a partitioned
+  bias's first part's) and the fraction of zero weights (how sparse Ftrl
+  left the model)."""
   if units == 1:
-    tf.compat.v1.summary.scalar('bias', bias[0])
+    tf.compat.v1.summary.scalar('bias', expanded([bias])[0][0])
   tf.compat.v1.summary.scalar('fraction_of_zero_weights',
-                              fraction_of_zero(weights))
+                              fraction_of_zero(expanded(weights)))

@@ -203,14 +203,17 @@ def check_estimator(*, head, feature_columns, sparse_combiner) -> None:
 
 
 def sdca_model_fn(*, features, labels, mode, head, feature_columns,
-                  optimizer):
+                  optimizer, scope: str = 'linear/linear_model',
+                  ops_scope: str = linear_logits.OPS_SCOPE):
   """The linear estimators' model_fn body for a LinearSDCA optimizer (see
-  the module docstring)."""
+  the module docstring); the linear model's variables in variable scope
+  `scope` (the v1 classes: 'linear_model' in their partitioned 'linear'),
+  its ops in `ops_scope` (see linear_logits.build_linear)."""
   loss = loss_type(head)
   state = linear_logits.new_state()
   logits, weights, bias = linear_logits.build_linear(
       units=1, feature_columns=feature_columns, sparse_combiner='sum',
-      features=features, ops_scope=linear_logits.OPS_SCOPE, state=state)
+      features=features, scope=scope, ops_scope=ops_scope, state=state)
   linear_logits.add_linear_summaries(weights, bias, 1)
   if mode != ModeKeys.TRAIN:
     return head.create_estimator_spec(features=features, mode=mode,

@@ -33,7 +33,6 @@ import functools
 import tensorflow as tf
 from tensorflow.python.feature_column import feature_column as fc_v1
 from tensorflow.python.feature_column import feature_column_lib
-from tensorflow.python.ops import variables as tf_variables  # pylint: disable=g-direct-tensorflow-import
 
 from estimator_rt.estimator.canned import base
 from estimator_rt.estimator.canned import linear_logits
@@ -66,15 +65,7 @@ def _partitioner(config, *, min_slice_size=None):
       max_partitions=_num_ps_replicas(config), **kwargs)
 
 
-def expanded(var_list) -> list:
-  """`var_list` with each PartitionedVariable replaced by its parts."""
-  parts = []
-  for variable in var_list:
-    if isinstance(variable, tf_variables.PartitionedVariable):
-      parts.extend(variable)
-    else:
-      parts.append(variable)
-  return parts
+expanded = linear_logits.expanded
 
 
 def _legacy_layers():
@@ -302,15 +293,15 @@ def linear_model_fn(features, labels, mode, head, feature_columns, optimizer,
   """
   from estimator_rt.estimator.canned import linear_sdca  # pylint: disable=g-import-not-at-top
   base.check_features(features, estimator_name='the linear model_fn')
-  if isinstance(optimizer, linear_sdca.LinearSDCA):
-    # Its own variables, unpartitioned, under 'linear/linear_model'.
-    return linear_sdca.sdca_model_fn(
-        features=features, labels=labels, mode=mode, head=head,
-        feature_columns=feature_columns, optimizer=optimizer)
   partitioner = partitioner or _partitioner(
       config, min_slice_size=_LARGE_SLICE_BYTES)
   with tf.compat.v1.variable_scope('linear', values=tuple(features.values()),
                                    partitioner=partitioner):
+    if isinstance(optimizer, linear_sdca.LinearSDCA):
+      return linear_sdca.sdca_model_fn(
+          features=features, labels=labels, mode=mode, head=head,
+          feature_columns=feature_columns, optimizer=optimizer,
+          scope='linear_model', ops_scope=linear_logits.V1_OPS_SCOPE)
     logits = linear_logit_fn_builder(
         units=head.logits_dimension, feature_columns=feature_columns,
         sparse_combiner=sparse_combiner)(features=features)

@@ -63,6 +63,16 @@ def weights(model, session_config) -> List[np.ndarray]:
     return [np.array(value) for value in model.get_weights()]
 
 
+def optimizer_config(model, optimizer) -> Dict[str, Any]:
+  """`optimizer.get_config()` of a graph-built model's optimizer, its
+  hyperparameters (variables of the model's graph) read through tf_keras's
+  session in that graph, also when called from eager execution."""
+  graph = (model.weights[0].graph if model.weights else
+           tf.compat.v1.get_default_graph())
+  with context.graph_mode(), graph.as_default():
+    return optimizer.get_config()
+
+
 @contextlib.contextmanager
 def eager():
   """Eager execution inside, when called from a graph context (a program

@@ -552,7 +552,9 @@ def _optimizer_factory(model, optimizer=None):
     raise UserInputError(
         f'keras_model={model.name!r}: its tf_keras optimizer {name} has no '
         'Keras 3 class of that name; compile it with a standard optimizer.')
-  config = dict(optimizer.get_config())
+  config = dict(keras_graph_models.optimizer_config(model, optimizer)
+                if keras_graph_models.is_graph_built(model) else
+                optimizer.get_config())
   if isinstance(config.get('learning_rate'), dict):
     raise UserInputError(
         f'keras_model={model.name!r}: its tf_keras optimizer {name} has a '
@@ -940,16 +942,18 @@ def _model_fn_for(keras_model, *, custom_objects, metric_names_map,
   with its compile settings, or `settings` (`_compile_settings`' result,
   read before)."""
   # Everything read from the Keras model is read now, eagerly: the
-  # model_fn is also called while a step is traced.
-  clone = _cloner(keras_model, custom_objects)
-  initial_values = _values_in_creation_order(keras_model, clone,
-                                             weights=weights)
-  settings = settings or _compile_settings(keras_model)
+  # model_fn is also called while a step is traced. The optimizers first:
+  # a model built in a graph reads its optimizer's settings in that graph,
+  # and cloning it eagerly swaps its classes (see graph_models).
   # Optimizers the model_fn applies itself (see train_op.py), one
   # factory per part of the model; else the one the runtime applies.
   part_optimizers = _part_optimizers(keras_model)
   if part_optimizers is None:
     new_optimizer = _optimizer_factory(keras_model)
+  clone = _cloner(keras_model, custom_objects)
+  initial_values = _values_in_creation_order(keras_model, clone,
+                                             weights=weights)
+  settings = settings or _compile_settings(keras_model)
   tf_keras_model = _is_tf_keras(keras_model)
   subclassed_tf_keras = _is_subclassed_tf_keras(keras_model)
   _check_export_names(clone, tf_keras_model, export_outputs=export_outputs)

@@ -458,9 +458,15 @@ class GraphEngine(engine_lib.Engine):
     # Each mapped to the variable itself: a name is looked up among
     # tf.compat.v1.get_variable's variables only, and Keras 2 layers' are
     # not there (init_from_checkpoint then took it for a scope and failed).
-    names = {v.op.name: v
-             for v in tf.compat.v1.trainable_variables()
-             if v.op.name in present}
+    # A partitioned variable's parts go together under the whole's name.
+    names = {}
+    for variable in tf.compat.v1.trainable_variables():
+      slice_info = getattr(variable, '_save_slice_info', None)
+      if slice_info is None:
+        if variable.op.name in present:
+          names[variable.op.name] = variable
+      elif slice_info.full_name in present:
+        names.setdefault(slice_info.full_name, []).append(variable)
     if not names:
       raise UserInputError(
           f'warm_start_from={source!r} has none of the '
