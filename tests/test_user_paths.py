@@ -143,20 +143,34 @@ def _check_model_dir(model_dir: str, *, final_step: int, where: str,
   assert len(final) == 1, (where, final)
 
 
+# The environment that starts the user programs under a behaviour:
+# smoke_models calls tf.compat.v1.disable_v2_behavior() first with
+# SMOKE_TF1_BEHAVIOR=1.
+_BEHAVIOR_ENV = {'tf2': {}, 'tf1': {'SMOKE_TF1_BEHAVIOR': '1'}}
+# The models a TF1-behaviour program brings (Keras 3 runs in TF2 behaviour
+# only).
+TF1_MODELS = ('tf1', 'canned')
+
+
 # ------------------------------------------------------------------ local
-def test_local_train_and_evaluate_through_every_entry_point(tmp_path):
+@pytest.mark.parametrize('behavior', ['tf2', 'tf1'])
+def test_local_train_and_evaluate_through_every_entry_point(tmp_path,
+                                                            behavior):
   """Locally: each entry point trains each model to max_steps, evaluates
   the checkpoints at 10 and 20, and exports (TF_USE_LEGACY_KERAS unset:
   the compatibility runner then makes tf.keras Keras 2, the binary and the
-  API leave it Keras 3)."""
+  API leave it Keras 3); under TF1 behaviour, the TF1-style and canned
+  models."""
+  models_here = MODELS if behavior == 'tf2' else TF1_MODELS
   processes = {}
   for entry in ENTRY_POINTS:
-    runs = ([[m] for m in MODELS] if entry == 'binary' else [list(MODELS)])
+    runs = ([[m] for m in models_here] if entry == 'binary' else
+            [list(models_here)])
     for models in runs:
       name = f'{entry}:{",".join(models)}'
       command = _command(entry, models, str(tmp_path / entry), 'default',
                          LOCAL_STEPS)
-      env = _env()
+      env = _env(**_BEHAVIOR_ENV[behavior])
       env.pop('TF_USE_LEGACY_KERAS', None)
       processes[name] = (
           _start(command, env=env,
@@ -168,7 +182,7 @@ def test_local_train_and_evaluate_through_every_entry_point(tmp_path):
   codes = _wait_all(processes, timeout=LOCAL_SECS)
   assert codes == {name: 0 for name in processes}, _tails(processes)
   for entry in ENTRY_POINTS:
-    for model in MODELS:
+    for model in models_here:
       model_dir = str(tmp_path / entry / model)
       _check_model_dir(model_dir, final_step=LOCAL_STEPS,
                        where=f'{entry} {model}')
@@ -207,12 +221,27 @@ def _layout(layout: str):
       'multi_worker_mirrored')
 
 
-@pytest.mark.parametrize('layout', ['parameter_server',
-                                    'multi_worker_mirrored'])
-@pytest.mark.parametrize('rotation, model', list(enumerate(MODELS)))
-def test_a_cluster_of_mixed_entry_points(tmp_path, layout, rotation, model):
-  """One cluster job per (layout, model): task i runs entry point
-  (i + rotation) % 3. Every task exits 0; the chief saves the final
+# (layout, rotation, model, behaviour): every model in both layouts; under
+# TF1 behaviour (the programs call tf.compat.v1.disable_v2_behavior()
+# first) the TF1-style and canned models, one layout each, every entry
+# point in a role of both. Under TF1 behaviour the two multi_worker_mirrored
+# workers are the Python programs (rotation 1: api, compat) and the binary
+# evaluates: the binary makes its strategy eagerly before the user's
+# modules run, with TensorFlow's coordination service, which the standard
+# server of a TF1-behaviour program's strategy does not join
+# (docs/clusters.md).
+_CLUSTER_RUNS = [(layout, rotation, model, 'tf2')
+                 for layout in ('parameter_server', 'multi_worker_mirrored')
+                 for rotation, model in enumerate(MODELS)] + [
+                     ('parameter_server', 1, 'canned', 'tf1'),
+                     ('multi_worker_mirrored', 1, 'tf1', 'tf1')]
+
+
+@pytest.mark.parametrize('layout, rotation, model, behavior', _CLUSTER_RUNS)
+def test_a_cluster_of_mixed_entry_points(tmp_path, layout, rotation, model,
+                                         behavior):
+  """One cluster job per (layout, model, behaviour): task i runs entry
+  point (i + rotation) % 3. Every task exits 0; the chief saves the final
   checkpoint at max_steps (one past it at most between-graph); only the evaluator evaluates (never one
   checkpoint twice) and exports, once per exporter per evaluation."""
   spec, tasks, strategy = _layout(layout)
@@ -223,7 +252,8 @@ def test_a_cluster_of_mixed_entry_points(tmp_path, layout, rotation, model):
     log_path = str(tmp_path / f'{job}_{index}.log')
     command = _command(entry, [model], str(tmp_path), strategy,
                        CLUSTER_STEPS)
-    env = _env({'cluster': spec, 'task': {'type': job, 'index': index}})
+    env = _env({'cluster': spec, 'task': {'type': job, 'index': index}},
+               **_BEHAVIOR_ENV[behavior])
     processes[name] = (_start(command, env=env, log_path=log_path),
                        log_path)
   codes = _wait_all(processes, timeout=CLUSTER_SECS)

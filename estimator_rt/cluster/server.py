@@ -75,7 +75,8 @@ def run_server(task: Optional[TaskInfo] = None, *,
   return start_server(task, listen_address=listen_address)
 
 
-def start_server(task: TaskInfo, *, listen_address: Optional[str] = None
+def start_server(task: TaskInfo, *, listen_address: Optional[str] = None,
+                 config: Optional[tf.compat.v1.ConfigProto] = None
                  ) -> tf.distribute.Server:
   """Starts this task's standard server on its port in the cluster.
 
@@ -85,6 +86,8 @@ def start_server(task: TaskInfo, *, listen_address: Optional[str] = None
       loaded; None takes the guard's restriction for this port if the
       process set one (`bind_guard.guard_this_process`), else listens on
       every interface (TensorFlow's own behaviour).
+    config: the server's default session config (a strategy's collective
+      settings), or None for TensorFlow's.
 
   Raises:
     bind_guard.BindGuardError: the server listens wider than
@@ -97,7 +100,8 @@ def start_server(task: TaskInfo, *, listen_address: Optional[str] = None
     bind_guard.restrict(listen_address, port)
   server = tf.distribute.Server(
       tf.train.ClusterSpec(task.runtime_cluster), job_name=task.task_type,
-      task_index=task.task_index, protocol=task.rpc_layer, start=True)
+      task_index=task.task_index, protocol=task.rpc_layer, config=config,
+      start=True)
   # What the kernel says, not what was asked: a guard that did not act must
   # not pass for one that did.
   listening = bind_guard.listening_addresses(port)
@@ -384,16 +388,20 @@ def rpcs_in_flight() -> bool:
 _own_servers: Dict[str, tf.distribute.Server] = {}
 
 
-def own_server(task: TaskInfo) -> tf.distribute.Server:
-  """This process's server for `task`, started on the first call.
+def own_server(task: TaskInfo, *,
+               config: Optional[tf.compat.v1.ConfigProto] = None
+               ) -> tf.distribute.Server:
+  """This process's server for `task`, started on the first call (with
+  `config`, see start_server).
 
   For the graph engine's parameter-server training, where the chief and
-  every worker run their own sessions on their own servers (the eager
+  every worker run their own sessions on their own servers, and its
+  multi-worker training under a strategy that started none (the eager
   engine's strategies start theirs themselves).
   """
   server = _own_servers.get(task.address)
   if server is None:
-    server = _own_servers[task.address] = start_server(task)
+    server = _own_servers[task.address] = start_server(task, config=config)
   return server
 
 

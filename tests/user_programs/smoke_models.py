@@ -10,11 +10,19 @@ kinds of model users bring, all tiny and on the same data:
     `minimize(global_step=...)`, `tf1.metrics.accuracy`);
   - `canned_estimator`: a DNNClassifier, as the binary's estimator factory
     (`fn(config, params)`).
+
+With SMOKE_TF1_BEHAVIOR=1 in the environment it starts as TF1 programs did,
+`tf.compat.v1.disable_v2_behavior()` first (the matrix's TF1-behaviour
+column: the TF1-style and canned models).
 """
+
+import os
 
 import tensorflow as tf
 
 tf1 = tf.compat.v1
+if os.environ.get('SMOKE_TF1_BEHAVIOR') == '1':
+  tf1.disable_v2_behavior()
 
 import keras  # pylint: disable=g-import-not-at-top,g-bad-import-order
 import numpy as np  # pylint: disable=g-import-not-at-top,g-bad-import-order

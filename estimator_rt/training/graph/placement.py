@@ -13,6 +13,7 @@ from typing import Any, Callable, ContextManager, Dict, List, Optional
 import tensorflow as tf
 
 from estimator_rt.cluster import tf_config as cluster
+from estimator_rt.cluster import server as server_lib
 from estimator_rt.cluster import strategies
 from estimator_rt.core.errors import UserInputError
 
@@ -233,6 +234,15 @@ class MultiWorkerPlacement(MirroredPlacement):
     super().__init__(strategy=strategy)
     self._task = task
     self._worker_index, self._num_workers = _training_task_number(task)
+    if not getattr(strategy.extended, '_std_server_started', False):
+      # A strategy made while eager execution was off (under TF1
+      # behaviour, by a program or by name after its modules turned it
+      # off) starts no server; 2.15's distribute coordinator started the
+      # task's standard server with the strategy's session config: so does
+      # this. (The binary makes its strategy before any user module runs,
+      # eagerly: its server also runs TensorFlow's coordination service,
+      # which such a server does not join; see docs/clusters.md.)
+      server_lib.own_server(task, config=self.session_config())
 
   name = 'multi_worker_mirrored'
   multi_worker = True  # Synchronous workers in several processes.
