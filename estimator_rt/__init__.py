@@ -65,6 +65,11 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
+# Public names bound to a differently named attribute of their module:
+# that module's `train_and_evaluate` is tf.estimator 2.15's (the module is
+# also tensorflow_estimator's `training`), estimator_rt's returns more.
+_ATTRIBUTES = {'train_and_evaluate': 'train_and_evaluate_all'}
+
 
 # Submodules reachable as attributes, as tf.estimator's namespaces were
 # (`estimator_rt.export.PredictOutput` like `tf.estimator.export.PredictOutput`).
@@ -77,7 +82,7 @@ def __getattr__(name):
   module = _EXPORTS.get(name)
   if module is None:
     raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-  value = getattr(importlib.import_module(module), name)
+  value = getattr(importlib.import_module(module), _ATTRIBUTES.get(name, name))
   # `python -m estimator_rt.run_server` is a module of the same name as
   # the function; the public name means the function.
   globals()[name] = value

@@ -517,7 +517,7 @@ def _export(estimator, input_fn, eval_input_fn) -> None:
                                           'saved_model')
   path = estimator.export_saved_model(
       base, checkpoint_path=FLAGS.checkpoint_path, input_fn=input_fn)
-  print(f'Exported: {path}')
+  print(f'Exported: {path.decode()}')
 
 
 # --mode -> what runs it, given (estimator, input_fn, eval_input_fn).

@@ -208,8 +208,10 @@ def read_global_step(path):
 
 
 def saved_model_global_step(export_dir):
-  """The global step stored in an exported SavedModel's variables."""
-  prefix = os.path.join(export_dir, 'variables', 'variables')
+  """The global step stored in an exported SavedModel's variables
+  (`export_dir` as str, or bytes as export_saved_model returns it)."""
+  prefix = os.path.join(tf.compat.as_str_any(export_dir), 'variables',
+                        'variables')
   reader = tf.train.load_checkpoint(prefix)
   keys = [k for k in reader.get_variable_to_shape_map()
           if k.startswith('global_step/')]

@@ -80,8 +80,9 @@ class Clock:
 
 
 def make_controller(tmp_path, loop, *, every_steps=10, steps_per_loop=7,
-                    summary_steps=0, hooks=(), listeners=(), agree=None,
-                    stop_signal=None, max_loop_secs=None, writer=True):
+                    summary_steps=0, count_steps=0, hooks=(), listeners=(),
+                    agree=None, stop_signal=None, max_loop_secs=None,
+                    writer=True):
   saver = checkpoints.CheckpointSaver(
       checkpoint=FakeCheckpoint(loop), directory=str(tmp_path),
       max_to_keep=0, every_steps=every_steps, every_secs=None)
@@ -91,7 +92,8 @@ def make_controller(tmp_path, loop, *, every_steps=10, steps_per_loop=7,
       hooks=[hooks_lib.as_hook(h) for h in hooks], saver=saver,
       summary_writer=(summaries.ScalarWriter(str(tmp_path)) if writer
                       else None),
-      save_summary_steps=summary_steps, saving_listeners=listeners,
+      save_summary_steps=summary_steps, log_step_count_steps=count_steps,
+      saving_listeners=listeners,
       agree=agree, stop_signal=stop_signal, max_loop_secs=max_loop_secs)
 
 
@@ -107,20 +109,40 @@ def test_loops_are_cut_so_saves_summaries_and_hooks_land_on_their_step(
   stop_at = hooks_lib.StopAtStepHook(last_step=33)
   controller = make_controller(
       tmp_path, loop, every_steps=10, steps_per_loop=3, summary_steps=4,
+      count_steps=12,
       hooks=[stop_at, lambda result: seen.append(result.global_step)])
   assert controller.run(max_steps=50) == 33
   # Every loop ends at the first of: 3 steps, the next save (10, 20, ...),
-  # the next summary (4, 8, ...), the hook's step (33).
-  assert seen == [3, 4, 7, 8, 10, 12, 15, 16, 19, 20, 23, 24, 27, 28, 30,
-                  32, 33]
+  # the next summary (the run's first step, then every 4: 1, 5, 9, ..., as
+  # tf.estimator 2.15's SummarySaverHook), the next step count (1, 13, 25),
+  # the hook's step (33).
+  assert seen == [1, 4, 5, 8, 9, 10, 13, 16, 17, 20, 21, 24, 25, 28, 29, 30,
+                  33]
   assert loop.calls == [b - a for a, b in zip([0] + seen, seen)]
   # Saves at the start (step 0), on the exact multiples, plus the final one
   # where the hook stopped.
   assert saved_steps(tmp_path) == [0, 10, 20, 30, 33]
   scalars = summaries.read_scalars(str(tmp_path))
-  assert [s for s, _ in scalars['loss']] == [4, 8, 12, 16, 20, 24, 28, 32, 33]
-  assert scalars['loss'][0][1] == pytest.approx(1 / 4)
+  # No summary at the end (2.15 wrote none there either).
+  assert [s for s, _ in scalars['loss']] == [1, 5, 9, 13, 17, 21, 25, 29, 33]
+  assert scalars['loss'][1][1] == pytest.approx(1 / 5)
+  # Counted from the first step counted: at 13 and 25, not at 1.
+  assert [s for s, _ in scalars['global_step/sec']] == [13, 25]
   assert all(v > 0 for _, v in scalars['global_step/sec'])
+
+
+def test_a_resumed_run_summarizes_at_its_first_step_then_every_n(tmp_path):
+  """2.15's timers started with each train() call: from step 150, every
+  100 steps, at 151 and 251."""
+  loop = FakeLoop()
+  loop.step = 150
+  controller = make_controller(tmp_path, loop, every_steps=None,
+                               steps_per_loop=1000, summary_steps=100,
+                               count_steps=100)
+  assert controller.run(max_steps=320) == 320
+  scalars = summaries.read_scalars(str(tmp_path))
+  assert [s for s, _ in scalars['loss']] == [151, 251]
+  assert [s for s, _ in scalars['global_step/sec']] == [251]
 
 
 def test_listeners_see_every_save_the_last_one_included(tmp_path):

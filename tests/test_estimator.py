@@ -206,20 +206,23 @@ def test_predict_unknown_key_and_repeating_input(tmp_path):
 
 
 # ------------------------------------------------------------- summaries
-def test_train_summaries_at_multiples_of_save_summary_steps(tmp_path):
+def test_train_summaries_at_the_first_step_then_every_n(tmp_path):
+  """As tf.estimator 2.15's hooks wrote them: the loss at each train()
+  call's first step, then every save_summary_steps; global_step/sec every
+  log_step_count_steps after the first step."""
   est = _trained(tmp_path, steps=50, save_summary_steps=10, steps_per_loop=7,
-                 save_checkpoints_steps=25)
+                 save_checkpoints_steps=25, log_step_count_steps=20)
   scalars = summaries.read_scalars(str(tmp_path))
-  for tag in ('loss', 'global_step/sec'):
-    assert [s for s, _ in scalars[tag]] == [10, 20, 30, 40, 50], tag
+  assert [s for s, _ in scalars['loss']] == [1, 11, 21, 31, 41]
+  assert [s for s, _ in scalars['global_step/sec']] == [21, 41]
   assert all(v > 0 and np.isfinite(v) for _, v in scalars['global_step/sec'])
   losses = [v for _, v in scalars['loss']]
   assert all(np.isfinite(losses)) and losses[-1] < losses[0]
-  # A resumed run appends to the same tags.
+  # A resumed run appends to the same tags, from its own first step.
   x, y = M.make_data(64)
   est.train(M.global_input_fn(x, y, batch_size=16), max_steps=70)
   steps = [s for s, _ in summaries.read_scalars(str(tmp_path))['loss']]
-  assert steps == [10, 20, 30, 40, 50, 60, 70]
+  assert steps == [1, 11, 21, 31, 41, 51, 61]
 
 
 def test_no_train_summaries_when_disabled(tmp_path):

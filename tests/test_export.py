@@ -84,13 +84,13 @@ def test_export_with_inferred_dict_features(tmp_path):
   est, x, y = _trained(tmp_path, 'mirrored')
   est.train(M.global_input_fn(x, y, batch_size=16), max_steps=20)
   # No serving_input_receiver_fn: inputs come from the training features.
-  export_dir = est.export_saved_model(str(tmp_path / 'export'))
+  export_dir = est.export_saved_model(str(tmp_path / 'export')).decode()
   assert os.path.dirname(export_dir) == str(tmp_path / 'export')
   assert os.path.basename(export_dir).isdigit()
   # The same with explicit raw inputs.
   raw_dir = est.export_saved_model(
       str(tmp_path / 'raw'), ert.build_raw_serving_input_fn(
-          {'x': tf.TensorSpec([None, M.NUM_FEATURES], tf.float32)}))
+          {'x': tf.TensorSpec([None, M.NUM_FEATURES], tf.float32)})).decode()
 
   jobs = []
   for n in (1, 7):
@@ -131,7 +131,7 @@ def test_export_with_single_tensor_features(tmp_path):
       model_dir=str(tmp_path / 'model'), config=M.quiet_config())
   export_dir = fresh.export_saved_model(
       str(tmp_path / 'export'),
-      input_fn=M.global_input_fn(x, y, batch_size=16, dict_features=False))
+      input_fn=M.global_input_fn(x, y, batch_size=16, dict_features=False)).decode()
 
   jobs = []
   for n in (1, 7):
@@ -159,7 +159,7 @@ def test_export_with_parsing_serving_input_fn(tmp_path):
   est.train(M.global_input_fn(x, y, batch_size=16), max_steps=10)
   serving_fn = ert.build_parsing_serving_input_fn(
       {'x': tf.io.FixedLenFeature([M.NUM_FEATURES], tf.float32)})
-  export_dir = est.export_saved_model(str(tmp_path / 'export'), serving_fn)
+  export_dir = est.export_saved_model(str(tmp_path / 'export'), serving_fn).decode()
 
   jobs = []
   for n in (1, 7):
@@ -191,7 +191,7 @@ def test_export_of_a_named_checkpoint(tmp_path):
   est.train(M.global_input_fn(x, y, batch_size=16), max_steps=20)
   export_dir = est.export_saved_model(
       str(tmp_path / 'export'), checkpoint_path=M.ckpt_path(
-          tmp_path / 'model', 10))
+          tmp_path / 'model', 10)).decode()
   assert M.saved_model_global_step(export_dir) == 10
 
 

@@ -84,9 +84,10 @@ def test_the_loop_computes_what_one_step_per_run_computes(tmp_path, caplog,
   assert LOOP_LINE not in stepped_log
   assert f'{FALLBACK_LINE}steps_per_loop=1' in stepped_log
   end = STEPS
-  # Loops end at the summary and checkpoint steps, one session run each.
+  # Loops end at the summary steps (the first step, then every 10, as
+  # tf.estimator 2.15 wrote them) and checkpoint steps, one session run each.
   assert [r.global_step for r in loops.results] == [
-      10, 20, 25, 30, 40, 50, end]
+      1, 11, 21, 25, 31, 41, 50, 51, end]
   assert [r.global_step for r in steps.results] == list(range(1, end + 1))
   np.testing.assert_allclose(loops.results[-1].loss, steps.results[-1].loss,
                              rtol=1e-5)
@@ -103,9 +104,8 @@ def test_the_loop_computes_what_one_step_per_run_computes(tmp_path, caplog,
                                  atol=1e-6, err_msg=f'{name} at {step}')
   looped_scalars = summaries.read_scalars(str(looped))
   stepped_scalars = summaries.read_scalars(str(stepped))
-  # The controller's loss is also written when training ends.
-  expected = {'loss': [10, 20, 30, 40, 50, end],
-              'model_loss': [10, 20, 30, 40, 50]}
+  expected = {'loss': [1, 11, 21, 31, 41, 51],
+              'model_loss': [1, 11, 21, 31, 41, 51]}
   for tag, tag_steps in expected.items():
     assert [s for s, _ in looped_scalars[tag]] == tag_steps, tag
     assert [s for s, _ in stepped_scalars[tag]] == tag_steps, tag
@@ -275,7 +275,7 @@ def test_per_loop_safe_session_hooks_keep_the_loop(tmp_path, caplog):
       tf.compat.v1.train.StepCounterHook(every_n_steps=5),
       tf.compat.v1.train.NanTensorHook(tf.constant(0.0))])
   assert LOOP_LINE in caplog.text and FALLBACK_LINE not in caplog.text
-  assert recorder.steps == [10, 20, 25, 30, 33]
+  assert recorder.steps == [1, 11, 21, 25, 31, 33]
 
 
 def test_the_loop_graph_holds_the_variables_the_step_made(tmp_path, caplog):
@@ -292,7 +292,8 @@ def test_the_loop_graph_holds_the_variables_the_step_made(tmp_path, caplog):
   names = sorted(v.op.name for v in graph.get_collection(
       tf.compat.v1.GraphKeys.GLOBAL_VARIABLES))
   assert names == ['dense/bias', 'dense/kernel', 'global_step', 'offset']
-  assert any(op.name.startswith('training_loop')
+  # The loop, the runtime's, is under one name scope beside the model's.
+  assert any(op.name.startswith('estimator_rt/training_loop')
              for op in graph.get_operations())
   assert built.steps_run.graph is graph
 

@@ -94,7 +94,7 @@ def trained(tmp_path_factory):
     estimator.train(train, max_steps=programs.TRAIN_STEPS)
     result = programs.record(estimator, name)
     export_path = estimator.export_saved_model(
-        str(work / 'export'), programs.serving_receiver_fn(export_lib))
+        str(work / 'export'), programs.serving_receiver_fn(export_lib)).decode()
     result['signatures'] = canned_reference.signatures(export_path)
     result['export_path'] = export_path
     results[name] = result

@@ -89,7 +89,7 @@ def test_the_graph_engine_on_ram():
 
   # Exported to ram:// and served from there.
   exported = first.export_saved_model(
-      export_base, listing_lib.serving_input_receiver_fn(est))
+      export_base, listing_lib.serving_input_receiver_fn(est)).decode()
   assert _names(export_base) == [os.path.basename(exported)]
   assert 'saved_model.pb' in _names(exported)
   served = tf.saved_model.load(exported).signatures['serving_default'](
@@ -140,7 +140,7 @@ def test_the_eager_engine_on_ram():
                                                    repeat=False)))
   assert len(predicted) == 4
   exported = first.export_saved_model(
-      export_base, input_fn=M.global_input_fn(x, y, batch_size=16))
+      export_base, input_fn=M.global_input_fn(x, y, batch_size=16)).decode()
   assert 'saved_model.pb' in _names(exported)
   assert tf.saved_model.load(exported).signatures['serving_default']
 

@@ -101,14 +101,16 @@ def test_tensorboard_serves_the_train_and_eval_scalars(tmp_path, tensorboard):
   model_dir = str(tmp_path / 'm')
   estimator = ert.Estimator(_model_fn, model_dir, ert.RunConfig(
       save_checkpoints_steps=20, save_summary_steps=10,
-      log_step_count_steps=0))
+      # global_step/sec is written every log_step_count_steps, as 2.15's
+      # StepCounterHook wrote it.
+      log_step_count_steps=10))
   ert.train_and_evaluate(estimator, ert.TrainSpec(_input_fn, max_steps=40),
                          ert.EvalSpec(_input_fn, steps=2, throttle_secs=0))
   _wait_for_tags(tensorboard, [('.', 'loss'), ('.', 'global_step/sec'),
                                ('eval', 'accuracy'), ('eval', 'loss')])
   train = _get(tensorboard, '/data/plugin/scalars/scalars', run='.',
                tag='loss')
-  assert [step for _, step, _ in train] == [10, 20, 30, 40]
+  assert [step for _, step, _ in train] == [1, 11, 21, 31]
   assert all(np.isfinite(value) for _, _, value in train)
   evals = _get(tensorboard, '/data/plugin/scalars/scalars', run='eval',
                tag='accuracy')

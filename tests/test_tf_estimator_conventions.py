@@ -323,7 +323,7 @@ def test_export_with_export_outputs_assets_and_text(tmp_path):
       {'x': tf.zeros([1, 3])})
   export_dir = estimator.export_saved_model(
       str(tmp_path / 'export'), receiver,
-      assets_extra={'vocab/vocab.txt': str(asset)}, as_text=True)
+      assets_extra={'vocab/vocab.txt': str(asset)}, as_text=True).decode()
   assert open(os.path.join(export_dir, 'assets.extra', 'vocab',
                            'vocab.txt')).read() == 'a\nb\n'
   assert os.path.exists(os.path.join(export_dir, 'saved_model.pbtxt'))

@@ -15,6 +15,7 @@ import copy
 import dataclasses
 import json
 import math
+import numbers
 import os
 import secrets
 import tempfile
@@ -27,6 +28,7 @@ import tensorflow as tf
 from estimator_rt.cluster import tf_config as cluster
 from estimator_rt.cluster import roles
 from estimator_rt.cluster import strategies
+from estimator_rt.core.errors import as_count
 from estimator_rt.core.errors import check_count
 from estimator_rt.core.errors import MAX_INT32
 from estimator_rt.core.errors import shorten
@@ -140,8 +142,29 @@ def _check_model_dir(model_dir) -> None:
 
 
 def _is_number(value) -> bool:
-  return (not isinstance(value, bool) and isinstance(value, (int, float)) and
+  # NumPy's numbers too, as 2.15 took them.
+  return (not isinstance(value, bool) and isinstance(value, numbers.Real) and
           math.isfinite(value))
+
+
+# The step counts 2.15 took as any number > 0 (its timers fired at the first
+# step at or past one), stored as `errors.as_count` makes them; a NumPy
+# integer elsewhere (keep_checkpoint_max) is stored as an int.
+_STEP_COUNTS = ('save_summary_steps', 'save_checkpoints_steps',
+                'log_step_count_steps')
+
+
+def _as_counts(values: dict) -> dict:
+  """`values` (RunConfig fields by name) with the step counts whole (see
+  `_STEP_COUNTS`) and a NumPy keep_checkpoint_max an int."""
+  values = dict(values)
+  for name in _STEP_COUNTS:
+    if name in values:
+      values[name] = as_count(values[name])
+  keep = values.get('keep_checkpoint_max')
+  if isinstance(keep, numbers.Integral) and not isinstance(keep, bool):
+    values['keep_checkpoint_max'] = int(keep)
+  return values
 
 
 def _check_seconds(name, value, *, allow_none: bool, allow_zero: bool = False,
@@ -820,7 +843,7 @@ class RunConfig:
         remote_connect_timeout_secs=remote_connect_timeout_secs,
         checkpoint_input=checkpoint_input, jit_compile=jit_compile,
         engine=engine)
-    for name, value in values.items():
+    for name, value in _as_counts(values).items():
       _set_field(self, name, value)
     self._validate()
     self._init_cluster(tf_config, task_info, user_strategy=user_strategy)
@@ -1084,7 +1107,7 @@ class RunConfig:
         if key in changes:
           changes[key] = strategies.from_v1(changes[key])
     task_info = changes.pop('task_info', _FROM_ENVIRONMENT)
-    for key, value in changes.items():
+    for key, value in _as_counts(changes).items():
       _set_field(new, key, value)
     _validate_save_ckpt_with_replaced_keys(new, kwargs)
     new._validate()  # pylint: disable=protected-access

@@ -56,9 +56,8 @@ DIFFERENCES = {
         'new checkpoints every 0.5 s and never holds the final one back for '
         'throttle_secs'),
     'tf.estimator.train_and_evaluate': (
-        'returns (metrics, every export path) in every role (2.15: the final '
-        'exporter results locally, None in a cluster); evaluates the final '
-        'checkpoint and exports it as final even when the input ends early; '
+        'evaluates the final checkpoint and exports it as final even when '
+        'the input ends early; '
         'a ps exits when the chief is done; workers start without a delay; '
         'a legacy master job with other tasks is refused (alone, it trains '
         'and evaluates locally, as in 2.15)'),

@@ -7,6 +7,8 @@ Errors raised by TensorFlow for other reasons propagate unchanged.
 
 
 import functools
+import math
+import numbers
 import reprlib
 from typing import Optional
 
@@ -63,6 +65,24 @@ def shorten(value, *, limit: int = 80) -> str:
   return text
 
 
+def as_count(value):
+  """`value` as the whole count tf.estimator 2.15 ran with: a NumPy integer
+  as an int; a finite number > 0 that is not whole (a Python or NumPy
+  float) as its ceiling, since 2.15's step hooks and timers (StopAtStepHook,
+  SecondOrStepTimer) fired at the first step at or past it
+  (`max_steps=421.875` trained to step 422, `save_checkpoints_steps=2.5`
+  saved at steps 3 and 6, evaluation `steps=2.5` ran 3 batches); anything
+  else (a bool, a string, NaN, infinity, a number <= 0) as it is, for the
+  count's check to refuse. The one place of this rule."""
+  if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    return value
+  if isinstance(value, numbers.Integral):
+    return int(value)
+  if math.isfinite(value) and value > 0:
+    return math.ceil(value)
+  return value
+
+
 def check_count(where: str, value, *, allow_none: bool = True,
                 allow_zero: bool = False, maximum: int = MAX_COUNT) -> None:
   """Checks that `value` is an integer in [1, maximum] (or [0, maximum], or
@@ -104,9 +124,13 @@ def check_positive_count(where: str, value, *, phrase: str,
     UserInputError: as check_count's.
   """
   if value is not None and not isinstance(value, bool) and isinstance(
-      value, (int, float)) and value <= 0:
+      value, numbers.Real) and value <= 0:
     raise UserInputError(f'{phrase}, given: {value} ({where}={value} must be a '
                          'positive integer or None).')
+  if isinstance(value, numbers.Real) and not math.isfinite(value):
+    # 2.15 took it, and never stopped (inf) or stopped at once (NaN).
+    raise UserInputError(f'{where}={value} must be a finite number > 0 or '
+                         'None.')
   check_count(where, value, maximum=maximum)
 
 

@@ -22,6 +22,8 @@ from tensorflow.core.framework import tensor_pb2
 from tensorflow.core.framework import tensor_shape_pb2
 from tensorflow.core.framework import types_pb2
 
+from estimator_rt.core import tf_log
+
 
 # TensorBoard's scalar plugin marker: what tf.summary.scalar writes too.
 _SCALAR_METADATA = tf.compat.v1.SummaryMetadata(
@@ -137,6 +139,65 @@ class ScalarWriter:
         self._writer = None
 
 
+class _DeferredEventFileWriter:
+  """An `EventFileWriter` of `logdir` made at its first event: what stands
+  in `tf.compat.v1.summary.FileWriterCache` for a directory the runtime
+  wrote (see `leave_in_file_writer_cache`), so that the directory gets a
+  file only if the program writes through it."""
+
+  def __init__(self, logdir: str):
+    self._logdir = logdir
+    self._writer = None
+
+  def get_logdir(self) -> str:
+    return self._logdir
+
+  def add_event(self, event) -> None:
+    if self._writer is None:
+      from tensorflow.python.summary.writer import event_file_writer  # pylint: disable=g-import-not-at-top
+      self._writer = event_file_writer.EventFileWriter(self._logdir)
+    self._writer.add_event(event)
+
+  def flush(self) -> None:
+    if self._writer is not None:
+      self._writer.flush()
+
+  def close(self) -> None:
+    if self._writer is not None:
+      self._writer.close()
+
+  def reopen(self) -> None:
+    if self._writer is not None:
+      self._writer.reopen()
+
+
+class _CachedFileWriter(tf.compat.v1.summary.FileWriter):
+  """A `tf.compat.v1.summary.FileWriter` of `logdir` whose event file is
+  made at the first event (see `_DeferredEventFileWriter`). Made without
+  FileWriter's constructor, which refuses eager execution: an eager
+  program reaches it through FileWriterCache after training, as it reached
+  the writer tf.estimator 2.15's hooks had made in their graph."""
+
+  def __init__(self, logdir: str):  # pylint: disable=super-init-not-called
+    self._closed = False
+    tf.compat.v1.summary.FileWriter.__bases__[0].__init__(
+        self, _DeferredEventFileWriter(logdir))
+
+
+def leave_in_file_writer_cache(logdir: str) -> None:
+  """Leaves a `FileWriter` of `logdir` in
+  `tf.compat.v1.summary.FileWriterCache`, unless one is there, as
+  tf.estimator 2.15's training (model_dir) and evaluation (its eval
+  directory) did: programs then call `FileWriterCache.get(logdir)` to
+  `close()` it or to add their own summaries to that directory, also in
+  eager mode (where making a FileWriter raises). Its event file is made
+  at its first event: the runtime writes its own (ScalarWriter)."""
+  cache = tf.compat.v1.summary.FileWriterCache
+  with cache._lock:  # pylint: disable=protected-access
+    if logdir not in cache._cache:  # pylint: disable=protected-access
+      cache._cache[logdir] = _CachedFileWriter(logdir)  # pylint: disable=protected-access
+
+
 def _float32_scalar(value) -> tensor_pb2.TensorProto:
   """The TensorProto `tf.make_tensor_proto(float(value), tf.float32)` gives,
   built directly: between training loops, make_tensor_proto's checks cost
@@ -197,10 +258,15 @@ def read_scalars(logdir: str) -> Dict[str, List[Tuple[int, float]]]:
           for tag, points in result.items()}
 
 
-def python_value(value):
-  """A metric's value as a Python scalar, or a NumPy array if not scalar."""
+def numpy_value(value):
+  """A metric's value as tf.estimator 2.15's evaluate returned it (what a
+  session gives): a NumPy scalar of the metric's dtype (`np.float32` for
+  most metrics, `np.float64`, `np.int64`, ...), or a NumPy array if not
+  scalar. Code calls `.item()` or reads `.dtype` on them."""
+  if isinstance(value, tf.Tensor):
+    value = value.numpy()
   array = np.asarray(value)
-  return array.item() if array.ndim == 0 else array
+  return array[()] if array.ndim == 0 else array
 
 
 def _summary_values(key: str, value) -> List[tf.compat.v1.Summary.Value]:
@@ -288,6 +354,7 @@ def _append(logdir: str, serialized: Sequence[bytes], step: int,
     if writer is None:
       writer = _APPENDING_WRITERS[logdir] = _AppendingWriter(logdir)
     writer.write_summaries(serialized, int(step), graph=graph)
+  leave_in_file_writer_cache(logdir)
 
 
 def write_dict(output_dir: str, dictionary: Mapping[str, object],
@@ -318,8 +385,16 @@ def write_eval_results(model_dir: str, name: Optional[str],
   and then the path of the checkpoint evaluated, if given. `graph`: the
   evaluation graph's serialized (GraphDef, MetaGraphDef), written first
   when this process starts an event file there (called only then)."""
+  step = results['global_step']
+  # 2.15's `_write_dict_to_summary` and `_write_checkpoint_path_to_summary`
+  # lines, in its words.
+  tf_log.info('Saving dict for global step %d: %s', step, ', '.join(
+      f'{k} = {v}' for k, v in sorted(results.items())
+      if not isinstance(v, bytes)))
   serialized = [_dict_summary(results)]
   if checkpoint_path is not None:
+    tf_log.info("Saving 'checkpoint_path' summary for global step %d: %s",
+                step, checkpoint_path)
     serialized.append(checkpoint_path_summary(checkpoint_path))
   _append(eval_dir(model_dir, name), serialized, results['global_step'],
           graph=graph)

@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import tensorflow as tf
 
+from estimator_rt.core import tf_log
 from estimator_rt.core.errors import GraphModelFnError
 from estimator_rt.core.errors import InputFnError
 from estimator_rt.core.errors import raised_as
@@ -173,7 +174,10 @@ def call_model_fn(model_fn, features, labels, mode, params, config):
           'model_fn does not take labels, but input_fn returns labels: '
           f'model_fn {fn_name(model_fn)} declares no `labels` argument. Add '
           'one, or yield only features.')
-  return model_fn(**kwargs)
+  tf_log.info('Calling model_fn.')
+  spec = model_fn(**kwargs)
+  tf_log.info('Done calling model_fn.')
+  return spec
 
 
 class DatasetInputFn:

@@ -1,9 +1,9 @@
 """`Estimator`: train, evaluate, predict and export one model_fn."""
 
 import itertools
-import math
 import os
 import tempfile
+import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from absl import logging
@@ -20,9 +20,11 @@ from estimator_rt.cluster import preemption
 from estimator_rt.estimator import protected_methods
 from estimator_rt.cluster import session_threads
 from estimator_rt.core import summaries
+from estimator_rt.core import tf_log
 from estimator_rt.core import user_fns
 from estimator_rt.estimator import warm_starting
 from estimator_rt.cluster.tf_config import ClusterConfigError
+from estimator_rt.core.errors import as_count
 from estimator_rt.core.errors import check_positive_count
 from estimator_rt.core.errors import EagerModelFnError
 from estimator_rt.core.errors import GraphModelFnError
@@ -35,17 +37,6 @@ from estimator_rt.core.mode_keys import ModeKeys
 from estimator_rt.cluster.run_config import get_default_session_config
 from estimator_rt.cluster.run_config import path_to_str
 from estimator_rt.cluster.run_config import RunConfig
-
-
-def _whole_steps(value):
-  """A positive finite float step count as tf.estimator 2.15 ran it: its
-  StopAtStepHook stopped at the first global step at or past the target,
-  so `steps=200 / 16` trained 13 steps (and evaluate's hook stopped at the
-  first evaluation step at or past it); anything else is left to the
-  count's check."""
-  if (isinstance(value, float) and math.isfinite(value) and value > 0):
-    return math.ceil(value)
-  return value
 
 
 def checked_config(config: Optional[RunConfig]) -> RunConfig:
@@ -92,6 +83,24 @@ def config_with_model_dir(config: RunConfig,
     logging.warning('Using temporary folder as model directory: %s',
                     model_dir)
   return config.replace(model_dir=model_dir)
+
+
+# The RunConfig properties tf.estimator 2.15's "Using config" line showed,
+# in its order (its RunConfig's private attributes).
+_LOGGED_CONFIG = (
+    'model_dir', 'tf_random_seed', 'save_summary_steps',
+    'save_checkpoints_steps', 'save_checkpoints_secs', 'session_config',
+    'keep_checkpoint_max', 'keep_checkpoint_every_n_hours',
+    'log_step_count_steps', 'train_distribute', 'device_fn', 'protocol',
+    'eval_distribute', 'experimental_distribute',
+    'experimental_max_worker_delay_secs', 'session_creation_timeout_secs',
+    'checkpoint_save_graph_def', 'service', 'cluster_spec', 'task_type',
+    'task_id', 'global_id_in_cluster', 'master', 'evaluation_master',
+    'is_chief', 'num_ps_replicas', 'num_worker_replicas')
+
+
+def _config_as_215_logged_it(config: RunConfig) -> Dict[str, Any]:
+  return {f'_{name}': getattr(config, name, None) for name in _LOGGED_CONFIG}
 
 
 class Estimator(protected_methods.ProtectedMethods):
@@ -145,6 +154,8 @@ class Estimator(protected_methods.ProtectedMethods):
     # phrases, which code matched. Called on the class, as 2.15 did, so
     # that a subclass's override of the check is what runs.
     self.__class__._assert_members_are_not_overridden(self)  # pylint: disable=protected-access
+    if config is None:
+      tf_log.info('Using default config.')
     config = checked_config(config)
     self._model_fn = user_fns.check_model_fn(model_fn)
     user_fns.check_takes_params(model_fn, params)
@@ -160,6 +171,7 @@ class Estimator(protected_methods.ProtectedMethods):
     # The attributes tf.estimator 2.15's Estimator set, which its
     # subclasses read (AdaNet's Estimator reads _model_dir).
     self._model_dir = self._config.model_dir
+    tf_log.info('Using config: %s', _config_as_215_logged_it(self._config))
     # 2.15 filled in its default session config (soft placement, one
     # round of graph rewrites) for subclasses to read; the graph engine
     # makes the config of its sessions itself (graph/engine.py).
@@ -471,7 +483,8 @@ class Estimator(protected_methods.ProtectedMethods):
       PreemptedError: SIGTERM or SIGINT arrived; a checkpoint was saved at
         the end of the loop in flight (see preemption.py).
     """
-    steps, max_steps = _whole_steps(steps), _whole_steps(max_steps)
+    # A float or NumPy count as 2.15 ran it: `steps=200 / 16` trained 13.
+    steps, max_steps = as_count(steps), as_count(max_steps)
     check_positive_count('train: steps', steps,
                          phrase='Must specify steps > 0')
     check_positive_count('train: max_steps', max_steps,
@@ -518,6 +531,7 @@ class Estimator(protected_methods.ProtectedMethods):
     Raises:
       UserInputError: what `evaluate` would raise for these arguments.
     """
+    steps = as_count(steps)
     self._run(lambda engine: engine.check_evaluation(
         input_fn, steps=steps, name=name), input_fn=input_fn)
 
@@ -535,14 +549,21 @@ class Estimator(protected_methods.ProtectedMethods):
       A dict with 'loss' (mean over examples), each metric's result and
       'global_step'.
     """
-    steps = _whole_steps(steps)  # 2.15 evaluated up to the next whole one.
+    steps = as_count(steps)  # 2.15 evaluated up to the next whole one.
     check_positive_count('evaluate: steps', steps,
                          phrase='Must specify steps > 0', maximum=MAX_INT32)
     hooks = hooks_lib.check_hooks(hooks)
-    return self._run(lambda engine: engine.evaluate(
+    start = time.time()
+    tf_log.info('Starting evaluation at %s',
+                time.strftime('%Y-%m-%dT%H:%M:%S', time.localtime()))
+    results = self._run(lambda engine: engine.evaluate(
         input_fn, steps=steps, hooks=hooks,
         checkpoint_path=checkpoint_path,
         name=name), checkpoint_path=checkpoint_path)
+    tf_log.info('Inference Time : %.5fs', time.time() - start)
+    tf_log.info('Finished evaluation at %s',
+                time.strftime('%Y-%m-%d-%H:%M:%S', time.localtime()))
+    return results
 
   # ------------------------------------------------------------ predict
   def predict(self, input_fn: Callable,
@@ -598,7 +619,7 @@ class Estimator(protected_methods.ProtectedMethods):
                          as_text: bool = False,
                          checkpoint_path: Optional[str] = None,
                          experimental_mode: str = ModeKeys.PREDICT, *,
-                         input_fn: Optional[Callable] = None) -> str:
+                         input_fn: Optional[Callable] = None) -> bytes:
     """Exports the graph of one mode (PREDICT by default) as a SavedModel.
 
     For PREDICT, the signature's inputs come from
@@ -621,7 +642,8 @@ class Estimator(protected_methods.ProtectedMethods):
       input_fn: this project's: the features to infer the inputs from.
 
     Returns:
-      The export directory, `<export_dir_base>/<unix time>`.
+      The export directory, `<export_dir_base>/<unix time>`, as bytes, as
+      tf.estimator returned it (programs `.decode()` it).
     """
     if experimental_mode != ModeKeys.PREDICT:
       if not serving_input_receiver_fn:
@@ -643,7 +665,7 @@ class Estimator(protected_methods.ProtectedMethods):
                            checkpoint_path=checkpoint_path)
     export_lib.add_extras(export_dir, assets_extra=assets_extra,
                           as_text=as_text)
-    return export_dir
+    return tf.compat.as_bytes(export_dir)
 
   def _export_checkpoint(self, checkpoint_path: Optional[str]
                          ) -> Optional[str]:
@@ -662,7 +684,7 @@ class Estimator(protected_methods.ProtectedMethods):
                         assets_extra: Optional[Dict[str, str]] = None,
                         as_text: bool = False,
                         checkpoint_path: Optional[str] = None,
-                        strip_default_attrs: bool = False) -> str:
+                        strip_default_attrs: bool = False) -> bytes:
     """tf.estimator's deprecated name of `export_saved_model`."""
     del strip_default_attrs  # TF2 SavedModels never hold default attrs.
     return self.export_saved_model(
@@ -672,7 +694,7 @@ class Estimator(protected_methods.ProtectedMethods):
   def experimental_export_all_saved_models(
       self, export_dir_base: str, input_receiver_fn_map: Dict[str, Callable],
       assets_extra: Optional[Dict[str, str]] = None, as_text: bool = False,
-      checkpoint_path: Optional[str] = None) -> str:
+      checkpoint_path: Optional[str] = None) -> bytes:
     """Exports one SavedModel with a MetaGraph per mode of
     `input_receiver_fn_map`, as tf.estimator 2.15 did.
 
@@ -694,7 +716,7 @@ class Estimator(protected_methods.ProtectedMethods):
       assets_extra, as_text, checkpoint_path: as for `export_saved_model`.
 
     Returns:
-      The export directory.
+      The export directory, as bytes (as for `export_saved_model`).
 
     Raises:
       UserInputError: (a ValueError) the map has no mode with a receiver
@@ -729,7 +751,7 @@ class Estimator(protected_methods.ProtectedMethods):
                            checkpoint_path=checkpoint_path)
     export_lib.add_extras(export_dir, assets_extra=assets_extra,
                           as_text=as_text)
-    return export_dir
+    return tf.compat.as_bytes(export_dir)
 
   def eval_dir(self, name: Optional[str] = None) -> str:
     """Where evaluation `name` writes its summaries (model_dir/eval or

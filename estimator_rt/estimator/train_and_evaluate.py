@@ -19,12 +19,18 @@ checkpoint, with a final export even when the input ended before
 max_steps; an evaluator that looks for new checkpoints every
 `_POLL_SECS` and does not hold the final one back for `throttle_secs`;
 no worker start delays; `EvalSpec.start_delay_secs` defaults to 0; hooks
-may also be estimator_rt hooks and saving listeners callables; the return
-value is (metrics, every export path) in every role.
+may also be estimator_rt hooks and saving listeners callables.
+
+`train_and_evaluate` returns what 2.15's returned (locally, the final
+evaluation's metrics and what each exporter returned then; None in a
+cluster); `train_and_evaluate_all`, estimator_rt's own
+`estimator_rt.train_and_evaluate`, runs the same executor and returns
+(metrics, every export path) in every role.
 """
 
 import collections
 import json
+import numbers
 import os
 import threading
 import time
@@ -35,6 +41,7 @@ import tensorflow as tf
 from tensorflow.python.training import basic_session_run_hooks
 
 from estimator_rt.core import checkpoints
+from estimator_rt.core import tf_log
 from estimator_rt.cluster import tf_config as cluster
 from estimator_rt.training import engine_choice
 from estimator_rt.estimator import evaluator as evaluator_lib
@@ -43,6 +50,7 @@ from estimator_rt.cluster import preemption
 from estimator_rt.cluster import roles
 from estimator_rt.cluster import server as server_lib
 from estimator_rt.estimator import stand_in_tasks
+from estimator_rt.core.errors import as_count
 from estimator_rt.core.errors import check_positive_count
 from estimator_rt.core.errors import MAX_INT32
 from estimator_rt.core.errors import PreemptedError
@@ -151,7 +159,8 @@ def _validate_exporters(exporters) -> tuple:
 
 
 def _check_secs(where: str, value, *, phrase: str):
-  if (isinstance(value, bool) or not isinstance(value, (int, float)) or
+  # Any real number, NumPy's too, as 2.15 took (it compared and slept).
+  if (isinstance(value, bool) or not isinstance(value, numbers.Real) or
       value != value or value < 0):
     raise UserInputError(f'{phrase}, given: {shorten(value)} ({where}).')
 
@@ -163,7 +172,8 @@ class TrainSpec(
 
   Attributes:
     input_fn: the training input_fn.
-    max_steps: train up to this global step (None: until the input ends).
+    max_steps: train up to this global step (None: until the input ends);
+      a number > 0, as in 2.15: 421.875 trains to step 422.
     hooks: hooks for training: `tf.compat.v1.train.SessionRunHook`s, or
       estimator_rt hooks (see hooks.py).
     saving_listeners: run after each checkpoint save:
@@ -174,7 +184,9 @@ class TrainSpec(
   def __new__(cls, input_fn, max_steps=None, hooks=None,
               saving_listeners=None):
     _validate_input_fn(input_fn)
-    check_positive_count('TrainSpec: max_steps', max_steps,
+    # Kept as given, as 2.15 kept it; it counts as `as_count` makes it
+    # (421.875 trains to step 422; training is final at a step >= it).
+    check_positive_count('TrainSpec: max_steps', as_count(max_steps),
                          phrase='Must specify max_steps > 0')
     return super().__new__(
         cls, input_fn=input_fn, max_steps=max_steps,
@@ -192,7 +204,8 @@ class EvalSpec(
 
   Attributes:
     input_fn: the evaluation input_fn.
-    steps: batches per evaluation (None: until the input ends).
+    steps: batches per evaluation (None: until the input ends); 2.5 runs
+      3, as in 2.15.
     name: evaluation name; summaries go to model_dir/eval_<name>.
     hooks: hooks run during each evaluation.
     exporters: an Exporter, an iterable of them, or None; run after each
@@ -209,7 +222,8 @@ class EvalSpec(
   def __new__(cls, input_fn, steps=100, name=None, hooks=None,
               exporters=None, start_delay_secs=0, throttle_secs=600):
     _validate_input_fn(input_fn)
-    check_positive_count('EvalSpec: steps', steps,
+    # Kept as given (2.15's); evaluate runs `as_count(steps)` batches.
+    check_positive_count('EvalSpec: steps', as_count(steps),
                          phrase='Must specify steps > 0', maximum=MAX_INT32)
     if name is not None and not isinstance(name, str):
       raise UserTypeError(f'`name` must be string, given: {shorten(name)}')
@@ -259,24 +273,49 @@ def _runtime_config(config) -> bool:
 def train_and_evaluate(estimator, train_spec, eval_spec):
   """Trains, evaluating after new checkpoints, then evaluates and exports.
 
-  tf.estimator 2.15's function; see the module docstring. Locally (no
-  cluster, or a standalone client: the only process of its job)
-  evaluation runs in this process after each new checkpoint, never at
-  step 0 and never twice for one checkpoint, at most once per
-  `eval_spec.throttle_secs`; after training the final checkpoint is
-  evaluated (if it was not already) and the exporters run with
+  tf.estimator 2.15's function (`tf.estimator.train_and_evaluate`); see
+  the module docstring. Locally (no cluster, or a standalone client: the
+  only process of its job) evaluation runs in this process after each new
+  checkpoint, never at step 0 and never twice for one checkpoint, at most
+  once per `eval_spec.throttle_secs`; after training the final checkpoint
+  is evaluated (if it was not already) and the exporters run with
   `is_the_final_export=True`. In a TF_CONFIG cluster each task runs its
   role (roles.py); the evaluator task evaluates and exports.
 
   Returns:
-    (metrics of the last evaluation, paths of all exports written), also in
-    a cluster ((None, []) for a task that does not evaluate); tf.estimator
-    returned None there.
+    What 2.15 returned: locally, (metrics of the final evaluation, what
+    each exporter returned at it: an export directory as bytes, or None
+    for one that did not export); None in a cluster.
 
   Raises:
     UserInputError (a ValueError; UserTypeError, also a TypeError, where
       2.15 raised TypeError): bad specs, estimator or TF_CONFIG.
   """
+  return _executor(estimator, train_spec, eval_spec).run()
+
+
+def train_and_evaluate_all(estimator, train_spec, eval_spec
+                           ) -> Tuple[Optional[Dict[str, Any]], List[str]]:
+  """estimator_rt's `train_and_evaluate` (`estimator_rt.train_and_evaluate`,
+  the binary's): runs as `train_and_evaluate` does, and returns more.
+
+  Returns:
+    (metrics of the last evaluation, the paths (str) of every export
+    written during the run), in every role: (None, []) for a cluster task
+    that does not evaluate.
+
+  Raises:
+    As `train_and_evaluate`.
+  """
+  executor = _executor(estimator, train_spec, eval_spec)
+  executor.run()
+  metrics, paths = executor.outcome
+  return metrics, [tf.compat.as_str_any(path) for path in paths]
+
+
+def _executor(estimator, train_spec, eval_spec) -> '_TrainingExecutor':
+  """The executor of a `train_and_evaluate` call, with its arguments and
+  this process's role checked (nothing run yet)."""
   _assert_eval_spec(eval_spec)  # Fails fast, before anything else.
   executor = _TrainingExecutor(
       estimator=estimator, train_spec=train_spec, eval_spec=eval_spec)
@@ -285,13 +324,15 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
     raise UserInputError(
         'For distributed training, there can only be one `evaluator` task '
         f'(with task id 0).  Given task id {config.task_id}')
+  if not getattr(config, '_distribute_coordinator_mode', None):
+    tf_log.info('Not using Distribute Coordinator.')  # 2.15's line.
   if _runtime_config(config) and not stand_in_tasks.is_stand_in(estimator):
     role = config.role  # The runtime's reading of the cluster, or its error.
     if role.task is not None:
       cluster.check_strategy(role.task, role.strategy_name)
       logging.info('Running as %s. Role: %s', role.task.describe(),
                    role.describe())
-  return executor.run()
+  return executor
 
 
 class _StopAtSecsHook(tf.compat.v1.train.SessionRunHook):
@@ -368,8 +409,14 @@ class _NewCheckpointListenerForEvaluate(
           not self._evaluator.is_final_export_triggered):
       # The input ended before max_steps: the last checkpoint, evaluated
       # already, is the final one; exporters that export only a final
-      # checkpoint (FinalExporter) get it now.
-      self._evaluator._export_eval_result(self.eval_result, True)  # pylint: disable=protected-access
+      # checkpoint (FinalExporter) get it now, and what they return stands
+      # for them in `export_results` (an exporter that exported this
+      # checkpoint already returns None here and keeps its first result).
+      results = self._evaluator._export_eval_result(self.eval_result, True)  # pylint: disable=protected-access
+      self.export_results = [
+          new if new is not None else old
+          for new, old in zip(results, self.export_results or
+                              [None] * len(results))]
 
   def _evaluate(self, global_step_value, *, is_final=None):
     self._timer.update_last_triggered_step(global_step_value)
@@ -411,6 +458,10 @@ class _TrainingExecutor(object):
                           '`_ContinuousEvalListener`.')
     self._continuous_eval_listener = (
         continuous_eval_listener or _ContinuousEvalListener())
+    # (metrics of the last evaluation, every export path written), in
+    # every role, once `run` returned: what estimator_rt's own
+    # train_and_evaluate returns.
+    self.outcome: Tuple[Optional[Dict[str, Any]], List[Any]] = (None, [])
 
   @property
   def estimator(self):
@@ -420,6 +471,10 @@ class _TrainingExecutor(object):
     """Runs `run_local` without a cluster (or as a standalone client), else
     `run_<task type>` (`run_chief`, `run_worker`, `run_ps`,
     `run_evaluator`).
+
+    Returns:
+      `run_local`'s value, or None in a cluster (as 2.15's); `outcome`
+      holds what the task did.
 
     Raises:
       UserInputError: the config names no task type, or one with no
@@ -431,8 +486,8 @@ class _TrainingExecutor(object):
                    'of a remote cluster.')
       return self.run_local()
     if not config.cluster_spec and config.task_type != 'evaluator':
-      logging.info('Running training and evaluation locally '
-                   '(non-distributed).')
+      tf_log.info('Running training and evaluation locally '
+                  '(non-distributed).')
       return self.run_local()
     if not config.task_type:
       raise UserInputError(
@@ -451,7 +506,8 @@ class _TrainingExecutor(object):
       raise UserInputError(
           f'Task type {config.task_type} is not supported. Supported task '
           f'types are {[x[len("run_"):] for x in available_tasks]}')
-    return getattr(self, task_to_run)()
+    self.outcome = getattr(self, task_to_run)()
+    return None
 
   def run_chief(self):
     """The chief: trains (synchronous strategies) or coordinates
@@ -485,7 +541,8 @@ class _TrainingExecutor(object):
       if self._estimator.config.task_info is None:
         logging.info('Running the one-task `master` cluster locally: '
                      'training, and evaluation after each checkpoint.')
-        return self.run_local()
+        self.run_local()
+        return self.outcome
       return self._start_distributed_training(
           saving_listeners=self._train_spec.saving_listeners)
     evaluator = _TrainingExecutor._Evaluator(self._estimator, self._eval_spec,
@@ -509,8 +566,9 @@ class _TrainingExecutor(object):
     return self._start_distributed_training()
 
   def run_local(self):
-    """Trains and evaluates in this process; returns (metrics of the last
-    evaluation, paths of all exports written)."""
+    """Trains and evaluates in this process; returns (metrics of the final
+    evaluation, what each exporter returned at it), as 2.15's did, and
+    sets `outcome`."""
     _assert_eval_spec(self._eval_spec)
     check = getattr(self._estimator, 'check_evaluation', None)
     if callable(check):
@@ -520,7 +578,7 @@ class _TrainingExecutor(object):
             name=self._eval_spec.name)
     train_hooks = list(self._train_spec.hooks) + list(self._train_hooks)
     config = self._estimator.config
-    logging.info(
+    tf_log.info(
         'Start train and evaluate loop. The evaluate will happen after every '
         'checkpoint. Checkpoint frequency is determined based on RunConfig '
         'arguments: save_checkpoints_steps %s or save_checkpoints_secs %s.',
@@ -550,7 +608,8 @@ class _TrainingExecutor(object):
         self._continuous_eval_listener.after_eval(result)
     eval_result = listener_for_eval.eval_result or _EvalResult(
         status=_EvalStatus.MISSING_CHECKPOINT)
-    return eval_result.metrics, evaluator.export_paths
+    self.outcome = (eval_result.metrics, evaluator.export_paths)
+    return eval_result.metrics, listener_for_eval.export_results
 
   def _start_distributed_training(self, saving_listeners=None):
     """This cluster task's part in training (see roles.py)."""
@@ -578,7 +637,8 @@ class _TrainingExecutor(object):
       cluster.check_strategy(task, role.strategy_name)
     hooks = list(self._train_spec.hooks) + list(self._train_hooks)
     if role.kind in (roles.LOCAL, roles.STANDALONE_CLIENT):
-      return self.run_local()
+      self.run_local()
+      return self.outcome
     if role.kind == roles.EVALUATOR:
       return self._start_continuous_evaluation()
     if role.kind in (roles.PS, roles.WORKER):
@@ -813,7 +873,8 @@ class _TrainingExecutor(object):
             is_the_final_export=is_the_final_export)
         export_results.append(path)
         if path:
-          logging.info('Exporter %r wrote %s', exporter.name, path)
+          logging.info('Exporter %r wrote %s', exporter.name,
+                       tf.compat.as_str_any(path))
           self._exported[exporter.name] = eval_result.checkpoint_path
           self.export_paths.append(path)
       return export_results
@@ -1063,7 +1124,8 @@ def evaluate_final_checkpoint(estimator, eval_spec: EvalSpec
   """
   evaluator = _TrainingExecutor._Evaluator(estimator, eval_spec, None)  # pylint: disable=protected-access
   result, _ = evaluator.evaluate_and_export(is_final=True)
-  return result.metrics, evaluator.export_paths
+  return result.metrics, [tf.compat.as_str_any(path)
+                          for path in evaluator.export_paths]
 
 
 def _signal_servers(task, *, preempted: bool, between_graph: bool) -> None:

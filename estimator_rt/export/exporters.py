@@ -14,6 +14,7 @@ import tensorflow as tf
 from tensorflow.python.util import function_utils
 
 from estimator_rt.core import summaries
+from estimator_rt.core import tf_log
 from estimator_rt.core.errors import shorten
 from estimator_rt.core.errors import UserInputError
 
@@ -79,9 +80,10 @@ class Exporter:
 
   def export(self, estimator, export_path: str, checkpoint_path: str,
              eval_result: Dict[str, Any],
-             is_the_final_export: bool) -> Optional[str]:
+             is_the_final_export: bool) -> Optional[bytes]:
     """Exports `checkpoint_path` under `export_path` if this exporter's rule
-    says so; returns the export directory, or None."""
+    says so; returns the export directory (what the estimator's
+    `export_saved_model` returned: bytes, as in tf.estimator), or None."""
     raise NotImplementedError
 
 
@@ -168,6 +170,8 @@ class FinalExporter(_SavedModelExporter):
     super().__init__(name, serving_input_receiver_fn, assets_extra, as_text)
 
   def should_export(self, *, eval_result, is_the_final_export):
+    if is_the_final_export:
+      tf_log.info('Performing the final export in the end of training.')
     return is_the_final_export
 
 
@@ -244,6 +248,7 @@ class BestExporter(_SavedModelExporter):
 
   def _load_history(self, model_dir: str,
                     current_step: Optional[int]) -> None:
+    tf_log.info('Loading best metric from event files.')
     self._model_dir = model_dir
     points = summaries.read_scalars(
         summaries.eval_dir(model_dir, self._eval_name)).get(
@@ -262,5 +267,6 @@ class BestExporter(_SavedModelExporter):
                          current_eval_result=eval_result)):
       self._best = dict(eval_result) if eval_result is not None else None
       self._has_exported = True
+      tf_log.info('Performing best model export.')
       return True
     return False

@@ -9,8 +9,10 @@ session loop over an open monitored session (`graph/session_loop.py`).
 Every policy around it is written here, once.
 
 Each loop is cut short so that every event lands exactly on its step: a
-checkpoint every N steps is saved at step N, a summary every M steps is
-written at step M, a hook asking to see step K sees step K.
+checkpoint every N steps is saved at step N, summaries every M steps are
+written at the run's first step and every M steps after it (`Schedule`, as
+tf.estimator 2.15's hooks wrote them), a hook asking to see step K sees
+step K.
 """
 
 import dataclasses
@@ -26,6 +28,7 @@ from estimator_rt.training.hooks import Hook
 from estimator_rt.training.hooks import LoopResult
 from estimator_rt.training.hooks import SavingListener
 from estimator_rt.cluster.preemption import PREEMPTED_EXIT_CODE
+from estimator_rt.core import tf_log
 from estimator_rt.core.summaries import ScalarWriter
 from estimator_rt.core.tf_errors import NanLossDuringTrainingError
 
@@ -66,6 +69,37 @@ class Decisions:
   save: bool
   preempt: bool
   loop_cap: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Schedule:
+  """The steps at which something recurring is due in one training run
+  (one `train()` call), as tf.estimator 2.15's hooks' SecondOrStepTimer
+  fired: at the run's first step, then every `every` steps after it. From
+  step 0 every 100: steps 1, 101, 201; resumed at 150: 151, 251. So a run
+  shorter than `every` still gets one. `every` 0 or None: never.
+
+  The training summaries (the model_fn's, `loss`) and the step counting
+  (`global_step/sec`, the step log lines: due from the second on, the first
+  starts the clock) follow it; the graph engine's loops ask it whether a
+  loop ends where summaries are due.
+  """
+
+  start: int
+  every: Optional[int]
+
+  def due(self, step: int) -> bool:
+    return (bool(self.every) and step > self.start and
+            (step - self.start - 1) % self.every == 0)
+
+  def next_after(self, step: int) -> Optional[int]:
+    """The first due step after `step`, or None."""
+    if not self.every:
+      return None
+    first = self.start + 1
+    if step < first:
+      return first
+    return first + ((step - first) // self.every + 1) * self.every
 
 
 def agreement(sum_over_replicas: Callable[[List[int]], Sequence[int]], *,
@@ -136,7 +170,13 @@ class TrainController:
     hooks: Hook objects, called in order.
     saver: saves checkpoints, or None (a worker that must not write).
     summary_writer: writes training scalars, or None.
-    save_summary_steps: write scalars every this many steps (0: never).
+    save_summary_steps: write the `loss` scalar on this `Schedule` (0:
+      never); the engine writes the model_fn's summaries on the same one.
+    log_step_count_steps: count steps on this `Schedule` (0: never):
+      `global_step/sec` and the step log line.
+    model_writes_loss: the model_fn's summaries hold a `loss` summary
+      (a canned head's): the controller does not write another (2.15 added
+      one only to a graph without it).
     saving_listeners: `fn(path, global_step)` called after each checkpoint
       save, or `tf.compat.v1.train.CheckpointSaverListener`s (see
       hooks.SavingListener); one returning True asks training to stop
@@ -167,6 +207,8 @@ class TrainController:
                hooks: Iterable[Hook], saver: Optional[CheckpointSaver],
                summary_writer: Optional[ScalarWriter],
                save_summary_steps: int,
+               log_step_count_steps: int = 0,
+               model_writes_loss: bool = False,
                saving_listeners: Iterable[Any] = (),
                agree: Optional[Callable[[Decisions], Decisions]] = None,
                stop_signal: Optional[Callable[[], Optional[str]]] = None,
@@ -181,6 +223,13 @@ class TrainController:
     self._saver = saver
     self._writer = summary_writer
     self._summary_every = save_summary_steps
+    self._count_every = log_step_count_steps
+    self._model_writes_loss = model_writes_loss
+    # Set when `run` starts (their start is its first global step).
+    self._summaries = self._counts = Schedule(0, 0)
+    self._last_count: Optional[Tuple[int, float]] = None  # (step, time)
+    # The loss of the last step run (None before the first loop).
+    self.last_loss: Optional[float] = None
     self._listeners = [SavingListener(l) for l in saving_listeners]
     self._agree = agree
     self._stop_signal = stop_signal
@@ -202,10 +251,10 @@ class TrainController:
       limits.append(max_steps)
     if self._saver is not None:
       limits.append(self._saver.next_save_step(step))
-    if self._summary_every:
-      # Also without a writer (a non-chief worker): every worker must cut
-      # its loops at the same steps.
-      limits.append((step // self._summary_every + 1) * self._summary_every)
+    # Also without a writer (a non-chief worker): every worker must cut its
+    # loops at the same steps.
+    limits.append(self._summaries.next_after(step))
+    limits.append(self._counts.next_after(step))
     for hook in self._hooks:
       limits.append(hook.next_step_limit(step))
     return min(limit for limit in limits if limit is not None and limit > step)
@@ -220,15 +269,23 @@ class TrainController:
     if self._asynchronous:
       step = max(step, self._global_step())
     if step != self._saver.last_saved_step:
+      if listeners:
+        tf_log.info('Calling checkpoint listeners before saving checkpoint '
+                    '%d...', step)
       for listener in listeners:
         listener.before_save(step)
     path = self._saver.save(step)
     if path is None:
       return False
+    tf_log.info('Saving checkpoints for %d into %s.', step,
+                path.rsplit('-', 1)[0])
     logging.info('Saved checkpoint %s', path)
     if self._writer is not None:
       self._writer.write_session_log('CHECKPOINT', step, checkpoint_path=path)
     stop = False
+    if listeners:
+      tf_log.info('Calling checkpoint listeners after saving checkpoint '
+                  '%d...', step)
     for listener in listeners:
       stop = listener.after_save(path, step) or stop
     return stop
@@ -280,22 +337,40 @@ class TrainController:
   def _after_loop(self, result: LoopResult, loop_start: int, stop: bool,
                   first: bool) -> Decisions:
     """Hooks and summaries after a loop; returns this worker's decisions."""
+    del loop_start  # Unused.
     for hook in self._hooks:
       stop = bool(hook.after_loop(result)) or stop
     step = result.global_step
-    if (self._writer is not None and self._summary_every and
-        (step % self._summary_every == 0 or stop or
-         step == result.max_steps)):
-      self._writer.write(
-          {'loss': result.loss,
-           'global_step/sec': (step - loop_start) /
-                              max(result.elapsed_secs, 1e-9)}, step)
+    if (self._writer is not None and not self._model_writes_loss and
+        self._summaries.due(step)):
+      self._writer.write({'loss': result.loss}, step)
+    self.last_loss = result.loss
+    if self._counts.due(step):
+      self._count_steps(step, result.loss)
     return Decisions(
         stop=stop, save=self._saver is not None and self._saver.is_due(step),
         preempt=bool(self._stop_signal and self._stop_signal()),
         # The first loop's time may be mostly tracing, not steps.
         loop_cap=(self._steps_per_loop if first else
                   self._loop_cap(result.steps, result.elapsed_secs)))
+
+  def _count_steps(self, step: int, loss: float) -> None:
+    """At a step of the step-counting schedule: 2.15's LoggingTensorHook
+    line (the loss of the step, and the global step it started from), and
+    from the second on `global_step/sec` since the previous one, logged
+    and written (2.15's StepCounterHook)."""
+    now = time.time()
+    if self._last_count is None:
+      tf_log.info('loss = %s, step = %s', loss, step - 1)
+    else:
+      last_step, last_time = self._last_count
+      rate = (step - last_step) / max(now - last_time, 1e-9)
+      tf_log.info('global_step/sec: %g', rate)
+      tf_log.info('loss = %s, step = %s (%.3f sec)', loss, step - 1,
+                  now - last_time)
+      if self._writer is not None:
+        self._writer.write({'global_step/sec': rate}, step)
+    self._last_count = (step, now)
 
   def run(self, *, max_steps: Optional[int]) -> int:
     """Trains up to global step `max_steps` (None: until the input ends).
@@ -318,6 +393,9 @@ class TrainController:
                  'loop at most.', step,
                  'the end of input' if max_steps is None else max_steps,
                  self._steps_per_loop)
+    self._summaries = Schedule(step, self._summary_every)
+    self._counts = Schedule(step, self._count_every)
+    self._last_count = None
     for hook in self._hooks:
       hook.begin(global_step=step, max_steps=max_steps)
     for listener in self._listeners:

@@ -36,6 +36,7 @@ from estimator_rt.training import hooks as hooks_lib
 from estimator_rt.inputs import pipeline as inputs
 from estimator_rt.cluster import preemption
 from estimator_rt.core import summaries
+from estimator_rt.core import tf_log
 from estimator_rt.core import user_fns
 from estimator_rt.core.errors import UserInputError
 from estimator_rt.cluster.run_config import RunConfig
@@ -65,6 +66,8 @@ class TrainingSetup:
       it cannot run in a session).
     asynchronous: other tasks move the global step between this task's
       loops (see controller.TrainController).
+    model_writes_loss: the model_fn's summaries, which the engine writes,
+      hold a `loss` summary (see controller.TrainController).
   """
 
   train_loop: controller_lib.TrainLoop
@@ -78,6 +81,7 @@ class TrainingSetup:
   session: Callable[[], ContextManager] = contextlib.nullcontext
   hooks: List[hooks_lib.Hook] = dataclasses.field(default_factory=list)
   asynchronous: bool = False
+  model_writes_loss: bool = False
 
 
 def split_hooks(hooks: Iterable[Any]
@@ -248,6 +252,7 @@ class Engine(abc.ABC):
     if max_steps is not None and start_step >= max_steps:
       logging.info('Skipping training: checkpoint %s is already at step %d '
                    '>= max_steps=%d.', choice.path, start_step, max_steps)
+      tf_log.info('Skipping training since max_steps has already saved.')
       return
     runtime_hooks, session_hooks = split_hooks(hooks)
     is_chief = self._config.is_chief
@@ -269,6 +274,7 @@ class Engine(abc.ABC):
     finally:
       if writer is not None:
         writer.close()
+        summaries.leave_in_file_writer_cache(self.model_dir)
       if directory is not None and directory != self.model_dir:
         tf.io.gfile.rmtree(directory)
       if not trained and made_model_dir and directory == self.model_dir:
@@ -321,6 +327,7 @@ class Engine(abc.ABC):
             every_secs=self._config.checkpoint_every_secs,
             last_saved_step=resumed_step,
             io_device=setup.io_device)
+        tf_log.info('Create CheckpointSaverHook.')
       builtin = []
       if self._config.log_step_count_steps:
         builtin.append(hooks_lib.LoggingHook(
@@ -331,11 +338,15 @@ class Engine(abc.ABC):
           steps_per_loop=self._config.steps_per_loop,
           hooks=builtin + hooks, saver=saver, summary_writer=writer,
           save_summary_steps=self._config.save_summary_steps,
+          log_step_count_steps=self._config.log_step_count_steps,
+          model_writes_loss=setup.model_writes_loss,
           saving_listeners=saving_listeners, agree=setup.agree,
           stop_signal=preemption.stop_requested,
           max_loop_secs=controller_lib.DEFAULT_MAX_LOOP_SECS,
           asynchronous=setup.asynchronous)
-      return controller.run(max_steps=max_steps)
+      final_step = controller.run(max_steps=max_steps)
+      tf_log.info('Loss for final step: %s.', controller.last_loss)
+      return final_step
 
   # ----------------------------------------------------- the other modes
   @abc.abstractmethod
@@ -407,13 +418,15 @@ class Engine(abc.ABC):
   def _finish_evaluation(self, results: Dict[str, Any], *,
                          name: Optional[str],
                          checkpoint_path: Optional[str], steps_run: int,
-                         hooks: Sequence[Any],
+                         hooks: Sequence[Any], steps: Optional[int] = None,
                          graph: Optional[Callable[[], Tuple[bytes, Optional[bytes]]]]
                          = None) -> Dict[str, Any]:
     """What every evaluation ends with: its scalars written to
     model_dir/eval (or eval_<name>) at its global step (and `graph()`'s
     serialized GraphDef and MetaGraphDef, see `summaries.write_eval_results`),
     the runtime hooks' `end`, one log line. Returns `results`."""
+    if steps:
+      tf_log.info('Evaluation [%d/%d]', steps_run, steps)
     summaries.write_eval_results(self.model_dir, name, results,
                                  checkpoint_path=checkpoint_path, graph=graph)
     runtime_hooks, _ = split_hooks(hooks)

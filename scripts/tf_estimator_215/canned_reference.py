@@ -294,8 +294,9 @@ def train_and_record(est, estimator, input_fns, export_dir: str):
       'variables': {n: list(s) for n, s in tf.train.list_variables(
           estimator.latest_checkpoint())},
   }
-  export_path = estimator.export_saved_model(export_dir,
-                                             serving_receiver_fn(est))
+  # bytes, as tf.estimator returns it (estimator_rt too).
+  export_path = tf.compat.as_text(estimator.export_saved_model(
+      export_dir, serving_receiver_fn(est)))
   record['signatures'] = signatures(export_path)
   return record, export_path
 

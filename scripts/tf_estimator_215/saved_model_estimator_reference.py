@@ -111,8 +111,9 @@ def trained_export(work: str) -> str:
   estimator = m['estimator'].Estimator(model_fn,
                                        os.path.join(work, 'trained'))
   estimator.train(train_input_fn, steps=TRAIN_STEPS)
-  return estimator.experimental_export_all_saved_models(
-      os.path.join(work, 'export'), receiver_fn_map())
+  # bytes, as tf.estimator returns it (estimator_rt too).
+  return tf.compat.as_text(estimator.experimental_export_all_saved_models(
+      os.path.join(work, 'export'), receiver_fn_map()))
 
 
 def describe_export(export_dir) -> dict:

@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 
 from absl import logging
 import keras
+import numpy as np
 import tensorflow as tf
 
 from estimator_rt.core import checkpoints
@@ -292,12 +293,15 @@ class EagerEngine(engine_lib.Engine):
     num_steps = tf.constant(steps or loops.UNTIL_END_OF_INPUT, tf.int32)
     loss_sum, count, steps_run, pair_values = state.loop(iterator, num_steps)
     count = float(count)
-    results = {'loss': float(loss_sum) / count if count else float('nan')}
+    # tf.estimator 2.15's types: its loss was a float32 mean metric, the
+    # global step an int64 (see summaries.numpy_value).
+    results = {'loss': np.float32(float(loss_sum) / count if count else
+                                  float('nan'))}
     for metric_name, metric in graph.metrics.items():
-      results[metric_name] = summaries.python_value(metric.result())
+      results[metric_name] = summaries.numpy_value(metric.result())
     for metric_name, value in zip(state.loop.pair_names, pair_values):
-      results[metric_name] = summaries.python_value(value)
-    results['global_step'] = int(graph.global_step.numpy())
+      results[metric_name] = summaries.numpy_value(value)
+    results['global_step'] = np.int64(graph.global_step.numpy())
     # The graph of the compiled evaluation, for a new event file of the
     # evaluation's directory (traced already: this only looks it up).
     evaluation_graph = lambda: graph_files.GraphFiles(
@@ -305,6 +309,7 @@ class EagerEngine(engine_lib.Engine):
         with_meta_graph=False).for_events()
     return self._finish_evaluation(results, name=name, checkpoint_path=path,
                                    steps_run=int(steps_run), hooks=hooks,
+                                   steps=steps,
                                    graph=evaluation_graph)
 
   # ------------------------------------------------------------ predict

@@ -24,6 +24,7 @@ from typing import (Any, Callable, ContextManager, Dict, Iterator, Optional,
                     Sequence)
 
 from absl import logging
+import numpy as np
 import tensorflow as tf
 
 from estimator_rt.core import checkpoints
@@ -214,9 +215,10 @@ class GraphEngine(engine_lib.Engine):
           step, queue_runners_before=queue_runners, ops_before=ops_before)
       if reason is None:
         try:
-          loop = in_graph_loop.derive(
-              step=step, placement=placement,
-              with_summaries=bool(self._config.save_summary_steps))
+          with model_lib.runtime_scope():
+            loop = in_graph_loop.derive(
+                step=step, placement=placement,
+                with_summaries=bool(self._config.save_summary_steps))
         except in_graph_loop.CannotLoop as e:
           reason = str(e)
     if reason is not None:
@@ -289,10 +291,16 @@ class GraphEngine(engine_lib.Engine):
         self._check_fits(latest, built.spec.scaffold)
       elif self._warm_start_from:
         self._warm_start()
-      loop = self._session_loop(built, data, placement, saver=saver,
-                                latest=latest, session_hooks=session_hooks,
-                                summary_writer=summary_writer)
-      agreement = placement.agreement_sum()
+      with model_lib.runtime_scope():
+        loop = self._session_loop(built, data, placement, saver=saver,
+                                  latest=latest, session_hooks=session_hooks,
+                                  summary_writer=summary_writer)
+        agreement = placement.agreement_sum()
+      # 2.15's test: a summary op named 'loss' (a canned head's) is the
+      # loss summary; without one the controller writes it.
+      model_writes_loss = bool(self._config.save_summary_steps) and any(
+          getattr(t, 'op', None) is not None and t.op.name == 'loss'
+          for t in graph.get_collection(tf.compat.v1.GraphKeys.SUMMARIES))
     agree = None
     if agreement is not None:
       values, agreed = agreement
@@ -305,6 +313,7 @@ class GraphEngine(engine_lib.Engine):
         train_loop=loop, iterator=None, checkpoint=checkpoint_writer,
         global_step=loop.global_step, max_to_keep=keep, agree=agree,
         asynchronous=placement.between_graph, hooks=runtime_hooks,
+        model_writes_loss=model_writes_loss,
         session=lambda: self._training_session(
             graph, loop, placement, latest,
             graph_files_written=lambda: self._graph_files_written(
@@ -381,18 +390,18 @@ class GraphEngine(engine_lib.Engine):
     with graph.as_default():
       if placement.between_graph:
         between_graph.prepare(placement, self._config.task_info)
-      try:
-        with loop.open():
-          if latest is not None and not (placement.between_graph and
-                                         not self._config.is_chief):
-            # The checkpoint's step: between-graph workers may have moved
-            # the shared global step on already.
-            logging.info('Restored %s (global step %d).', latest,
-                         checkpoints.checkpoint_step(latest))
-          with graph_files_written():
-            yield
-      finally:
-        tf.compat.v1.summary.FileWriterCache.clear()
+      # The FileWriters the session's hooks put in FileWriterCache stay
+      # there after training, as in tf.estimator 2.15 (programs get and
+      # close them, or write to them); the hooks' `end` flushed them.
+      with loop.open():
+        if latest is not None and not (placement.between_graph and
+                                       not self._config.is_chief):
+          # The checkpoint's step: between-graph workers may have moved
+          # the shared global step on already.
+          logging.info('Restored %s (global step %d).', latest,
+                       checkpoints.checkpoint_step(latest))
+        with graph_files_written():
+          yield
 
   def _saver(self, scaffold) -> tuple:
     """The Saver checkpoints are written with, and how many to keep: a
@@ -565,11 +574,12 @@ class GraphEngine(engine_lib.Engine):
           ran += 1
     # A metric's value may be a structure of tensors (2.15 returned it as
     # the session gave it: nested tuples of values).
-    results = {key: tf.nest.map_structure(summaries.python_value, value)
+    results = {key: tf.nest.map_structure(summaries.numpy_value, value)
                for key, value in final_hook.final_ops_values.items()}
-    results['global_step'] = int(results['global_step'])
+    results['global_step'] = np.int64(results['global_step'])
     return self._finish_evaluation(
         results, name=name, checkpoint_path=path, steps_run=ran, hooks=hooks,
+        steps=steps,
         graph=graph_files.GraphFiles(graph=evaluation.graph,
                                      saver=evaluation.saver).for_events)
 

@@ -92,6 +92,19 @@ def _spec_of(value):
     return tf.TensorSpec.from_tensor(tf.convert_to_tensor(value))
 
 
+# The name scope of the ops the runtime adds to a model_fn's training graph
+# (its input's rewrites, the in-graph loop, the session loop's checks): the
+# graph's top level, in graph.pbtxt and TensorBoard's Graphs tab, holds the
+# model's names, as tf.estimator 2.15's did, and this one scope.
+RUNTIME_SCOPE = 'estimator_rt'
+
+
+def runtime_scope():
+  """The name scope RUNTIME_SCOPE at the graph's top level, one for every
+  use (entered again, not numbered `estimator_rt_1`)."""
+  return tf.compat.v1.get_default_graph().name_scope(RUNTIME_SCOPE + '/')
+
+
 def read_input(input_fn: Callable, params: dict, *, role: str, config,
                placement=None, overlap: bool = False) -> GraphInput:
   """Calls `input_fn` in the current graph, ready to read it element by
@@ -125,18 +138,22 @@ def read_input(input_fn: Callable, params: dict, *, role: str, config,
                       features_spec=_spec_of(features),
                       from_dataset=False)
   dataset = result
-  if placement is not None and context is None:
-    dataset = placement.shard(dataset)
-  if overlap:
-    # Replicas of this graph read consecutive elements of one iterator, so
-    # the same elements in the same order are all the rewrite must keep.
-    dataset = input_overlap.overlapped(slice_batches.gathered(dataset))
+  with runtime_scope():
+    if placement is not None and context is None:
+      dataset = placement.shard(dataset)
+    if overlap:
+      # Replicas of this graph read consecutive elements of one iterator,
+      # so the same elements in the same order are all the rewrite must
+      # keep.
+      dataset = input_overlap.overlapped(slice_batches.gathered(dataset))
+    cardinality = dataset.cardinality()
+  # The iterator keeps 2.15's names (IteratorV2, IteratorGetNext).
   iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
   features_spec, _ = inputs.split_element(dataset.element_spec)
   return GraphInput(
       elements=lambda: inputs.split_element(iterator.get_next()),
       initializer=iterator.initializer, features_spec=features_spec,
-      cardinality=dataset.cardinality())
+      cardinality=cardinality)
 
 
 def repeats_forever(data: GraphInput) -> Optional[bool]:

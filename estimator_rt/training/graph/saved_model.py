@@ -129,6 +129,16 @@ def _supervised_signatures(mode: str, spec, receiver) -> Dict[str, object]:
               output.signature_def(receiver.receiver_tensors)}
 
 
+def _log_signature_report(signatures: Dict[str, object]) -> None:
+  """2.15's 'Signatures INCLUDED in export for Predict: [...]' lines, which
+  TensorFlow's export_utils logged for each MetaGraph it exported (its
+  report, called directly where it exists)."""
+  from tensorflow.python.saved_model.model_utils import export_utils  # pylint: disable=g-import-not-at-top
+  report = getattr(export_utils, '_log_signature_report', None)
+  if report is not None:
+    report(signatures, {})
+
+
 def _train_op_of(spec):
   """The spec's train op as the SavedModel keeps it (a tensor or an op), or
   None."""
@@ -157,6 +167,7 @@ def _add_meta_graph(builder, *, mode: str, receiver_fn: Callable,
       signatures = _serving_signatures(built, receiver)
     else:
       signatures = _supervised_signatures(mode, spec, receiver)
+    _log_signature_report(signatures)
     if receiver.receiver_tensors_alternatives:
       logging.warning('Export: receiver_tensors_alternatives %s are not '
                       'exported.',

@@ -29,6 +29,7 @@ import tensorflow as tf
 from tensorflow.python.training import monitored_session  # pylint: disable=g-direct-tensorflow-import
 
 from estimator_rt.cluster import server as server_lib
+from estimator_rt.training import controller
 from estimator_rt.core import summaries
 from estimator_rt.core import tf_errors
 from estimator_rt.core.errors import TaskLostError
@@ -102,8 +103,9 @@ class SessionLoop:
     loss: the step's loss.
     global_step: the global step variable.
     summary_op: the model_fn's merged `tf.compat.v1.summary` ops, or None.
-    save_summary_steps: run `summary_op` with the step that ends at a
-      multiple of this (0: never); every synchronous worker runs it alike.
+    save_summary_steps: run `summary_op` with the steps the controller's
+      `Schedule` of this many steps from the session's first step says
+      (0: never); every synchronous worker runs it alike.
     summary_writer: where the summaries go (None: this task does not
       write).
     is_chief: bounds the close (a chief's end includes its hooks' work).
@@ -133,6 +135,7 @@ class SessionLoop:
     self.raw_session = None
     self._step = None
     self._steps_run = 0
+    self._summaries = controller.Schedule(0, 0)  # Set at open().
 
   def global_step(self) -> int:
     """The global step now (other tasks may move it, between-graph).
@@ -171,6 +174,8 @@ class SessionLoop:
 
     self.raw_session = self._session.run_step_fn(raw)
     self._step = int(self.run(self._global_step))
+    # The controller's schedule starts where training starts, here.
+    self._summaries = controller.Schedule(self._step, self._summary_every)
     try:
       yield self
     except _PEER_ERRORS as e:
@@ -189,8 +194,8 @@ class SessionLoop:
   def _summary_due(self, target: int) -> bool:
     """Whether the next step should run the summary op: it is expected to
     end the loop, and the loop ends at a summary step."""
-    return (self._summary_op is not None and bool(self._summary_every) and
-            target % self._summary_every == 0 and self._step + 1 >= target)
+    return (self._summary_op is not None and self._summaries.due(target) and
+            self._step + 1 >= target)
 
   def __call__(self, iterator, num_steps: int):
     """Runs steps until the global step reaches its value now plus
@@ -284,7 +289,7 @@ class InGraphSessionLoop(SessionLoop):
     target = self._step + num_steps
     fetches = self._fetches
     feed = {self._loop.num_steps: num_steps}
-    if self._summary_every and target % self._summary_every == 0:
+    if self._summaries.due(target):
       fetches = dict(fetches, summary=self._summary_op)
       feed[self._loop.record_summaries] = True
     start = self._step
