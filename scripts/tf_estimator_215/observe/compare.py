@@ -80,7 +80,12 @@ def _jobs(names, seconds: dict) -> list:
       lightest = min(bins, key=lambda b: b[0])
       lightest[0] += seconds.get((name, behavior), 5)
       lightest[1].append(name)
-    jobs += [(sys.executable, behavior, b[1]) for b in bins if b[1]]
+    # Each process runs its scenarios in the recording's order: what one
+    # scenario leaves in the process (the default graph's state at its
+    # end) can depend on which ran before it.
+    order = {n: i for i, n in enumerate(names)}
+    jobs += [(sys.executable, behavior, sorted(b[1], key=order.get))
+             for b in bins if b[1]]
     with_pandas = [n for n in names if _needs_pandas(n)]
     if with_pandas and pandas:
       jobs.append((pandas, behavior, with_pandas))
@@ -102,7 +107,8 @@ def run_here(out: str, names=None, python_check=None) -> dict:
   (a scenario whose process failed has none)."""
   del python_check
   reference = reference_records()
-  names = names or sorted({s for s, _ in reference})
+  from scripts.tf_estimator_215.observe import scenarios  # pylint: disable=g-import-not-at-top
+  names = list(names or scenarios.NAMES)
   seconds = {k: r.get('seconds', 5) for k, r in reference.items()}
   failures = []
   with concurrent.futures.ThreadPoolExecutor(2) as pool:

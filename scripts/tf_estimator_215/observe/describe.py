@@ -179,6 +179,10 @@ def describe(value, exact: bool = True) -> dict:
     return out
   if isinstance(value, np.ndarray):
     return _array(value, exact)
+  if isinstance(value, tf.dtypes.DType):
+    return {'type': 'tf.DType', 'value': value.name}
+  if isinstance(value, tf.TensorShape):
+    return {'type': 'tf.TensorShape', 'value': _shape(value)}
   if isinstance(value, tf.Variable):
     return {'type': 'Variable', 'dtype': value.dtype.base_dtype.name,
             'shape': _shape(value.shape),

@@ -142,7 +142,8 @@ class Recorder:
     what `view(result)` (default: the result) is, or what it raised."""
     seen = {}
     for candidate in candidates:
-      key = f'{type(candidate).__name__}:{candidate!r}'[:80]
+      key = re.sub(r' at 0x[0-9a-f]+', '',
+                   f'{type(candidate).__name__}:{candidate!r}')[:80]
       try:
         result = fn(candidate)
         seen[describe_lib.mask(key)] = {'took': describe(

@@ -33,8 +33,9 @@ def run(rec):
   for name, obj in objects.items():
     if obj is not None and _kind(obj) != 'module':
       groups.setdefault(id(obj), []).append(name)
-  rec.raw('names that are one object',
-          sorted(g for g in groups.values() if len(g) > 1))
+  rec.raw('names that are one object', {
+      name: [other for other in group if other != name]
+      for group in groups.values() if len(group) > 1 for name in group})
   keys = tf.estimator.ModeKeys
   rec.raw('ModeKeys', [keys.TRAIN, keys.EVAL, keys.PREDICT,
                        tf.compat.v1.estimator.ModeKeys.PREDICT])

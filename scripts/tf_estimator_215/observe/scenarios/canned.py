@@ -59,6 +59,10 @@ def exercise(rec, name, make, labels, model_dir):
   rec.call(f'{name}: predict', lambda: common.first(model.predict(
       common.predict_input_fn), 2))
   rec.call(f'{name}: variables', model.get_variable_names)
+  rec.call(f'{name}: global_step', model.get_variable_value, 'global_step')
+  rec.value(f'{name}: attributes', [
+      model.model_dir, model.params, model.config.tf_random_seed,
+      callable(model.model_fn), model.latest_checkpoint(), model.eval_dir()])
   spec = tf.feature_column.make_parse_example_spec(common.columns())
   rec.call(f'{name}: export', model.export_saved_model, rec.path(
       'export', name), tf.estimator.export

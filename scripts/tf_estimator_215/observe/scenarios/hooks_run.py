@@ -47,6 +47,13 @@ def _tensor_hooks(rec):
                                      formatter=lambda values: 'formatted')])
   _train(rec, 'NanTensorHook', model_hooks=lambda loss: [
       tf.estimator.NanTensorHook(loss * np.nan)])
+  try:
+    _train(rec, 'NanTensorHook caught', model_hooks=lambda loss: [
+        tf.estimator.NanTensorHook(loss * np.nan)]).train(
+            common.input_fn(), steps=1)
+    rec.value('NanLossDuringTrainingError caught', False)
+  except tf.estimator.NanLossDuringTrainingError as error:
+    rec.value('NanLossDuringTrainingError caught', [error, str(error)])
   _train(rec, 'NanTensorHook no fail', model_hooks=lambda loss: [
       tf.estimator.NanTensorHook(loss * np.nan, fail_on_nan_loss=False)])
 

@@ -24,6 +24,9 @@ def _parse_specs(rec):
   rec.call('regressor_parse_example_spec',
            tf.estimator.regressor_parse_example_spec, columns, 'label',
            label_dimension=2, label_default=0.0)
+  rec.call('regressor_parse_example_spec v1',
+           tf.compat.v1.estimator.regressor_parse_example_spec, columns,
+           'label', label_dtype=tf.float64)
 
 
 def _vocab_model(rec, name, vocab, warm_start_from=None):
