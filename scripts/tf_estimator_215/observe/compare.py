@@ -11,7 +11,8 @@ yet examined (issue 42's open work, reason "not yet examined (issue 42)"),
 or unexplained (a difference the allowlist does not name: the test fails).
 `--report` writes REPORT.md; `--update-allowlist` adds every unexplained
 difference to ALLOWLIST.json as not yet examined (after a re-recording or
-a new scenario; review what it adds).
+a new scenario; review what it adds) and, run on every scenario, drops the
+entries no difference matched any more.
 
 A difference is (scenario, behaviour, path, 2.15's value, here's value);
 its path names the entry and the place in it (`train/log`,
@@ -200,9 +201,13 @@ def classify(found: list, allowlist: dict) -> dict:
   return out
 
 
-def update_allowlist(unexplained: list) -> int:
+def update_allowlist(unexplained: list, stale=()) -> int:
+  """Adds `unexplained` as not yet examined and drops the `stale` keys (a
+  difference that is gone needs no entry, nor its reason)."""
   allowlist = load_allowlist()
   entries = allowlist.setdefault('differences', {})
+  for key in stale:
+    entries.pop(key, None)
   for d in unexplained:
     entry = entries.setdefault(f'{d["scenario"]}|{d["path"]}', {
         'behaviors': [], 'reason': NOT_EXAMINED})
@@ -235,7 +240,9 @@ def main(argv=None) -> int:
   print(f'{seconds:.0f} s; ' + ', '.join(
       f'{k}: {len(v)}' for k, v in sorted_out.items()))
   if args.update_allowlist:
-    update_allowlist(sorted_out['unexplained'])
+    # Entries of scenarios that did not run are not stale.
+    update_allowlist(sorted_out['unexplained'],
+                     stale=() if args.scenarios else sorted_out['stale'])
   if args.report:
     with open(REPORT, 'w') as f:
       f.write(report.render(sorted_out, here, seconds))
