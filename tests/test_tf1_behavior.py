@@ -91,3 +91,30 @@ def test_model_to_estimator_names_metrics_as_keras_2_in_graph_mode(here):
   then, now = REFERENCE['keras_metric_names'], here['keras_metric_names']
   assert 'acc' in now and 'weighted_acc' in now
   _assert_same('keras metrics', then, now)
+
+
+with open(os.path.join(REPO_ROOT, 'tests', 'data', 'tf_estimator_215',
+                       'tf1_parts.json'), encoding='utf-8') as f:
+  PARTS_REFERENCE = json.load(f)
+
+
+@pytest.mark.parametrize('part', sorted(PARTS_REFERENCE))
+def test_each_part_of_tf1_behavior_alone(part):
+  """scripts/tf_estimator_215/tf1_parts_reference.py under one switch of
+  disable_v2_behavior() (a fresh process each): every model trains to step
+  20, and the canned ones give 2.15's loss (the TF1-style model_fn's is not
+  even repeatable on 2.15)."""
+  result = run_python(
+      ['-m', 'estimator_rt.compat',
+       os.path.join('scripts', 'tf_estimator_215', 'tf1_parts_reference.py'),
+       part], timeout=300)
+  assert result.returncode == 0, result.stderr[-3000:]
+  now = json.loads(result.stdout.split('RESULT ', 1)[1])
+  then = PARTS_REFERENCE[part]
+  assert sorted(now) == sorted(then)
+  for model, values in now.items():
+    assert values['global_step'] == then[model]['global_step'] == 20
+    assert np.isfinite(values['loss']), model
+    if model != 'tf1_model_fn':
+      np.testing.assert_allclose(values['loss'], then[model]['loss'],
+                                 rtol=1e-5, err_msg=f'{part} {model}')

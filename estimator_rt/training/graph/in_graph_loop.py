@@ -229,7 +229,10 @@ def refusal_of_step(step: model_lib.GraphModel, *, queue_runners_before: int,
   if len(outer.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)) > (
       queue_runners_before):
     return 'it adds queue runners'
-  _, state = _step_ops([step.train_op, step.loss.op])
+  try:
+    _, state = _step_ops([step.train_op, step.loss.op])
+  except CannotLoop as e:  # Reference variables.
+    return str(e)
   # A placeholder the build made that the step reads: a run must feed it
   # (a `placeholder_with_default`, such as Keras 2's learning phase, is
   # fine: the loop captures it, and feeding it still works).
