@@ -156,7 +156,8 @@ def test_the_graph_files_hold_the_step_at_top_level(recorded):
   with tf.io.gfile.GFile(os.path.join(model_dir, 'graph.pbtxt')) as f:
     text_format.Parse(f.read(), graph_def)
   names = {node.name: node for node in graph_def.node}
-  assert 'training_loop' in names  # The loop that ran.
+  # The loop that ran, under the runtime's own name scope.
+  assert 'estimator_rt/training_loop' in names
   for name in (listing_lib.FEATURES_NAME, listing_lib.PREDICTIONS_NAME,
                'IteratorGetNext', 'global_step', 'save/restore_all'):
     assert name in names, name

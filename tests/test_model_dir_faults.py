@@ -293,9 +293,11 @@ def test_nan_input_through_the_binary_exits_1_with_one_line(tmp_path,
   assert len(errors) == 1, result.stderr[-3000:]
   # The loss of the first step is NaN (seen with TensorFlow 2.21 and Keras
   # 3.15.1), or finite (seen with earlier releases) and the weights give
-  # it away at the end of the (only) compiled loop.
+  # it away at the end of the first loop (of one step: the summaries are
+  # due at step 1, as 2.15 wrote them; or of all 50).
   assert ('the loss was nan at global step 1' in errors[0] or
-          'NaN or infinite in global steps 1-50' in errors[0]), errors[0]
+          re.search(r'NaN or infinite in global steps 1-(1|50)\b',
+                    errors[0])), errors[0]
   assert 'Traceback' not in result.stderr
   # Nothing was saved from the diverged loop: only the state training
   # started from (model.ckpt-0, as tf.estimator 2.15 saved it).
