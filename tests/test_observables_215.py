@@ -11,7 +11,8 @@ INFO lines scripts grep, and the calls hooks and saving listeners receive.
 tf.estimator 2.15 recorded them once (tests/data/tf_estimator_215/
 observables/, by `observe/record.py`); here the same scenarios run in a few
 fresh processes (both behaviours, two at a time) and every difference must
-be named in observe/ALLOWLIST.json, with its reason (the report,
+be accepted with its reason by a pattern in observe/accepted/*.json, or be
+listed in observe/ALLOWLIST.json as not yet examined (the report,
 observe/REPORT.md, shows which are accepted and which not yet examined).
 Every public name must be covered by a scenario in both behaviours, or be
 allowlisted with a reason.

@@ -6,9 +6,10 @@ r"""Runs the scenarios here and lists each difference from tf.estimator 2.15.
 few fresh processes (`run_here`: two at a time, the scenarios dealt out by
 their recorded run time so the processes end together), compares each
 record with 2.15's (`tests/data/tf_estimator_215/observables/`), and sorts
-the differences by ALLOWLIST.json: accepted (with the team's reason), not
-yet examined (issue 42's open work, reason "not yet examined (issue 42)"),
-or unexplained (a difference the allowlist does not name: the test fails).
+the differences: accepted (an fnmatch pattern of a file in accepted/ names
+it, with the team's reason), not yet examined (ALLOWLIST.json: issue 42's
+open work, reason "not yet examined (issue 42)"), or unexplained (named by
+neither: the test fails).
 `--report` writes REPORT.md; `--update-allowlist` adds every unexplained
 difference to ALLOWLIST.json as not yet examined (after a re-recording or
 a new scenario; review what it adds) and, run on every scenario, drops the
@@ -23,6 +24,7 @@ marked inexact was recorded by type and shape only.
 
 import argparse
 import concurrent.futures
+import fnmatch
 import json
 import os
 import subprocess
@@ -34,6 +36,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))
 REFERENCE_DIR = os.path.join(REPO, 'tests', 'data', 'tf_estimator_215',
                              'observables')
 ALLOWLIST = os.path.join(_HERE, 'ALLOWLIST.json')
+ACCEPTED_DIR = os.path.join(_HERE, 'accepted')
 REPORT = os.path.join(_HERE, 'REPORT.md')
 NOT_EXAMINED = 'not yet examined (issue 42)'
 BEHAVIORS = ('v1', 'v2')
@@ -200,18 +203,47 @@ def differences(reference: dict, here: dict) -> list:
 
 
 def load_allowlist() -> dict:
+  """ALLOWLIST.json (the differences not yet examined), with the accepted
+  ones of ACCEPTED_DIR's files under 'accepted'."""
   with open(ALLOWLIST) as f:
-    return json.load(f)
+    allowlist = json.load(f)
+  allowlist['accepted'] = accepted_reasons()
+  return allowlist
+
+
+def accepted_reasons() -> dict:
+  """{key pattern: reason} of every file in ACCEPTED_DIR: the differences
+  the team examined and accepts, each with its reason (docs/differences.md
+  says more). A pattern is an fnmatch pattern on `scenario|path`, for
+  either behaviour."""
+  reasons = {}
+  for name in sorted(os.listdir(ACCEPTED_DIR)):
+    if name.endswith('.json'):
+      with open(os.path.join(ACCEPTED_DIR, name)) as f:
+        reasons.update(json.load(f)['reasons'])
+  return reasons
+
+
+def _accepted(key: str, accepted: dict):
+  for pattern, reason in accepted.items():
+    if fnmatch.fnmatchcase(key, pattern):
+      return reason
+  return None
 
 
 def classify(found: list, allowlist: dict) -> dict:
   """{'accepted': [...], 'not_examined': [...], 'unexplained': [...],
   'stale': [allowlist keys no difference matched]}."""
   entries = allowlist.get('differences', {})
+  accepted = allowlist.get('accepted', {})
   out = {'accepted': [], 'not_examined': [], 'unexplained': []}
   used = set()
   for d in found:
     key = f'{d["scenario"]}|{d["path"]}'
+    reason = _accepted(key, accepted)
+    if reason is not None:
+      out['accepted'].append(dict(d, reason=reason))
+      continue
     entry = entries.get(key)
     if entry is None or d['behavior'] not in entry['behaviors']:
       out['unexplained'].append(d)

@@ -19,6 +19,7 @@ import re
 import sys
 import tempfile
 
+import numpy as np
 import tensorflow as tf
 
 from scripts.tf_estimator_215.observe import describe as describe_lib
@@ -92,6 +93,29 @@ def describe_exception(error: BaseException) -> dict:
           'message': describe_lib.mask_message(error)}
 
 
+_PLAIN = (type(None), bool, int, float, complex, str, bytes, list, tuple,
+          dict, set, frozenset)
+
+
+def candidate_key(candidate) -> str:
+  """How an argument value is named in an `accepts` record, alike on both
+  sides: Python's plain values by repr, NumPy scalars and arrays by their
+  type and str() (NumPy 2 reprs `np.float32(1.0)` where 1.x said `1.0`),
+  functions by name, other objects by class only (their repr is the
+  class's own, which differs between 2.15's and estimator_rt's)."""
+  kind = type(candidate).__name__
+  if isinstance(candidate, _PLAIN):
+    text = repr(candidate)
+  elif isinstance(candidate, (np.generic, np.ndarray)):
+    text = str(candidate)
+  elif callable(candidate) and hasattr(candidate, '__qualname__'):
+    text = candidate.__qualname__
+  else:
+    text = '<object>'
+  key = re.sub(r' at 0x[0-9a-f]+', '', f'{kind}:{text}')[:80]
+  return describe_lib.mask(key)
+
+
 class Recorder:
   """A scenario's entries, in order (`entries`: label -> entry)."""
 
@@ -142,14 +166,16 @@ class Recorder:
     what `view(result)` (default: the result) is, or what it raised."""
     seen = {}
     for candidate in candidates:
-      key = re.sub(r' at 0x[0-9a-f]+', '',
-                   f'{type(candidate).__name__}:{candidate!r}')[:80]
+      key = candidate_key(candidate)
+      n = 2
+      while key in seen:  # Two candidates of one class and no value.
+        key = f'{candidate_key(candidate)}#{n}'
+        n += 1
       try:
         result = fn(candidate)
-        seen[describe_lib.mask(key)] = {'took': describe(
-            view(result) if view else result)}
+        seen[key] = {'took': describe(view(result) if view else result)}
       except Exception as error:  # pylint: disable=broad-except
-        seen[describe_lib.mask(key)] = {'refused': describe_exception(error)}
+        seen[key] = {'refused': describe_exception(error)}
     self._add(label, {'accepts': seen})
 
   def files(self, label: str, directory: str) -> None:
