@@ -262,6 +262,11 @@ def _parser() -> argparse.ArgumentParser:
                       "TensorFlow 2.16+'s fused Adam kernel splitting small "
                       'variables across the pool (docs/engines.md); '
                       'local comparison only')
+  parser.add_argument('--v1_behavior', action='store_true',
+                      help='with --engine graph: the runtime and tf.estimator '
+                      'sides start as TF1 programs did '
+                      '(tf.compat.v1.disable_v2_behavior(); the graph '
+                      'engine then runs one step per session run)')
   parser.add_argument('--json', action='store_true',
                       help='print one JSON object on stdout instead of the '
                       'table (progress still goes to stderr)')
@@ -272,6 +277,8 @@ def _local_steps(parser: argparse.ArgumentParser,
                  args: argparse.Namespace) -> Dict[str, int]:
   """The steps per workload of the local comparison; a parser error for
   flags that do not go together."""
+  if args.v1_behavior and args.engine != 'graph':
+    parser.error('--v1_behavior: only with --engine graph.')
   if args.engine == 'graph' and set(args.workloads) - {'W1', 'W2'}:
     parser.error('--engine=graph: only W1 and W2 have TF1-style model_fns; '
                  'pass --workloads W1,W2.')
@@ -310,7 +317,8 @@ def _run_sides(args, steps: Dict[str, int], sides: List[str], *,
                            jit_compile=args.jit_compile,
                            graph_engine=args.engine == 'graph',
                            peer_data_dir=peer_data_dir,
-                           intra_op_threads=args.intra_op_threads)
+                           intra_op_threads=args.intra_op_threads,
+                           v1_behavior=args.v1_behavior)
         runs[workload][side].append(result)
         print(f'round {round_index + 1}/{args.rounds} {workload} {side:12s}: '
               f"{result['steps_per_sec']:9,.0f} steps/s, first step "
@@ -390,6 +398,7 @@ def _main_local(parser: argparse.ArgumentParser, args: argparse.Namespace,
       'steps': steps,
       'jit_compile': args.jit_compile,
       'engine': args.engine,
+      'v1_behavior': args.v1_behavior,
       'peers': sides[2:],
       **state,
       'results': {w: report_lib.summarize(w, runs[w], engine=args.engine)

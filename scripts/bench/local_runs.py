@@ -46,20 +46,26 @@ def write_peer_data(workloads: List[str], directory: str, *,
 
 def _command(side: str, workload: str, steps: int, *, jit_compile: bool,
              graph_engine: bool, peer_data_dir: Optional[str],
-             intra_op_threads: int = 0) -> List[str]:
+             intra_op_threads: int = 0, v1_behavior: bool = False
+             ) -> List[str]:
   # Every side alike (protocol.apply_intra_op_threads).
   threads = (['--intra_op_threads', str(intra_op_threads)]
              if intra_op_threads else [])
+  # The estimator sides of the graph engine's comparison (the bare loop is
+  # TF2's either way).
+  behavior = (['--v1_behavior'] if v1_behavior and graph_engine and
+              side in ('runtime', 'tf_estimator') else [])
   if side == 'tf_estimator':
     # With the graph engine, both sides run the same TF1-style model_fn.
     return module_command('tf_estimator_worker', '--workload', workload,
                           '--steps', str(steps), '--data',
                           peer_data_path(workload, peer_data_dir),
                           *(['--tf1_model_fn'] if graph_engine else []),
-                          *threads, python=PEER_PYTHON)
+                          *threads, *behavior, python=PEER_PYTHON)
   worker_side = 'graph' if (side == 'runtime' and graph_engine) else side
   command = module_command('worker', '--side', worker_side, '--workload',
-                           workload, '--steps', str(steps), *threads)
+                           workload, '--steps', str(steps), *threads,
+                           *behavior)
   if jit_compile and side == 'runtime':
     command.append('--jit_compile')
   return command
@@ -123,7 +129,7 @@ def run_child(side: str, workload: str, steps: int, *,
               timeout_s: float, env: Dict[str, str],
               jit_compile: bool = False, graph_engine: bool = False,
               peer_data_dir: Optional[str] = None,
-              intra_op_threads: int = 0) -> dict:
+              intra_op_threads: int = 0, v1_behavior: bool = False) -> dict:
   """Runs one side of one workload in a fresh process; returns its result.
 
   Adds `first_step_s` (from just before the process was started to the end
@@ -136,7 +142,8 @@ def run_child(side: str, workload: str, steps: int, *,
   """
   command = _command(side, workload, steps, jit_compile=jit_compile,
                      graph_engine=graph_engine, peer_data_dir=peer_data_dir,
-                     intra_op_threads=intra_op_threads)
+                     intra_op_threads=intra_op_threads,
+                     v1_behavior=v1_behavior)
   result, launched = _run_process(command, f'{side} {workload}',
                                   timeout_s=timeout_s, env=env)
   result['first_step_s'] = result['first_step_wall'] - launched

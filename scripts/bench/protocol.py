@@ -36,6 +36,21 @@ def add_run_flags(parser: argparse.ArgumentParser, workloads, *,
   add_intra_op_threads_flag(parser)
 
 
+def add_v1_behavior_flag(parser: argparse.ArgumentParser) -> None:
+  """Adds `--v1_behavior` (see apply_v1_behavior)."""
+  parser.add_argument('--v1_behavior', action='store_true',
+                      help='start as TF1 programs did: '
+                      'tf.compat.v1.disable_v2_behavior() before anything')
+
+
+def apply_v1_behavior(enabled: bool) -> None:
+  """`tf.compat.v1.disable_v2_behavior()` when `enabled`, under either
+  TensorFlow version, first thing (a TF1 program's first line)."""
+  if enabled:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    tf.compat.v1.disable_v2_behavior()
+
+
 def add_intra_op_threads_flag(parser: argparse.ArgumentParser) -> None:
   """Adds `--intra_op_threads` (see apply_intra_op_threads and
   intra_op_session_config)."""

@@ -38,7 +38,9 @@ import time
 
 from scripts.bench import tf1_model_fns
 from scripts.bench.protocol import add_run_flags
+from scripts.bench.protocol import add_v1_behavior_flag
 from scripts.bench.protocol import apply_intra_op_threads
+from scripts.bench.protocol import apply_v1_behavior
 from scripts.bench.protocol import check_steps
 from scripts.bench.protocol import exit_at_once
 from scripts.bench.protocol import intra_op_session_config
@@ -292,13 +294,17 @@ def main(argv=None) -> int:
                       help='train the TF1-style model_fn the graph engine '
                       'runs (scripts.bench.tf1_model_fns; W1 and W2) instead '
                       'of the Keras 2 layers one')
+  add_v1_behavior_flag(parser)
   args = parser.parse_args(argv)
   check_steps(parser, args)
+  if args.v1_behavior and not args.tf1_model_fn:
+    parser.error('--v1_behavior: only with --tf1_model_fn.')
   if args.tf1_model_fn and args.workload not in tf1_model_fns.WORKLOADS:
     parser.error(f'--tf1_model_fn: {args.workload} has none; '
                  f'{tf1_model_fns.WORKLOADS} have.')
 
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  apply_v1_behavior(args.v1_behavior)
   apply_intra_op_threads(args.intra_op_threads)
   # tf.estimator and tf.keras load on first use: load them now, so that
   # imports_done_wall covers the framework's imports as on the other sides

@@ -53,7 +53,9 @@ from scripts.bench.loops import loop_sizes
 from scripts.bench.loops import LoopRecord
 from scripts.bench.loops import runtime_config
 from scripts.bench.protocol import add_run_flags
+from scripts.bench.protocol import add_v1_behavior_flag
 from scripts.bench.protocol import apply_intra_op_threads
+from scripts.bench.protocol import apply_v1_behavior
 from scripts.bench.protocol import check_steps
 from scripts.bench.protocol import exit_at_once
 from scripts.bench.protocol import STEPS_PER_LOOP
@@ -196,8 +198,12 @@ def main(argv=None) -> int:
   parser.add_argument('--profile', default=None,
                       help='write cProfile stats of the whole training run '
                       'to this file (distorts the timings; for diagnosis)')
+  add_v1_behavior_flag(parser)
   args = parser.parse_args(argv)
   check_steps(parser, args)
+  if args.v1_behavior and args.side != 'graph':
+    parser.error('--v1_behavior: only with --side=graph.')
+  apply_v1_behavior(args.v1_behavior)
   apply_intra_op_threads(args.intra_op_threads)
 
   if args.train_and_evaluate:

@@ -97,8 +97,13 @@ def tf1_hyperparameters(workload: str) -> dict:
             'W2': {key: mlp.DEFAULT_PARAMS[key]
                    for key in ('hidden_units', 'n_classes')},
             'W3': {'n_classes': cnn.DEFAULT_PARAMS['n_classes']}}[workload]
-  return {**layers, **tf1_model_fns.optimizer_params(
-      WORKLOADS[workload]['bare_optimizer']())}
+  # Eagerly (a Keras 3 optimizer's settings are variables: under TF1
+  # behaviour they would be graph variables, which get_config cannot read).
+  from tensorflow.python.eager import context  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  with context.eager_mode():
+    optimizer = tf1_model_fns.optimizer_params(
+        WORKLOADS[workload]['bare_optimizer']())
+  return {**layers, **optimizer}
 
 
 def tf1_model_fn(workload: str):
