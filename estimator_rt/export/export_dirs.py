@@ -120,17 +120,19 @@ def write_export(export_dir_base: str, write: Callable[[str], None]) -> str:
   """Writes a new export under `export_dir_base`.
 
   Args:
-    export_dir_base: the directory holding the exports (made if missing).
+    export_dir_base: the directory holding the exports (made if missing);
+      str or bytes, as 2.15 took it.
     write: fills the directory it is given (which does not exist yet) with
       the SavedModel.
 
   Returns:
-    The export's directory, `<export_dir_base>/<n>`.
+    The export's directory, `<export_dir_base>/<n>`, a str.
 
   Raises:
     RuntimeError: other writers took _MAX_ATTEMPTS names in a row.
     Whatever `write` raises; the temporary directory is removed first.
   """
+  export_dir_base = tf.compat.as_str_any(export_dir_base)
   tf.io.gfile.makedirs(export_dir_base)
   temporary = os.path.join(export_dir_base,
                            f'{TEMPORARY_PREFIX}{uuid.uuid4().hex}')
