@@ -170,8 +170,11 @@ def test_shorten_keeps_short_values_as_repr():
 
 
 @pytest.mark.parametrize('changes,fragments', [
-    ({'tf_random_seed': -1}, ['tf_random_seed=-1', '4294967295']),
-    ({'tf_random_seed': 2**32}, ['tf_random_seed=4294967296', '4294967295']),
+    # 2.15 took any int; TensorFlow's int64 seed attributes take these.
+    ({'tf_random_seed': -2**63 - 1},
+     ['tf_random_seed=-9223372036854775809', '9223372036854775807']),
+    ({'tf_random_seed': 2**63},
+     ['tf_random_seed=9223372036854775808', '9223372036854775807']),
     ({'tf_random_seed': 1.0}, ['tf_random_seed=1.0']),
     ({'steps_per_loop': 2**31}, ['steps_per_loop=2147483648', 'tf.int32']),
     ({'save_checkpoints_steps': 2**53 + 1},
@@ -194,7 +197,8 @@ def test_run_config_refuses_out_of_range_fields(changes, fragments):
 
 
 def test_run_config_accepts_the_bounds():
-  ert.RunConfig(task_info=None, tf_random_seed=0)
+  for seed in (0, -1, -2**63, 2**63 - 1):  # Any int64, as 2.15 took.
+    ert.RunConfig(task_info=None, tf_random_seed=seed)
   config = ert.RunConfig(task_info=None, tf_random_seed=2**32 - 1,
                          steps_per_loop=2**31 - 1,
                          save_checkpoints_steps=2**53)
