@@ -66,6 +66,19 @@ def shorten(value, *, limit: int = 80) -> str:
   return text
 
 
+def shown(value, *, limit: int = 200) -> str:
+  """str(value), as tf.estimator 2.15's messages showed values
+  (`'... given: {}'.format(value)`: a graph tensor as `Tensor("loss:0",
+  shape=(2,), dtype=float32)`), on one line (an eager tensor's values
+  span several) and cut to about `limit` characters, for the start of a
+  message that 2.15's words begin. Never raises."""
+  try:
+    text = ' '.join(str(value).split())
+  except Exception:  # pylint: disable=broad-except
+    return shorten(value, limit=limit)
+  return text if len(text) <= limit else text[:limit - 3] + '...'
+
+
 def as_count(value):
   """`value` as the whole count tf.estimator 2.15 ran with: a NumPy integer
   as an int; a finite number > 0 that is not whole (a Python or NumPy
