@@ -117,7 +117,7 @@ def candidate_key(candidate) -> str:
   # An object inside a container by its class's name: its module is
   # 2.15's or estimator_rt's (`<tensorflow_estimator.python.estimator.
   # exporter.LatestExporter object>`).
-  key = re.sub(r'<(?:[\w]+\.)+(\w+) object>', r'<\1 object>', key)[:80]
+  key = re.sub(r'<(?:[\w<>]+\.)+(\w+) object>', r'<\1 object>', key)[:80]
   return describe_lib.mask(key)
 
 
