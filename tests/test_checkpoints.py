@@ -108,7 +108,7 @@ def test_train_steps_adds_steps(tmp_path):
 
 
 @pytest.mark.parametrize('kwargs,match', [
-    (dict(steps=5, max_steps=10), 'not both'),
+    (dict(steps=5, max_steps=10), 'Can not provide both steps and max_steps'),
     (dict(steps=0), 'steps=0'),
     (dict(max_steps=-1), 'max_steps=-1'),
     (dict(steps=float('nan')), 'steps=nan'),

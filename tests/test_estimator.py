@@ -157,8 +157,9 @@ def test_estimator_arguments_are_checked(tmp_path):
   with pytest.raises(ert.UserInputError, match='RunConfig'):
     ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path),
                   config={'steps_per_loop': 5})
-  with pytest.raises(ert.UserInputError, match='params'):
-    ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path), params=[1])
+  # Any params, as 2.15 took them (it handed the model_fn `params or {}`).
+  assert ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path),
+                       params=[1]).params == [1]
   with pytest.raises(ert.UserInputError, match='callable'):
     ert.Estimator('model_fn', model_dir=str(tmp_path))
   # model_dir given only in the config is used.
@@ -260,8 +261,11 @@ def _keras_initialized_model_fn(features, labels, mode):
 def test_tf_random_seed_makes_runs_repeatable(tmp_path):
   x, y = M.make_data(64)
   weights = {}
+  # -1: any int64, as 2.15 took it (the eager engine seeds NumPy with it
+  # modulo 2**32).
   for name, seed, strategy in (('a', 7, 'default'), ('b', 7, 'default'),
-                               ('c', 8, 'default'), ('m', 7, 'mirrored')):
+                               ('c', 8, 'default'), ('m', 7, 'mirrored'),
+                               ('n', -1, 'default')):
     est = ert.Estimator(_keras_initialized_model_fn,
                         model_dir=str(tmp_path / name),
                         config=M.quiet_config(tf_random_seed=seed,
@@ -271,6 +275,7 @@ def test_tf_random_seed_makes_runs_repeatable(tmp_path):
   for a, b in zip(weights['a'], weights['b']):
     np.testing.assert_array_equal(a, b)
   assert not np.allclose(weights['a'][0], weights['c'][0])
+  assert not np.allclose(weights['a'][0], weights['n'][0])
   for a, m in zip(weights['a'], weights['m']):
     np.testing.assert_allclose(a, m, atol=1e-5)
 

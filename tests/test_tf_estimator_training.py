@@ -87,7 +87,9 @@ def test_cluster_properties_and_default_session_config():
   assert list(config.session_config.device_filters) == [
       '/job:ps', '/job:worker/task:1']
   assert config.task_info.task_type == 'worker'
-  assert config.train_distribute == 'parameter_server'  # As 2.15 trained.
+  # As 2.15 trained (its train_distribute stayed None).
+  assert config.train_distribute is None
+  assert config.training_strategy == 'parameter_server'
   evaluator = _config({'cluster': spec, 'task': {'type': 'evaluator',
                                                  'index': 0}})
   assert (evaluator.cluster_spec.as_dict(), evaluator.num_worker_replicas,

@@ -29,6 +29,7 @@ from estimator_rt.cluster import tf_config as cluster
 from estimator_rt.cluster import roles
 from estimator_rt.cluster import strategies
 from estimator_rt.core.errors import as_count
+from estimator_rt.core.errors import check_comparable
 from estimator_rt.core.errors import check_count
 from estimator_rt.core.errors import MAX_INT32
 from estimator_rt.core.errors import shorten
@@ -44,8 +45,9 @@ AUTO_SHARD_POLICIES = ('AUTO', 'FILE', 'DATA', 'OFF')
 # same default keeps long jobs' I/O low. Training always saves at its end.
 DEFAULT_SAVE_CHECKPOINTS_SECS = 600
 
-# keras.utils.set_random_seed seeds NumPy too, which takes 0 <= seed < 2**32.
-MAX_SEED = 2**32 - 1
+# 2.15 took any int as the graph's seed; TensorFlow's seed attributes are
+# int64s, so one outside their range failed at the first random op.
+MIN_SEED, MAX_SEED = -2**63, 2**63 - 1
 
 
 # Linux's limits (NAME_MAX, PATH_MAX): a longer local model_dir fails at its
@@ -147,32 +149,29 @@ def _is_number(value) -> bool:
           math.isfinite(value))
 
 
-# The step counts 2.15 took as any number > 0 (its timers fired at the first
-# step at or past one), stored as `errors.as_count` makes them; a NumPy
-# integer elsewhere (keep_checkpoint_max) is stored as an int.
-_STEP_COUNTS = ('save_summary_steps', 'save_checkpoints_steps',
-                'log_step_count_steps')
+# The step counts (save_summary_steps, save_checkpoints_steps,
+# log_step_count_steps) are kept as given, as 2.15 kept them (2.0,
+# np.float32(2.5)); 2.15 took any number > 0 (its timers fired at the first
+# step at or past one), and they count as `errors.as_count` makes them
+# (the engines read them through it).
 
 
-def _as_counts(values: dict) -> dict:
-  """`values` (RunConfig fields by name) with the step counts whole (see
-  `_STEP_COUNTS`) and a NumPy keep_checkpoint_max an int."""
-  values = dict(values)
-  for name in _STEP_COUNTS:
-    if name in values:
-      values[name] = as_count(values[name])
-  keep = values.get('keep_checkpoint_max')
-  if isinstance(keep, numbers.Integral) and not isinstance(keep, bool):
-    values['keep_checkpoint_max'] = int(keep)
-  return values
+def _whole(value):
+  """A NumPy integer as an int (checked as one), anything else as it is."""
+  if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+    return int(value)
+  return value
 
 
 def _check_seconds(name, value, *, allow_none: bool, allow_zero: bool = False,
                    phrase: str = '') -> None:
   """Refuses anything but a finite number > 0 (>= 0, None, if allowed).
-  `phrase` is tf.estimator 2.15's message, which the error starts with."""
+  `phrase` is tf.estimator 2.15's message, which the error starts with;
+  what 2.15's check (`value > 0`, `>= 0`) could not compare, its
+  TypeError."""
   if value is None and allow_none:
     return
+  check_comparable(f'RunConfig: {name}', value, '>=' if allow_zero else '>')
   if not _is_number(value) or value < 0 or (value == 0 and not allow_zero):
     bound = '>= 0' if allow_zero else '> 0'
     raise UserInputError(
@@ -182,8 +181,13 @@ def _check_seconds(name, value, *, allow_none: bool, allow_zero: bool = False,
 
 
 def _check_positive_int(name, value, allow_none=True, allow_zero=False,
-                        phrase='', **bounds):
-  """errors.check_count, with tf.estimator 2.15's message in front."""
+                        phrase='', compared=None, **bounds):
+  """errors.check_count, with tf.estimator 2.15's message in front; what
+  2.15's check (`value >= 0`, `> 0`, or `compared`) could not compare, its
+  TypeError."""
+  if value is not None:
+    check_comparable(f'RunConfig: {name}', value,
+                     compared or ('>=' if allow_zero else '>'))
   try:
     check_count(f'RunConfig: {name}', value, allow_none=allow_none,
                 allow_zero=allow_zero, **bounds)
@@ -365,14 +369,27 @@ def _validate_task_type_and_task_id(cluster_spec: tf.train.ClusterSpec,
     return task_type, task_id
   if task_type not in spec.jobs:
     raise cluster.ClusterConfigError(
-        f'{shorten(task_type)} is not a valid task_type in the cluster_spec '
-        f'{_one_line_spec(spec)} (from TF_CONFIG).')
+        f'{task_type} is not a valid task_type in the cluster_spec: '
+        f'{_spec_as_215_showed_it(spec)} {_FROM_TF_CONFIG_NOTE}')
   if not 0 <= task_id < len(spec.job_tasks(task_type)):
     raise cluster.ClusterConfigError(
         f'{task_id} is not a valid task_id for task_type {task_type} in the '
-        f'cluster_spec {_one_line_spec(spec)} (from TF_CONFIG: job '
-        f'{task_type!r} has {len(spec.job_tasks(task_type))} task(s)).')
+        f'cluster_spec: {_spec_as_215_showed_it(spec)} '
+        f'{_FROM_TF_CONFIG_NOTE} (Job {task_type!r} has '
+        f'{len(spec.job_tasks(task_type))} task(s).)')
   return task_type, task_id
+
+
+_FROM_TF_CONFIG_NOTE = ('Note that these values may be coming from the '
+                        'TF_CONFIG environment variable.')
+
+
+def _spec_as_215_showed_it(spec: tf.train.ClusterSpec) -> str:
+  """`ClusterSpec({...})`, as 2.15's messages showed a cluster (on lines
+  of their own there; the runtime's messages are one line, and compare by
+  their words), cut short for a big one."""
+  text = str(spec)
+  return text if len(text) <= 400 else text[:397] + '...'
 
 
 def _get_global_id_in_cluster(cluster_spec: tf.train.ClusterSpec,
@@ -670,7 +687,8 @@ class RunConfig:
       fresh temporary directory.
     tf_random_seed: seeds Python, NumPy, TensorFlow and Keras before the
       model is built, so runs with the same seed start from the same weights.
-      An integer in [0, 2**32 - 1] (what NumPy accepts), or None.
+      An integer (TensorFlow's int64 seeds: any int 2.15 ran with), or
+      None; the eager engine seeds NumPy with it modulo 2**32.
     save_summary_steps: write training scalars every this many steps (0 or
       None: none). This and the other step counts are at most 2**53
       (`errors.MAX_COUNT`).
@@ -699,8 +717,9 @@ class RunConfig:
       `tf.compat.v1.distribute` one, taken as its TF2 equivalent), or a
       strategy name ('default', 'one_device', 'mirrored', 'central_storage',
       'multi_worker_mirrored', 'parameter_server'), or None for the
-      default strategy; None in a TF_CONFIG cluster with ps tasks means
-      'parameter_server', as in tf.estimator. A TF2 ParameterServerStrategy
+      default strategy; None in a TF_CONFIG cluster with ps tasks trains
+      as 'parameter_server', as tf.estimator did (`training_strategy`; the
+      property stays None, as 2.15's). A TF2 ParameterServerStrategy
       object is refused, as 2.15 refused it (the runtime makes its own).
     eval_distribute: like `train_distribute`, for evaluation and prediction.
       None reuses the training strategy where that is correct (one process,
@@ -843,7 +862,7 @@ class RunConfig:
         remote_connect_timeout_secs=remote_connect_timeout_secs,
         checkpoint_input=checkpoint_input, jit_compile=jit_compile,
         engine=engine)
-    for name, value in _as_counts(values).items():
+    for name, value in values.items():
       _set_field(self, name, value)
     self._validate()
     self._init_cluster(tf_config, task_info, user_strategy=user_strategy)
@@ -933,11 +952,14 @@ class RunConfig:
     object.__setattr__(self, '_task', task_info)
     object.__setattr__(self, '_task_error', task_error)
     object.__setattr__(self, '_distributed', settings)
-    if (self.train_distribute is None and task_info is not None and
-        task_info.num_ps and not task_info.standalone_client):
-      # tf.estimator 2.15 trained between-graph with the variables on the
-      # ps tasks whenever TF_CONFIG had some and no strategy was given.
-      _set_field(self, 'train_distribute', cluster.PARAMETER_SERVER)
+    # tf.estimator 2.15 trained between-graph with the variables on the ps
+    # tasks whenever TF_CONFIG had some and no strategy was given; its
+    # train_distribute stayed None (see `training_strategy`).
+    object.__setattr__(
+        self, '_strategy_of_cluster',
+        cluster.PARAMETER_SERVER if (
+            task_info is not None and task_info.num_ps and
+            not task_info.standalone_client) else None)
     if user_strategy:
       self._init_distribute_coordinator_mode(tf_config)
     elif not (task_info is not None and task_info.standalone_client):
@@ -983,19 +1005,27 @@ class RunConfig:
     return self._task
 
   def _validate(self):
+    """tf.estimator 2.15's checks of its fields, with its messages first,
+    then the project's own (`_validate_own`).
+
+    Raises:
+      UserInputError (UserTypeError, a TypeError, where 2.15's comparison
+        raised TypeError): a value is invalid, named with it.
+    """
     _check_model_dir(self.model_dir)
     if self.tf_random_seed is not None and (
         isinstance(self.tf_random_seed, bool) or
         not isinstance(self.tf_random_seed, int) or
-        not 0 <= self.tf_random_seed <= MAX_SEED):
+        not MIN_SEED <= self.tf_random_seed <= MAX_SEED):
       raise UserInputError(
           f'tf_random_seed must be integer (RunConfig: tf_random_seed='
-          f'{shorten(self.tf_random_seed)} must be an integer from 0 to '
-          f'{MAX_SEED}: NumPy seeds are unsigned 32-bit; or None).')
-    _check_positive_int('save_summary_steps', self.save_summary_steps,
-                        allow_zero=True,
+          f'{shorten(self.tf_random_seed)} must be an integer from '
+          f'{MIN_SEED} to {MAX_SEED}, TensorFlow\'s int64 seeds; or None).')
+    _check_positive_int('save_summary_steps',
+                        as_count(self.save_summary_steps), allow_zero=True,
                         phrase='save_summary_steps should be >= 0')
-    _check_positive_int('save_checkpoints_steps', self.save_checkpoints_steps,
+    _check_positive_int('save_checkpoints_steps',
+                        as_count(self.save_checkpoints_steps),
                         allow_zero=True,
                         phrase='save_checkpoints_steps should be >= 0')
     _check_seconds('save_checkpoints_secs', self.save_checkpoints_secs,
@@ -1007,15 +1037,20 @@ class RunConfig:
           'session_config must be instance of ConfigProto (RunConfig: '
           f'session_config={shorten(self.session_config)}; give a '
           'tf.compat.v1.ConfigProto or None).')
-    _check_positive_int('keep_checkpoint_max', self.keep_checkpoint_max,
-                        allow_zero=True,
+    # A float is refused here; 2.15 took it and failed when its Saver was
+    # made, at the start of training.
+    _check_positive_int('keep_checkpoint_max',
+                        _whole(self.keep_checkpoint_max), allow_zero=True,
                         phrase='keep_checkpoint_max should be >= 0')
     _check_seconds('keep_checkpoint_every_n_hours',
                    self.keep_checkpoint_every_n_hours, allow_none=True,
                    phrase='keep_checkpoint_every_n_hours should be > 0')
-    # 2.15 wanted > 0; 0 turns the log line off here.
-    _check_positive_int('log_step_count_steps', self.log_step_count_steps,
-                        allow_zero=True)
+    # 2.15 wanted > 0; 0 turns the log line off here (the binary's flag
+    # cannot be None).
+    _check_positive_int('log_step_count_steps',
+                        as_count(self.log_step_count_steps),
+                        allow_zero=True, compared='>',
+                        phrase='log_step_count_steps should be > 0')
     if (self.experimental_max_worker_delay_secs is not None and
         (isinstance(self.experimental_max_worker_delay_secs, bool) or
          not isinstance(self.experimental_max_worker_delay_secs, int))):
@@ -1034,6 +1069,10 @@ class RunConfig:
       raise UserInputError(
           'protocol should be grpc or grpc+verbs (RunConfig: protocol='
           f'{shorten(self.protocol)}).')
+    self._validate_own()
+
+  def _validate_own(self):
+    """The checks of this project's own fields (and of the strategies)."""
     _check_positive_int('steps_per_loop', self.steps_per_loop,
                         allow_none=False, maximum=MAX_INT32)
     for name in ('train_distribute', 'eval_distribute'):
@@ -1063,6 +1102,15 @@ class RunConfig:
           f'{ENGINES}.')
 
   @property
+  def training_strategy(self) -> Union[None, str, tf.distribute.Strategy]:
+    """The strategy the runtime trains with: `train_distribute`, else
+    'parameter_server' in a TF_CONFIG cluster with ps tasks (as 2.15
+    trained there), else None (the default strategy)."""
+    if self.train_distribute is not None:
+      return self.train_distribute
+    return getattr(self, '_strategy_of_cluster', None)
+
+  @property
   def role(self) -> roles.Role:
     """This process's role (see roles.py), from its task and strategy.
 
@@ -1070,7 +1118,7 @@ class RunConfig:
       ClusterConfigError: see `task_info`.
     """
     return roles.decide(self.task_info,
-                        strategies.name_of(self.train_distribute))
+                        strategies.name_of(self.training_strategy))
 
   @property
   def checkpoint_every_secs(self) -> Optional[float]:
@@ -1107,7 +1155,7 @@ class RunConfig:
         if key in changes:
           changes[key] = strategies.from_v1(changes[key])
     task_info = changes.pop('task_info', _FROM_ENVIRONMENT)
-    for key, value in _as_counts(changes).items():
+    for key, value in changes.items():
       _set_field(new, key, value)
     _validate_save_ckpt_with_replaced_keys(new, kwargs)
     new._validate()  # pylint: disable=protected-access

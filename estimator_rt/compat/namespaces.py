@@ -157,8 +157,15 @@ def v1() -> types.ModuleType:
   from estimator_rt.estimator.tpu import embedding as tpu_embedding
   # pylint: enable=g-import-not-at-top
   from estimator_rt.estimator.canned import v1_model_fns  # pylint: disable=g-import-not-at-top
+  from estimator_rt.estimator.canned import parse_specs  # pylint: disable=g-import-not-at-top
   names = _common()
   names.update(_canned(v1=True))
+  # 2.15's v1 functions, other objects than tf.estimator's: they read the
+  # columns as tf.compat.v1.feature_column does.
+  names['classifier_parse_example_spec'] = (
+      parse_specs.classifier_parse_example_spec_v1)
+  names['regressor_parse_example_spec'] = (
+      parse_specs.regressor_parse_example_spec_v1)
   experimental = dict(names['experimental'])
   from estimator_rt.estimator.canned import kmeans  # pylint: disable=g-import-not-at-top
   experimental['KMeans'] = kmeans.KMeans

@@ -345,9 +345,10 @@ def checkpoint_to_read(model_dir: str, checkpoint_path: Optional[str]) -> str:
     return resolve_checkpoint(checkpoint_path, what='checkpoint_path')
   latest = latest_checkpoint(model_dir)
   if latest is None:
+    # 2.15's words first.
     raise UserInputError(
-        f'Could not find trained model in model_dir: {model_dir}. No '
-        'checkpoint there to export; train first or pass checkpoint_path.')
+        f"Couldn't find trained model at {model_dir}. No checkpoint there "
+        'to export; train first or pass checkpoint_path.')
   return latest
 
 
@@ -367,9 +368,11 @@ def resolve_checkpoint(path_or_dir: str, *, what: str) -> str:
           f'{what}={path_or_dir!r} is a directory with no checkpoint in it.')
     return found
   if not tf.io.gfile.exists(path_or_dir + '.index'):
+    # 2.15's words (its Saver's, restoring the path) first.
     raise UserInputError(
-        f'{what}={path_or_dir!r} is neither a checkpoint (no '
-        f'{path_or_dir}.index) nor a directory holding one.')
+        f'The passed save_path is not a valid checkpoint: {path_or_dir} '
+        f'({what}={path_or_dir!r} is neither a checkpoint, with no '
+        f'{path_or_dir}.index, nor a directory holding one).')
   problem = problem_with(path_or_dir)
   if problem is not None:
     raise tf_errors.CheckpointDataLossError(

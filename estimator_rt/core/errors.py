@@ -9,6 +9,7 @@ Errors raised by TensorFlow for other reasons propagate unchanged.
 import functools
 import math
 import numbers
+import operator
 import reprlib
 from typing import Optional
 
@@ -65,6 +66,19 @@ def shorten(value, *, limit: int = 80) -> str:
   return text
 
 
+def shown(value, *, limit: int = 200) -> str:
+  """str(value), as tf.estimator 2.15's messages showed values
+  (`'... given: {}'.format(value)`: a graph tensor as `Tensor("loss:0",
+  shape=(2,), dtype=float32)`), on one line (an eager tensor's values
+  span several) and cut to about `limit` characters, for the start of a
+  message that 2.15's words begin. Never raises."""
+  try:
+    text = ' '.join(str(value).split())
+  except Exception:  # pylint: disable=broad-except
+    return shorten(value, limit=limit)
+  return text if len(text) <= limit else text[:limit - 3] + '...'
+
+
 def as_count(value):
   """`value` as the whole count tf.estimator 2.15 ran with: a NumPy integer
   as an int; a finite number > 0 that is not whole (a Python or NumPy
@@ -113,6 +127,30 @@ def check_count(where: str, value, *, allow_none: bool = True,
         f'({reason}); give a smaller count.')
 
 
+_COMPARISONS = {'<': operator.lt, '<=': operator.le, '>': operator.gt,
+                '>=': operator.ge}
+
+
+def check_comparable(where: str, value, compared: str, *,
+                     expected: str = 'a number or None') -> None:
+  """Refuses a `value` that tf.estimator 2.15's check `value {compared} 0`
+  could not compare (a string, a list, None where None is not taken) as
+  the TypeError that comparison raised there: code that caught it still
+  does, and the message starts with Python's words, as 2.15's did, then
+  names `where` and what it takes (`expected`).
+
+  Raises:
+    UserTypeError (a TypeError): the comparison raised TypeError.
+  """
+  try:
+    _COMPARISONS[compared](value, 0)
+  except TypeError as e:
+    raise UserTypeError(
+        f'{e} ({where}={shorten(value)} must be {expected}).') from None
+  except Exception:  # pylint: disable=broad-except
+    pass  # Compared (an array's truth is asked later): the checks after say.
+
+
 def check_positive_count(where: str, value, *, phrase: str,
                          maximum: int = MAX_COUNT) -> None:
   """`check_count` for a count tf.estimator 2.15 refused with `phrase`
@@ -121,8 +159,12 @@ def check_positive_count(where: str, value, *, phrase: str,
   `where`.
 
   Raises:
+    UserTypeError (a TypeError): 2.15 could not compare it with 0 (see
+      check_comparable).
     UserInputError: as check_count's.
   """
+  if value is not None:
+    check_comparable(where, value, '<=')
   if value is not None and not isinstance(value, bool) and isinstance(
       value, numbers.Real) and value <= 0:
     raise UserInputError(f'{phrase}, given: {value} ({where}={value} must be a '

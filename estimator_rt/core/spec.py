@@ -13,6 +13,7 @@ from estimator_rt.core.errors import GraphModelFnError
 from estimator_rt.core.errors import ModelFnError
 from estimator_rt.core.errors import ModelFnTypeError
 from estimator_rt.core.errors import shorten
+from estimator_rt.core.errors import shown
 from estimator_rt.core.mode_keys import ModeKeys
 
 # The signature an export serves by default.
@@ -51,7 +52,7 @@ def check_tensor(value: Any, name: str, mode: Any = _NO_SPEC) -> Any:
   """`value` if it is a (dense) tensor; ModelFnTypeError otherwise."""
   if not _is_dense_tensor(value):
     raise ModelFnTypeError(
-        f'{name} must be Tensor, given: {shorten(value)}' +
+        f'{name} must be Tensor, given: {shown(value)}' +
         _in_spec(mode, ': give a tf.Tensor'))
   return value
 
@@ -62,7 +63,7 @@ def check_tensor_or_operation(value: Any, name: str,
   variable too)."""
   if not (isinstance(value, tf.Operation) or _is_tensor_like(value)):
     raise ModelFnTypeError(
-        f'{name} must be Operation or Tensor, given: {shorten(value)}' +
+        f'{name} must be Operation or Tensor, given: {shown(value)}' +
         _in_spec(mode, f' got a {type(value).__name__}'))
 
 
@@ -114,14 +115,15 @@ def validated_scaffold(scaffold: Any, mode: Any = _NO_SPEC) -> Any:
 
 
 def hook_list(field: str, hooks: Optional[Sequence[Any]],
-              mode: Any = _NO_SPEC) -> list:
-  """`hooks` (a list or tuple of SessionRunHooks, or None) as a list.
+              mode: Any = _NO_SPEC) -> tuple:
+  """`hooks` (a list or tuple of SessionRunHooks, or None) as a tuple, as
+  tf.estimator 2.15's EstimatorSpec held them.
 
   Raises:
     ModelFnTypeError: they are not, naming `field`.
   """
   if hooks is None:
-    return []
+    return ()
   if not isinstance(hooks, (list, tuple)):
     raise ModelFnTypeError(
         f'All hooks must be SessionRunHook instances, given: '
@@ -132,9 +134,9 @@ def hook_list(field: str, hooks: Optional[Sequence[Any]],
     if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
       raise ModelFnTypeError(
           f'All hooks must be SessionRunHook instances, given: '
-          f'{shorten(hook)}' + _in_spec(
+          f'{shown(hook)}' + _in_spec(
               mode, f': `{field}` holds a {type(hook).__name__}'))
-  return list(hooks)
+  return tuple(hooks)
 
 
 def is_keras2_metric(value: Any) -> bool:
@@ -439,7 +441,7 @@ def validated_loss(loss: Any, mode: str) -> Any:
   check_tensor(loss, 'loss', mode)
   if loss.shape.num_elements() not in (None, 1):
     raise ModelFnError(
-        f'Loss must be scalar, given: {shorten(loss)} '
+        f'Loss must be scalar, given: {shown(loss)} '
         f'(EstimatorSpec(mode={mode!r}): got shape {loss.shape}; the loss is '
         'the mean over this replica\'s batch: reduce it, e.g. with '
         'tf.reduce_mean).')
@@ -545,8 +547,9 @@ def validated_export_outputs(export_outputs: Any, predictions: Any,
   for name, output in export_outputs.items():
     if not isinstance(output, outputs_lib.ExportOutput):
       raise ModelFnTypeError(
-          'Values in `export_outputs` must be ExportOutput objects. Given: '
-          f'{name!r}: {shorten(output)}.')
+          'Values in `export_outputs` must be ExportOutput objects, '
+          f'received: {shown(export_outputs)}. (export_outputs[{name!r}] is '
+          f'a {type(output).__name__}.)')
   if len(export_outputs) == 1:
     export_outputs.setdefault(DEFAULT_SIGNATURE,
                               next(iter(export_outputs.values())))
@@ -567,7 +570,7 @@ def validated_eval_metric_ops(eval_metric_ops: Any, mode: str) -> dict:
     return {}
   if not isinstance(eval_metric_ops, Mapping):
     raise ModelFnTypeError(
-        f'eval_metric_ops must be a dict, given: {shorten(eval_metric_ops)} '
+        f'eval_metric_ops must be a dict, given: {shown(eval_metric_ops)} '
         f'(EstimatorSpec(mode={mode!r})).')
   metrics = dict(eval_metric_ops)
   in_graph = not tf.compat.v1.executing_eagerly_outside_functions()
@@ -596,7 +599,7 @@ def validated_eval_metric_ops(eval_metric_ops: Any, mode: str) -> dict:
     if not (isinstance(metric, (tuple, list)) and len(metric) == 2):
       raise ModelFnTypeError(
           'Values of eval_metric_ops must be (metric_value, update_op) '
-          f'tuples, given: {shorten(metric)} for key: {name} '
+          f'tuples, given: {shown(metric)} for key: {name} '
           f'(eval_metric_ops[{name!r}]; or a Keras '
           'metric object).')
     if not _metric_parts_ok(metric):

@@ -23,6 +23,8 @@ from tensorflow.core.framework import tensor_shape_pb2
 from tensorflow.core.framework import types_pb2
 
 from estimator_rt.core import tf_log
+from estimator_rt.core.errors import shorten
+from estimator_rt.core.errors import UserTypeError
 
 
 # TensorBoard's scalar plugin marker: what tf.summary.scalar writes too.
@@ -36,7 +38,16 @@ _WRITER_IDS = itertools.count()
 
 
 def eval_dir(model_dir: str, name: Optional[str] = None) -> str:
-  """Where evaluation summaries of evaluation `name` go."""
+  """Where evaluation summaries of evaluation `name` go.
+
+  Raises:
+    UserTypeError (a TypeError): `name` is set and not a string, with the
+      words of 2.15's TypeError (it joined 'eval_' + name).
+  """
+  if name and not isinstance(name, str):
+    raise UserTypeError(
+        f'can only concatenate str (not "{type(name).__name__}") to str '
+        f'(evaluation name={shorten(name)} must be a string or None).')
   return os.path.join(model_dir, 'eval' if not name else f'eval_{name}')
 
 

@@ -23,6 +23,7 @@ from estimator_rt.core.errors import InputFnError
 from estimator_rt.core.errors import raised_as
 from estimator_rt.core.errors import shorten
 from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.errors import UserTypeError
 
 _MODEL_FN_ARGS = ('features', 'labels', 'mode', 'params', 'config')
 # Modules `load_callable` loads from a file path get this name prefix.
@@ -79,6 +80,18 @@ def describe_exception(error: BaseException, *, limit: int = 300) -> str:
       type(error).__name__)
 
 
+def failed_with(fn: Callable, error: BaseException, context: str) -> str:
+  """The message of the error user function `fn` raised, its own words
+  first (tf.estimator 2.15 let a model_fn's exception through, and code
+  matched its message), then in parentheses `context` (which function
+  failed, where), the error's class and the line of `fn` it came from:
+  "Argument `labels` must not be None. (model_fn m:f failed in mode
+  'train' (graph engine): ValueError (at m.py:12))"."""
+  kind, _, own = describe_exception(error).partition(': ')
+  where = f'{context}: {kind}{where_in(fn, error)}'
+  return f'{own} ({where})' if own else where
+
+
 def where_in(fn: Callable, error: BaseException) -> str:
   """' (at file.py:line)': the deepest frame of `error`'s traceback in the
   file that defines `fn`, or '' when none is (the error came from a
@@ -109,20 +122,30 @@ def declared_args(fn: Callable) -> set:
 
 
 def check_model_fn(model_fn: Any) -> Callable:
-  """Checks that `model_fn` is callable and takes `features`; returns it."""
-  if not callable(model_fn):
-    # 2.15's phrase first ('model_fn must be provided to Estimator').
+  """Checks that `model_fn` is callable and takes `features`; returns it.
+
+  The messages start with tf.estimator 2.15's, which showed the function
+  as str() does (`<function my_model_fn at 0x...>`).
+
+  Raises:
+    UserInputError: None, or the arguments are not a model_fn's.
+    UserTypeError (a TypeError): not callable (2.15's argument reading
+      raised TypeError 'unsupported callable').
+  """
+  if model_fn is None:
     raise UserInputError(
-        'model_fn must be ' + (
-            'provided to Estimator' if model_fn is None else 'callable') +
-        f': model_fn={shorten(model_fn)} is not callable; pass a function '
-        'model_fn(features, labels, mode, params).')
+        'model_fn must be provided to Estimator (model_fn=None); pass a '
+        'function model_fn(features, labels, mode, params).')
+  if not callable(model_fn):
+    raise UserTypeError(
+        f'unsupported callable: model_fn={shorten(model_fn)} is not '
+        'callable; pass a function model_fn(features, labels, mode, params).')
   args = declared_args(model_fn)
   if '*' not in args and 'features' not in args:
     raise UserInputError(
-        f'model_fn {fn_name(model_fn)} must take an argument named '
-        f'`features`; it declares {sorted(args)}. Expected '
-        'model_fn(features, labels, mode, params[, config]).')
+        f'model_fn ({model_fn}) must include features argument: it '
+        f'declares {sorted(args)}. Expected model_fn(features, labels, '
+        'mode, params[, config]).')
   unknown = args - set(_MODEL_FN_ARGS) - {'*'}
   sig = inspect.signature(model_fn)
   required_unknown = [
@@ -131,7 +154,7 @@ def check_model_fn(model_fn: Any) -> Callable:
                                      inspect.Parameter.KEYWORD_ONLY)]
   if required_unknown:
     raise UserInputError(
-        f'model_fn {fn_name(model_fn)} has following not expected args: '
+        f'model_fn ({model_fn}) has following not expected args: '
         f'{sorted(required_unknown)} (the runtime cannot supply them; it '
         f'passes only {list(_MODEL_FN_ARGS)}).')
   return model_fn
@@ -155,9 +178,9 @@ def check_takes_params(model_fn: Callable, params: Any) -> None:
   """
   if params is not None and not takes_params(model_fn):
     raise UserInputError(
-        f'model_fn ({fn_name(model_fn)}) does not include params argument, '
-        f'but params ({shorten(params)}) is passed to Estimator: add a '
-        '`params` argument to the model_fn, or pass params=None.')
+        f'model_fn ({model_fn}) does not include params argument, but '
+        f'params ({shorten(params)}) is passed to Estimator: add a `params` '
+        'argument to the model_fn, or pass params=None.')
 
 
 def call_model_fn(model_fn, features, labels, mode, params, config):
@@ -275,7 +298,9 @@ def call_input_fn(input_fn: Callable, params: dict,
       become a dataset repeating them).
   """
   if not callable(input_fn):
-    raise InputFnError(f'{role}={shorten(input_fn)} is not callable.')
+    # Also the TypeError 2.15's argument reading raised, with its words.
+    raise raised_as(InputFnError, f'unsupported callable: {role}='
+                    f'{shorten(input_fn)} is not callable.', TypeError())
   args = declared_args(input_fn)
   values = {'params': params, 'input_context': input_context,
             'mode': _MODE_OF_ROLE.get(role.split()[0]),
@@ -292,10 +317,13 @@ def call_input_fn(input_fn: Callable, params: dict,
         'a tf.data.Dataset. Return a dataset of (features, labels) or of '
         'features, e.g. tf.data.Dataset.from_tensor_slices((x, y)).batch(b).')
   spec = dataset.element_spec
-  if isinstance(spec, tuple) and len(spec) not in (1, 2):
+  if isinstance(spec, tuple) and len(spec) != 2:
+    # 2.15's words: it took a tuple as (features, labels), any other length
+    # (a 1-tuple too) refused.
     raise InputFnError(
+        'input_fn should return (features, labels) as a len 2 tuple: '
         f'{role} {fn_name(input_fn)} yields tuples of {len(spec)} elements; '
-        'yield (features, labels) or features alone.')
+        'yield (features, labels) or features alone (not in a tuple).')
   return dataset
 
 

@@ -75,8 +75,8 @@ def config_with_model_dir(config: RunConfig,
       os.path.normpath(model_dir) != os.path.normpath(config.model_dir)):
     raise UserInputError(
         '`model_dir` are set both in constructor and `RunConfig`, but with '
-        f'different values: model_dir={model_dir!r}, config.model_dir='
-        f'{config.model_dir!r}; give one of them.')
+        f'different values. In constructor: {model_dir!r}, in `RunConfig`: '
+        f'{config.model_dir!r}. Give one of them.')
   model_dir = model_dir or config.model_dir
   if not model_dir:
     model_dir = tempfile.mkdtemp()
@@ -132,7 +132,8 @@ class Estimator(protected_methods.ProtectedMethods):
       `config.model_dir`; if both are None a temporary directory is used.
     config: a `RunConfig`.
     params: a dict passed to model_fn and input_fn (`batch_size` is the
-      global batch size).
+      global batch size); any other value is passed as given, as 2.15
+      passed it (None: `{}`).
     warm_start_from: a model_dir or checkpoint path whose model variables
       initialize a model_dir that has no checkpoint yet, or a
       `WarmStartSettings` (see warm_starting.py).
@@ -164,9 +165,10 @@ class Estimator(protected_methods.ProtectedMethods):
     model_dir = config.model_dir
     checkpoints.ensure_writable_dir(model_dir)
     self._config = config
-    if params is not None and not isinstance(params, dict):
-      raise UserInputError(f'params={params!r} must be a dict or None.')
-    self._params = dict(params or {})
+    # Any value, as 2.15 took (the model_fn gets `params or {}`); a dict is
+    # copied.
+    self._params = dict(params) if isinstance(params, dict) else (
+        params or {})
     self._warm_start_from = warm_starting.settings_of(warm_start_from)
     # The attributes tf.estimator 2.15's Estimator set, which its
     # subclasses read (AdaNet's Estimator reads _model_dir).
@@ -402,7 +404,8 @@ class Estimator(protected_methods.ProtectedMethods):
 
   @property
   def params(self) -> Dict[str, Any]:
-    return dict(self._params)
+    return (dict(self._params) if isinstance(self._params, dict) else
+            self._params)
 
   @property
   def model_fn(self) -> Callable:
@@ -491,7 +494,8 @@ class Estimator(protected_methods.ProtectedMethods):
                          phrase='Must specify max_steps > 0')
     if steps is not None and max_steps is not None:
       raise UserInputError(
-          f'train: give steps={steps} or max_steps={max_steps}, not both.')
+          f'Can not provide both steps and max_steps (train: steps={steps}, '
+          f'max_steps={max_steps}); give one.')
     # A stop signal from here on is a request honoured at the end of the
     # first loop, not an exit at once, also while the model and its loop are
     # built (in either engine): synchronous workers are signalled one after
@@ -552,6 +556,7 @@ class Estimator(protected_methods.ProtectedMethods):
     steps = as_count(steps)  # 2.15 evaluated up to the next whole one.
     check_positive_count('evaluate: steps', steps,
                          phrase='Must specify steps > 0', maximum=MAX_INT32)
+    self.eval_dir(name)  # Refuses a name 2.15 could not join to 'eval_'.
     hooks = hooks_lib.check_hooks(hooks)
     start = time.time()
     tf_log.info('Starting evaluation at %s',
@@ -791,6 +796,6 @@ class Estimator(protected_methods.ProtectedMethods):
     latest = self.latest_checkpoint()
     if latest is None:
       raise UserInputError(
-          f'Could not find trained model in model_dir: {self.model_dir!r}: '
-          'it has no checkpoint yet; train first.')
+          f'Could not find trained model in model_dir: {self.model_dir}. '
+          'It has no checkpoint yet; train first.')
     return latest

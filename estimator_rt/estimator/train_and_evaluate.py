@@ -51,6 +51,7 @@ from estimator_rt.cluster import roles
 from estimator_rt.cluster import server as server_lib
 from estimator_rt.estimator import stand_in_tasks
 from estimator_rt.core.errors import as_count
+from estimator_rt.core.errors import check_comparable
 from estimator_rt.core.errors import check_positive_count
 from estimator_rt.core.errors import MAX_INT32
 from estimator_rt.core.errors import PreemptedError
@@ -159,7 +160,9 @@ def _validate_exporters(exporters) -> tuple:
 
 
 def _check_secs(where: str, value, *, phrase: str):
-  # Any real number, NumPy's too, as 2.15 took (it compared and slept).
+  # Any real number, NumPy's too, as 2.15 took (it compared and slept);
+  # what `value < 0` cannot compare (None too) is its TypeError.
+  check_comparable(where, value, '<', expected='a number >= 0')
   if (isinstance(value, bool) or not isinstance(value, numbers.Real) or
       value != value or value < 0):
     raise UserInputError(f'{phrase}, given: {shorten(value)} ({where}).')
@@ -226,7 +229,9 @@ class EvalSpec(
     check_positive_count('EvalSpec: steps', as_count(steps),
                          phrase='Must specify steps > 0', maximum=MAX_INT32)
     if name is not None and not isinstance(name, str):
-      raise UserTypeError(f'`name` must be string, given: {shorten(name)}')
+      # str(), as 2.15's message formatted it (`given: 3`).
+      raise UserTypeError(f'`name` must be string, given: {name} '
+                          f'(EvalSpec: name={shorten(name)}).')
     hooks = _validate_hooks(hooks)
     exporters = _validate_exporters(exporters)
     _check_secs('EvalSpec: start_delay_secs', start_delay_secs,

@@ -38,8 +38,9 @@ class WarmStartSettings(collections.namedtuple('WarmStartSettings', [
               var_name_to_prev_var_name: Optional[dict] = None):
     if not ckpt_to_initialize_from:
       raise UserInputError(
-          'WarmStartSettings: ckpt_to_initialize_from must be a checkpoint '
-          'or a directory holding one.')
+          '`ckpt_to_initialize_from` MUST be set in WarmStartSettings '
+          f'(ckpt_to_initialize_from={ckpt_to_initialize_from!r}): give a '
+          'checkpoint or a directory holding one.')
     return super().__new__(cls, ckpt_to_initialize_from, vars_to_warm_start,
                            var_name_to_vocab_info or {},
                            var_name_to_prev_var_name or {})

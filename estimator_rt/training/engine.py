@@ -38,6 +38,7 @@ from estimator_rt.cluster import preemption
 from estimator_rt.core import summaries
 from estimator_rt.core import tf_log
 from estimator_rt.core import user_fns
+from estimator_rt.core.errors import as_count
 from estimator_rt.core.errors import UserInputError
 from estimator_rt.cluster.run_config import RunConfig
 
@@ -323,7 +324,7 @@ class Engine(abc.ABC):
         saver = checkpoints.CheckpointSaver(
             checkpoint=setup.checkpoint, directory=directory,
             max_to_keep=setup.max_to_keep,
-            every_steps=self._config.save_checkpoints_steps,
+            every_steps=as_count(self._config.save_checkpoints_steps),
             every_secs=self._config.checkpoint_every_secs,
             last_saved_step=resumed_step,
             io_device=setup.io_device)
@@ -331,14 +332,14 @@ class Engine(abc.ABC):
       builtin = []
       if self._config.log_step_count_steps:
         builtin.append(hooks_lib.LoggingHook(
-            every_steps=self._config.log_step_count_steps))
+            every_steps=as_count(self._config.log_step_count_steps)))
       controller = controller_lib.TrainController(
           train_loop=setup.train_loop, iterator=setup.iterator,
           global_step=setup.global_step,
           steps_per_loop=self._config.steps_per_loop,
           hooks=builtin + hooks, saver=saver, summary_writer=writer,
-          save_summary_steps=self._config.save_summary_steps,
-          log_step_count_steps=self._config.log_step_count_steps,
+          save_summary_steps=as_count(self._config.save_summary_steps),
+          log_step_count_steps=as_count(self._config.log_step_count_steps),
           model_writes_loss=setup.model_writes_loss,
           saving_listeners=saving_listeners, agree=setup.agree,
           stop_signal=preemption.stop_requested,

@@ -32,6 +32,7 @@ from estimator_rt.training.eager import restore as restore_lib
 from estimator_rt.training.eager import session_hooks as session_hooks_lib
 from estimator_rt.training.eager import train_paths
 from estimator_rt.training.eager.model import EagerModel
+from estimator_rt.core.errors import as_count
 from estimator_rt.core.errors import check_positive_count
 from estimator_rt.core.errors import GraphModelFnError
 from estimator_rt.core.errors import MAX_INT32
@@ -118,7 +119,8 @@ class EagerEngine(engine_lib.Engine):
 
   def _seed(self):
     if self._config.tf_random_seed is not None:
-      keras.utils.set_random_seed(self._config.tf_random_seed)
+      # NumPy, which Keras seeds too, takes [0, 2**32); 2.15 took any int.
+      keras.utils.set_random_seed(self._config.tf_random_seed % 2**32)
 
   def _check_input_checkpointing(self) -> None:
     """Refuses checkpoint_input where TensorFlow cannot save the iterator
@@ -169,7 +171,7 @@ class EagerEngine(engine_lib.Engine):
         train_loop=train_loop, iterator=iterator,
         checkpoint=model.checkpoint,
         global_step=lambda: int(model.global_step.numpy()),
-        max_to_keep=self._config.keep_checkpoint_max,
+        max_to_keep=as_count(self._config.keep_checkpoint_max),
         agree=path.agreement(), io_device=self._checkpoint_io_device,
         # No SessionRunHook session here (see eager/session_hooks.py): what
         # opens around training writes the graph files.

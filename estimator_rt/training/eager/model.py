@@ -326,18 +326,19 @@ class EagerModel:
     if isinstance(error, tf.errors.OperatorNotAllowedInGraphError):
       # TensorFlow's own text suggests AutoGraph, which the runtime leaves
       # off for model_fns (see loops._replica_train_step).
-      what = ('a tensor is used as a Python bool (an `if`, `while`, `and` '
-              'or `not` on a tensor), which compiled steps cannot do: use '
-              'tf.cond, tf.where or tf.while_loop, or move the branch into '
-              'a helper decorated with @tf.function')
-    else:
-      what = user_fns.describe_exception(error)
-    return raised_as(
-        ModelFnError,
+      return raised_as(ModelFnError, (
+          f'model_fn {user_fns.fn_name(self._model_fn)} failed in mode '
+          f'{self.mode!r} on features {_shapes(features)} and labels '
+          f'{_shapes(labels)}: a tensor is used as a Python bool (an `if`, '
+          '`while`, `and` or `not` on a tensor), which compiled steps '
+          'cannot do: use tf.cond, tf.where or tf.while_loop, or move the '
+          'branch into a helper decorated with @tf.function'
+          f'{user_fns.where_in(self._model_fn, error)}'), error)
+    return raised_as(ModelFnError, user_fns.failed_with(
+        self._model_fn, error,
         f'model_fn {user_fns.fn_name(self._model_fn)} failed in mode '
         f'{self.mode!r} on features {_shapes(features)} and labels '
-        f'{_shapes(labels)}: {what}{user_fns.where_in(self._model_fn, error)}',
-        error)
+        f'{_shapes(labels)}'), error)
 
   def call(self, features, labels) -> EstimatorSpec:
     """Calls the model_fn on the built variables (inside compiled code)."""

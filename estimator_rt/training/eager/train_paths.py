@@ -50,7 +50,7 @@ class StrategyPath:
   @property
   def name(self) -> str:
     """The strategy's name, for messages."""
-    return strategies.name_of(self._config.train_distribute)
+    return strategies.name_of(self._config.training_strategy)
 
   @property
   def checkpoint_io_device(self) -> Optional[str]:
@@ -242,7 +242,7 @@ def checkpoint_input_problem(config: RunConfig) -> Optional[str]:
   on, as a sentence naming the path; None if it can. Decided from the
   config alone, before connecting to any cluster."""
   task = config.task_info
-  name = strategies.name_of(config.train_distribute)
+  name = strategies.name_of(config.training_strategy)
   if task is not None and task.standalone_client:
     return ('standalone client training: its input iterators live on the '
             'remote workers and are not checkpointable from the client')
@@ -256,7 +256,7 @@ def make_train_path(config: RunConfig) -> StrategyPath:
   """The path `config` trains on; a standalone client connects to its
   servers first (bounded by `config.remote_connect_timeout_secs`)."""
   task = config.task_info
-  name = strategies.name_of(config.train_distribute)
+  name = strategies.name_of(config.training_strategy)
   if task is not None and task.standalone_client:
     server_lib.wait_until_reachable(
         task, timeout_secs=config.remote_connect_timeout_secs)
@@ -266,9 +266,9 @@ def make_train_path(config: RunConfig) -> StrategyPath:
     # Asynchronous: a parameter-server coordinator outside the cluster.
     return ParameterServerPath(
         config=config,
-        strategy=strategies.resolve_strategy(config.train_distribute,
+        strategy=strategies.resolve_strategy(config.training_strategy,
                                              task=task))
-  strategy = strategies.resolve_strategy(config.train_distribute, task=task)
+  strategy = strategies.resolve_strategy(config.training_strategy, task=task)
   if strategies.is_parameter_server(strategy):
     return ParameterServerPath(config=config, strategy=strategy)
   return StrategyPath(config=config, strategy=strategy)

@@ -35,6 +35,7 @@ from estimator_rt.inputs import pipeline as inputs
 from estimator_rt.training import per_loop_hooks
 from estimator_rt.core import summaries
 from estimator_rt.core import user_fns
+from estimator_rt.core.errors import as_count
 from estimator_rt.core.errors import check_positive_count
 from estimator_rt.core import tf_errors
 from estimator_rt.core.errors import IncompatibleCheckpointError
@@ -147,7 +148,7 @@ class GraphEngine(engine_lib.Engine):
       if refused:
         return (f'RunConfig: {what} is not supported for TF1-style model_fns '
                 '(graph engine). Turn it off.')
-    return placement_lib.training_refusal(config.train_distribute,
+    return placement_lib.training_refusal(config.training_strategy,
                                           task=config.task_info)
 
   def _refuse_unsupported(self) -> None:
@@ -243,7 +244,7 @@ class GraphEngine(engine_lib.Engine):
   def _training_placement(self):
     self._refuse_unsupported()
     return placement_lib.make_placement(
-        self._config.train_distribute, for_training=True,
+        self._config.training_strategy, for_training=True,
         task=self._config.task_info)
 
   def prepare_training(self, input_fn: Callable) -> None:
@@ -371,7 +372,7 @@ class GraphEngine(engine_lib.Engine):
           config=self._session_config(placement),
           checkpoint_filename_with_path=latest)
     common = dict(creator=creator, hooks=hooks,
-                  save_summary_steps=self._config.save_summary_steps,
+                  save_summary_steps=as_count(self._config.save_summary_steps),
                   summary_writer=summary_writer, is_chief=is_chief)
     if in_graph:
       return session_loop.InGraphSessionLoop(loop=built, **common)
@@ -411,7 +412,7 @@ class GraphEngine(engine_lib.Engine):
     if saver is not None and saver is scaffold.saver:
       return saver, saver.saver_def.max_to_keep
     if saver is not None:
-      return saver, self._config.keep_checkpoint_max
+      return saver, as_count(self._config.keep_checkpoint_max)
     # Rotation is CheckpointSaver's (max_to_keep=None: the Saver deletes
     # nothing itself). Built when the session's Scaffold is finalized,
     # after the hooks' `begin`, as 2.15's was: variables a hook creates
@@ -419,7 +420,7 @@ class GraphEngine(engine_lib.Engine):
     saver = tf.compat.v1.train.Saver(sharded=True, max_to_keep=None,
                                      save_relative_paths=True,
                                      defer_build=True)
-    return saver, self._config.keep_checkpoint_max
+    return saver, as_count(self._config.keep_checkpoint_max)
 
   def _check_fits(self, checkpoint_path: str, scaffold) -> None:
     """Refuses, before anything is written, a checkpoint lacking variables
@@ -558,7 +559,7 @@ class GraphEngine(engine_lib.Engine):
       self._check_fits_or_warm_start(path, built.spec.scaffold)
       final_hook = tf.compat.v1.train.FinalOpsHook(evaluation.final)
       all_hooks = ([session_loop.RunOnceHook(evaluation.data.initializer)] +
-                   session_hooks + built.spec.evaluation_hooks +
+                   session_hooks + list(built.spec.evaluation_hooks) +
                    [final_hook])
       scaffold = tf.compat.v1.train.Scaffold(
           saver=evaluation.saver, local_init_op=evaluation.local_init_op,
@@ -620,7 +621,7 @@ class GraphEngine(engine_lib.Engine):
       # Prediction has no training loop for runtime hooks to observe.
       _, session_hooks = engine_lib.split_hooks(hooks)
       all_hooks = ([session_loop.RunOnceHook(data.initializer)] +
-                   session_hooks + built.spec.prediction_hooks)
+                   session_hooks + list(built.spec.prediction_hooks))
       creator = tf.compat.v1.train.ChiefSessionCreator(
           scaffold=scaffold, config=self._session_config(),
           checkpoint_filename_with_path=path)

@@ -242,11 +242,9 @@ def _call(model_fn: Callable, features, labels, mode: str, params: dict,
   except UserInputError:
     raise
   except Exception as e:  # pylint: disable=broad-except
-    raise raised_as(
-        ModelFnError,
-        f'model_fn {user_fns.fn_name(model_fn)} failed in mode {mode!r} '
-        f'(graph engine): {user_fns.describe_exception(e)}'
-        f'{user_fns.where_in(model_fn, e)}', e) from e
+    raise raised_as(ModelFnError, user_fns.failed_with(
+        model_fn, e, f'model_fn {user_fns.fn_name(model_fn)} failed in mode '
+        f'{mode!r} (graph engine)'), e) from e
   if not isinstance(spec, EstimatorSpec):
     raise ModelFnError(
         'model_fn should return an EstimatorSpec: model_fn '

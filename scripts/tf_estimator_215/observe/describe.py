@@ -54,8 +54,10 @@ def mask(text: str) -> str:
 def mask_message(text: str, length: int = 160) -> str:
   """The start of an exception message, its numbers masked (`#`): messages
   are compared by their words."""
-  text = re.sub(r'\d+', '#', mask(str(text)))
-  text = re.sub(r'0x[0-9a-f#]+', '0x#', text)
+  # Addresses first: masked digit by digit they would keep their letters,
+  # which differ from run to run (`#x#fc#dd#e#`).
+  text = re.sub(r'0x[0-9a-f]+', '0x#', mask(str(text)))
+  text = re.sub(r'\d+', '#', text)
   return ' '.join(text.split())[:length]
 
 

@@ -102,7 +102,8 @@ def candidate_key(candidate) -> str:
   sides: Python's plain values by repr, NumPy scalars and arrays by their
   type and str() (NumPy 2 reprs `np.float32(1.0)` where 1.x said `1.0`),
   functions by name, other objects by class only (their repr is the
-  class's own, which differs between 2.15's and estimator_rt's)."""
+  class's own, which differs between 2.15's and estimator_rt's), inside a
+  container by their class's name."""
   kind = type(candidate).__name__
   if isinstance(candidate, _PLAIN):
     text = repr(candidate)
@@ -112,7 +113,11 @@ def candidate_key(candidate) -> str:
     text = candidate.__qualname__
   else:
     text = '<object>'
-  key = re.sub(r' at 0x[0-9a-f]+', '', f'{kind}:{text}')[:80]
+  key = re.sub(r' at 0x[0-9a-f]+', '', f'{kind}:{text}')
+  # An object inside a container by its class's name: its module is
+  # 2.15's or estimator_rt's (`<tensorflow_estimator.python.estimator.
+  # exporter.LatestExporter object>`).
+  key = re.sub(r'<(?:[\w<>]+\.)+(\w+) object>', r'<\1 object>', key)[:80]
   return describe_lib.mask(key)
 
 
