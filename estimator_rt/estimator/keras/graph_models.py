@@ -13,6 +13,7 @@ the Estimator enters from a graph context by `eager()`.
 """
 
 import contextlib
+import weakref
 from typing import Any, Dict, List
 
 import numpy as np
@@ -20,13 +21,29 @@ import tensorflow as tf
 from tensorflow.python.eager import context  # pylint: disable=g-direct-tensorflow-import
 
 
+# The ids of the models seen built in a graph (with a weak reference, so
+# that a new object at a freed id is not taken for one).
+_GRAPH_BUILT: Dict[int, Any] = {}
+
+
 def is_graph_built(model) -> bool:
-  """Whether `model` is a tf_keras model built in a graph (a v1 model)."""
+  """Whether `model` is a tf_keras model built in a graph (a v1 model).
+
+  Remembered once seen: cloning such a model eagerly (model_to_estimator
+  does) makes tf_keras swap the bases of the model's classes to the eager
+  Model's, after which it no longer looks like one (a second
+  model_to_estimator of the same model then found it uncompiled)."""
+  seen = _GRAPH_BUILT.get(id(model))
+  if seen is not None and seen() is model:
+    return True
   try:
     from tf_keras.src.engine import training_v1  # pylint: disable=g-import-not-at-top
   except ImportError:
     return False
-  return isinstance(model, training_v1.Model)
+  if not isinstance(model, training_v1.Model):
+    return False
+  _GRAPH_BUILT[id(model)] = weakref.ref(model)
+  return True
 
 
 def is_compiled(model) -> bool:
