@@ -68,6 +68,8 @@ class TrainingSetup:
       loops (see controller.TrainController).
     model_writes_loss: the model_fn's summaries, which the engine writes,
       hold a `loss` summary (see controller.TrainController).
+    logs_updated_step: the global step is a reference variable (TF1
+      behaviour): see controller.TrainController.
   """
 
   train_loop: controller_lib.TrainLoop
@@ -82,6 +84,7 @@ class TrainingSetup:
   hooks: List[hooks_lib.Hook] = dataclasses.field(default_factory=list)
   asynchronous: bool = False
   model_writes_loss: bool = False
+  logs_updated_step: bool = False
 
 
 def split_hooks(hooks: Iterable[Any]
@@ -343,10 +346,12 @@ class Engine(abc.ABC):
           saving_listeners=saving_listeners, agree=setup.agree,
           stop_signal=preemption.stop_requested,
           max_loop_secs=controller_lib.DEFAULT_MAX_LOOP_SECS,
-          asynchronous=setup.asynchronous)
+          asynchronous=setup.asynchronous,
+          logs_updated_step=setup.logs_updated_step)
       final_step = controller.run(max_steps=max_steps)
-      tf_log.info('Loss for final step: %s.', controller.last_loss)
-      return final_step
+    # Once the session is closed (its hooks' `end` run), as 2.15 logged it.
+    tf_log.info('Loss for final step: %s.', controller.last_loss)
+    return final_step
 
   # ----------------------------------------------------- the other modes
   @abc.abstractmethod

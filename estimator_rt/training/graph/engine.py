@@ -76,6 +76,13 @@ def _lean_grappler(options) -> None:
   options.layout_optimizer = rewriter.OFF
 
 
+def _is_reference_variable(variable) -> bool:
+  """Whether `variable` is a TF1 reference variable (TF1 behaviour, or
+  `use_resource=False`), whose value a fetch reads when the run ends."""
+  return getattr(getattr(variable, 'op', None), 'type', None) in (
+      'VariableV2', 'Variable')
+
+
 @dataclasses.dataclass
 class _EvalGraph:
   """An evaluation graph, built for `input_fn` and `steps`, which one
@@ -314,6 +321,8 @@ class GraphEngine(engine_lib.Engine):
         global_step=loop.global_step, max_to_keep=keep, agree=agree,
         asynchronous=placement.between_graph, hooks=runtime_hooks,
         model_writes_loss=model_writes_loss,
+        logs_updated_step=_is_reference_variable(
+            tf.compat.v1.train.get_global_step(graph)),
         session=lambda: self._training_session(
             graph, loop, placement, latest,
             graph_files_written=lambda: self._graph_files_written(
