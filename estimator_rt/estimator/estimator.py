@@ -791,6 +791,6 @@ class Estimator(protected_methods.ProtectedMethods):
     latest = self.latest_checkpoint()
     if latest is None:
       raise UserInputError(
-          f'Could not find trained model in model_dir: {self.model_dir!r}: '
+          f'Could not find trained model in model_dir: {self.model_dir}: '
           'it has no checkpoint yet; train first.')
     return latest

@@ -200,6 +200,8 @@ class TrainController:
       loops (between-graph parameter-server training): a checkpoint is
       named by the global step read right before it is written, the step
       it holds, not by the end of the last loop.
+    listener_session: returns the session CheckpointSaverListeners are
+      given (see hooks.SavingListener; None where there is none).
     logs_updated_step: the step log line names the global step after the
       step it logs, not the one it started from: 2.15's LoggingTensorHook
       fetched the global step beside the train op, and a reference
@@ -219,7 +221,8 @@ class TrainController:
                stop_signal: Optional[Callable[[], Optional[str]]] = None,
                max_loop_secs: Optional[float] = DEFAULT_MAX_LOOP_SECS,
                asynchronous: bool = False,
-               logs_updated_step: bool = False):
+               logs_updated_step: bool = False,
+               listener_session: Callable[[], Any] = lambda: None):
     self._train_loop = train_loop
     self._logs_updated_step = logs_updated_step
     self._asynchronous = asynchronous
@@ -237,7 +240,8 @@ class TrainController:
     self._last_count: Optional[Tuple[int, float]] = None  # (step, time)
     # The loss of the last step run (None before the first loop).
     self.last_loss: Optional[float] = None
-    self._listeners = [SavingListener(l) for l in saving_listeners]
+    self._listeners = [SavingListener(l, listener_session)
+                       for l in saving_listeners]
     self._agree = agree
     self._stop_signal = stop_signal
     self._max_loop_secs = max_loop_secs
