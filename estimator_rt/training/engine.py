@@ -166,7 +166,9 @@ def check_predict_keys(predict_keys: Optional[Sequence[str]],
         'pass predict_keys=None, or return a dict of predictions.')
   unknown = set(keys) - set(predicted)
   if unknown:
-    start = (f'Expected to run at least one output from {sorted(predicted)}, '
+    # 2.15 named the keys as `predictions.keys()` printed (dict_keys([...])).
+    start = (f'Expected to run at least one output from '
+             f'dict_keys({list(predicted)}), '
              f'provided {keys}: ' if unknown == set(keys) else '')
     raise UserInputError(
         f'{start}predict_keys={keys} names {sorted(unknown)}, which the '

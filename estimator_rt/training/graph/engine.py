@@ -480,8 +480,12 @@ class GraphEngine(engine_lib.Engine):
     source = checkpoints.resolve_checkpoint(
         settings.ckpt_to_initialize_from, what='warm_start_from')
     if not settings.is_default:
+      # The directory as given when it names the same checkpoint: 2.15
+      # passed it so, and TensorFlow's messages name it.
+      given = settings.ckpt_to_initialize_from
       tf.compat.v1.train.warm_start(
-          source, vars_to_warm_start=settings.vars_to_warm_start,
+          given if tf.train.latest_checkpoint(given) == source else source,
+          vars_to_warm_start=settings.vars_to_warm_start,
           var_name_to_vocab_info=settings.var_name_to_vocab_info,
           var_name_to_prev_var_name=settings.var_name_to_prev_var_name)
       return
