@@ -262,17 +262,25 @@ tf.estimator.Estimator(model_fn, model_dir=MODEL_DIR).train(
 """
 
 
-def test_each_tensorflow_log_line_is_printed_once(tmp_path):
+@pytest.mark.parametrize('launcher', [['-m', 'estimator_rt.compat'], []],
+                         ids=['compat_runner', 'plain_python'])
+def test_each_tensorflow_log_line_is_printed_once(tmp_path, launcher):
   """A tf.estimator program imports TensorFlow before estimator_rt, whose
   absl logging then gave the root logger a handler beside TensorFlow's:
-  every LoggingTensorHook line came out twice."""
-  program = tmp_path / 'program.py'
-  program.write_text(_LOGGING_PROGRAM.replace(
+  every LoggingTensorHook line came out twice. The program is a module its
+  main file imports: under plain python the import hook then chooses the
+  Keras at tf.estimator's first use, and says so (absl) before any
+  Estimator is made."""
+  (tmp_path / 'program.py').write_text(_LOGGING_PROGRAM.replace(
       'MODEL_DIR', repr(str(tmp_path / 'm'))))
+  main = tmp_path / 'main.py'
+  main.write_text('import program\n')
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO_ROOT, str(
+      tmp_path)]), TF_CPP_MIN_LOG_LEVEL='2')
+  env.pop('TF_USE_LEGACY_KERAS', None)
   result = subprocess.run(
-      [sys.executable, '-m', 'estimator_rt.compat', str(program)],
-      capture_output=True, text=True, timeout=120, cwd=REPO_ROOT,
-      env=dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2'))
+      [sys.executable] + launcher + [str(main)],
+      capture_output=True, text=True, timeout=120, cwd=REPO_ROOT, env=env)
   assert result.returncode == 0, result.stderr[-3000:]
   logged = [l for l in result.stderr.splitlines() if 'logged = ' in l]
   assert len(logged) == 3, result.stderr[-3000:]

@@ -237,7 +237,7 @@ def test_exporters_check_exports_to_keep_and_take_no_eval_result():
   exporter = importlib.import_module(
       'tensorflow_estimator.python.estimator.exporter')
   for cls in (exporter.LatestExporter, exporter.BestExporter):
-    with pytest.raises(ValueError, match='must be a positive number'):
+    with pytest.raises(ValueError, match='must be positive number'):
       cls('name', lambda: None, exports_to_keep=0)
   best = exporter.BestExporter('best', lambda: None)
   # tf.estimator's BestExporter exported the first result, even None.
@@ -378,8 +378,9 @@ def test_predict_keys_errors_start_with_2_15s_phrases():
   with pytest.raises(ValueError, match='predict_keys argument is not valid '
                      'in case of non-dict predictions'):
     engine_lib.check_predict_keys(['y'], ['predictions'], single=True)
+  # 2.15 printed `predictions.keys()` (side-by-side check, estimator_tf1).
   with pytest.raises(ValueError, match=r"Expected to run at least one output "
-                     r"from \['y1', 'y2'\], provided \['y3'\]"):
+                     r"from dict_keys\(\['y1', 'y2'\]\), provided \['y3'\]"):
     engine_lib.check_predict_keys(['y3'], ['y1', 'y2'])
   # Unlike 2.15, which dropped it, an unknown key beside a known one is
   # refused too.

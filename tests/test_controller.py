@@ -82,7 +82,7 @@ class Clock:
 def make_controller(tmp_path, loop, *, every_steps=10, steps_per_loop=7,
                     summary_steps=0, count_steps=0, hooks=(), listeners=(),
                     agree=None, stop_signal=None, max_loop_secs=None,
-                    writer=True):
+                    writer=True, logs_updated_step=False):
   saver = checkpoints.CheckpointSaver(
       checkpoint=FakeCheckpoint(loop), directory=str(tmp_path),
       max_to_keep=0, every_steps=every_steps, every_secs=None)
@@ -94,7 +94,8 @@ def make_controller(tmp_path, loop, *, every_steps=10, steps_per_loop=7,
                       else None),
       save_summary_steps=summary_steps, log_step_count_steps=count_steps,
       saving_listeners=listeners,
-      agree=agree, stop_signal=stop_signal, max_loop_secs=max_loop_secs)
+      agree=agree, stop_signal=stop_signal, max_loop_secs=max_loop_secs,
+      logs_updated_step=logs_updated_step)
 
 
 def saved_steps(directory):
@@ -143,6 +144,30 @@ def test_a_resumed_run_summarizes_at_its_first_step_then_every_n(tmp_path):
   scalars = summaries.read_scalars(str(tmp_path))
   assert [s for s, _ in scalars['loss']] == [151, 251]
   assert [s for s, _ in scalars['global_step/sec']] == [251]
+
+
+@pytest.mark.parametrize('updated, logged', [(False, [0, 2, 4]),
+                                             (True, [1, 3, 5])])
+def test_step_lines_follow_the_save_of_their_step(tmp_path, caplog, updated,
+                                                  logged):
+  """2.15's hooks at a step: the CheckpointSaverHook's save, then
+  StepCounterHook's `global_step/sec`, then LoggingTensorHook's `loss =`,
+  whose step is the one the step started from, or (a reference variable
+  global step, TF1 behaviour) the one it ended at."""
+  loop = FakeLoop()
+  controller = make_controller(tmp_path, loop, every_steps=5,
+                               steps_per_loop=10, count_steps=2,
+                               logs_updated_step=updated)
+  with caplog.at_level('INFO', logger='tensorflow'):
+    controller.run(max_steps=5)
+  lines = [r.getMessage().split(' into ')[0].split(' (')[0]
+           for r in caplog.records if r.name == 'tensorflow']
+  lines = [l.split(': ')[0] if l.startswith('global') else l for l in lines]
+  loss = [l for l in lines if l.startswith('loss')]
+  assert [int(l.rsplit(' ', 1)[1]) for l in loss] == logged
+  assert lines == ['Saving checkpoints for 0', loss[0], 'global_step/sec',
+                   loss[1], 'Saving checkpoints for 5', 'global_step/sec',
+                   loss[2]]
 
 
 def test_listeners_see_every_save_the_last_one_included(tmp_path):

@@ -98,6 +98,27 @@ def test_summaries_land_at_215s_steps(observed, run):
   assert got == want
 
 
+def test_one_event_file_per_directory_until_the_cache_is_cleared(tmp_path):
+  """2.15's FileWriterCache kept one FileWriter per directory: two train()
+  calls of a process appended to one event file, which began with the
+  graph twice (the writer's, the CheckpointSaverHook's) and got it once
+  more per later training; FileWriterCache.clear() ended the file."""
+  x, y = M.make_data(32)
+  est = ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path),
+                      config=M.quiet_config())
+
+  def graphs():
+    return [sum(1 for e in tf.compat.v1.train.summary_iterator(str(p))
+                if e.WhichOneof('what') == 'graph_def')
+            for p in sorted(tmp_path.glob('events.out.tfevents.*'))]
+  est.train(M.global_input_fn(x, y, batch_size=16), steps=2)
+  est.train(M.global_input_fn(x, y, batch_size=16), steps=2)
+  assert graphs() == [3]
+  tf.compat.v1.summary.FileWriterCache.clear()
+  est.train(M.global_input_fn(x, y, batch_size=16), steps=2)
+  assert sorted(graphs()) == [2, 3]
+
+
 def test_the_eager_engine_summarizes_at_the_same_steps(tmp_path):
   x, y = M.make_data(32)
   est = ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path),

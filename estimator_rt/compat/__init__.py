@@ -51,6 +51,7 @@ import threading
 
 from estimator_rt.compat import finder as finder_lib
 from estimator_rt.compat import startup
+from estimator_rt.core import log_handlers
 
 _installed = False
 # serve() can be reached from two threads at once (two first uses).
@@ -118,6 +119,10 @@ def serve():
   tf.compat.v1.estimator, 'v2': tf.estimator}."""
   with _serve_lock:
     if not _installed:
+      # Before the first absl message (keras_choice's): absl gives the root
+      # logger a handler at its first message, and TensorFlow's logger keeps
+      # its own beside it, printing each of tf.estimator's lines twice.
+      log_handlers.use_root_handler()
       from estimator_rt.compat import keras_choice  # pylint: disable=g-import-not-at-top
       keras_choice.choose_on_first_use()
       install()

@@ -121,6 +121,23 @@ class ScalarWriter:
       for event in events:
         self._writer.write(event.SerializeToString())
 
+  def write_event(self, serialized: bytes) -> None:
+    """Appends a serialized `Event` as it is."""
+    with self._lock:
+      if self._writer is None:
+        self._open()
+      self._writer.write(serialized)
+
+  def has_file(self) -> bool:
+    """Whether this writer's event file exists (a file removed meanwhile,
+    its directory deleted and made again, is started anew at the next
+    write, as TensorFlow's event writer started one)."""
+    with self._lock:
+      if self._writer is not None and not tf.io.gfile.exists(self.path):
+        self._writer.close()
+        self._writer = None
+      return self._writer is not None
+
   def write_session_log(self, status: str, step: int,
                         checkpoint_path: str = '') -> None:
     """Appends a `SessionLog` of `status` ('START', 'CHECKPOINT') at `step`,
@@ -150,41 +167,60 @@ class ScalarWriter:
         self._writer = None
 
 
-class _DeferredEventFileWriter:
-  """An `EventFileWriter` of `logdir` made at its first event: what stands
-  in `tf.compat.v1.summary.FileWriterCache` for a directory the runtime
-  wrote (see `leave_in_file_writer_cache`), so that the directory gets a
-  file only if the program writes through it."""
+_DIRECTORY_WRITERS: Dict[str, ScalarWriter] = {}
+_DIRECTORY_LOCK = threading.Lock()
+
+
+def directory_writer(logdir: str) -> ScalarWriter:
+  """This process's writer of `logdir`'s event file, as tf.estimator 2.15's
+  FileWriterCache kept one FileWriter per directory: the trainings and
+  evaluations of a directory in one process append to one event file
+  (made at the first write), until the program clears FileWriterCache
+  (`FileWriterCache.clear()` closes it: the next write starts a new file,
+  as there) or removes the file."""
+  with _DIRECTORY_LOCK:
+    writer = _DIRECTORY_WRITERS.get(logdir)
+    if writer is None:
+      writer = _DIRECTORY_WRITERS[logdir] = ScalarWriter(logdir)
+    return writer
+
+
+def _close_directory_writer(logdir: str) -> None:
+  with _DIRECTORY_LOCK:
+    writer = _DIRECTORY_WRITERS.pop(logdir, None)
+  if writer is not None:
+    writer.close()
+
+
+class _DirectoryEventWriter:
+  """The `EventFileWriter` of the FileWriter left in
+  `tf.compat.v1.summary.FileWriterCache` for a directory the runtime wrote
+  (see `leave_in_file_writer_cache`): its events go to the directory's
+  event file of this process (`directory_writer`), and closing it (what
+  `FileWriterCache.clear()` does) ends that file."""
 
   def __init__(self, logdir: str):
     self._logdir = logdir
-    self._writer = None
 
   def get_logdir(self) -> str:
     return self._logdir
 
   def add_event(self, event) -> None:
-    if self._writer is None:
-      from tensorflow.python.summary.writer import event_file_writer  # pylint: disable=g-import-not-at-top
-      self._writer = event_file_writer.EventFileWriter(self._logdir)
-    self._writer.add_event(event)
+    directory_writer(self._logdir).write_event(event.SerializeToString())
 
   def flush(self) -> None:
-    if self._writer is not None:
-      self._writer.flush()
+    directory_writer(self._logdir).flush()
 
   def close(self) -> None:
-    if self._writer is not None:
-      self._writer.close()
+    _close_directory_writer(self._logdir)
 
   def reopen(self) -> None:
-    if self._writer is not None:
-      self._writer.reopen()
+    pass
 
 
 class _CachedFileWriter(tf.compat.v1.summary.FileWriter):
-  """A `tf.compat.v1.summary.FileWriter` of `logdir` whose event file is
-  made at the first event (see `_DeferredEventFileWriter`). Made without
+  """A `tf.compat.v1.summary.FileWriter` of `logdir` writing to this
+  process's event file there (see `_DirectoryEventWriter`). Made without
   FileWriter's constructor, which refuses eager execution: an eager
   program reaches it through FileWriterCache after training, as it reached
   the writer tf.estimator 2.15's hooks had made in their graph."""
@@ -192,7 +228,7 @@ class _CachedFileWriter(tf.compat.v1.summary.FileWriter):
   def __init__(self, logdir: str):  # pylint: disable=super-init-not-called
     self._closed = False
     tf.compat.v1.summary.FileWriter.__bases__[0].__init__(
-        self, _DeferredEventFileWriter(logdir))
+        self, _DirectoryEventWriter(logdir))
 
 
 def leave_in_file_writer_cache(logdir: str) -> None:
@@ -200,9 +236,8 @@ def leave_in_file_writer_cache(logdir: str) -> None:
   `tf.compat.v1.summary.FileWriterCache`, unless one is there, as
   tf.estimator 2.15's training (model_dir) and evaluation (its eval
   directory) did: programs then call `FileWriterCache.get(logdir)` to
-  `close()` it or to add their own summaries to that directory, also in
-  eager mode (where making a FileWriter raises). Its event file is made
-  at its first event: the runtime writes its own (ScalarWriter)."""
+  `close()` it or to add their own summaries to that directory's event
+  file, also in eager mode (where making a FileWriter raises)."""
   cache = tf.compat.v1.summary.FileWriterCache
   with cache._lock:  # pylint: disable=protected-access
     if logdir not in cache._cache:  # pylint: disable=protected-access
@@ -323,48 +358,19 @@ def _dict_summary(dictionary: Mapping[str, object]) -> bytes:
   return tf.compat.v1.Summary(value=values).SerializeToString()
 
 
-class _AppendingWriter:
-  """The event file of a directory that this process appends evaluation
-  results to, as tf.estimator's FileWriterCache kept one writer per
-  directory: successive evaluations land in one file. A file removed
-  meanwhile (its directory deleted and made again) is started anew."""
-
-  def __init__(self, logdir: str):
-    self._logdir = logdir
-    self._writer = None
-
-  def write_summaries(self, serialized: Sequence[bytes], step: int,
-                      graph: Optional[Callable[[], Tuple[bytes, Optional[bytes]]]]
-                      = None) -> None:
-    if self._writer is not None and not tf.io.gfile.exists(self._writer.path):
-      self._writer.close()
-      self._writer = None
-    if self._writer is None:
-      self._writer = ScalarWriter(self._logdir)
-      if graph is not None:
-        # A new file gets the graph, as tf.estimator's FileWriterCache
-        # wrote the graph of the evaluation that made its writer.
-        self._writer.write_graph(*graph())
-    for each in serialized:
-      self._writer.write_summary(each, step)
-    self._writer.flush()
-
-
-_APPENDING_WRITERS: Dict[str, _AppendingWriter] = {}
-_APPENDING_LOCK = threading.Lock()
-
-
 def _append(logdir: str, serialized: Sequence[bytes], step: int,
             graph: Optional[Callable[[], Tuple[bytes, Optional[bytes]]]] = None
             ) -> None:
   """Appends the serialized Summaries at `step` to this process's event file
-  of `logdir` (see _AppendingWriter); `graph` gives what a new file starts
-  with."""
-  with _APPENDING_LOCK:
-    writer = _APPENDING_WRITERS.get(logdir)
-    if writer is None:
-      writer = _APPENDING_WRITERS[logdir] = _AppendingWriter(logdir)
-    writer.write_summaries(serialized, int(step), graph=graph)
+  of `logdir` (`directory_writer`); `graph` gives the graph a new file
+  starts with, as 2.15's FileWriterCache made a directory's FileWriter with
+  the graph of the moment."""
+  writer = directory_writer(logdir)
+  if graph is not None and not writer.has_file():
+    writer.write_graph(*graph())
+  for each in serialized:
+    writer.write_summary(each, int(step))
+  writer.flush()
   leave_in_file_writer_cache(logdir)
 
 

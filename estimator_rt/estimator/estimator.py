@@ -20,6 +20,7 @@ from estimator_rt.cluster import preemption
 from estimator_rt.estimator import protected_methods
 from estimator_rt.cluster import session_threads
 from estimator_rt.core import summaries
+from estimator_rt.core import tf_errors
 from estimator_rt.core import tf_log
 from estimator_rt.core import user_fns
 from estimator_rt.estimator import warm_starting
@@ -787,9 +788,11 @@ class Estimator(protected_methods.ProtectedMethods):
       # tf.estimator 2.15 took too (tf.train.load_variable drops the ':0').
       name = name[:-2]
     if name not in values:
-      raise UserInputError(
-          f'get_variable_value: name={name!r} is not a variable of the '
-          f'latest checkpoint; it has {sorted(values)}.')
+      # 2.15's words and class (the checkpoint reader's NotFoundError).
+      raise tf_errors.with_tf_class(UserInputError, tf.errors.NotFoundError)(
+          f'Key {name} not found in checkpoint: get_variable_value: '
+          f'name={name!r} is not a variable of the latest checkpoint; it has '
+          f'{sorted(values)}.')
     return values[name]()
 
   def _latest_or_fail(self) -> str:

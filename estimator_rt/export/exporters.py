@@ -106,7 +106,7 @@ class _SavedModelExporter(Exporter):
     _check_name(name)
     if exports_to_keep is not None and exports_to_keep < 1:
       raise UserInputError(
-          '`exports_to_keep`, if provided, must be a positive number. Got '
+          '`exports_to_keep`, if provided, must be positive number. Got '
           f'{exports_to_keep!r} ({type(self).__name__}: give an int >= 1, or '
           'None to keep every export).')
     self._name = name

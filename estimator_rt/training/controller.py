@@ -200,6 +200,13 @@ class TrainController:
       loops (between-graph parameter-server training): a checkpoint is
       named by the global step read right before it is written, the step
       it holds, not by the end of the last loop.
+    listener_session: returns the session CheckpointSaverListeners are
+      given (see hooks.SavingListener; None where there is none).
+    logs_updated_step: the step log line names the global step after the
+      step it logs, not the one it started from: 2.15's LoggingTensorHook
+      fetched the global step beside the train op, and a reference
+      variable's value (TF1 behaviour) is read when the run ends, a
+      resource variable's when the read runs, before the update.
   """
 
   def __init__(self, *, train_loop: TrainLoop, iterator,
@@ -213,8 +220,11 @@ class TrainController:
                agree: Optional[Callable[[Decisions], Decisions]] = None,
                stop_signal: Optional[Callable[[], Optional[str]]] = None,
                max_loop_secs: Optional[float] = DEFAULT_MAX_LOOP_SECS,
-               asynchronous: bool = False):
+               asynchronous: bool = False,
+               logs_updated_step: bool = False,
+               listener_session: Callable[[], Any] = lambda: None):
     self._train_loop = train_loop
+    self._logs_updated_step = logs_updated_step
     self._asynchronous = asynchronous
     self._iterator = iterator
     self._global_step = global_step
@@ -230,7 +240,8 @@ class TrainController:
     self._last_count: Optional[Tuple[int, float]] = None  # (step, time)
     # The loss of the last step run (None before the first loop).
     self.last_loss: Optional[float] = None
-    self._listeners = [SavingListener(l) for l in saving_listeners]
+    self._listeners = [SavingListener(l, listener_session)
+                       for l in saving_listeners]
     self._agree = agree
     self._stop_signal = stop_signal
     self._max_loop_secs = max_loop_secs
@@ -345,8 +356,6 @@ class TrainController:
         self._summaries.due(step)):
       self._writer.write({'loss': result.loss}, step)
     self.last_loss = result.loss
-    if self._counts.due(step):
-      self._count_steps(step, result.loss)
     return Decisions(
         stop=stop, save=self._saver is not None and self._saver.is_due(step),
         preempt=bool(self._stop_signal and self._stop_signal()),
@@ -356,17 +365,19 @@ class TrainController:
 
   def _count_steps(self, step: int, loss: float) -> None:
     """At a step of the step-counting schedule: 2.15's LoggingTensorHook
-    line (the loss of the step, and the global step it started from), and
-    from the second on `global_step/sec` since the previous one, logged
-    and written (2.15's StepCounterHook)."""
+    line (the loss of the step, and the global step it started from, or
+    ended at: see `logs_updated_step`), and from the second on
+    `global_step/sec` since the previous one, logged and written (2.15's
+    StepCounterHook)."""
     now = time.time()
+    logged = step if self._logs_updated_step else step - 1
     if self._last_count is None:
-      tf_log.info('loss = %s, step = %s', loss, step - 1)
+      tf_log.info('loss = %s, step = %s', loss, logged)
     else:
       last_step, last_time = self._last_count
       rate = (step - last_step) / max(now - last_time, 1e-9)
       tf_log.info('global_step/sec: %g', rate)
-      tf_log.info('loss = %s, step = %s (%.3f sec)', loss, step - 1,
+      tf_log.info('loss = %s, step = %s (%.3f sec)', loss, logged,
                   now - last_time)
       if self._writer is not None:
         self._writer.write({'global_step/sec': rate}, step)
@@ -425,6 +436,10 @@ class TrainController:
         raise self._preempt(step)
       if decisions.save:
         stop = self._save(step) or stop
+      # After the save, as 2.15's hooks ran: its CheckpointSaverHook (and
+      # the listeners) first, then StepCounterHook, then LoggingTensorHook.
+      if self._counts.due(step):
+        self._count_steps(step, result.loss)
     if self._saver is not None:
       self._save(step)
       step = self._saver.last_saved_step

@@ -20,6 +20,7 @@ import tensorflow as tf
 from estimator_rt.core import checkpoints
 from estimator_rt.core import summaries
 from estimator_rt.core.errors import UserInputError
+from estimator_rt.core.errors import UserTypeError
 from estimator_rt.training.hooks import Hook
 from estimator_rt.training.hooks import StopAtStepHook
 
@@ -110,14 +111,20 @@ class _StopOnPredicateHook(Hook):
   def __init__(self, should_stop_fn: Callable[[], bool],
                run_every_secs: Optional[float],
                run_every_steps: Optional[int]):
+    # 2.15's words and exception classes first, which code matched.
     if not callable(should_stop_fn):
+      raise UserTypeError(
+          '`should_stop_fn` must be callable: make_early_stopping_hook: '
+          f'should_stop_fn={should_stop_fn!r} is not.')
+    if run_every_secs is not None and run_every_steps is not None:
       raise UserInputError(
-          f'make_early_stopping_hook: should_stop_fn={should_stop_fn!r} is '
-          'not callable.')
-    if (run_every_secs is None) == (run_every_steps is None):
+          'Only one of `run_every_secs` and `run_every_steps` must be set: '
+          f'got run_every_secs={run_every_secs!r} and run_every_steps='
+          f'{run_every_steps!r}.')
+    if run_every_secs is None and run_every_steps is None:
       raise UserInputError(
-          'make_early_stopping_hook: give exactly one of run_every_secs='
-          f'{run_every_secs!r} and run_every_steps={run_every_steps!r}.')
+          'make_early_stopping_hook: give one of run_every_secs and '
+          'run_every_steps (both are None).')
     self._should_stop_fn = should_stop_fn
     self._every_secs = run_every_secs
     self._every_steps = run_every_steps

@@ -69,6 +69,15 @@ class TrainingSetup:
       loops (see controller.TrainController).
     model_writes_loss: the model_fn's summaries, which the engine writes,
       hold a `loss` summary (see controller.TrainController).
+    logs_updated_step: the global step is a reference variable (TF1
+      behaviour): see controller.TrainController.
+    raw_session: returns the training session a CheckpointSaverListener
+      is given (2.15's), or None (the eager engine has none).
+    saver_hook: a `tf.compat.v1.train.CheckpointSaverHook` among the
+      SessionRunHooks the session runs (train's `hooks`, the model_fn's
+      training hooks), or None. It saves, and the runtime does not: 2.15's
+      Estimator made its own CheckpointSaverHook only when none was given,
+      and gave the first one the saving listeners.
   """
 
   train_loop: controller_lib.TrainLoop
@@ -83,6 +92,26 @@ class TrainingSetup:
   hooks: List[hooks_lib.Hook] = dataclasses.field(default_factory=list)
   asynchronous: bool = False
   model_writes_loss: bool = False
+  logs_updated_step: bool = False
+  saver_hook: Any = None
+  raw_session: Callable[[], Any] = lambda: None
+
+
+def _listen_to_saver_hook(saver_hook, saving_listeners: Sequence[Any]
+                          ) -> Sequence[Any]:
+  """Gives a program's CheckpointSaverHook `saver_hook` (see
+  `TrainingSetup`) the CheckpointSaverListeners among `saving_listeners`,
+  as 2.15 did; returns the listeners left for the runtime's saves."""
+  if saver_hook is None:
+    return saving_listeners
+  left = []
+  for listener in saving_listeners:
+    if isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):
+      if listener not in saver_hook._listeners:  # pylint: disable=protected-access
+        saver_hook._listeners.append(listener)  # pylint: disable=protected-access
+    else:
+      left.append(listener)
+  return left
 
 
 def split_hooks(hooks: Iterable[Any]
@@ -138,7 +167,9 @@ def check_predict_keys(predict_keys: Optional[Sequence[str]],
         'pass predict_keys=None, or return a dict of predictions.')
   unknown = set(keys) - set(predicted)
   if unknown:
-    start = (f'Expected to run at least one output from {sorted(predicted)}, '
+    # 2.15 named the keys as `predictions.keys()` printed (dict_keys([...])).
+    start = (f'Expected to run at least one output from '
+             f'dict_keys({list(predicted)}), '
              f'provided {keys}: ' if unknown == set(keys) else '')
     raise UserInputError(
         f'{start}predict_keys={keys} names {sorted(unknown)}, which the '
@@ -257,7 +288,7 @@ class Engine(abc.ABC):
       return
     runtime_hooks, session_hooks = split_hooks(hooks)
     is_chief = self._config.is_chief
-    writer = summaries.ScalarWriter(self.model_dir) if is_chief else None
+    writer = summaries.directory_writer(self.model_dir) if is_chief else None
     setup = self._build_training(input_fn, latest=choice.path,
                                  session_hooks=session_hooks,
                                  summary_writer=writer)
@@ -274,7 +305,9 @@ class Engine(abc.ABC):
       trained = True
     finally:
       if writer is not None:
-        writer.close()
+        # Kept open for the next train() or a program's own summaries, as
+        # 2.15's FileWriterCache kept it (see summaries.directory_writer).
+        writer.flush()
         summaries.leave_in_file_writer_cache(self.model_dir)
       if directory is not None and directory != self.model_dir:
         tf.io.gfile.rmtree(directory)
@@ -316,11 +349,13 @@ class Engine(abc.ABC):
     from the global step the session starts at, as 2.15's StopAtStepHook
     counted them: the restored checkpoint's, or what a Scaffold's init_fn
     set (SavedModelEstimator starts at its SavedModel's step)."""
+    saving_listeners = _listen_to_saver_hook(setup.saver_hook,
+                                             saving_listeners)
     with setup.session():
       if steps is not None:
         max_steps = setup.global_step() + steps
       saver = None
-      if directory is not None:
+      if directory is not None and setup.saver_hook is None:
         saver = checkpoints.CheckpointSaver(
             checkpoint=setup.checkpoint, directory=directory,
             max_to_keep=setup.max_to_keep,
@@ -344,10 +379,13 @@ class Engine(abc.ABC):
           saving_listeners=saving_listeners, agree=setup.agree,
           stop_signal=preemption.stop_requested,
           max_loop_secs=controller_lib.DEFAULT_MAX_LOOP_SECS,
-          asynchronous=setup.asynchronous)
+          asynchronous=setup.asynchronous,
+          logs_updated_step=setup.logs_updated_step,
+          listener_session=setup.raw_session)
       final_step = controller.run(max_steps=max_steps)
-      tf_log.info('Loss for final step: %s.', controller.last_loss)
-      return final_step
+    # Once the session is closed (its hooks' `end` run), as 2.15 logged it.
+    tf_log.info('Loss for final step: %s.', controller.last_loss)
+    return final_step
 
   # ----------------------------------------------------- the other modes
   @abc.abstractmethod

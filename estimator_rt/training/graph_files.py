@@ -131,18 +131,30 @@ _WAIT_SECS = 600
 
 @contextlib.contextmanager
 def written_in_background(files: GraphFiles, *, directory: str,
-                          summary_writer, graph_file: bool) -> Iterator[None]:
+                          summary_writer, graph_file: bool,
+                          by_saver: bool = True) -> Iterator[None]:
   """Around training: writes `files`' graph to `summary_writer` (the
   event file) and, with `graph_file`, graph.pbtxt into `directory`, in a
   thread while training runs, and waits for it at the end. A GraphDef
   and its text take about a second for a wide & deep model's graph,
   which tf.estimator 2.15 paid before its first step; its steps run in
   TensorFlow's threads meanwhile. The files are an account of the graph,
-  not needed to train or resume: a failure to write them is a warning."""
+  not needed to train or resume: a failure to write them is a warning.
+
+  A new event file gets the graph twice, as 2.15's did: its
+  FileWriterCache made the directory's FileWriter with the graph, and its
+  CheckpointSaverHook added it again; a file an earlier training of this
+  process started (`summaries.directory_writer`) gets it once more.
+  `by_saver` False: a program's CheckpointSaverHook saves instead of the
+  runtime (2.15 then made none of its own), which writes graph.pbtxt and
+  its graph itself: only a new file's first graph is written."""
+  copies = (0 if summary_writer.has_file() else 1) + int(by_saver)
+  graph_file = graph_file and by_saver
 
   def write():
     try:
-      summary_writer.write_graph(*files.for_events())
+      for _ in range(copies):
+        summary_writer.write_graph(*files.for_events())
       if graph_file:
         files.write_graph_file(directory)
     except Exception as e:  # pylint: disable=broad-except

@@ -20,6 +20,7 @@ import time
 from typing import Any, Optional, Sequence
 
 from absl import logging
+import numpy as np
 import tensorflow as tf
 
 from estimator_rt.core import summaries
@@ -284,15 +285,19 @@ class SavingListener:
   """Called around every checkpoint save of training (the controller's).
 
   Wraps a plain callable `fn(checkpoint_path, global_step)` (its
-  `after_save`) or a `tf.compat.v1.train.CheckpointSaverListener`, whose
-  `begin()`, `before_save(session, step)`, `after_save(session, step)` and
-  `end(session, step)` keep tf.estimator's order; `session` is None (the
-  eager engine has none, and the graph engine's saves run outside the
-  hooks). `after_save` returning True asks training to stop.
+  `after_save`, given a Python int) or a
+  `tf.compat.v1.train.CheckpointSaverListener`, whose `begin()`,
+  `before_save(session, step)`, `after_save(session, step)` and
+  `end(session, step)` keep tf.estimator's order and arguments: the
+  training session (`session()`: the graph engine's; None in the eager
+  engine, which has none) and the step as an `np.int64`, as 2.15's
+  CheckpointSaverHook read it with `session.run`. `after_save` returning
+  True asks training to stop.
   """
 
-  def __init__(self, listener):
+  def __init__(self, listener, session=lambda: None):
     self._listener = listener
+    self._session = session
     self._tf_listener = isinstance(
         listener, tf.compat.v1.train.CheckpointSaverListener)
     if not (self._tf_listener or callable(listener)):
@@ -309,16 +314,16 @@ class SavingListener:
 
   def before_save(self, step: int) -> None:
     if self._tf_listener:
-      self._listener.before_save(None, step)
+      self._listener.before_save(self._session(), np.int64(step))
 
   def after_save(self, path: str, step: int) -> bool:
     if self._tf_listener:
-      return bool(self._listener.after_save(None, step))
+      return bool(self._listener.after_save(self._session(), np.int64(step)))
     return bool(self._listener(path, step))
 
   def end(self, step: int) -> None:
     if self._tf_listener:
-      self._listener.end(None, step)
+      self._listener.end(self._session(), np.int64(step))
 
 
 def check_saving_listeners(saving_listeners) -> list:

@@ -204,10 +204,11 @@ def _write_checkpoint_path_to_summary(output_dir, checkpoint_path,
                                       current_global_step):
   """Writes `checkpoint_path` as a string tensor tagged 'checkpoint_path'
   at `current_global_step` in `output_dir`."""
-  writer = summaries.ScalarWriter(output_dir)
+  writer = summaries.directory_writer(output_dir)
   writer.write_summary(summaries.checkpoint_path_summary(checkpoint_path),
                        current_global_step)
-  writer.close()
+  writer.flush()
+  summaries.leave_in_file_writer_cache(output_dir)
 
 
 def _load_global_step_from_checkpoint_dir(checkpoint_dir):

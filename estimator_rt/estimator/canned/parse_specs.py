@@ -34,7 +34,7 @@ def with_label_and_weight(spec: Dict[str, Any], *, label_key: str,
   if label_key in spec:
     raise UserInputError(
         f'label should not be used as feature. label_key: {label_key}, '
-        f'features: {list(spec)}: give the label another name.')
+        f'features: {spec.keys()}: give the label another name.')
   spec[label_key] = label_spec
   if weight_column is None:
     return spec

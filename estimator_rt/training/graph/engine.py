@@ -77,6 +77,13 @@ def _lean_grappler(options) -> None:
   options.layout_optimizer = rewriter.OFF
 
 
+def _is_reference_variable(variable) -> bool:
+  """Whether `variable` is a TF1 reference variable (TF1 behaviour, or
+  `use_resource=False`), whose value a fetch reads when the run ends."""
+  return getattr(getattr(variable, 'op', None), 'type', None) in (
+      'VariableV2', 'Variable')
+
+
 @dataclasses.dataclass
 class _EvalGraph:
   """An evaluation graph, built for `input_fn` and `steps`, which one
@@ -310,32 +317,40 @@ class GraphEngine(engine_lib.Engine):
           replicas=placement.replicas_in_sync)
     checkpoint_writer = session_loop.SaverWriter(saver, loop)
     files = graph_files.GraphFiles(graph=graph, saver=saver)
+    saver_hook = next((h for h in loop.hooks if isinstance(
+        h, tf.compat.v1.train.CheckpointSaverHook)), None)
     return engine_lib.TrainingSetup(
         train_loop=loop, iterator=None, checkpoint=checkpoint_writer,
         global_step=loop.global_step, max_to_keep=keep, agree=agree,
         asynchronous=placement.between_graph, hooks=runtime_hooks,
         model_writes_loss=model_writes_loss,
+        logs_updated_step=_is_reference_variable(
+            tf.compat.v1.train.get_global_step(graph)),
+        saver_hook=saver_hook, raw_session=lambda: loop.raw_session,
         session=lambda: self._training_session(
             graph, loop, placement, latest,
             graph_files_written=lambda: self._graph_files_written(
-                files, checkpoint_writer, summary_writer)))
+                files, checkpoint_writer, summary_writer,
+                by_saver=saver_hook is None)))
 
   def _graph_files_written(self, files: graph_files.GraphFiles,
                            checkpoint_writer: session_loop.SaverWriter,
-                           summary_writer) -> ContextManager:
+                           summary_writer, *, by_saver: bool
+                           ) -> ContextManager:
     """What tf.estimator 2.15's CheckpointSaverHook wrote when the training
     session started, by the writer of model_dir only (`summary_writer` is
     None elsewhere): graph.pbtxt and a .meta beside every checkpoint
     (unless RunConfig.checkpoint_save_graph_def is False), and the graph in
     the training event file (always); around training (see
-    graph_files.written_in_background)."""
+    graph_files.written_in_background; `by_saver` False: a program's
+    CheckpointSaverHook saves instead)."""
     if summary_writer is None:
       return contextlib.nullcontext()
     if self._config.checkpoint_save_graph_def:
       checkpoint_writer.graph_files = files
     return graph_files.written_in_background(
         files, directory=self.model_dir, summary_writer=summary_writer,
-        graph_file=self._config.checkpoint_save_graph_def)
+        graph_file=self._config.checkpoint_save_graph_def, by_saver=by_saver)
 
   def _session_loop(self, built, data, placement, *, saver,
                     latest: Optional[str], session_hooks,
@@ -413,13 +428,20 @@ class GraphEngine(engine_lib.Engine):
       return saver, saver.saver_def.max_to_keep
     if saver is not None:
       return saver, as_count(self._config.keep_checkpoint_max)
-    # Rotation is CheckpointSaver's (max_to_keep=None: the Saver deletes
-    # nothing itself). Built when the session's Scaffold is finalized,
-    # after the hooks' `begin`, as 2.15's was: variables a hook creates
-    # there are saved and restored with the model's.
-    saver = tf.compat.v1.train.Saver(sharded=True, max_to_keep=None,
-                                     save_relative_paths=True,
-                                     defer_build=True)
+    # Rotation is CheckpointSaver's (its saves leave the Saver's own
+    # bookkeeping alone, write_state=False). Built when the session's
+    # Scaffold is finalized, after the hooks' `begin`, as 2.15's was:
+    # variables a hook creates there are saved and restored with the
+    # model's. In the SAVERS collection, with 2.15's settings, as 2.15 put
+    # it there: a program's CheckpointSaverHook made without a Scaffold
+    # saves with it.
+    saver = tf.compat.v1.train.Saver(
+        sharded=True, max_to_keep=as_count(self._config.keep_checkpoint_max),
+        keep_checkpoint_every_n_hours=(
+            self._config.keep_checkpoint_every_n_hours),
+        save_relative_paths=True, defer_build=True)
+    if not tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.SAVERS):
+      tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.SAVERS, saver)
     return saver, as_count(self._config.keep_checkpoint_max)
 
   def _check_fits(self, checkpoint_path: str, scaffold) -> None:
@@ -459,8 +481,12 @@ class GraphEngine(engine_lib.Engine):
     source = checkpoints.resolve_checkpoint(
         settings.ckpt_to_initialize_from, what='warm_start_from')
     if not settings.is_default:
+      # The directory as given when it names the same checkpoint: 2.15
+      # passed it so, and TensorFlow's messages name it.
+      given = settings.ckpt_to_initialize_from
       tf.compat.v1.train.warm_start(
-          source, vars_to_warm_start=settings.vars_to_warm_start,
+          given if tf.train.latest_checkpoint(given) == source else source,
+          vars_to_warm_start=settings.vars_to_warm_start,
           var_name_to_vocab_info=settings.var_name_to_vocab_info,
           var_name_to_prev_var_name=settings.var_name_to_prev_var_name)
       return

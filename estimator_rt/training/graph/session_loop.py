@@ -137,6 +137,11 @@ class SessionLoop:
     self._steps_run = 0
     self._summaries = controller.Schedule(0, 0)  # Set at open().
 
+  @property
+  def hooks(self) -> List[SessionRunHook]:
+    """The SessionRunHooks the session runs, in their order."""
+    return list(self._hooks)
+
   def global_step(self) -> int:
     """The global step now (other tasks may move it, between-graph).
 

@@ -145,7 +145,10 @@ def same_exception(theirs: dict, ours: dict) -> bool:
   2.15's words (without the final period), going on with its own."""
   if not set(theirs['catches']) <= set(ours['catches']):
     return False
-  if theirs['type'] != ours['type'] and theirs['type'] not in ours['catches']:
+  # A TensorFlow error class is named `tf:X` as a type, `tf.errors.X` among
+  # the classes an except catches.
+  their_type = re.sub(r'^tf:', 'tf.errors.', theirs['type'])
+  if theirs['type'] != ours['type'] and their_type not in ours['catches']:
     return False
   # Both are the starts of the messages (describe.mask_message), masked the
   # same way; addresses (an object's repr) compare as one (records made
