@@ -791,6 +791,7 @@ class Estimator(protected_methods.ProtectedMethods):
     latest = self.latest_checkpoint()
     if latest is None:
       raise UserInputError(
-          f'Could not find trained model in model_dir: {self.model_dir!r}: '
-          'it has no checkpoint yet; train first.')
+          # 2.15's words first.
+          f'Could not find trained model in model_dir: {self.model_dir}. '
+          'It has no checkpoint yet; train first.')
     return latest

@@ -123,6 +123,15 @@ def _assert_valid_model(model, custom_objects=None) -> None:
         'from its config.') from e
 
 
+def _not_compiled(model) -> None:
+  """Raises 2.15's error for a model that is not compiled."""
+  raise UserInputError(
+      'The given keras model has not been compiled yet. Please compile the '
+      'model with `model.compile()` before calling `model_to_estimator()`: '
+      f'keras_model={model.name!r} has no optimizer and loss; call '
+      'model.compile(optimizer=..., loss=..., metrics=...) first.')
+
+
 def _check_model(model, custom_objects, checkpoint_format: str) -> None:
   keras = _keras()
   if _is_tf_keras(model):
@@ -142,9 +151,7 @@ def _check_model(model, custom_objects, checkpoint_format: str) -> None:
       compiled = getattr(model, 'compiled_loss', None) is not None and bool(
           getattr(model, 'optimizer', None))
     if not compiled:
-      raise UserInputError(
-          f'keras_model={model.name!r} is not compiled; call model.compile('
-          'optimizer=..., loss=..., metrics=...) first.')
+      _not_compiled(model)
     return
   if not isinstance(model, keras.Model):
     raise UserInputError(
@@ -152,9 +159,7 @@ def _check_model(model, custom_objects, checkpoint_format: str) -> None:
         'tf_keras.Model).')
   if getattr(model, 'optimizer', None) is None or not getattr(
       model, '_compile_config', None):
-    raise UserInputError(
-        f'keras_model={model.name!r} is not compiled; call model.compile('
-        'optimizer=..., loss=..., metrics=...) first.')
+    _not_compiled(model)
   if model._compile_config.config.get('loss') is None:  # pylint: disable=protected-access
     raise UserInputError(
         f'keras_model={model.name!r} was compiled without a loss; '
@@ -1123,8 +1128,9 @@ def _keras_model_given(keras_model, keras_model_path, custom_objects):
         'Either `keras_model` or `keras_model_path` needs to be provided: '
         'model_to_estimator takes exactly one of them (got neither).')
   if keras_model is not None and keras_model_path is not None:
+    # 2.15's words first, its typo ('specity') included: code matched them.
     raise UserInputError(
-        'Please specify either `keras_model` or `keras_model_path`, but not '
+        'Please specity either `keras_model` or `keras_model_path`, but not '
         f'both: model_to_estimator got keras_model={shorten(keras_model)} '
         f'and keras_model_path={keras_model_path!r}.')
   if keras_model_path is not None:
@@ -1141,8 +1147,9 @@ def _checked_settings(checkpoint_format, metric_names_map, export_outputs):
   each class as estimator_rt's (`_export_output_class`)."""
   if checkpoint_format not in ('checkpoint', 'saver'):
     raise UserInputError(
-        f'checkpoint_format={checkpoint_format!r} must be "checkpoint" or '
-        '"saver".')
+        'Checkpoint format must be one of "checkpoint" or "saver". Got '
+        f'{checkpoint_format} (model_to_estimator\'s checkpoint_format='
+        f'{checkpoint_format!r}).')
   if checkpoint_format == 'saver':
     logging.warning('model_to_estimator: checkpoint_format="saver" has no '
                     'effect: the eager engine writes object-based '
