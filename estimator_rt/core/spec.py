@@ -114,14 +114,15 @@ def validated_scaffold(scaffold: Any, mode: Any = _NO_SPEC) -> Any:
 
 
 def hook_list(field: str, hooks: Optional[Sequence[Any]],
-              mode: Any = _NO_SPEC) -> list:
-  """`hooks` (a list or tuple of SessionRunHooks, or None) as a list.
+              mode: Any = _NO_SPEC) -> tuple:
+  """`hooks` (a list or tuple of SessionRunHooks, or None) as a tuple, as
+  tf.estimator 2.15's EstimatorSpec held them.
 
   Raises:
     ModelFnTypeError: they are not, naming `field`.
   """
   if hooks is None:
-    return []
+    return ()
   if not isinstance(hooks, (list, tuple)):
     raise ModelFnTypeError(
         f'All hooks must be SessionRunHook instances, given: '
@@ -134,7 +135,7 @@ def hook_list(field: str, hooks: Optional[Sequence[Any]],
           f'All hooks must be SessionRunHook instances, given: '
           f'{shorten(hook)}' + _in_spec(
               mode, f': `{field}` holds a {type(hook).__name__}'))
-  return list(hooks)
+  return tuple(hooks)
 
 
 def is_keras2_metric(value: Any) -> bool:

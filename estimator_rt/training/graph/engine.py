@@ -558,7 +558,7 @@ class GraphEngine(engine_lib.Engine):
       self._check_fits_or_warm_start(path, built.spec.scaffold)
       final_hook = tf.compat.v1.train.FinalOpsHook(evaluation.final)
       all_hooks = ([session_loop.RunOnceHook(evaluation.data.initializer)] +
-                   session_hooks + built.spec.evaluation_hooks +
+                   session_hooks + list(built.spec.evaluation_hooks) +
                    [final_hook])
       scaffold = tf.compat.v1.train.Scaffold(
           saver=evaluation.saver, local_init_op=evaluation.local_init_op,
@@ -620,7 +620,7 @@ class GraphEngine(engine_lib.Engine):
       # Prediction has no training loop for runtime hooks to observe.
       _, session_hooks = engine_lib.split_hooks(hooks)
       all_hooks = ([session_loop.RunOnceHook(data.initializer)] +
-                   session_hooks + built.spec.prediction_hooks)
+                   session_hooks + list(built.spec.prediction_hooks))
       creator = tf.compat.v1.train.ChiefSessionCreator(
           scaffold=scaffold, config=self._session_config(),
           checkpoint_filename_with_path=path)
