@@ -1091,32 +1091,15 @@ def _saved_keras_weights(model, model_dir: str, custom_objects):
   return path, [np.array(w.numpy()) for w in duplicate.weights]
 
 
-_END = object()
-
-
-class _KerasEstimator(estimator_lib.Estimator):
-  """model_to_estimator's Estimator: its variables start as the Keras
-  model's weights, a trained state, so an export before any training
-  exports them (2.15's, warm-started from them, did too)."""
-
-  _initialization_is_trained = True
-
-  def _run(self, work, **kwargs):
-    # Called from a graph context (see keras_graph_models.eager), the work
-    # runs eagerly all the same: the eager engine runs a Keras model.
-    with keras_graph_models.eager():
-      return super()._run(work, **kwargs)
-
-  def _predictions(self, predict, **kwargs):
-    # Each prediction eagerly too, and only while it is made: the caller's
-    # code between two of them runs in its own context.
-    predictions = super()._predictions(predict, **kwargs)
-    while True:
-      with keras_graph_models.eager():
-        prediction = next(predictions, _END)
-      if prediction is _END:
-        return
-      yield prediction
+def _made_for_keras(estimator) -> None:
+  """Sets up model_to_estimator's Estimator, a plain Estimator as 2.15's
+  was: its variables start as the Keras model's weights, a trained state,
+  so an export before any training exports them (2.15's, warm-started from
+  them, did too); its work runs eagerly even when called from a graph
+  context (keras_graph_models.eager): the eager engine runs a Keras model.
+  """
+  estimator._initialization_is_trained = True  # pylint: disable=protected-access
+  estimator._work_context = keras_graph_models.eager  # pylint: disable=protected-access
 
 
 def _keras_model_given(keras_model, keras_model_path, custom_objects):
@@ -1246,13 +1229,14 @@ def model_to_estimator(keras_model=None, keras_model_path=None,
       # metrics made here must not hold graph variables).
       settings = _compile_settings(keras_model)
     saved = _saved_keras_weights(keras_model, model_dir, custom_objects)
-    estimator = _KerasEstimator(
+    estimator = estimator_lib.Estimator(
         _model_fn_for(keras_model, custom_objects=custom_objects,
                       metric_names_map=metric_names_map,
                       export_outputs=export_outputs,
                       weights=saved[1] if saved else weights,
                       settings=settings),
         model_dir=model_dir, config=config.replace(engine='eager'))
+  _made_for_keras(estimator)
   if saved:
     # Where its starting weights came from, under 2.15's attribute (its
     # engine does not warm-start: the weights are the variables' initial
