@@ -5,6 +5,7 @@ serves them (estimator_rt/inputs/numpy_io.py, estimator_rt/compat/served/inputs/
 
 import collections
 import importlib
+import inspect
 import json
 import os
 
@@ -93,6 +94,19 @@ def test_the_runtime_reads_pandas_input_fns_dataset():
       shuffle=False)
   dataset = user_fns.call_input_fn(frame_fn, {}, role='eval input_fn')
   assert [list(l.numpy()) for _, l in dataset] == [[3, 4]]
+
+
+def test_a_pandas_label_column_named_as_a_feature_is_read_apart():
+  # 2.15 read each label column under a key unique among x's columns.
+  pandas = pytest.importorskip('pandas')
+  frame_fn = tf.compat.v1.estimator.inputs.pandas_input_fn(
+      pandas.DataFrame({'a': [1., 2.]}), pandas.DataFrame({'a': [3., 4.]}),
+      shuffle=False)
+  assert inspect.isfunction(frame_fn)
+  dataset = user_fns.call_input_fn(frame_fn, {}, role='eval input_fn')
+  [(features, labels)] = list(dataset)
+  assert list(features['a'].numpy()) == [1., 2.]
+  assert list(labels['a'].numpy()) == [3., 4.]
 
 
 def test_numpy_io_helpers_are_2_15s():

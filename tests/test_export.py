@@ -219,7 +219,7 @@ def test_serving_input_fn_returning_the_wrong_type(tmp_path):
 
 def test_export_without_a_checkpoint_is_a_user_error(tmp_path):
   est, x, _ = _trained(tmp_path)
-  with pytest.raises(ValueError, match='Could not find trained model'):
+  with pytest.raises(ValueError, match="Couldn't find trained model at "):
     est.export_saved_model(str(tmp_path / 'export'),
                            input_fn=M.global_input_fn(x, batch_size=4))
 

@@ -92,7 +92,10 @@ def test_graph_eval_spec_has_metric_pairs():
 
 
 class _TpuOnlyHead(base_head.Head):
+  # A Head defines these, as 2.15's abstract properties required.
+  name = None
   logits_dimension = 1
+  loss_reduction = tf.losses.Reduction.SUM_OVER_BATCH_SIZE
 
   def loss(self, labels, logits, features=None, mode=None,
            regularization_losses=None):

@@ -250,7 +250,8 @@ def test_a_saved_model_file_and_refusals(tmp_path):
   assert set(estimator.evaluate(_eval_input_fn, steps=1)) == {
       'accuracy', 'xent', 'loss', 'global_step'}
   uncompiled = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
-  with pytest.raises(UserInputError, match='not compiled'):
+  with pytest.raises(UserInputError,
+                     match='The given keras model has not been compiled yet'):
     model_to_estimator(keras_model=uncompiled)
   tf_keras = pytest.importorskip('tf_keras')
 

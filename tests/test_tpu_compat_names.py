@@ -169,7 +169,13 @@ def test_host_calls_are_validated_as_in_2_15():
     spec('eval', eval_metrics=(lambda labels: {}, [1, 2]))
   with pytest.raises(TypeError, match='must be SessionRunHook instances'):
     spec('train', training_hooks=[object()])
-  spec('train', host_call=(lambda *tensors: [], [1, 2, 3]))  # *args: any.
+  with tf.Graph().as_default():
+    # *args: any. (2.15 also checked the spec's fields as EstimatorSpec
+    # does: a TRAIN spec needs a loss and a train_op.)
+    spec('train', loss=tf.constant(1.), train_op=tf.no_op(),
+         host_call=(lambda *tensors: [], [1, 2, 3]))
+    with pytest.raises(ValueError, match='Missing train_op'):
+      spec('train', loss=tf.constant(1.))
 
 
 def test_outfeed_host_call_builds_2_15s_tpu_ops_and_refuses_v1_summaries():
@@ -409,9 +415,11 @@ def test_inference_computation_returns_predictions_then_export_outputs():
     tensors = computation()
     _, outputs, _, predictions = capture.get()
     with tf.compat.v1.Session() as session:
-      assert [list(v) for v in session.run(tensors)] == [[2., 2.], [2., 2.]]
+      # As 2.15's: TPUEstimatorSpec names a lone export output
+      # 'serving_default' too, as EstimatorSpec does.
+      assert [list(v) for v in session.run(tensors)] == [[2., 2.]] * 3
   assert list(predictions) == ['_key_when_predictions_is_a_tensor']
-  assert list(outputs) == ['out']
+  assert list(outputs) == ['out', 'serving_default']
 
 
 # ------------------------------------------------------- TPU embeddings

@@ -345,7 +345,7 @@ def checkpoint_to_read(model_dir: str, checkpoint_path: Optional[str]) -> str:
     return resolve_checkpoint(checkpoint_path, what='checkpoint_path')
   latest = latest_checkpoint(model_dir)
   if latest is None:
-    # 2.15's words first.
+    # 2.15's words (export's own, not get_variable_value's) first.
     raise UserInputError(
         f"Couldn't find trained model at {model_dir}. No checkpoint there "
         'to export; train first or pass checkpoint_path.')

@@ -9,7 +9,7 @@ They are public as `estimator_rt.export.PredictOutput`, ... (tf.estimator's
 `export` namespace).
 """
 
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, Mapping, Optional
 
 import tensorflow as tf
 from tensorflow.python.saved_model import signature_constants  # pylint: disable=g-direct-tensorflow-import
@@ -18,12 +18,24 @@ from estimator_rt.core.errors import shorten
 from estimator_rt.core.errors import UserInputError
 
 class ExportOutput:
-  """One signature of an export, from the model_fn's `export_outputs`."""
+  """One signature of an export, from the model_fn's `export_outputs`.
+
+  Subclasses define `signature_def`; a program's own subclass (2.15's API)
+  may define `as_signature_def` instead.
+  """
 
   def signature_def(self, receiver_tensors: Mapping[str, tf.Tensor]):
     """The SignatureDef for `receiver_tensors`, or None if this output
-    cannot be served from them (then it is left out, with a warning)."""
-    raise NotImplementedError
+    cannot be served from them (then it is left out, with a warning).
+
+    By default, `as_signature_def`'s, None where it raises a ValueError
+    (2.15's export left such a signature out)."""
+    if type(self).as_signature_def is ExportOutput.as_signature_def:
+      return None
+    try:
+      return self.as_signature_def(receiver_tensors)
+    except ValueError:
+      return None
 
   def as_signature_def(self, receiver_tensors: Mapping[str, tf.Tensor]):
     """tf.estimator's name: the SignatureDef for `receiver_tensors`.
@@ -31,19 +43,51 @@ class ExportOutput:
     Raises:
       UserInputError: this output cannot be served from them.
     """
+    if type(self).signature_def is ExportOutput.signature_def:
+      # 2.15's abstract method, whose body a subclass's super() call ran
+      # (ABCMeta was not in effect: 2.15 set Python 2's `__metaclass__`):
+      # None.
+      return None
     signature = self.signature_def(receiver_tensors)
     if signature is None:
-      raise UserInputError(
-          f'{type(self).__name__} cannot be served from inputs '
-          f'{sorted(receiver_tensors)}: classify and regress signatures '
-          'take one string input (serialized tf.train.Examples).')
+      raise UserInputError(_NOT_SERVABLE.format(
+          kind=self._SIGNATURE_KIND or type(self).__name__,
+          received=dict(receiver_tensors)))
     return signature
 
+  # What a classify or regress signature's error names it (a subclass's).
+  _SIGNATURE_KIND = None
 
-def _named_tensors(what: str, value: Any) -> Dict[str, Any]:
-  if isinstance(value, Mapping):
-    return dict(value)
-  return {what: value}
+
+# TensorFlow's words (export_output.py) for a classify or regress signature
+# asked of inputs other than one string tensor.
+_NOT_SERVABLE = (
+    '{kind} signatures can only accept a single tensor input of type '
+    'tf.string. Please check to make sure that you have structured the '
+    'serving_input_receiver_fn so that it creates a single string '
+    'placeholder. If your model function expects multiple inputs, then use '
+    '`tf.io.parse_example()` to parse the string into multiple tensors.\n '
+    'Received: {received}')
+
+
+def _named_tensors(outputs) -> Dict[str, Any]:
+  """A PredictOutput's `outputs` as 2.15 checked them: a lone tensor named
+  'output'; each key a string (a tuple of strings joined with SEPARATOR),
+  each value a Tensor.
+
+  Raises:
+    UserInputError: (a ValueError) in 2.15's words.
+  """
+  if not isinstance(outputs, dict):
+    outputs = {'output': outputs}
+  named = {}
+  for key, value in outputs.items():
+    key = _output_key(key, 'Prediction')
+    if not isinstance(value, tf.Tensor):
+      raise UserInputError(
+          f'Prediction output value must be a Tensor; got {value}.')
+    named[key] = value
+  return named
 
 
 class PredictOutput(ExportOutput):
@@ -51,7 +95,7 @@ class PredictOutput(ExportOutput):
   a dict of tensors)."""
 
   def __init__(self, outputs):
-    self._outputs = _named_tensors('output', outputs)
+    self._outputs = _named_tensors(outputs)
 
   @property
   def outputs(self) -> Dict[str, Any]:
@@ -69,16 +113,36 @@ def single_string_input(receiver_tensors) -> Optional[tf.Tensor]:
   return tensor if tensor.dtype == tf.string else None
 
 
+def _check_dtype(value, what: str, wanted: str,
+                 dtype_ok: Callable[[tf.DType], bool]) -> None:
+  """Raises 2.15's error unless `value` is a Tensor whose dtype is ok."""
+  if not (isinstance(value, tf.Tensor) and dtype_ok(value.dtype)):
+    raise UserInputError(f'{what} must be a {wanted} Tensor; got {value}')
+
+
 class ClassificationOutput(ExportOutput):
-  """A classify signature (`scores` and/or `classes`); it needs a single
-  string input (serialized Examples), as TensorFlow Serving's Classify API
-  does."""
+  """A classify signature (`scores`, a float Tensor, and/or `classes`, a
+  string Tensor); it needs a single string input (serialized Examples), as
+  TensorFlow Serving's Classify API does.
+
+  Raises:
+    UserInputError: (a ValueError, in 2.15's words) neither is given, or one
+      is not a Tensor of its dtype.
+  """
+
+  _SIGNATURE_KIND = 'Classification'
 
   def __init__(self, scores=None, classes=None):
+    if scores is not None:
+      _check_dtype(scores, 'Classification scores', 'float32',
+                   lambda dtype: dtype.is_floating)
+    if classes is not None:
+      _check_dtype(classes, 'Classification classes', 'string',
+                   lambda dtype: dtype == tf.string)
     if scores is None and classes is None:
       raise UserInputError(
-          'ClassificationOutput: give scores, classes or both; both were '
-          'None.')
+          'Cannot create a ClassificationOutput with empty arguments. At '
+          'least one of `scores` and `classes` must be defined.')
     self._scores = scores
     self._classes = classes
 
@@ -99,10 +163,20 @@ class ClassificationOutput(ExportOutput):
 
 
 class RegressionOutput(ExportOutput):
-  """A regress signature returning `value`; it needs a single string input
-  (serialized Examples), as TensorFlow Serving's Regress API does."""
+  """A regress signature returning `value` (a float Tensor); it needs a
+  single string input (serialized Examples), as TensorFlow Serving's
+  Regress API does.
+
+  Raises:
+    UserInputError: (a ValueError, in 2.15's words) `value` is not a float
+      Tensor.
+  """
+
+  _SIGNATURE_KIND = 'Regression'
 
   def __init__(self, value):
+    _check_dtype(value, 'Regression output value', 'float32',
+                 lambda dtype: dtype.is_floating)
     self._value = value
 
   @property

@@ -203,13 +203,17 @@ def call_model_fn(model_fn, features, labels, mode, params, config):
   return spec
 
 
-class DatasetInputFn:
-  """An input_fn object whose dataset the runtime reads with `dataset()`
-  instead of calling it (`call_input_fn`): inputs/numpy_io.py's
-  `ArraysInputFn`, which `numpy_input_fn` and `pandas_input_fn` return."""
+# The attribute of an input_fn that holds a function making its dataset,
+# which the runtime reads instead of calling the input_fn:
+# inputs/numpy_io.py's `arrays_input_fn`, what `numpy_input_fn` and
+# `pandas_input_fn` return (functions, as tf.estimator 2.15's were).
+DATASET_ATTRIBUTE = '_estimator_rt_dataset'
 
-  def dataset(self) -> tf.data.Dataset:
-    raise NotImplementedError
+
+def dataset_of(input_fn: Callable) -> Optional[Callable[[], Any]]:
+  """The function making `input_fn`'s dataset (DATASET_ATTRIBUTE), or None
+  for an input_fn the runtime calls."""
+  return getattr(input_fn, DATASET_ATTRIBUTE, None)
 
 
 def input_fn_takes_context(input_fn: Callable) -> bool:
@@ -332,10 +336,11 @@ def _called(input_fn: Callable, kwargs: dict, *, role: str,
   """What `input_fn` returns called with `kwargs` (call_input_fn's call
   and the errors it raises for what the input_fn raised)."""
   try:
-    if isinstance(input_fn, DatasetInputFn):
+    make_dataset = dataset_of(input_fn)
+    if make_dataset is not None:
       # numpy_input_fn's and pandas_input_fn's: their dataset, read fast
       # (called, they return a batch's tensors, as tf.estimator's did).
-      return input_fn.dataset()
+      return make_dataset()
     return input_fn(**kwargs)
   except UserInputError:
     raise  # Already says what is wrong (the bundled input_fns' checks).

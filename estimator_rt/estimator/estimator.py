@@ -1,5 +1,6 @@
 """`Estimator`: train, evaluate, predict and export one model_fn."""
 
+import contextlib
 import itertools
 import os
 import tempfile
@@ -86,6 +87,9 @@ def config_with_model_dir(config: RunConfig,
   return config.replace(model_dir=model_dir)
 
 
+# What next() returns after the last prediction.
+_END = object()
+
 # The RunConfig properties tf.estimator 2.15's "Using config" line showed,
 # in its order (its RunConfig's private attributes).
 _LOGGED_CONFIG = (
@@ -145,6 +149,10 @@ class Estimator(protected_methods.ProtectedMethods):
   # keras/model_to_estimator.py); otherwise it needs a checkpoint, or
   # warm_start_from's, as tf.estimator 2.15's did.
   _initialization_is_trained = False
+  # What each call's work runs in, and each prediction is made in: a
+  # function returning a context manager (model_to_estimator's Estimator
+  # runs eagerly even when called from a graph context).
+  _work_context = staticmethod(contextlib.nullcontext)
 
   def __init__(self, model_fn: Callable, model_dir: Optional[str] = None,
                config: Optional[RunConfig] = None,
@@ -227,7 +235,15 @@ class Estimator(protected_methods.ProtectedMethods):
            input_fn: Optional[Callable] = None, training: bool = False):
     """`work(engine)` in the engine engine_choice.choose_engine names; with
     none named yet (nothing written), the model_fn's first call decides
-    (`_run_first`, engine_choice.py's rule 3)."""
+    (`_run_first`, engine_choice.py's rule 3). In `_work_context()`."""
+    with self._work_context():
+      return self._run_in_engine(work, checkpoint_path=checkpoint_path,
+                                 input_fn=input_fn, training=training)
+
+  def _run_in_engine(self, work: Callable, *,
+                     checkpoint_path: Optional[str],
+                     input_fn: Optional[Callable], training: bool):
+    """`_run`'s work, in its context."""
     kind = self._kind or engine_choice.choose_engine(
         config=self._config, model_dir=self.model_dir,
         checkpoint_path=checkpoint_path)
@@ -616,7 +632,19 @@ class Estimator(protected_methods.ProtectedMethods):
 
     predictions = self._run(started, checkpoint_path=checkpoint_path)
     yield from first
-    yield from predictions
+    try:
+      while True:
+        # Each prediction in `_work_context()`, and only while it is made:
+        # the caller's code between two of them runs in its own context.
+        with self._work_context():
+          prediction = next(predictions, _END)
+        if prediction is _END:
+          return
+        yield prediction
+    finally:
+      close = getattr(predictions, 'close', None)
+      if close is not None:
+        close()
 
   # ------------------------------------------------------------- export
   def export_saved_model(self, export_dir_base: str,
@@ -799,6 +827,7 @@ class Estimator(protected_methods.ProtectedMethods):
     latest = self.latest_checkpoint()
     if latest is None:
       raise UserInputError(
+          # 2.15's words first.
           f'Could not find trained model in model_dir: {self.model_dir}. '
           'It has no checkpoint yet; train first.')
     return latest

@@ -12,6 +12,7 @@ features and labels, with the tags and signature keys of each mode's
 MetaGraph. The outputs a signature returns are core/export_outputs.py's.
 """
 
+import collections
 import os
 from typing import Any, Callable, Dict, Mapping, Optional
 
@@ -97,7 +98,9 @@ def wrapped_tensors(tensors: Any, what: str, *,
   return dict(tensors)
 
 
-class ServingInputReceiver:
+class ServingInputReceiver(collections.namedtuple(
+    'ServingInputReceiver',
+    ['features', 'receiver_tensors', 'receiver_tensors_alternatives'])):
   """What a serving input function returns: the signature's inputs and how
   they become the model_fn's features. Two forms:
 
@@ -110,6 +113,10 @@ class ServingInputReceiver:
   * TF2 (the eager engine's own): `ServingInputReceiver(receiver_specs=...,
     features_fn=..., single_feature=...)`, built eagerly from specs;
     `features_for(received)` gives the model_fn's features.
+
+  As tf.estimator's, it is a namedtuple of its three fields (programs
+  unpack it, read `_fields`, `_replace` it); the TF2 form's settings are
+  attributes beside them (its fields are None).
 
   Args:
     features: (tf.estimator form) the model_fn's features: a tensor or a
@@ -133,12 +140,18 @@ class ServingInputReceiver:
       the wrong kind, with tf.estimator's words; both forms at once.
   """
 
-  def __init__(self, features=None, receiver_tensors=None,
-               receiver_tensors_alternatives=None, *,
-               receiver_specs: Optional[Mapping[str, tf.TensorSpec]] = None,
-               features_fn: Optional[Callable[[Dict[str, tf.Tensor]],
-                                              Any]] = None,
-               single_feature: bool = False):
+  # The TF2 form's settings (class defaults too: namedtuple's `_replace`
+  # and `_make` do not call __new__).
+  receiver_specs = None
+  features_fn = None
+  single_feature = False
+
+  def __new__(cls, features=None, receiver_tensors=None,
+              receiver_tensors_alternatives=None, *,
+              receiver_specs: Optional[Mapping[str, tf.TensorSpec]] = None,
+              features_fn: Optional[Callable[[Dict[str, tf.Tensor]],
+                                             Any]] = None,
+              single_feature: bool = False):
     if receiver_specs is not None:
       if features is not None or receiver_tensors is not None:
         raise UserInputError(
@@ -147,7 +160,7 @@ class ServingInputReceiver:
             f'features={shorten(features)}, '
             f'receiver_tensors={shorten(receiver_tensors)}.')
     else:
-      features = self._checked_features(features)
+      features = cls._checked_features(features)
       receiver_tensors = wrapped_tensors(receiver_tensors, 'receiver_tensor')
       if receiver_tensors_alternatives is not None:
         if not isinstance(receiver_tensors_alternatives, Mapping):
@@ -157,12 +170,12 @@ class ServingInputReceiver:
         receiver_tensors_alternatives = {
             name: wrapped_tensors(group, 'receiver_tensors_alternative')
             for name, group in receiver_tensors_alternatives.items()}
-    self.features = features
-    self.receiver_tensors = receiver_tensors
-    self.receiver_tensors_alternatives = receiver_tensors_alternatives
-    self.receiver_specs = receiver_specs
-    self.features_fn = features_fn
-    self.single_feature = single_feature
+    receiver = super().__new__(cls, features, receiver_tensors,
+                               receiver_tensors_alternatives)
+    receiver.receiver_specs = receiver_specs
+    receiver.features_fn = features_fn
+    receiver.single_feature = single_feature
+    return receiver
 
   @staticmethod
   def _checked_features(features):
@@ -202,10 +215,10 @@ class TensorServingInputReceiver(ServingInputReceiver):
   `features` (a Tensor, SparseTensor or RaggedTensor) to the model_fn as it
   is, not wrapped in a dict."""
 
-  def __init__(self, features, receiver_tensors,
-               receiver_tensors_alternatives=None):
-    super().__init__(features, receiver_tensors,
-                     receiver_tensors_alternatives)
+  def __new__(cls, features, receiver_tensors,
+              receiver_tensors_alternatives=None):
+    return super().__new__(cls, features, receiver_tensors,
+                           receiver_tensors_alternatives)
 
   @staticmethod
   def _checked_features(features):
@@ -224,18 +237,14 @@ def build_raw_serving_input_receiver_fn(
   dimension becomes `default_batch_size`, None by default).
 
   The function makes new placeholders each time it is called, in the graph
-  the runtime opens for the export.
+  the runtime opens for the export (`placeholder_like`: the first dimension
+  is the batch, a scalar feature becomes a batch of scalars).
   """
-  specs = {name: (tf.as_dtype(t.dtype), t.shape) for name, t in
-           features.items()}
+  features = dict(features)
 
   def serving_input_receiver_fn():
-    received = {}
-    for name, (dtype, shape) in specs.items():
-      # tf.estimator's rule: the first dimension is the batch (a scalar
-      # feature becomes a batch of scalars).
-      shape = tf.TensorShape([default_batch_size]).concatenate(shape[1:])
-      received[name] = tf.compat.v1.placeholder(dtype, shape, name=name)
+    received = {name: placeholder_like(t, default_batch_size)
+                for name, t in features.items()}
     return ServingInputReceiver(dict(received), received)
 
   return serving_input_receiver_fn
@@ -277,37 +286,43 @@ class UnsupervisedInputReceiver(ServingInputReceiver):
   """tf.estimator's receiver of features without labels, for TRAIN and
   EVAL exports (of a model_fn that takes no labels)."""
 
-  def __init__(self, features, receiver_tensors):
-    super().__init__(features, receiver_tensors)
+  def __new__(cls, features, receiver_tensors):
+    return super().__new__(cls, features, receiver_tensors)
 
 
-class SupervisedInputReceiver:
+class SupervisedInputReceiver(collections.namedtuple(
+    'SupervisedInputReceiver', ['features', 'labels', 'receiver_tensors'])):
   """tf.estimator's receiver of features and labels, for TRAIN and EVAL
-  exports (see graph/saved_model.py). `features` and
-  `labels` are kept as given (a tensor or a dict of tensors, checked as
-  ServingInputReceiver checks them); `receiver_tensors` becomes a dict.
+  exports (see graph/saved_model.py): a namedtuple of these three fields,
+  as tf.estimator's. `features` and `labels` are kept as given (a tensor or
+  a dict of tensors, checked as ServingInputReceiver checks them);
+  `receiver_tensors` becomes a dict.
 
   Raises:
     UserInputError: (a ValueError) as ServingInputReceiver.
   """
 
-  def __init__(self, features, labels, receiver_tensors):
+  # No alternatives (the export code reads them of any receiver).
+  receiver_tensors_alternatives = None
+
+  def __new__(cls, features, labels, receiver_tensors):
     wrapped_tensors(features, 'feature', allow_int_keys=True)
     wrapped_tensors(labels, 'label', allow_int_keys=True)
-    self.features = features
-    self.labels = labels
-    self.receiver_tensors = wrapped_tensors(receiver_tensors,
-                                             'receiver_tensor')
-    self.receiver_tensors_alternatives = None
+    return super().__new__(cls, features, labels, wrapped_tensors(
+        receiver_tensors, 'receiver_tensor'))
 
 
-def placeholder_like(tensor, default_batch_size: Optional[int],
-                     name: Optional[str]):
+def placeholder_like(tensor, default_batch_size: Optional[int]):
   """A placeholder of `tensor`'s dtype and shape, its first dimension (the
-  batch, tf.estimator's rule) `default_batch_size` (None: any)."""
+  batch, tf.estimator's rule) `default_batch_size` (None: any), named as
+  tf.estimator 2.15 named it: as `tensor`'s op (a graph tensor `Const`
+  gives a placeholder `Const_1` beside it), or by default ('Placeholder')
+  for an eager tensor, which has no op."""
   shape = tf.TensorShape([default_batch_size]).concatenate(
       tensor.shape[1:])
-  return tf.compat.v1.placeholder(tensor.dtype, shape, name=name)
+  return tf.compat.v1.placeholder(
+      tensor.dtype, shape,
+      name=getattr(getattr(tensor, 'op', None), 'name', None))
 
 
 def build_raw_supervised_input_receiver_fn(
@@ -332,10 +347,10 @@ def build_raw_supervised_input_receiver_fn(
 
   def placeholders(value, single_name):
     if isinstance(value, Mapping):
-      made = {name: placeholder_like(t, default_batch_size, name)
+      made = {name: placeholder_like(t, default_batch_size)
               for name, t in value.items()}
       return made, made
-    made = placeholder_like(value, default_batch_size, single_name)
+    made = placeholder_like(value, default_batch_size)
     return made, {single_name: made}
 
   def receiver_fn():

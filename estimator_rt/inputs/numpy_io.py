@@ -4,13 +4,14 @@ DataFrames, as tf.estimator 2.15 offered them.
 tf.estimator fed these through queue runners; here they are `tf.data`
 pipelines (the same batches in the same order without `shuffle`; with it, a
 different random order), which both engines read. What they return is an
-`ArraysInputFn`: the runtime reads its dataset, and code that calls it
-itself (an input_fn of its own wrapping it, as libraries and programs
-wrote) gets what tf.estimator's returned, the next batch's tensors.
+function (`arrays_input_fn`) whose dataset the runtime reads, and code
+that calls it itself (an input_fn of its own wrapping it, as libraries and
+programs wrote) gets what tf.estimator's returned, the next batch's
+tensors.
 """
 
 import collections
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -94,49 +95,47 @@ def _gather(columns: 'collections.OrderedDict') -> Callable:
   return gather
 
 
-class ArraysInputFn(user_fns.DatasetInputFn):
-  """The input_fn `numpy_input_fn` and `pandas_input_fn` return.
+def arrays_input_fn(make_dataset: Callable[[], tf.data.Dataset], *,
+                    name: str) -> Callable:
+  """The input_fn `numpy_input_fn` and `pandas_input_fn` return: a function,
+  as tf.estimator 2.15's (named `input_fn`, as 2.15's closure was).
 
-  The runtime reads its `dataset()` (user_fns.call_input_fn asks for it),
-  a tf.data pipeline over the arrays. Called, as code wrapping it calls
-  it (`features, labels = numpy_input_fn(...)()` in an input_fn of its own,
-  to reshape or rename the features), it returns what tf.estimator 2.15's
-  returned: in a graph, the next batch as `(features, labels)` tensors (or
-  the features alone, without `y`), read from a one-shot iterator of that
-  dataset (2.15 read them from a queue). Called eagerly, it raises a
-  RuntimeError, as 2.15's did (its queue needed a graph): an input_fn
-  calling it is then run in a graph by the graph engine, as every input_fn
-  was in 2.15.
+  The runtime reads its dataset (`user_fns.dataset_of`: the function's
+  `dataset` attribute, a tf.data pipeline over the arrays) instead of
+  calling it. Called, as code wrapping it calls it (`features, labels =
+  numpy_input_fn(...)()` in an input_fn of its own, to reshape or rename
+  the features), it returns what 2.15's returned: in a graph, the next batch
+  as `(features, labels)` tensors (or the features alone, without `y`),
+  read from a one-shot iterator of that dataset (2.15 read them from a
+  queue). Called eagerly, it raises a RuntimeError, as 2.15's did (its
+  queue needed a graph): an input_fn calling it is then run in a graph by
+  the graph engine, as every input_fn was in 2.15.
 
   Args:
     make_dataset: makes the dataset (in the current graph, or eagerly).
     name: 'numpy_input_fn' or 'pandas_input_fn', for errors.
   """
 
-  def __init__(self, make_dataset: Callable[[], tf.data.Dataset], *,
-               name: str):
-    self._make_dataset = make_dataset
-    self._name = name
-    self.__name__ = name  # How errors and logs name a function.
-
-  def dataset(self) -> tf.data.Dataset:
-    """The batches, as a dataset of (features, labels) or of features."""
-    return self._make_dataset()
-
-  def __call__(self):
+  def input_fn():
     if tf.executing_eagerly():
       raise RuntimeError(
-          f'The input_fn {self._name} returned reads its batches in a graph '
-          'and is not compatible with eager execution (as tf.estimator '
-          "2.15's, which fed a queue): call it inside an input_fn the "
-          'Estimator calls (it then runs that input_fn in a graph), or give '
-          'it to the Estimator itself.')
+          f'The input_fn {name} returned reads its batches in a graph and '
+          "is not compatible with eager execution (as tf.estimator 2.15's, "
+          'which fed a queue): call it inside an input_fn the Estimator '
+          'calls (it then runs that input_fn in a graph), or give it to the '
+          'Estimator itself.')
     return tf.compat.v1.data.make_one_shot_iterator(
-        self._make_dataset()).get_next()
+        make_dataset()).get_next()
+
+  input_fn.__qualname__ = f'{name}.<locals>.input_fn'
+  setattr(input_fn, user_fns.DATASET_ATTRIBUTE, make_dataset)
+  return input_fn
 
 
 def _split(keys_x, target, x_is_array: bool):
-  """The batch dict as (features, labels), shaped like x and y were."""
+  """The batch dict as (features, labels), shaped like x and y were:
+  `target` is None (no labels), the key of a lone label array, or the
+  (label key, key read under) pairs of a dict of them."""
 
   def split(batch):
     features = (batch[keys_x[0]] if x_is_array else
@@ -145,7 +144,7 @@ def _split(keys_x, target, x_is_array: bool):
       return features
     if isinstance(target, str):
       return features, batch[target]
-    return features, {k: batch[k] for k in target}
+    return features, {label: batch[column] for label, column in target}
 
   return split
 
@@ -194,12 +193,12 @@ def _validate_and_convert_features(x) -> 'collections.OrderedDict':
 def numpy_input_fn(x, y=None, batch_size: int = 128,
                    num_epochs: Optional[int] = 1, shuffle=None,
                    queue_capacity: int = 1000,
-                   num_threads: int = 1) -> ArraysInputFn:
+                   num_threads: int = 1) -> Callable:
   """tf.estimator's: an input_fn over `x` (an array, or a dict of arrays)
   and `y` (an array, a dict of arrays, or None), `batch_size` examples per
   batch, `num_epochs` times (None: forever), shuffled within
   `queue_capacity` examples if `shuffle`. `num_threads` is accepted (tf.data
-  decides its own parallelism). See ArraysInputFn for what it returns."""
+  decides its own parallelism). See arrays_input_fn for what it returns."""
   del num_threads
   _check_shuffle(shuffle)
   x_is_array = isinstance(x, np.ndarray)
@@ -217,10 +216,21 @@ def numpy_input_fn(x, y=None, batch_size: int = 128,
           f'{len(both)} duplicate keys are found in both x and y: '
           f'{sorted(both)} (numpy_input_fn: rename them in x or y).')
     columns.update(sorted(y.items()))
-    target = sorted(y)
+    target = [(key, key) for key in sorted(y)]
   else:
     target = _get_unique_target_key(columns)
     columns[target] = y
+  return _input_fn_over(columns, keys_x, target, x_is_array,
+                        batch_size=batch_size, num_epochs=num_epochs,
+                        shuffle=shuffle, queue_capacity=queue_capacity,
+                        name='numpy_input_fn')
+
+
+def _input_fn_over(columns, keys_x, target, x_is_array: bool, *,
+                   batch_size, num_epochs, shuffle, queue_capacity,
+                   name: str) -> Callable:
+  """The input_fn (`arrays_input_fn`) over the arrays `columns`, split
+  into features and labels by `_split(keys_x, target, x_is_array)`."""
   columns = collections.OrderedDict(
       (k, np.asarray(v)) for k, v in columns.items())
 
@@ -229,35 +239,80 @@ def numpy_input_fn(x, y=None, batch_size: int = 128,
                     shuffle=shuffle, queue_capacity=queue_capacity).map(
                         _split(keys_x, target, x_is_array))
 
-  return ArraysInputFn(make_dataset, name='numpy_input_fn')
+  return arrays_input_fn(make_dataset, name=name)
 
 
 def pandas_input_fn(x, y=None, batch_size: int = 128,
                     num_epochs: Optional[int] = 1, shuffle=None,
                     queue_capacity: int = 1000, num_threads: int = 1,
-                    target_column: str = 'target') -> ArraysInputFn:
+                    target_column: str = 'target') -> Callable:
   """tf.estimator's: `numpy_input_fn` over a pandas DataFrame `x` (its
   columns are the features) and a Series `y` (or a DataFrame: its columns
-  are the labels). Needs pandas, which estimator_rt does not install."""
-  del target_column  # tf.estimator's name for y inside its own queue.
+  are the labels), whose index must be x's. Needs pandas, which
+  estimator_rt does not install.
+
+  Raises:
+    UserTypeError: (a TypeError) no pandas, or `target_column` is not a
+      string; in 2.15's words.
+    UserInputError: (a ValueError) `shuffle` is not a bool, `x` has a
+      column named `target_column` (with a `y`), or y's index is not x's;
+      in 2.15's words.
+  """
+  del num_threads
   try:
     import pandas as pd  # pylint: disable=g-import-not-at-top
   except ImportError as e:
-    raise UserInputError(
-        'pandas_input_fn needs pandas, which is not installed; pip install '
-        'pandas.') from e
+    raise UserTypeError(
+        'pandas_input_fn should not be called without pandas installed: '
+        'pip install pandas.') from e
+  _check_shuffle(shuffle)
+  if not isinstance(target_column, str):
+    raise UserTypeError(
+        'target_column must be a string type; got '
+        f'{type(target_column).__name__}: {target_column!r}.')
   if not isinstance(x, pd.DataFrame):
     raise UserInputError(
         f'pandas_input_fn: x must be a pandas DataFrame, got '
         f'{type(x).__name__}.')
-  features = {name: x[name].values for name in x.columns}
-  labels: Any = None
+  if y is not None:
+    _check_pandas_target(x, y, target_column)
+  columns = collections.OrderedDict(
+      (name, x[name].values) for name in x.columns)
+  keys_x = list(columns)
+  target = None
   if isinstance(y, pd.DataFrame):
-    labels = {name: y[name].values for name in y.columns}
+    # Each label column read under a key unique among x's (2.15's rule).
+    target = []
+    for name in y.columns:
+      key = _unique_key(columns, name)
+      columns[key] = y[name].values
+      target.append((name, key))
   elif y is not None:
-    labels = np.asarray(y.values if hasattr(y, 'values') else y)
-  arrays = numpy_input_fn(features, labels, batch_size=batch_size,
-                          num_epochs=num_epochs, shuffle=shuffle,
-                          queue_capacity=queue_capacity,
-                          num_threads=num_threads)
-  return ArraysInputFn(arrays.dataset, name='pandas_input_fn')
+    target = _get_unique_target_key(columns)
+    columns[target] = np.asarray(y.values if hasattr(y, 'values') else y)
+  return _input_fn_over(columns, keys_x, target, False,
+                        batch_size=batch_size, num_epochs=num_epochs,
+                        shuffle=shuffle, queue_capacity=queue_capacity,
+                        name='pandas_input_fn')
+
+
+def _check_pandas_target(x, y, target_column: str) -> None:
+  """2.15's checks of a pandas `y` against `x`, in its words."""
+  if target_column in x:
+    raise UserInputError(
+        f'Cannot use name {target_column} for target column: DataFrame '
+        f'already has a column with that name: {x.columns} '
+        '(pandas_input_fn: pass another target_column).')
+  if hasattr(y, 'index') and not np.array_equal(x.index, y.index):
+    raise UserInputError(
+        f'Index for x and y are mismatched.\nIndex for x: {x.index}\n'
+        f'Index for y: {y.index}\n(pandas_input_fn: y\'s rows are matched '
+        "to x's by position; give them x's index).")
+
+
+def _unique_key(columns, name: str) -> str:
+  """`name`, with '_n' suffixes until no key of `columns` is it."""
+  key = name
+  while key in columns:
+    key += '_n'
+  return key

@@ -439,7 +439,7 @@ class Engine(abc.ABC):
 
     Raises:
       UserInputError: none of these (a ValueError starting with 2.15's
-        'Could not find trained model in model_dir'), or the named
+        "Couldn't find trained model at"), or the named
         checkpoint cannot be used.
     """
     if not checkpoint_path and checkpoints.latest_checkpoint(

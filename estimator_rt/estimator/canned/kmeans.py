@@ -261,15 +261,15 @@ class KMeans(base.CannedEstimator):
     initializations = (self.RANDOM_INIT, self.KMEANS_PLUS_PLUS_INIT)
     if isinstance(initial_clusters, str) and (
         initial_clusters not in initializations):
-      raise UserInputError(
-          f'KMeans: initial_clusters={initial_clusters!r} is not a known '
-          f'initialization; use one of {initializations}, a tensor or array '
-          'of centers, or a callable f(inputs, k).')
+      raise UserInputError(  # 2.15's words first.
+          f"Unsupported initialization algorithm '{initial_clusters}': "
+          f'KMeans takes initial_clusters= one of {initializations}, a '
+          'tensor or array of centers, or a callable f(inputs, k).')
     metrics = (self.SQUARED_EUCLIDEAN_DISTANCE, self.COSINE_DISTANCE)
     if distance_metric not in metrics:
-      raise UserInputError(
-          f'KMeans: distance_metric={distance_metric!r} is not supported; '
-          f'use one of {metrics}.')
+      raise UserInputError(  # 2.15's words first.
+          f"Unsupported distance metric '{distance_metric}': KMeans takes "
+          f'distance_metric= one of {metrics}.')
     if isinstance(num_clusters, (int, np.integer)) and num_clusters < 1 and (
         isinstance(initial_clusters, str)):
       raise UserInputError(

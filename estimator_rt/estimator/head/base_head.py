@@ -414,13 +414,14 @@ class Head(metaclass=_HeadMeta):
   SequentialHeadWrapper).
   """
 
-  _name: Optional[str] = None
-  _loss_reduction: str = SUM_OVER_BATCH_SIZE
+  # Abstract as in 2.15 (a subclass that leaves one out cannot be made,
+  # with 2.15's TypeError naming them): `name`, `logits_dimension`,
+  # `loss_reduction` and the four methods below.
 
   @property
+  @abc.abstractmethod
   def name(self) -> Optional[str]:
     """The head's name: metric and summary keys get '/name' appended."""
-    return self._name
 
   @property
   @abc.abstractmethod
@@ -428,9 +429,9 @@ class Head(metaclass=_HeadMeta):
     """The size of the logits' last dimension."""
 
   @property
+  @abc.abstractmethod
   def loss_reduction(self) -> str:
     """How the training loss is reduced over the batch."""
-    return self._loss_reduction
 
   def _summary_key(self, key: str) -> str:
     return f'{key}/{self.name}' if self.name else key
@@ -547,8 +548,21 @@ class SingleHead(Head):
   the loss as 2.15 did and builds the EstimatorSpec of each mode.
   """
 
+  _name: Optional[str] = None
+  _loss_reduction: str = SUM_OVER_BATCH_SIZE
   _weight_column = None
   _loss_fn = None
+
+  @property
+  def name(self) -> Optional[str]:
+    """The head's name: metric and summary keys get '/name' appended."""
+    return self._name
+
+  @property
+  def loss_reduction(self) -> str:
+    """How the training loss is reduced over the batch."""
+    return self._loss_reduction
+
   # The last dimension of the unreduced loss (`loss_fn`'s is checked) and
   # whether weights may have one per logit (RegressionHead's).
   _LOSS_DIMENSION_IS_LOGITS_DIMENSION = False

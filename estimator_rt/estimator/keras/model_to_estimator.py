@@ -123,6 +123,15 @@ def _assert_valid_model(model, custom_objects=None) -> None:
         'from its config.') from e
 
 
+def _not_compiled(model) -> None:
+  """Raises 2.15's error for a model that is not compiled."""
+  raise UserInputError(
+      'The given keras model has not been compiled yet. Please compile the '
+      'model with `model.compile()` before calling `model_to_estimator()`: '
+      f'keras_model={model.name!r} has no optimizer and loss; call '
+      'model.compile(optimizer=..., loss=..., metrics=...) first.')
+
+
 def _check_model(model, custom_objects, checkpoint_format: str) -> None:
   keras = _keras()
   if _is_tf_keras(model):
@@ -142,9 +151,7 @@ def _check_model(model, custom_objects, checkpoint_format: str) -> None:
       compiled = getattr(model, 'compiled_loss', None) is not None and bool(
           getattr(model, 'optimizer', None))
     if not compiled:
-      raise UserInputError(
-          f'keras_model={model.name!r} is not compiled; call model.compile('
-          'optimizer=..., loss=..., metrics=...) first.')
+      _not_compiled(model)
     return
   if not isinstance(model, keras.Model):
     raise UserInputError(
@@ -152,9 +159,7 @@ def _check_model(model, custom_objects, checkpoint_format: str) -> None:
         'tf_keras.Model).')
   if getattr(model, 'optimizer', None) is None or not getattr(
       model, '_compile_config', None):
-    raise UserInputError(
-        f'keras_model={model.name!r} is not compiled; call model.compile('
-        'optimizer=..., loss=..., metrics=...) first.')
+    _not_compiled(model)
   if model._compile_config.config.get('loss') is None:  # pylint: disable=protected-access
     raise UserInputError(
         f'keras_model={model.name!r} was compiled without a loss; '
@@ -1086,32 +1091,15 @@ def _saved_keras_weights(model, model_dir: str, custom_objects):
   return path, [np.array(w.numpy()) for w in duplicate.weights]
 
 
-_END = object()
-
-
-class _KerasEstimator(estimator_lib.Estimator):
-  """model_to_estimator's Estimator: its variables start as the Keras
-  model's weights, a trained state, so an export before any training
-  exports them (2.15's, warm-started from them, did too)."""
-
-  _initialization_is_trained = True
-
-  def _run(self, work, **kwargs):
-    # Called from a graph context (see keras_graph_models.eager), the work
-    # runs eagerly all the same: the eager engine runs a Keras model.
-    with keras_graph_models.eager():
-      return super()._run(work, **kwargs)
-
-  def _predictions(self, predict, **kwargs):
-    # Each prediction eagerly too, and only while it is made: the caller's
-    # code between two of them runs in its own context.
-    predictions = super()._predictions(predict, **kwargs)
-    while True:
-      with keras_graph_models.eager():
-        prediction = next(predictions, _END)
-      if prediction is _END:
-        return
-      yield prediction
+def _made_for_keras(estimator) -> None:
+  """Sets up model_to_estimator's Estimator, a plain Estimator as 2.15's
+  was: its variables start as the Keras model's weights, a trained state,
+  so an export before any training exports them (2.15's, warm-started from
+  them, did too); its work runs eagerly even when called from a graph
+  context (keras_graph_models.eager): the eager engine runs a Keras model.
+  """
+  estimator._initialization_is_trained = True  # pylint: disable=protected-access
+  estimator._work_context = keras_graph_models.eager  # pylint: disable=protected-access
 
 
 def _keras_model_given(keras_model, keras_model_path, custom_objects):
@@ -1123,8 +1111,9 @@ def _keras_model_given(keras_model, keras_model_path, custom_objects):
         'Either `keras_model` or `keras_model_path` needs to be provided: '
         'model_to_estimator takes exactly one of them (got neither).')
   if keras_model is not None and keras_model_path is not None:
+    # 2.15's words first, its typo ('specity') included: code matched them.
     raise UserInputError(
-        'Please specify either `keras_model` or `keras_model_path`, but not '
+        'Please specity either `keras_model` or `keras_model_path`, but not '
         f'both: model_to_estimator got keras_model={shorten(keras_model)} '
         f'and keras_model_path={keras_model_path!r}.')
   if keras_model_path is not None:
@@ -1141,8 +1130,9 @@ def _checked_settings(checkpoint_format, metric_names_map, export_outputs):
   each class as estimator_rt's (`_export_output_class`)."""
   if checkpoint_format not in ('checkpoint', 'saver'):
     raise UserInputError(
-        f'checkpoint_format={checkpoint_format!r} must be "checkpoint" or '
-        '"saver".')
+        'Checkpoint format must be one of "checkpoint" or "saver". Got '
+        f'{checkpoint_format} (model_to_estimator\'s checkpoint_format='
+        f'{checkpoint_format!r}).')
   if checkpoint_format == 'saver':
     logging.warning('model_to_estimator: checkpoint_format="saver" has no '
                     'effect: the eager engine writes object-based '
@@ -1239,13 +1229,14 @@ def model_to_estimator(keras_model=None, keras_model_path=None,
       # metrics made here must not hold graph variables).
       settings = _compile_settings(keras_model)
     saved = _saved_keras_weights(keras_model, model_dir, custom_objects)
-    estimator = _KerasEstimator(
+    estimator = estimator_lib.Estimator(
         _model_fn_for(keras_model, custom_objects=custom_objects,
                       metric_names_map=metric_names_map,
                       export_outputs=export_outputs,
                       weights=saved[1] if saved else weights,
                       settings=settings),
         model_dir=model_dir, config=config.replace(engine='eager'))
+  _made_for_keras(estimator)
   if saved:
     # Where its starting weights came from, under 2.15's attribute (its
     # engine does not warm-start: the weights are the variables' initial

@@ -27,6 +27,7 @@ from estimator_rt.estimator.tpu import checks as tpu_checks
 from estimator_rt.estimator.tpu import context as tpu_context
 from estimator_rt.estimator.tpu import host_calls as tpu_host_calls
 from estimator_rt.estimator.tpu import system as tpu_system
+from estimator_rt.core import spec as spec_lib
 from estimator_rt.core import user_fns
 from estimator_rt.core.errors import GraphModelFnError
 from estimator_rt.core.errors import UserInputError
@@ -289,9 +290,15 @@ class TPUEstimatorSpec(collections.namedtuple('TPUEstimatorSpec', [
   with tensors a list or a dict of its arguments, validated as
   tf.estimator validated them (estimator_rt/estimator/tpu/host_calls.py).
 
+  As 2.15's, it checks its train_op, loss, predictions and export_outputs
+  as EstimatorSpec does (core/spec.py), completing them as it does: a
+  scalar loss, `{}` for no predictions outside PREDICT, PREDICT's default
+  PredictOutput of the predictions as `serving_default`.
+
   Raises:
     ValueError, TypeError, RuntimeError: a malformed host call (see
-      `tpu_host_calls.OutfeedHostCall.validate`).
+      `tpu_host_calls.OutfeedHostCall.validate`), or a field EstimatorSpec
+      refuses.
     TypeError: a hook that is not a SessionRunHook.
   """
 
@@ -308,6 +315,12 @@ class TPUEstimatorSpec(collections.namedtuple('TPUEstimatorSpec', [
       if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
         raise UserTypeError(
             f'All hooks must be SessionRunHook instances, given: {hook}')
+    # Then the fields, in 2.15's order.
+    train_op = spec_lib.validated_train(train_op, None, loss, mode)
+    loss = spec_lib.validated_loss(loss, mode)
+    predictions = spec_lib.validated_predictions(predictions, mode)
+    export_outputs = spec_lib.validated_export_outputs(
+        export_outputs, predictions, mode)[0]
     return super().__new__(cls, mode, predictions, loss, train_op,
                            eval_metrics, export_outputs, scaffold_fn,
                            host_call, training_hooks, evaluation_hooks,
@@ -334,9 +347,9 @@ class TPUEstimatorSpec(collections.namedtuple('TPUEstimatorSpec', [
         train_op=self.train_op, eval_metric_ops=results.get('eval_metrics'),
         export_outputs=self.export_outputs,
         scaffold=self.scaffold_fn() if self.scaffold_fn else None,
-        training_hooks=list(self.training_hooks + hooks),
-        evaluation_hooks=list(self.evaluation_hooks + hooks),
-        prediction_hooks=list(self.prediction_hooks + hooks))
+        training_hooks=self.training_hooks + hooks,
+        evaluation_hooks=self.evaluation_hooks + hooks,
+        prediction_hooks=self.prediction_hooks + hooks)
 
 
 def _host_calls(eval_metrics, host_call) -> dict:

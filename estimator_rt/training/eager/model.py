@@ -113,8 +113,10 @@ def _global_step_scope(variable):
   while tracing)."""
   previous = getattr(_current, 'global_step', None)
   _current.global_step = variable
-  collection = tf.compat.v1.get_default_graph().get_collection_ref(
-      tf.compat.v1.GraphKeys.GLOBAL_STEP)
+  graph = tf.compat.v1.get_default_graph()
+  key = tf.compat.v1.GraphKeys.GLOBAL_STEP
+  had_key = key in graph.get_all_collection_keys()
+  collection = graph.get_collection_ref(key)
   added = not collection
   if added:
     collection.append(variable)
@@ -124,6 +126,10 @@ def _global_step_scope(variable):
     _current.global_step = previous
     if added:
       collection[:] = [v for v in collection if v is not variable]
+      if not collection and not had_key:
+        # Leaves the graph's collections as they were (2.15 left no
+        # 'global_step' key in the process's graph).
+        graph.clear_collection(key)
 
 
 def variable_signature(variable) -> str:

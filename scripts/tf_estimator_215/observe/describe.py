@@ -58,6 +58,11 @@ def mask_message(text: str, length: int = 160) -> str:
   # which differ from run to run (`#x#fc#dd#e#`).
   text = re.sub(r'0x[0-9a-f]+', '0x#', mask(str(text)))
   text = re.sub(r'\d+', '#', text)
+  # A pandas Index of strings in a message (pandas_input_fn's) is repr'd
+  # with dtype='str' by pandas 3, the pandas of the interpreter the pandas
+  # scenario runs in here, and dtype='object' by pandas 2, 2.15's: the
+  # library's repr, not tf.estimator's words.
+  text = text.replace("dtype='str')", "dtype='object')")
   return ' '.join(text.split())[:length]
 
 

@@ -52,8 +52,7 @@ def _check_tensor_key(name, error_label='feature', allow_ints=False):
 def _placeholder_from_tensor(t, default_batch_size=None):
   """A placeholder of `t`'s dtype and shape, named as `t`'s op, its first
   (batch) dimension `default_batch_size`."""
-  return export_lib.placeholder_like(
-      t, default_batch_size, getattr(getattr(t, 'op', None), 'name', None))
+  return export_lib.placeholder_like(t, default_batch_size)
 
 
 def _placeholders_from_receiver_tensors_dict(input_vals,

@@ -3,7 +3,7 @@
 `numpy_input_fn` is the runtime's: the input_fn it returns is read by the
 runtime as a tf.data pipeline, and returns a batch's tensors to code that
 calls it in a graph, as 2.15's did (estimator_rt/inputs/numpy_io.py,
-ArraysInputFn). Here too are the helpers 2.15's module had: checking `x`
+arrays_input_fn). Here too are the helpers 2.15's module had: checking `x`
 and ordering its arrays, and the key a lone `y` is read under.
 """
 

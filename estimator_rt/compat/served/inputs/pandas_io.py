@@ -1,7 +1,7 @@
 """tf.estimator 2.15's `inputs.pandas_io` module, over estimator_rt.inputs.numpy_io.
 
 `pandas_input_fn` is the runtime's (an input_fn over a DataFrame's
-columns, see numpy_io.ArraysInputFn); `HAS_PANDAS` says whether pandas is
+columns, see numpy_io.arrays_input_fn); `HAS_PANDAS` says whether pandas is
 installed here (estimator_rt does not install it), and
 `_get_unique_target_key` is 2.15's name for a target column that does not
 clash with a feature's.

@@ -36,6 +36,12 @@ def _rnn(rec, config):
     return tf.data.Dataset.from_tensor_slices((values, labels)).batch(
         2).map(to_sparse).repeat()
   columns = [tf.feature_column.sequence_numeric_column('seq')]
+  # Under TF2 behaviour 2.15's Keras 2 initializers (the RNN's defaults,
+  # glorot_uniform and orthogonal, as v2 classes) drew their seeds from
+  # Python's unseeded `random`, not from tf_random_seed: its numbers were
+  # not reproducible there (two runs: loss 0.726, then 0.763). Recorded by
+  # type and shape only then; TF1 behaviour's v1 initializers were seeded.
+  exact = not tf.__internal__.tf2.enabled()
   for name, make in (
       ('RNNClassifier', lambda: tf.estimator.experimental.RNNClassifier(
           columns, units=[3], cell_type='simple_rnn',
@@ -46,9 +52,10 @@ def _rnn(rec, config):
     model = rec.call(name, make)
     if model is not None:
       rec.call(f'{name}: train', model.train, input_fn, steps=2)
-      rec.call(f'{name}: evaluate', model.evaluate, input_fn, steps=1)
+      rec.call(f'{name}: evaluate', model.evaluate, input_fn, steps=1,
+               exact=exact)
       rec.call(f'{name}: predict', lambda m=model: common.first(m.predict(
-          lambda: input_fn().map(lambda f, l: f)), 2))
+          lambda: input_fn().map(lambda f, l: f)), 2), exact=exact)
 
 
 def _kmeans(rec, config):

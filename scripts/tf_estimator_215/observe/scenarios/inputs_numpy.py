@@ -33,7 +33,10 @@ def run(rec):
   rec.call('global_step', est.get_variable_value, 'global_step')
   rec.call('train num_epochs=None steps=3', est.train, numpy_input_fn(
       {'x': x}, y, batch_size=4, num_epochs=None, shuffle=True), steps=3)
-  rec.call('evaluate with it', est.evaluate, fn)
+  # After training on shuffled batches, by type and shape only: 2.15's
+  # shuffle (a RandomShuffleQueue fed by a thread) gave another order in
+  # every run (evaluate's loss 0.262, 0.277, 0.309 in three runs).
+  rec.call('evaluate with it', est.evaluate, fn, exact=False)
   rec.value('predict with it', common.first(est.predict(numpy_input_fn(
-      {'x': x[:5]}, batch_size=2, shuffle=False)), 5))
+      {'x': x[:5]}, batch_size=2, shuffle=False)), 5), exact=False)
   rec.files('model_dir', est.model_dir)
