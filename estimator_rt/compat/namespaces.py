@@ -70,6 +70,7 @@ def _common() -> Dict[str, Any]:
   """The names tf.estimator and tf.compat.v1.estimator share."""
   # pylint: disable=g-import-not-at-top
   from estimator_rt.training import early_stopping
+  from estimator_rt.compat.served.hooks import hooks as served_hooks
   from estimator_rt.estimator import estimator
   from estimator_rt.core import export_outputs as outputs_lib
   from estimator_rt.export import saved_model as export
@@ -125,8 +126,10 @@ def _common() -> Dict[str, Any]:
       'call_logit_fn': canned_base.call_logit_fn,
       'LinearSDCA': linear.LinearSDCA,
       'make_early_stopping_hook': early_stopping.make_early_stopping_hook,
+      # 2.15's SessionRunHooks (a chief's StopAtStepHook also stops an
+      # evaluation at its step, as there).
       'make_stop_at_checkpoint_step_hook':
-          early_stopping.make_stop_at_checkpoint_step_hook,
+          served_hooks.make_stop_at_checkpoint_step_hook,
       'stop_if_higher_hook': early_stopping.stop_if_higher_hook,
       'stop_if_lower_hook': early_stopping.stop_if_lower_hook,
       'stop_if_no_decrease_hook': early_stopping.stop_if_no_decrease_hook,

@@ -22,7 +22,6 @@ from estimator_rt.core import summaries
 from estimator_rt.core.errors import UserInputError
 from estimator_rt.core.errors import UserTypeError
 from estimator_rt.training.hooks import Hook
-from estimator_rt.training.hooks import StopAtStepHook
 
 
 # tf.estimator's: the event files of an evaluation directory.
@@ -246,18 +245,3 @@ class _StopAtCheckpointStepHook(Hook):
     latest = checkpoints.latest_checkpoint(self._model_dir)
     return bool(latest and
                 checkpoints.checkpoint_step(latest) >= self._last_step)
-
-
-def make_stop_at_checkpoint_step_hook(estimator, last_step: int,
-                                      wait_after_file_check_secs: float = 30
-                                      ) -> Hook:
-  """tf.estimator's: for a worker that is not the chief, stop once the
-  chief's checkpoint at `last_step` (or later) is in model_dir; the chief
-  gets a StopAtStepHook-like hook."""
-  if last_step is None:
-    raise UserInputError(
-        'make_stop_at_checkpoint_step_hook: last_step must be given.')
-  if estimator.config.is_chief:
-    return StopAtStepHook(last_step=last_step)
-  return _StopAtCheckpointStepHook(estimator.model_dir, last_step,
-                                   wait_after_file_check_secs)

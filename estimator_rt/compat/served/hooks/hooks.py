@@ -4,10 +4,10 @@
 (estimator_rt/training/graph/in_memory_evaluator.py);
 `_StopAtCheckpointStepHook` is 2.15's SessionRunHook, reading the step of
 model_dir's newest usable checkpoint as the runtime finds it
-(estimator_rt/core/checkpoints.py); `make_stop_at_checkpoint_step_hook` returns
-2.15's SessionRunHooks, which Estimator.train runs in either engine (the
-public tf.estimator.experimental one is the runtime's,
-estimator_rt/training/early_stopping.py, whose hooks train runs alike).
+(estimator_rt/core/checkpoints.py); `make_stop_at_checkpoint_step_hook`
+(also tf.estimator.experimental's) returns 2.15's SessionRunHooks, which
+Estimator.train runs in either engine and a chief's StopAtStepHook also
+stops an evaluation at its step, as in 2.15.
 """
 
 import time
