@@ -11,7 +11,11 @@ runtime's controller does their work between loops, on the exact steps:
     which cuts the loop at its last step;
   - `NanTensorHook`: every loop stops at the first non-finite loss, before
     anything is saved;
-  - `StepCounterHook`: `global_step/sec` is written at every summary step.
+  - `StepCounterHook`: `global_step/sec` is written at every summary step
+    (into model_dir). One given its own `output_dir` or `summary_writer`
+    writes there, on its own schedule: where steps can run one per
+    session run (the graph engine), it is a hook that needs every step;
+    the eager engine has no session and leaves it to the controller.
 
 Only these classes themselves qualify (a subclass may do more per step).
 Any other hook needs one step per `session.run` (or, in the eager engine,
@@ -31,14 +35,30 @@ SessionRunHook = tf.compat.v1.train.SessionRunHook
 _OWNED_BY_THE_CONTROLLER = (_train.NanTensorHook, _train.StepCounterHook)
 
 
-def split(session_hooks: Sequence[SessionRunHook]
+def _writes_its_own_events(hook: SessionRunHook) -> bool:
+  """A StepCounterHook given a directory or writer of its own (TensorFlow's
+  private attributes: the class has no public ones)."""
+  return bool(getattr(hook, '_output_dir', None) or
+              getattr(hook, '_summary_writer', None))
+
+
+def split(session_hooks: Sequence[SessionRunHook], *,
+          sessions_per_step: bool = True
           ) -> Tuple[List[hooks_lib.Hook], List[SessionRunHook]]:
   """(the runtime hooks doing what the per-loop-safe hooks in
-  `session_hooks` did, the hooks that need every step), in order."""
+  `session_hooks` did, the hooks that need every step), in order.
+
+  `sessions_per_step`: whether the engine can run a step per session run
+  (the graph engine); then a StepCounterHook with its own output_dir or
+  summary_writer needs every step, as in tf.estimator 2.15, where it wrote
+  `global_step/sec` there."""
   runtime, per_step = [], []
   for hook in session_hooks:
     kind = type(hook)
-    if kind is _train.StopAtStepHook:
+    if (kind is _train.StepCounterHook and sessions_per_step and
+        _writes_its_own_events(hook)):
+      per_step.append(hook)
+    elif kind is _train.StopAtStepHook:
       # Its two settings are private attributes of TensorFlow's class.
       runtime.append(hooks_lib.StopAtStepHook(
           num_steps=hook._num_steps,  # pylint: disable=protected-access

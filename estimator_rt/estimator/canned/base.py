@@ -94,11 +94,11 @@ def check_v2_columns(columns, *, argument: str, estimator_name: str) -> None:
 
 
 def add_layer_summary(value: tf.Tensor, tag: str) -> None:
-  """The per-layer summary tf.estimator wrote: the fraction of zeros
-  (its activation histogram is left out: the graph engine writes scalar
-  summaries)."""
+  """The per-layer summaries tf.estimator wrote: the fraction of zeros and
+  the activations' histogram."""
   tf.compat.v1.summary.scalar(f'{tag}/fraction_of_zero_values',
                               zero_fraction(value))
+  tf.compat.v1.summary.histogram(f'{tag}/activation', value)
 
 
 def zero_fraction(value: tf.Tensor) -> tf.Tensor:

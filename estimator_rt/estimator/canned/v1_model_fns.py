@@ -94,11 +94,9 @@ def previous_name_scope() -> str:
   return current.rsplit('/', 1)[0] + '/'
 
 
-def add_hidden_layer_summary(value, tag: str) -> None:
-  """2.15's per-layer summaries: the fraction of zero values and the
-  activations' histogram."""
-  base.add_layer_summary(value, tag)
-  tf.compat.v1.summary.histogram(f'{tag}/activation', value)
+# 2.15's per-layer summaries: the fraction of zero values and the
+# activations' histogram.
+add_hidden_layer_summary = base.add_layer_summary
 
 
 @functools.lru_cache(maxsize=None)

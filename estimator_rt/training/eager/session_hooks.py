@@ -48,7 +48,8 @@ def as_runtime_hooks(session_hooks: Sequence[tf.compat.v1.train.SessionRunHook]
   Raises:
     UserInputError: a hook needs every step's session run.
   """
-  runtime, per_step = per_loop_hooks.split(session_hooks)
+  runtime, per_step = per_loop_hooks.split(session_hooks,
+                                           sessions_per_step=False)
   runtime += [_BeginOnly(hook) for hook in per_step
               if _overrides_begin_only(type(hook))]
   per_step = [hook for hook in per_step

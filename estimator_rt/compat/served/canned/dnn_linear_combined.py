@@ -29,7 +29,8 @@ def _linear_learning_rate(num_linear_feature_columns):
 
 
 def _add_layer_summary(value, tag):
-  """The summary of a layer's output (its fraction of zero values)."""
+  """The summaries of a layer's output (its fraction of zero values and
+  its histogram)."""
   base.add_layer_summary(value, tag)
 
 
