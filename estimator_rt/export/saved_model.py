@@ -557,7 +557,9 @@ def add_extras(export_dir: str, *, assets_extra: Optional[Mapping[str, str]],
                as_text: bool) -> None:
   """What tf.estimator's exports could add: `assets_extra` files copied to
   `<export_dir>/assets.extra/<destination>` (destination -> source path),
-  and with `as_text` a `saved_model.pbtxt` beside `saved_model.pb`."""
+  and with `as_text` the SavedModel proto as text, `saved_model.pbtxt`, in
+  place of `saved_model.pb` (as 2.15's builder wrote one or the other;
+  TensorFlow's loaders read either)."""
   for destination, source in (assets_extra or {}).items():
     target = os.path.join(export_dir, 'assets.extra', destination)
     tf.io.gfile.makedirs(os.path.dirname(target))
@@ -566,9 +568,10 @@ def add_extras(export_dir: str, *, assets_extra: Optional[Mapping[str, str]],
     from google.protobuf import text_format  # pylint: disable=g-import-not-at-top
     from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
     proto = saved_model_pb2.SavedModel()
-    with tf.io.gfile.GFile(os.path.join(export_dir, 'saved_model.pb'),
-                           'rb') as f:
+    binary = os.path.join(export_dir, 'saved_model.pb')
+    with tf.io.gfile.GFile(binary, 'rb') as f:
       proto.ParseFromString(f.read())
     with tf.io.gfile.GFile(os.path.join(export_dir, 'saved_model.pbtxt'),
                            'w') as f:
       f.write(text_format.MessageToString(proto))
+    tf.io.gfile.remove(binary)

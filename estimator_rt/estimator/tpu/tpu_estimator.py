@@ -16,6 +16,7 @@ one line: there is no TPU here.
 import collections
 import contextlib
 import enum
+import math
 import re
 from typing import Callable, Optional
 
@@ -25,6 +26,7 @@ import tensorflow as tf
 from estimator_rt.cluster import run_config as run_config_lib
 from estimator_rt.estimator.tpu import checks as tpu_checks
 from estimator_rt.estimator.tpu import context as tpu_context
+from estimator_rt.estimator.tpu import examples_per_second
 from estimator_rt.estimator.tpu import host_calls as tpu_host_calls
 from estimator_rt.estimator.tpu import system as tpu_system
 from estimator_rt.core import spec as spec_lib
@@ -352,6 +354,19 @@ class TPUEstimatorSpec(collections.namedtuple('TPUEstimatorSpec', [
         prediction_hooks=self.prediction_hooks + hooks)
 
 
+def _speed_report_schedule(log_step_count_steps, iterations_per_loop):
+  """(every_n_steps, every_n_secs) of 2.15's ExamplesPerSecondHook: with
+  `iterations_per_loop` in seconds, every that many seconds; else every
+  ceil(log_step_count_steps / iterations_per_loop) steps (None, None: no
+  report, log_step_count_steps being None)."""
+  counter = parse_iterations_per_loop(iterations_per_loop)
+  if counter.unit == 'seconds':
+    return None, counter.value
+  if log_step_count_steps is None:
+    return None, None
+  return int(math.ceil(float(log_step_count_steps) / counter.value)), None
+
+
 def _host_calls(eval_metrics, host_call) -> dict:
   """A spec's host calls, by the name tf.estimator gave them."""
   host_calls = {}
@@ -493,6 +508,11 @@ class TPUEstimator(Estimator):
     if steps is not None:
       # replace() keeps the other settings and the TPU ones.
       config = config.replace(steps_per_loop=steps)
+    # As 2.15: the Estimator logs no step line of its own; the
+    # examples-per-second report stands in for it (see `train`).
+    self._log_every_n_steps, self._log_every_n_secs = _speed_report_schedule(
+        config.log_step_count_steps, config.tpu_config.iterations_per_loop)
+    config = config.replace(log_step_count_steps=None)
     self._use_tpu = bool(use_tpu)
     self._eval_on_tpu = bool(use_tpu and eval_on_tpu)
     self._export_to_tpu = bool(use_tpu and export_to_tpu)
@@ -561,6 +581,15 @@ class TPUEstimator(Estimator):
     if self._global_batch_size(ModeKeys.TRAIN) is None:
       raise UserInputError('TPUEstimator.train: train_batch_size is None; '
                            'give it to the constructor.')
+    hooks = list(hooks or ())
+    if (self._log_every_n_steps is not None or
+        self._log_every_n_secs is not None):
+      hooks.append(examples_per_second.ExamplesPerSecondLoopHook(
+          batch_size=self._global_batch_size(ModeKeys.TRAIN),
+          every_n_steps=self._log_every_n_steps,
+          every_n_secs=self._log_every_n_secs,
+          output_dir=(self.model_dir if self.config.save_summary_steps
+                      else None)))
     with self._batch_size_of(ModeKeys.TRAIN):
       return super().train(input_fn, hooks, steps, max_steps,
                            saving_listeners)

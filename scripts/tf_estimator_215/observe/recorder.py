@@ -129,6 +129,8 @@ class Recorder:
     self.entries = {}
     self._log = log
     describe_lib.set_temp_root(tmp)
+    graph = tf.compat.v1.get_default_graph()
+    self._graph_start = (graph, _graph_counts(graph))
 
   def path(self, *parts) -> str:
     """A path under the scenario's temporary directory."""
@@ -188,22 +190,40 @@ class Recorder:
     self._add(label, {'files': files_lib.listing(directory)})
 
   def state(self, label: str) -> None:
-    self._add(label, {'state': process_state()})
+    self._add(label, {'state': process_state(self._graph_start)})
 
 
-def process_state() -> dict:
-  """The process state a tf.estimator call can leave behind."""
+def _graph_counts(graph) -> dict:
+  return {'ops': len(graph.get_operations()),
+          'collections': {str(k): len(graph.get_collection(k))
+                          for k in graph.get_all_collection_keys()}}
+
+
+def process_state(start=None) -> dict:
+  """The process state a tf.estimator call can leave behind. `start`: the
+  default graph and its counts when the scenario began (graph_start()):
+  the ops and collection entries the scenario added to that graph are
+  counted, not those earlier scenarios of the process left (a reset
+  default graph is not always empty: clearing Keras' session may add
+  some), so that a record does not depend on which scenarios ran before
+  it in its process. A collection counts when it holds entries."""
   graph = tf.compat.v1.get_default_graph()
   cache = getattr(tf.compat.v1.summary.FileWriterCache, '_cache', {})
+  counts = _graph_counts(graph)
+  if start is not None and start[0] is graph:
+    before = start[1]
+    counts['ops'] -= before['ops']
+    counts['collections'] = {
+        k: n - before['collections'].get(k, 0)
+        for k, n in counts['collections'].items()}
   state = {
       'executing_eagerly': tf.executing_eagerly(),
       'file_writer_cache': sorted(describe_lib.mask(k) for k in cache),
       'default_graph': {
-          'ops': len(graph.get_operations()),
+          'ops': counts['ops'],
           'finalized': graph.finalized,
-          'collections': {str(k): len(graph.get_collection(k))
-                          for k in sorted(graph.get_all_collection_keys(),
-                                          key=str)},
+          'collections': {k: n for k, n in sorted(counts['collections']
+                                                  .items()) if n},
       },
   }
   try:
