@@ -233,6 +233,19 @@ _MODE_OF_ROLE = {'train': 'train', 'eval': 'eval', 'evaluate': 'eval',
 _ARRAY_LIKE = (np.ndarray, np.generic, int, float, bool, str, bytes)
 
 
+def _leaves(value) -> list:
+  """tf.nest.flatten(value), also where a dict mixes key types (2.15 took
+  `{'string_key': ..., 42: ...}` features, which tf.nest cannot sort)."""
+  try:
+    return tf.nest.flatten(value)
+  except TypeError:
+    if isinstance(value, dict):
+      return [leaf for item in value.values() for leaf in _leaves(item)]
+    if isinstance(value, (list, tuple)):
+      return [leaf for item in value for leaf in _leaves(item)]
+    raise
+
+
 def _is_tensors(value) -> bool:
   """Features, or (features, labels), as tensors or array-likes
   (tf.estimator's other input_fn result, e.g. an iterator's get_next(), or
@@ -248,7 +261,7 @@ def _is_tensors(value) -> bool:
     # tensors) got them from tf.estimator: only a graph reads "nothing"
     # at every step.
     return True
-  parts = tf.nest.flatten(value)
+  parts = _leaves(value)
   return bool(parts) and all(
       tf.is_tensor(p) or
       isinstance(p, (tf.compat.v1.SparseTensorValue,) + _ARRAY_LIKE)

@@ -244,12 +244,14 @@ def _input_fn_over(columns, keys_x, target, x_is_array: bool, *,
 
 def pandas_input_fn(x, y=None, batch_size: int = 128,
                     num_epochs: Optional[int] = 1, shuffle=None,
-                    queue_capacity: int = 1000, num_threads: int = 1,
+                    queue_capacity: Optional[int] = 1000,
+                    num_threads: int = 1,
                     target_column: str = 'target') -> Callable:
   """tf.estimator's: `numpy_input_fn` over a pandas DataFrame `x` (its
   columns are the features) and a Series `y` (or a DataFrame: its columns
   are the labels), whose index must be x's. Needs pandas, which
-  estimator_rt does not install.
+  estimator_rt does not install. `queue_capacity=None` shuffles among four
+  times len(x) examples (len(x) without `shuffle`), as 2.15 sized it.
 
   Raises:
     UserTypeError: (a TypeError) no pandas, or `target_column` is not a
@@ -276,6 +278,9 @@ def pandas_input_fn(x, y=None, batch_size: int = 128,
         f'{type(x).__name__}.')
   if y is not None:
     _check_pandas_target(x, y, target_column)
+  if queue_capacity is None:
+    # 2.15's size for it: the shuffle buffer holds four epochs.
+    queue_capacity = 4 * len(x) if shuffle else len(x)
   columns = collections.OrderedDict(
       (name, x[name].values) for name in x.columns)
   keys_x = list(columns)

@@ -260,7 +260,9 @@ def linear_logit_fn_builder(units, feature_columns, sparse_combiner='sum'):
       logits = model(features)
       by_column = model.cols_to_vars()
       bias = by_column.pop('bias')
-      weights = expanded(by_column.values())
+      # Each column's variables are a list (a partitioned one's parts).
+      weights = expanded(variable for variables in by_column.values()
+                         for variable in variables)
     if units > 1:
       tf.compat.v1.summary.histogram('bias', bias)
     else:
