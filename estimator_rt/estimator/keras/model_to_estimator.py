@@ -245,7 +245,10 @@ def _build_like(clone, model) -> None:
         'batch (or fit it) first.')
   args, kwargs = spec
   zeros = tf.nest.map_structure(
-      lambda t: tf.zeros([1 if d is None else d for d in t.shape], t.dtype),
+      # as_list(): plain ints, also where TF1 behaviour's shapes hold
+      # Dimension objects.
+      lambda t: tf.zeros([1 if d is None else d for d in t.shape.as_list()],
+                         t.dtype),
       (args, kwargs))
   clone(*zeros[0], **zeros[1])
 
