@@ -335,13 +335,55 @@ def record_keras_metric_names(work: str) -> dict:
   return _jsonable(estimator.evaluate(input_fn))
 
 
+def record_keras_subclassed(work: str) -> dict:
+  """model_to_estimator's evaluation of a subclassed Keras model (built by
+  calling it on a batch, its weights then fixed), and Keras' own
+  evaluation of the model: {'estimator': metrics, 'keras': [loss, acc]}.
+  Its input shapes hold Dimension objects under TF1 behaviour. (2.15 reset
+  a subclassed model's weights to fresh, unseeded initial values: its
+  estimator's metrics changed from run to run.)"""
+
+  class Model(tf.keras.Model):
+
+    def __init__(self):
+      super().__init__()
+      self.dense = tf.keras.layers.Dense(1, activation='sigmoid')
+
+    def call(self, inputs):
+      return self.dense(inputs)
+
+  features, labels = _data('binary')
+  model = Model()
+  model.compile('sgd', 'binary_crossentropy', metrics=['accuracy'])
+  model.fit(features['x'][:_BATCH], labels[:_BATCH].astype(np.float32),
+            epochs=1, verbose=0)
+  model.set_weights([np.array([[0.5], [-0.25]], np.float32),
+                     np.array([0.1], np.float32)])
+  # Before model_to_estimator: afterwards the model is not used again
+  # (docs/differences.md, under TF1 behaviour).
+  keras = model.evaluate(features['x'], labels.astype(np.float32),
+                         batch_size=_BATCH, verbose=0)
+  estimator = tf.keras.estimator.model_to_estimator(
+      model, model_dir=os.path.join(work, 'keras_subclassed'),
+      # 2.15 refused object-based checkpoints of a subclassed model.
+      checkpoint_format='saver')
+
+  def input_fn():
+    return tf.data.Dataset.from_tensor_slices(
+        (features['x'], labels.astype(np.float32))).batch(_BATCH)
+
+  return {'estimator': _jsonable(estimator.evaluate(input_fn)),
+          'keras': [float(v) for v in keras]}
+
+
 def record_all() -> dict:
   work = tempfile.mkdtemp(prefix='tf1_behavior_')
   try:
     record = {'canned': record_canned(work)}
     for name, fn in (('update_ops', record_update_ops),
                      ('partitioned_reentry', record_partitioned_reentry),
-                     ('keras_metric_names', record_keras_metric_names)):
+                     ('keras_metric_names', record_keras_metric_names),
+                     ('keras_subclassed', record_keras_subclassed)):
       try:
         record[name] = fn(work)
       except Exception as e:  # pylint: disable=broad-except
