@@ -353,7 +353,8 @@ def signal_training_done(tasks: Iterable[tuple], *, timeout_secs: float = 30,
 _SETTLE_POLL_SECS = 0.2
 
 # Threads still inside a TensorFlow RPC after their bound (done signals,
-# closing a session whose peer went away).
+# closing a session whose peer went away), or that may enter one at any
+# time (a ClusterCoordinator's).
 _lingering: List[threading.Thread] = []
 # Sessions left open on purpose: their peer vanished, and closing them
 # would wait for it forever.
@@ -361,7 +362,8 @@ _abandoned: List[object] = []
 
 
 def linger(thread: threading.Thread) -> None:
-  """Records a thread left inside a TensorFlow RPC (see rpcs_in_flight)."""
+  """Records a thread left inside a TensorFlow RPC, or one that may call
+  into one until the process ends (see rpcs_in_flight)."""
   _lingering.append(thread)
 
 

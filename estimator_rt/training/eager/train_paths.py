@@ -20,6 +20,7 @@ and written from, and the agreement between synchronous workers.
 """
 
 import contextlib
+import threading
 from typing import Any, Callable, ContextManager, Optional, Tuple
 
 import tensorflow as tf
@@ -160,8 +161,17 @@ class ParameterServerPath(StrategyPath):
 
   def __init__(self, *, config: RunConfig, strategy: tf.distribute.Strategy):
     super().__init__(config=config, strategy=strategy)
+    before = set(threading.enumerate())
     self._coordinator = (
         tf.distribute.experimental.coordinator.ClusterCoordinator(strategy))
+    # The coordinator's threads (one per worker, and its recovery thread)
+    # run for the life of the process and call workers at any time: when a
+    # restarted worker comes back after training ended, they rebuild its
+    # resources while this process exits. Recorded, so that the binary
+    # leaves with os._exit rather than abort (see server.rpcs_in_flight).
+    # An already made coordinator (the strategy keeps one) started none.
+    for thread in set(threading.enumerate()) - before:
+      server_lib.linger(thread)
 
   @property
   def checkpoint_io_device(self) -> Optional[str]:
