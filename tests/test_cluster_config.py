@@ -14,6 +14,8 @@ import pytest
 
 import _cluster
 from conftest import run_python
+from estimator_rt.cluster import roles
+from estimator_rt.cluster import strategies
 from estimator_rt.cluster import tf_config as cluster
 from estimator_rt.core.errors import UserInputError
 
@@ -40,8 +42,8 @@ BAD_TF_CONFIGS = [
     ('cluster_a_string', _raw({'cluster': 'worker', 'task': {
         'type': 'worker', 'index': 0}}), [
             'TF_CONFIG cluster must be a JSON object', "'worker'"]),
-    ('unknown_job', _config({'worker': [A], 'master': [B]}), [
-        "unknown job 'master'"]),
+    ('unknown_job', _config({'worker': [A], 'trainer': [B]}), [
+        "unknown job 'trainer'"]),
     ('empty_job', _config({'worker': [A], 'ps': []}), [
         "TF_CONFIG cluster['ps']=[]", 'non-empty list']),
     ('task_without_cluster', _raw({'task': {'type': 'chief', 'index': 0}}),
@@ -95,14 +97,21 @@ BAD_TF_CONFIGS = [
          f"address '{A}' is used by both chief:0 and ps:0"]),
     ('rpc_layer_not_a_string', _config({'worker': [A]}, rpc_layer=5), [
         'TF_CONFIG rpc_layer=5']),
-    # A `master` job is run only alone, as one task (below).
+    # tf.estimator's legacy `master`: one task, the chief, which evaluates.
     ('master_index_1', _config({'master': [A]}, 'master', 1), [
-        "unknown job 'master'", 'alone in its cluster as one local']),
+        'TF_CONFIG task index=1 is out of range', "job 'master' has 1"]),
     ('master_of_two', _config({'master': [A, B]}, 'master'), [
-        "unknown job 'master'"]),
+        "cluster['master'] lists 2 tasks", 'at most one master']),
+    ('master_and_chief', _config({'master': [A], 'chief': [B],
+                                  'worker': [C]}, 'master'), [
+        "both a 'master' and a 'chief' job"]),
     ('master_with_an_evaluator',
      _config({'master': [A], 'evaluator': [B]}, 'master'), [
-         "unknown job 'master'"]),
+         "a 'master' job and an 'evaluator'", 'evaluates each new checkpoint',
+         "name the master 'chief'"]),
+    ('evaluator_task_beside_a_master',
+     _config({'master': [A], 'worker': [B], 'ps': [C]}, 'evaluator'), [
+         "task type='evaluator' in a cluster with a 'master' job"]),
     ('one_master_bad_address', _config({'master': ['localhost:0']}, 'master'),
      ["TF_CONFIG cluster['master'][0]='localhost:0'"]),
 ]
@@ -210,6 +219,34 @@ def test_a_cluster_of_one_master_task_is_local(raw):
   assert cluster.parse_tf_config(raw) is None
 
 
+def test_a_master_with_other_tasks_is_the_chief_that_evaluates():
+  """tf.estimator 2.15's legacy between-graph cluster: the `master` keeps
+  its job name (device names and filters use it) and is the chief, which
+  also evaluates; a worker of that cluster is not."""
+  spec = {'master': [A], 'worker': [B, C], 'ps': [D]}
+  master = cluster.parse_tf_config(_config(spec, 'master'))
+  worker = cluster.parse_tf_config(_config(spec, 'worker', 0))
+  assert master.task_type == 'master' and master.is_chief
+  assert master.is_legacy_master and master.address == A
+  assert master.cluster['master'] == (A,) and 'chief' not in master.cluster
+  assert not worker.is_chief and worker.chief_address == A
+  assert master.num_workers == worker.num_workers == 3
+  cluster.check_strategy(master, cluster.PARAMETER_SERVER)
+  master_role = roles.decide(master, cluster.PARAMETER_SERVER)
+  worker_role = roles.decide(worker, cluster.PARAMETER_SERVER)
+  assert master_role.kind == roles.CHIEF and master_role.evaluates_in_process
+  assert master_role.signals_servers
+  assert 'master' in master_role.describe()
+  assert not worker_role.evaluates_in_process
+  # TensorFlow's ClusterCoordinator (a TF2 model_fn's parameter-server
+  # training) knows no 'master' job: one line, before any connection.
+  with pytest.raises(UserInputError) as raised:
+    strategies.make_strategy(cluster.PARAMETER_SERVER, task=master)
+  _check_one_line(raised.value, [
+      "has a 'master' job", "a TF2 model_fn's parameter-server training "
+      "needs the job named 'chief'"])
+
+
 def test_string_index_and_address_forms_are_accepted():
   task = cluster.parse_tf_config(_config(
       {'chief': A, 'worker': [B, '[::1]:23009']}, index='1'))
@@ -260,8 +297,11 @@ _ELSEWHERE = _cluster.address_not_of_this_machine()
 
 BINARY_CASES = [
     ('not_json', '{"cluster": ', 'default', ['TF_CONFIG is not valid JSON']),
-    ('unknown_job', _config({'worker': [A], 'master': [B]}), 'default',
-     ["unknown job 'master'"]),
+    ('unknown_job', _config({'worker': [A], 'trainer': [B]}), 'default',
+     ["unknown job 'trainer'"]),
+    ('master_with_multi_worker_mirrored', _config(
+        {'master': [A], 'worker': [B]}, 'master'), 'multi_worker_mirrored',
+     ["has a 'master' job", "needs it named 'chief'"]),
     ('index_out_of_range', _config({'worker': [A, B]}, index=5),
      'multi_worker_mirrored', ['TF_CONFIG task index=5 is out of range']),
     ('duplicate_address', _config({'chief': [A], 'worker': [A]}, 'chief'),

@@ -209,6 +209,16 @@ def test_the_compat_runner_with_keras_3_kept(tmp_path):
 # --------------------------------------------------------------- clusters
 def _layout(layout: str):
   """(cluster spec given to the tasks, the tasks, the strategy)."""
+  if layout == 'legacy_master':
+    # tf.estimator's legacy between-graph cluster (hosted training's
+    # TF_CONFIG of its time): a `master` that trains and evaluates, no
+    # evaluator task.
+    spec = _cluster.launcher().make_cluster(workers=1, ps=1, chief=True,
+                                            evaluator=False)
+    spec = {('master' if job == 'chief' else job): addresses
+            for job, addresses in spec.items()}
+    return spec, [('master', 0), ('worker', 0), ('ps', 0)], (
+        'parameter_server')
   if layout == 'parameter_server':
     spec = _cluster.launcher().make_cluster(workers=1, ps=1, chief=True,
                                             evaluator=False)
@@ -234,7 +244,13 @@ _CLUSTER_RUNS = [(layout, rotation, model, 'tf2')
                  for layout in ('parameter_server', 'multi_worker_mirrored')
                  for rotation, model in enumerate(MODELS)] + [
                      ('parameter_server', 1, 'canned', 'tf1'),
-                     ('multi_worker_mirrored', 1, 'tf1', 'tf1')]
+                     ('multi_worker_mirrored', 1, 'tf1', 'tf1')] + [
+                         # A legacy `master` (tf.estimator 2.15 ran it,
+                         # for between-graph models): each entry point as
+                         # the master once.
+                         ('legacy_master', 0, 'tf1', 'tf2'),
+                         ('legacy_master', 1, 'canned', 'tf1'),
+                         ('legacy_master', 2, 'canned', 'tf2')]
 
 
 @pytest.mark.parametrize('layout, rotation, model, behavior', _CLUSTER_RUNS)
@@ -242,8 +258,9 @@ def test_a_cluster_of_mixed_entry_points(tmp_path, layout, rotation, model,
                                          behavior):
   """One cluster job per (layout, model, behaviour): task i runs entry
   point (i + rotation) % 3. Every task exits 0; the chief saves the final
-  checkpoint at max_steps (one past it at most between-graph); only the evaluator evaluates (never one
-  checkpoint twice) and exports, once per exporter per evaluation."""
+  checkpoint at max_steps (one past it at most between-graph); only the
+  evaluator (a legacy cluster's master) evaluates (never one checkpoint
+  twice) and exports, once per exporter per evaluation."""
   spec, tasks, strategy = _layout(layout)
   processes = {}
   for i, (job, index) in enumerate(tasks):
@@ -265,7 +282,7 @@ def test_a_cluster_of_mixed_entry_points(tmp_path, layout, rotation, model,
   # too). On an idle machine that is one step; in a loaded full run the
   # final checkpoint was seen at 34 of 30 once: a fifth of the run past at
   # most.
-  between_graph = layout == 'parameter_server' and model != 'tf2'
+  between_graph = layout != 'multi_worker_mirrored' and model != 'tf2'
   _check_model_dir(str(tmp_path / model), final_step=CLUSTER_STEPS,
                    where=f'{layout} {model}',
                    overshoot=CLUSTER_STEPS // 5 if between_graph else 0)

@@ -11,7 +11,8 @@ connects), the eager engine (whether its strategy must exist at once) and
 | local             | trains; evaluates after checkpoints; exports            |
 | standalone client | drives remote servers; evaluates and exports locally    |
 | chief             | trains (synchronous) or coordinates (parameter_server); |
-|                   | the only writer of model_dir; never evaluates           |
+|                   | the only writer of model_dir; never evaluates (but      |
+|                   | tf.estimator's legacy `master`, a chief that does)      |
 | worker            | synchronous: trains; parameter_server: a server (a      |
 |                   | TF1-style model_fn: trains between-graph, then serves)  |
 | ps                | a server holding variables                              |
@@ -98,8 +99,10 @@ class Role:
     as in tf.estimator 2.15: the evaluator task is often left out of the
     cluster spec (tf.estimator's own layout), so the chief cannot know
     whether one runs, and two evaluations of one checkpoint would race for
-    the same export directory."""
-    return self.kind in (LOCAL, STANDALONE_CLIENT)
+    the same export directory. tf.estimator's legacy `master` is the
+    exception, as in 2.15: a cluster with one has no evaluator task."""
+    return self.kind in (LOCAL, STANDALONE_CLIENT) or (
+        self.task is not None and self.task.is_legacy_master)
 
   def serves(self, engine: Optional[str]) -> bool:
     """Whether this task is a server until the chief ends training: a ps,
@@ -171,6 +174,14 @@ def _describe_client(role: Role) -> str:
 
 def _describe_chief(role: Role) -> str:
   task = role.task
+  if task.is_legacy_master:
+    return (f'master (tf.estimator\'s legacy chief): trains between-graph at '
+            f'{_address(role)} with {len(task.cluster.get(cluster.WORKER, ()))}'
+            f' worker(s), variables on {task.num_ps} ps (a TF1-style '
+            'model_fn), writes checkpoints and summaries to model_dir, '
+            'evaluates each new checkpoint (at most once per throttle_secs) '
+            'and the final one, exports; then tells the servers that '
+            'training is done.')
   if role.strategy_name == cluster.PARAMETER_SERVER:
     return (f'chief: coordinates parameter-server training (schedules '
             f'compiled loops on {len(task.cluster[cluster.WORKER])} '

@@ -132,6 +132,15 @@ def make_strategy(name: str, *, num_gpus: Optional[int] = None,
           f'distribution strategy {name!r} needs a cluster with chief, '
           'worker and ps tasks (TF_CONFIG); none is set.')
     cluster.check_strategy(task, name)
+    if cluster.MASTER in task.cluster:
+      # TensorFlow's coordinator knows no 'master' job; tf.estimator 2.15
+      # ran one for between-graph training only (a TF1-style model_fn).
+      raise UserInputError(
+          "TF_CONFIG cluster has a 'master' job (tf.estimator's legacy name "
+          'for the chief): it runs between-graph parameter-server training '
+          'of a TF1-style model_fn, as tf.estimator did; a TF2 model_fn\'s '
+          "parameter-server training needs the job named 'chief' (with an "
+          'evaluator task to evaluate).')
     return tf.distribute.experimental.ParameterServerStrategy(_resolver(task))
   raise UserInputError(
       f'distribution strategy {name!r} is not one of {STRATEGY_NAMES}.')

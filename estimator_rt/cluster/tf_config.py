@@ -33,6 +33,9 @@ WORKER = 'worker'
 PS = 'ps'
 EVALUATOR = 'evaluator'
 JOB_NAMES = (CHIEF, WORKER, PS, EVALUATOR)
+# tf.estimator's legacy name for the chief (its `master` also evaluated),
+# taken in a cluster without a chief job; see validate_cluster.
+MASTER = 'master'
 
 # Strategies by what they need from a cluster.
 MULTI_WORKER_MIRRORED = 'multi_worker_mirrored'
@@ -208,13 +211,17 @@ def validate_cluster(cluster, *, where: str = 'TF_CONFIG cluster'
           f'lists, got {type(cluster).__name__}: {shorten(cluster)}')
   jobs = {}
   for job, addresses in cluster.items():
-    if job == 'master':
-      _fail(f"{where} has unknown job 'master' (tf.estimator's legacy name "
-            "for the chief, which also evaluated); estimator_rt runs a "
-            "'master' job alone in its cluster as one local process, and "
-            "with other tasks a 'chief' job: rename it, and add an evaluator "
-            'task (a chief does not evaluate here).')
-    if job not in JOB_NAMES:
+    if job == MASTER:
+      if CHIEF in cluster:
+        _fail(f"{where} has both a 'master' and a 'chief' job; 'master' is "
+              "tf.estimator's legacy name for the chief: keep one.")
+      if EVALUATOR in cluster:
+        # tf.estimator 2.15's rule: its master evaluated.
+        _fail(f"{where} has a 'master' job and an 'evaluator': the master "
+              'evaluates each new checkpoint itself (tf.estimator 2.15 '
+              "refused an evaluator beside it); drop the evaluator, or name "
+              "the master 'chief'.")
+    elif job not in JOB_NAMES:
       _fail(f'{where} has unknown job {shorten(job)}; jobs are '
             f'{list(JOB_NAMES)}.')
     if isinstance(addresses, str):
@@ -241,6 +248,9 @@ def validate_cluster(cluster, *, where: str = 'TF_CONFIG cluster'
   if len(clean.get(CHIEF, ())) > 1:
     _fail(f'{where}[{CHIEF!r}] lists {len(clean[CHIEF])} chiefs; a cluster '
           'has at most one.')
+  if len(clean.get(MASTER, ())) > 1:
+    _fail(f'{where}[{MASTER!r}] lists {len(clean[MASTER])} tasks; a cluster '
+          'has at most one master (the chief).')
   if len(clean.get(EVALUATOR, ())) > 1:
     _fail(f'{where}[{EVALUATOR!r}] lists {len(clean[EVALUATOR])} '
           'evaluators; a cluster has at most one.')
@@ -253,7 +263,8 @@ class TaskInfo:
 
   Attributes:
     cluster: job -> addresses, as given (the evaluator included if listed).
-    task_type: 'chief', 'worker', 'ps' or 'evaluator'.
+    task_type: 'chief', 'worker', 'ps' or 'evaluator'; or 'master',
+      tf.estimator's legacy chief (see `chief_job`).
     task_index: index within the job.
     rpc_layer: the protocol ('grpc' unless TF_CONFIG says otherwise).
     standalone_client: this process is a client driving long-running
@@ -290,9 +301,27 @@ class TaskInfo:
     return self.training_cluster
 
   @property
+  def chief_job(self) -> str:
+    """The chief's job: 'chief', or 'master' in a legacy cluster (the
+    servers keep that job name, which device names and filters use)."""
+    return MASTER if MASTER in self.cluster else CHIEF
+
+  @property
+  def chief_address(self) -> Optional[str]:
+    """The chief's address (None: no chief job, worker 0 is the chief)."""
+    addresses = self.cluster.get(self.chief_job)
+    return addresses[0] if addresses else None
+
+  @property
+  def is_legacy_master(self) -> bool:
+    """This task is a legacy `master`: the chief, which also evaluates."""
+    return self.task_type == MASTER
+
+  @property
   def num_workers(self) -> int:
     """Training workers, the chief included."""
-    return len(self.cluster.get(CHIEF, ())) + len(self.cluster.get(WORKER, ()))
+    return (len(self.cluster.get(self.chief_job, ())) +
+            len(self.cluster.get(WORKER, ())))
 
   @property
   def num_ps(self) -> int:
@@ -305,10 +334,10 @@ class TaskInfo:
   @property
   def is_chief(self) -> bool:
     """The chief, or worker 0 when there is no chief job."""
-    if self.task_type == CHIEF:
+    if self.task_type == self.chief_job:
       return True
     return (self.task_type == WORKER and self.task_index == 0 and
-            CHIEF not in self.cluster)
+            self.chief_job not in self.cluster)
 
   @property
   def address(self) -> Optional[str]:
@@ -389,9 +418,15 @@ def parse_tf_config(raw: Optional[str]) -> Optional[TaskInfo]:
   if task_type is None:
     _fail('TF_CONFIG task has no "type"; give one of '
           f'{list(JOB_NAMES)}.')
-  if task_type not in JOB_NAMES:
+  if task_type not in JOB_NAMES and not (task_type == MASTER and
+                                         MASTER in cluster):
     _fail(f'TF_CONFIG task type={shorten(task_type)} is not one of '
           f'{list(JOB_NAMES)}.')
+  if task_type == EVALUATOR and MASTER in cluster:
+    _fail("TF_CONFIG task type='evaluator' in a cluster with a 'master' job: "
+          'the master evaluates each new checkpoint itself (tf.estimator '
+          "2.15 refused an evaluator beside it); name the master 'chief' to "
+          'run an evaluator task.')
   if task_type not in cluster and task_type != EVALUATOR:
     _fail(f'TF_CONFIG task type={task_type!r} is not a job in the cluster '
           f'(jobs: {sorted(cluster)}).')
@@ -436,6 +471,11 @@ def check_strategy(task: TaskInfo, strategy_name: str) -> None:
       cannot use, a parameter server strategy without ps or workers, or
       several training tasks under a one-process strategy.
   """
+  if MASTER in task.cluster and strategy_name == MULTI_WORKER_MIRRORED:
+    _fail(f"TF_CONFIG cluster has a 'master' job (tf.estimator's legacy name "
+          'for the chief, for between-graph training with ps tasks); '
+          f'--distribution_strategy={MULTI_WORKER_MIRRORED!r} needs it named '
+          "'chief'.")
   if not task.num_workers:
     if strategy_name == MULTI_WORKER_MIRRORED:
       _fail(f'--distribution_strategy={MULTI_WORKER_MIRRORED!r} needs '
@@ -457,7 +497,7 @@ def check_strategy(task: TaskInfo, strategy_name: str) -> None:
     if not task.cluster.get(WORKER):
       _fail(f'--distribution_strategy={PARAMETER_SERVER!r} needs "worker" '
             f'tasks in {where}; it has none.')
-    if CHIEF not in task.cluster:
+    if task.chief_job not in task.cluster:
       _fail(f'--distribution_strategy={PARAMETER_SERVER!r} needs a "chief" '
             '(the coordinator) in the TF_CONFIG cluster; it has none.')
   elif task.standalone_client:

@@ -532,24 +532,23 @@ class _TrainingExecutor(object):
 
   def run_master(self):
     """tf.estimator's legacy `master` job: a chief that also evaluates each
-    new checkpoint (at most once per throttle_secs) and the final one.
+    new checkpoint (at most once per throttle_secs) and the final one, as
+    2.15's did.
 
     A cluster of that one task (cluster.py) runs as 2.15 ran it, in one
     process that trains and evaluates: the local procedure. With other
-    tasks, the runtime refuses the job in one line when its config is read
-    for a run (name the job `chief` and add an evaluator task); a stand-in
-    estimator (stand_in_tasks.py) runs it as 2.15 did, returning (the last
-    evaluation's metrics, every export path).
+    tasks (between-graph training with ps tasks) it is the chief, with the
+    evaluation as a saving listener; so is a stand-in estimator's
+    (stand_in_tasks.py). Returns (the last evaluation's metrics, every
+    export path).
     """
     _assert_eval_spec(self._eval_spec)
-    if not stand_in_tasks.is_stand_in(self._estimator):
-      if self._estimator.config.task_info is None:
-        logging.info('Running the one-task `master` cluster locally: '
-                     'training, and evaluation after each checkpoint.')
-        self.run_local()
-        return self.outcome
-      return self._start_distributed_training(
-          saving_listeners=self._train_spec.saving_listeners)
+    if (not stand_in_tasks.is_stand_in(self._estimator) and
+        self._estimator.config.task_info is None):
+      logging.info('Running the one-task `master` cluster locally: '
+                   'training, and evaluation after each checkpoint.')
+      self.run_local()
+      return self.outcome
     evaluator = _TrainingExecutor._Evaluator(self._estimator, self._eval_spec,
                                              self._train_spec.max_steps)
     listener_for_eval = _NewCheckpointListenerForEvaluate(
@@ -963,7 +962,7 @@ def _run_server(task, *, finished: Callable[[], bool]
   """ps, and workers of parameter-server training: serve until done."""
   server = server_lib.start_server(task)
   return _end_as_told(task, server_lib.wait_until_training_done(
-      server, task, chief_address=task.cluster[cluster.CHIEF][0],
+      server, task, chief_address=task.chief_address,
       finished=finished))
 
 
@@ -994,7 +993,7 @@ def _end_as_told(task, code: int) -> Tuple[None, List[str]]:
   if code:
     raise ChiefLostError(
         f'{task.task_type}:{task.task_index}: the chief at '
-        f'{task.cluster[cluster.CHIEF][0]} stopped without finishing '
+        f'{task.chief_address} stopped without finishing '
         'training.')
   return None, []
 
@@ -1036,7 +1035,7 @@ class _ChiefWatch:
 
   def _wait(self, server) -> None:
     self._code = server_lib.wait_until_training_done(
-        server, self._task, chief_address=self._task.cluster[cluster.CHIEF][0])
+        server, self._task, chief_address=self._task.chief_address)
     self._arrived.set()
     # The hook stops training after a step; a task still starting (waiting
     # up to minutes for a ps task that is gone, or for the chief's variables)

@@ -350,7 +350,7 @@ class ParameterServerPlacement(SingleDevicePlacement):
 def _training_task_number(task) -> tuple:
   """(this task's number, how many train) among the chief and the workers,
   the chief first: which shard of the input it reads."""
-  order = list(task.cluster.get(cluster.CHIEF, ())) + list(
+  order = list(task.cluster.get(task.chief_job, ())) + list(
       task.cluster.get(cluster.WORKER, ()))
   return order.index(task.address), len(order)
 
@@ -362,7 +362,7 @@ def task_rpc(task) -> str:
 def _is_parameter_server_training_task(name: Optional[str], task) -> bool:
   return (name in (cluster.PARAMETER_SERVER, 'ParameterServerStrategy') and
           task is not None and not task.standalone_client and
-          task.task_type in (cluster.CHIEF, cluster.WORKER))
+          task.task_type in (cluster.CHIEF, cluster.MASTER, cluster.WORKER))
 
 
 _SUPPORTED = (None, 'default', '_DefaultDistributionStrategy', 'one_device',
