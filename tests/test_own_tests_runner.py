@@ -29,6 +29,7 @@ def check_spec(test_case, spec_class):
 '''
 
 TEST_FILE = '''
+import time
 import tensorflow as tf
 from tensorflow_estimator.python.estimator import model_fn
 from tensorflow_estimator.python.estimator.canned import sample_testing_utils
@@ -54,6 +55,9 @@ class SampleTest(tf.test.TestCase):
 
   def test_private_name(self):
     self.assertIsNotNone(model_fn._TPU_ESTIMATOR_SPEC)
+
+  def test_outlives_the_bound(self):
+    time.sleep(120)
 
 
 if __name__ == '__main__':
@@ -142,7 +146,8 @@ def test_runs_each_file_against_estimator_rt_and_compares(tmp_path):
        '--source', str(source), '--out', str(out), '--table', str(table),
        '--reference-results', str(reference), '--logs',
        str(tmp_path / 'logs'), '--timeout', '300'],
-      capture_output=True, text=True, timeout=600)
+      capture_output=True, text=True, timeout=600,
+      env=dict(os.environ, OWN_TESTS_TEST_TIMEOUT='3'))
   assert result.returncode == 0, result.stdout + result.stderr
   results = json.loads(out.read_text())
   tests = {k.split('::')[-1]: v for k, v in results['tests'].items()}
@@ -151,6 +156,10 @@ def test_runs_each_file_against_estimator_rt_and_compares(tmp_path):
   assert tests['test_fails'] == {'outcome': 'failed',
                                  'reason': 'ValueError: first line'}
   assert tests['test_a_subtest_fails']['outcome'] == 'failed'
+  # The per-test bound ends a test; the file's others still run.
+  assert tests['test_outlives_the_bound'] == {
+      'outcome': 'failed', 'reason': "TestTimeout: still running after 3 s "
+                                     "(the runner's per-test bound)"}
   assert tests['test_a_subtest_fails']['reason'].startswith('AssertionError')
   assert tests['test_private_name']['reason'].startswith(
       'AttributeError: tensorflow_estimator.python.estimator.model_fn.'

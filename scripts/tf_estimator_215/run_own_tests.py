@@ -31,8 +31,9 @@ estimator (`*_test.py`, and the `*_test_*.py` of canned/ and canned/v1/: the
 tree's py_test targets) runs in its own process, `python -m pytest` with
 own_tests_plugin.py, which loads the tests and their testing modules from
 TREE and the product from the target (test_code.py says which modules are
-test code). A file still running after --timeout seconds is killed, and its
-unfinished tests fail with reason `timeout`.
+test code). A test still running after OWN_TESTS_TEST_TIMEOUT seconds (120 by
+default) fails with `TestTimeout`; a file still running after --timeout
+seconds is killed, and its unfinished tests fail with reason `timeout`.
 
 With --plain, the plugin installs nothing: the tests reach estimator_rt
 through the import hook of the environment of --python (which must have
