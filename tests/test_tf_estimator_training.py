@@ -144,11 +144,15 @@ def test_what_215_accepted_and_the_runtime_cannot_run_is_refused_when_used():
   # Nothing written: the temporary model_dir is as its construction made it
   # (by tempfile.mkdtemp, as 2.15's), empty.
   assert os.listdir(estimator.model_dir) == []
+  # A master with a worker and no ps: the role is the chief's, but no
+  # strategy trains two tasks without ps (2.15's would each have trained
+  # a model of their own); refused with the strategy.
   master = _config({'cluster': {'master': [A], 'worker': [B]},
                     'task': {'type': 'master', 'index': 0}})
   assert (master.is_chief, master.num_worker_replicas) == (True, 2)
-  with pytest.raises(cluster.ClusterConfigError, match="legacy name"):
-    master.role  # pylint: disable=pointless-statement
+  assert master.role.task.is_legacy_master
+  with pytest.raises(cluster.ClusterConfigError, match='2 training tasks'):
+    cluster.check_strategy(master.role.task, master.role.strategy_name)
 
 
 def test_a_one_task_master_cluster_trains_and_evaluates_as_215s_did(
