@@ -94,11 +94,6 @@ def previous_name_scope() -> str:
   return current.rsplit('/', 1)[0] + '/'
 
 
-# 2.15's per-layer summaries: the fraction of zero values and the
-# activations' histogram.
-add_hidden_layer_summary = base.add_layer_summary
-
-
 @functools.lru_cache(maxsize=None)
 def dnn_model_class():
   """2.15's `_DNNModel` (made on first use: tf_keras loads then)."""
@@ -172,9 +167,9 @@ def dnn_model_class():
             net = dropout_layer(net, training=True)
           if norm is not None:
             net = norm(net, training=training)
-          add_hidden_layer_summary(net, scope_name)
+          base.add_layer_summary(net, scope_name)
         logits = self._logits_layer(net)
-        add_hidden_layer_summary(logits, self._logits_scope)
+        base.add_layer_summary(logits, self._logits_scope)
         return logits
 
   return DNNModel
@@ -387,7 +382,7 @@ def combined_model_fn(features, labels, mode, head,
       logits.append(linear_logit_fn_builder(
           units=head.logits_dimension, feature_columns=linear_feature_columns,
           sparse_combiner=linear_sparse_combiner)(features=features))
-      add_hidden_layer_summary(logits[-1], scope.name)
+      base.add_layer_summary(logits[-1], scope.name)
       parts.append((linear_optimizer, scope.name))
 
   def train_op_fn(loss):

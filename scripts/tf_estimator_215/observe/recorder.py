@@ -201,7 +201,8 @@ def _graph_counts(graph) -> dict:
 
 def process_state(start=None) -> dict:
   """The process state a tf.estimator call can leave behind. `start`: the
-  default graph and its counts when the scenario began (graph_start()):
+  default graph and its counts when the scenario began (the Recorder
+  takes them when it is made):
   the ops and collection entries the scenario added to that graph are
   counted, not those earlier scenarios of the process left (a reset
   default graph is not always empty: clearing Keras' session may add

@@ -36,7 +36,7 @@ def _name_from_scope_name(name):
   return name[:-1] if (name and name[-1] == '/') else name
 
 
-_add_hidden_layer_summary = v1_model_fns.add_hidden_layer_summary
+_add_hidden_layer_summary = base.add_layer_summary
 
 
 def _validate_features(features):
