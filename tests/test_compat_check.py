@@ -411,6 +411,13 @@ def test_exit_0_when_every_use_runs(tmp_path):
   assert uses[('ok.py', 4)][0][:2] == ('tf.contrib.slim', TF_BREAK)
   assert 'codebase/py2.py:1: skipped: syntax error' in result.stdout
   assert result.stdout.count('codebase/ok.py:2: ') == 1, result.stdout
+  # The Keras each path gets: `python FILE`, and `pytest DIR` (no test
+  # file there: nothing read).
+  assert ('keras: python codebase/ok.py: Keras 2 (tf_keras): the code of '
+          'ok.py uses tf.estimator (tf.estimator.RunConfig, codebase/ok.py:2)'
+          in result.stdout), result.stdout
+  assert ('keras: pytest codebase: Keras 3: the code of pytest codebase does '
+          'not use tf.estimator (0 files read)' in result.stdout), result.stdout
   assert 'summary: 2 files scanned, 2 uses of 2 tf.estimator names, ' \
       '1 skipped (not parsed)' in result.stdout, result.stdout
   assert result.stdout.splitlines()[-1] == (

@@ -114,23 +114,25 @@ def test_v1_estimator(tmp_path):
   assert Dense.__module__.startswith('tf_keras.'), Dense.__module__
 '''
 
-# A TensorFlow program that never touches tf.estimator, until a module it
-# imports late does, after tf.keras was resolved to Keras 3 (the marker on
-# stderr between the two). Its main file says nothing of tf.estimator: a
-# program whose main file does gets Keras 2 from the start.
+# A TensorFlow program that never touches tf.estimator, but for a TF1 layer
+# (tf_keras's, whichever Keras tf.keras is), until a module it finds at run
+# time does, after tf.keras was resolved to Keras 3 (the marker on stderr
+# between the two). A program whose own code uses tf.estimator gets Keras 2
+# from the start (TF1_PROGRAM).
 KERAS_PROGRAM = '''
+import importlib
 import json
 import sys
 import tensorflow as tf
 layer = tf.keras.layers.Dense(1)
 print('RESULT', json.dumps({
     'keras': type(layer).__module__,
+    'v1_layer': tf.compat.v1.layers.Dense.__module__,
     'estimator_rt': sorted(m for m in sys.modules
                            if m.split('.')[0] == 'estimator_rt'),
     'has_estimator': hasattr(tf, 'estimator')}))
 print('NOW TF.ESTIMATOR', file=sys.stderr, flush=True)
-import late_user
-late_user.use()
+importlib.import_module('late_user').use()
 assert type(tf.keras.layers.Dense(1)).__module__.startswith('keras.')
 '''
 LATE_USER = '''
@@ -141,6 +143,99 @@ def use():
   tf.estimator.RunConfig()
   tf.compat.v1.estimator.RunConfig()
 '''
+
+# A TF1-style program whose main file never names tf.estimator: its
+# estimator code is in a module of its own, which subclasses a TF1 layer
+# when imported (before any tf.estimator name is read).
+TF1_PROGRAM = '''
+import json
+import sys
+import tensorflow.compat.v1 as tf
+from trainer import model
+tf.disable_v2_behavior()
+estimator = model.train(sys.argv[1])
+print('RESULT', json.dumps({
+    'keras': tf.keras.layers.Dense.__module__,
+    'global_step': int(estimator.get_variable_value('global_step'))}))
+'''
+TF1_TRAINER = '''
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+
+class Normalization(tf.layers.BatchNormalization):
+  pass
+
+
+def model_fn(features, labels, mode):
+  hidden = Normalization()(features['x'], training=True)
+  loss = tf.losses.mean_squared_error(labels, tf.layers.dense(hidden, 1))
+  train_op = tf.train.GradientDescentOptimizer(0.1).minimize(
+      loss, global_step=tf.train.get_global_step())
+  return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def train(model_dir):
+  x = np.linspace(0, 1, 16, dtype=np.float32).reshape(-1, 1)
+  estimator = tf.estimator.Estimator(model_fn, model_dir=model_dir)
+  estimator.train(tf.estimator.inputs.numpy_input_fn(
+      {'x': x}, 2 * x, batch_size=8, shuffle=False), steps=2)
+  return estimator
+'''
+
+# A library's repository, its tests run from its root as its CI runs them
+# (`python -m pytest tests -k Estimator`): the first test module collected
+# resolves tf.keras before any estimator is used, and the estimator's
+# graph-mode model_fn calls a Keras layer whose class name starts with an
+# underscore (DeepCTR's `_Add`): Keras 2 names its scope `private__add`,
+# Keras 3 refuses `__add` as a root scope name.
+LIBRARY_REPOSITORY = {
+    'mylib/__init__.py': '',
+    'mylib/layers.py': '''
+import tensorflow as tf
+
+
+class _Add(tf.keras.layers.Layer):
+
+  def call(self, inputs):
+    return tf.add_n(inputs)
+''',
+    'mylib/estimator.py': '''
+import tensorflow as tf
+from mylib.layers import _Add
+
+
+def model_fn(features, labels, mode):
+  x = features['x']
+  predictions = _Add()([tf.compat.v1.layers.dense(x, 1), x])
+  loss = tf.compat.v1.losses.mean_squared_error(labels, predictions)
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+      loss, global_step=tf.compat.v1.train.get_global_step())
+  return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+''',
+    'tests/__init__.py': '',
+    'tests/layers_test.py': '''
+import tensorflow as tf
+from mylib.layers import _Add
+
+
+def test_add():
+  assert float(_Add()([tf.ones([1]), tf.ones([1])])[0]) == 2.0
+''',
+    'tests/models_test.py': '''
+import numpy as np
+import tensorflow as tf
+from mylib.estimator import model_fn
+
+
+def test_MyEstimator(tmp_path):
+  x = np.ones([8, 1], np.float32)
+  estimator = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path))
+  estimator.train(lambda: tf.data.Dataset.from_tensor_slices(
+      ({'x': x}, 2 * x)).batch(4), steps=2)
+  assert estimator.get_variable_value('global_step') == 2
+''',
+}
 
 # With the hook off: plain TensorFlow 2.16+.
 OFF_PROGRAM = '''
@@ -250,11 +345,41 @@ def test_a_library_and_a_pytest_run_use_tf_estimator(installed, tmp_path):
       done.stdout[-3000:] + done.stderr[-3000:])
 
 
+def test_a_program_whose_estimator_code_is_in_a_module_of_its_own(
+    installed, tmp_path):
+  """Keras 2 from the start for a TF1-style program whose main file never
+  names tf.estimator, and whose trainer module subclasses a TF1 layer when
+  imported."""
+  python, _ = installed
+  program = _write(tmp_path / 'app' / 'main.py', TF1_PROGRAM)
+  _write(tmp_path / 'app' / 'trainer' / '__init__.py', '')
+  _write(tmp_path / 'app' / 'trainer' / 'model.py', TF1_TRAINER)
+  done, result = _run(python, [program, str(tmp_path / 'model')], tmp_path)
+  assert done.returncode == 0 and result, done.stderr[-4000:]
+  assert result == {'keras': 'tf_keras.src.layers.core.dense',
+                    'global_step': 2}, result
+
+
+def test_a_librarys_own_tests_run_with_pytest_from_its_root(
+    installed, tmp_path):
+  python, _ = installed
+  for name, text in LIBRARY_REPOSITORY.items():
+    _write(tmp_path / 'repo' / name, text)
+  done = subprocess.run(
+      [python, '-m', 'pytest', 'tests', '-k', 'Estimator', '-q', '-p',
+       'no:cacheprovider'], cwd=str(tmp_path / 'repo'), capture_output=True,
+      text=True, timeout=TIMEOUT_SECS, env=installed_env.clean_environment(
+          {'TF_CPP_MIN_LOG_LEVEL': '2'}))
+  assert done.returncode == 0 and '1 passed' in done.stdout, (
+      done.stdout[-3000:] + done.stderr[-3000:])
+
+
 def test_a_keras_program_keeps_its_keras_and_the_switch_turns_it_off(
     installed, tmp_path):
-  """A TensorFlow program that does not use tf.estimator: Keras 3, no
-  estimator_rt module but the hook, no warning; when it then uses
-  tf.estimator, Keras 3 stays, and one warning says what to set.
+  """A TensorFlow program that does not use tf.estimator: Keras 3 (TF1
+  layers from tf_keras), no estimator_rt module but the hook's, no warning;
+  when a module found at run time uses tf.estimator, Keras 3 stays, and one
+  warning says what to set.
   ESTIMATOR_RT_COMPAT=0: tf.estimator absent, as on plain TensorFlow."""
   python, _ = installed
   program = _write(tmp_path / 'keras' / 'keras_program.py', KERAS_PROGRAM)
@@ -262,7 +387,10 @@ def test_a_keras_program_keeps_its_keras_and_the_switch_turns_it_off(
   done, result = _run(python, [program], tmp_path)
   assert done.returncode == 0 and result, done.stderr[-3000:]
   assert result == {'keras': 'keras.src.layers.core.dense',
-                    'estimator_rt': ['estimator_rt.compat.startup'],
+                    'v1_layer': 'tf_keras.src.legacy_tf_layers.core',
+                    'estimator_rt': ['estimator_rt.compat.program_code',
+                                     'estimator_rt.compat.startup',
+                                     'estimator_rt.core.legacy_layers'],
                     'has_estimator': True}
   before, after = done.stderr.split('NOW TF.ESTIMATOR')
   assert 'estimator_rt' not in before, before[-3000:]

@@ -29,6 +29,8 @@ import types
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from estimator_rt.compat import differences
+from estimator_rt.compat import keras_choice
+from estimator_rt.compat import program_code
 from estimator_rt.compat import scan
 from estimator_rt.compat import tf_breaks
 
@@ -67,13 +69,23 @@ class Skipped:
   reason: str
 
 
+@dataclasses.dataclass(frozen=True)
+class KerasChoice:
+  """The Keras `tf.keras` is for `command` (`python FILE` for a file given,
+  `pytest DIR` for a directory), and why (keras_choice.py's rule)."""
+  command: str
+  keras: str
+  reason: str
+
+
 @dataclasses.dataclass
 class Result:
-  """The files scanned (in order), what was found in them, and those that
-  could not be scanned."""
+  """The files scanned (in order), what was found in them, those that
+  could not be scanned, and the Keras each path given would run with."""
   files: List[str]
   findings: List[Finding]
   skipped: List[Skipped]
+  keras: List[KerasChoice] = dataclasses.field(default_factory=list)
 
   def exit_code(self) -> int:
     """0 when every tf.estimator use runs (differences included), 1 when
@@ -302,4 +314,16 @@ def check(paths: Sequence[str]) -> Result:
         classifier = Classifier()
       name, status, detail = classifier.classify(use.qualified)
       findings.append(Finding(path, use.line, name, status, detail))
-  return Result(files=files, findings=findings, skipped=skipped)
+  return Result(files=files, findings=findings, skipped=skipped,
+                keras=[keras_choice_of(path) for path in paths])
+
+
+def keras_choice_of(path: str) -> KerasChoice:
+  """The Keras `python PATH` (a file) or `pytest PATH` (a directory), run
+  from the current directory, gets under the import hook."""
+  if os.path.isfile(path):
+    command, program = f'python {path}', program_code.of_main_file(path)
+  else:
+    command, program = f'pytest {path}', program_code.of_pytest_run([path])
+  keras, reason = keras_choice.decide(program)
+  return KerasChoice(command, keras, reason)

@@ -4,6 +4,8 @@
     path/train.py:40: tensorflow_estimator.python.estimator.tpu.tpu_estimator.inference_on_tpu: refused: ...
     path/old.py:3: skipped: syntax error: invalid syntax
 
+    keras: python path/train.py: Keras 2 (tf_keras): the code of train.py uses tf.estimator (tf.estimator.Estimator, path/model.py:4)
+
 Every line of a use starts with `file:line: name: status`, so that grep
 and editors can take them; the summary counts uses per status and per name.
 """
@@ -39,6 +41,10 @@ def lines(result: check.Result) -> List[str]:
   out = [text for _, _, text in sorted(
       entries, key=lambda e: (order[e[0]], e[1]))]
   out.append('')
+  out.extend(f'keras: {k.command}: {k.keras}: {k.reason}' for k in result.keras)
+  if result.keras:
+    out.append('  (the import hook\'s rule, estimator_rt/compat/keras_choice.py; '
+               'TF_USE_LEGACY_KERAS, when set, decides instead)')
   out.extend(_summary(result))
   return out
 

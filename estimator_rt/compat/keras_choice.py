@@ -1,31 +1,14 @@
-"""Which Keras `tf.keras` is for a tf.estimator program run without the
-runner.
+"""Which Keras `tf.keras` is in a process.
 
-A tf.estimator program was written for TensorFlow <= 2.15, where `tf.keras`
-was Keras 2: `tf.keras.optimizers.legacy`, `model.input_names`, Keras 2's
-optimizer identifiers and `DenseFeatures` are Keras 2's. `python -m
-estimator_rt.compat` sets TensorFlow's own switch, TF_USE_LEGACY_KERAS=1,
-before the program starts (tf_keras is `tf.keras`). The import hook
-(startup.py) makes the same choice for a program run with plain `python`,
-at the moments it can still be made, and for tf.estimator programs only:
-
-  - when TensorFlow is first imported, for a program whose main file uses
-    tf.estimator (scan.py reads the file; it is not run): the variable is
-    set before TensorFlow reads it, exactly as the runner sets it;
-  - when tf.estimator is first used (a name read on `tf.estimator`, an
-    import of `tensorflow_estimator`) while no `tf.keras` has been resolved
-    yet: the variable is set, and TensorFlow's API packages look in tf_keras
-    first for `import tensorflow.keras...`, as they would have had the
-    variable been set when TensorFlow was imported. It is said once (an
-    INFO line);
-  - when tf.estimator is first used after `tf.keras` was resolved to Keras 3
-    (a library or the program used it first), the choice is made: tf.keras
-    stays Keras 3, and one warning says so and what to set.
-
-TF_USE_LEGACY_KERAS set by the user (either way) is never changed, and a
-program that never uses tf.estimator never reaches this module.
-`estimator_rt.compat.install()` called by a program itself chooses nothing:
-it changes what it says it changes.
+The rule is written once, for users, in docs/moving-from-tf-estimator.md
+(Keras): TF_USE_LEGACY_KERAS set by the user decides; else a process whose
+own code uses tf.estimator (a program's main file and its own modules, a
+pytest run's test files: program_code.py) gets Keras 2 (tf_keras) when
+TensorFlow is first imported (`choose_for_program`, called by startup.py's
+hook); else Keras 2 at the first use of tf.estimator if no `tf.keras` was
+resolved yet, or one warning if it already is Keras 3
+(`choose_on_first_use`). `decide` says which and why (also for `--check`).
+The TF1 layers are tf_keras's in any case (core/legacy_layers.py).
 """
 
 import importlib.util
@@ -33,10 +16,13 @@ import os
 import re
 import sys
 import types
+from typing import Optional, Tuple
 
 from absl import logging
 
 VARIABLE = 'TF_USE_LEGACY_KERAS'
+KERAS_2 = 'Keras 2 (tf_keras)'
+KERAS_3 = 'Keras 3'
 # The attributes of TensorFlow's API modules that TensorFlow resolves to a
 # Keras when first used (KerasLazyLoader), besides the TF1 layers, which
 # estimator_rt routes to tf_keras in any case (graph/compat.py).
@@ -56,32 +42,52 @@ def _package_dir(name: str):
   return os.path.realpath(list(spec.submodule_search_locations)[0])
 
 
-def main_file_uses_tf_estimator(path: str) -> bool:
-  """Whether the Python file `path` uses a tf.estimator name or module path
-  (scan.py; a file that does not parse counts as not)."""
+def first_use(files) -> Optional[Tuple[str, int, str]]:
+  """(file, line, name) of the first use of a tf.estimator name or module
+  path in `files` (scan.py; a file that does not parse has none), or None."""
   from estimator_rt.compat import scan  # pylint: disable=g-import-not-at-top
-  try:
-    with open(path, 'rb') as f:
-      uses = scan.scan_source(f.read(), path)
-  except (OSError, SyntaxError, ValueError):
-    return False
-  return any(use.kind == scan.ESTIMATOR for use in uses)
+  for path in files:
+    try:
+      with open(path, 'rb') as f:
+        uses = scan.scan_source(f.read(), path)
+    except (OSError, SyntaxError, ValueError, RecursionError):
+      continue
+    for use in uses:
+      if use.kind == scan.ESTIMATOR:
+        return path, use.line, use.qualified
+  return None
 
 
-def choose_for_main_program(path: str) -> None:
-  """Keras 2 for the program whose main file is `path` if it uses
-  tf.estimator; called before TensorFlow is imported."""
+def decide(program) -> Tuple[str, str]:
+  """(the Keras `tf.keras` is for `program`, a program_code.Program: KERAS_2
+  or KERAS_3; why, in words), TF_USE_LEGACY_KERAS aside (it decides when
+  set)."""
+  found = first_use(program.candidates)
+  if found is None:
+    read = f'{len(program.files)} file{"" if len(program.files) == 1 else "s"}'
+    return KERAS_3, (f'the code of {program.description} does not use '
+                     f'tf.estimator ({read} read'
+                     f'{"" if program.complete else ", the search cut short"})')
+  path, line, name = found
+  relative = os.path.relpath(path)
+  where = path if relative.startswith(os.pardir) else relative
+  if name.startswith('tensorflow.'):
+    name = 'tf.' + name[len('tensorflow.'):]
+  return KERAS_2, (f'the code of {program.description} uses tf.estimator '
+                   f'({name}, {where}:{line})')
+
+
+def choose_for_program(program) -> None:
+  """Keras 2 for `program` (program_code.Program, the code this process
+  runs) if it uses tf.estimator; called before TensorFlow is imported."""
   if VARIABLE in os.environ or _package_dir('tf_keras') is None:
     return
-  estimator_rt_dir = _package_dir('estimator_rt')
-  if estimator_rt_dir and os.path.realpath(path).startswith(
-      estimator_rt_dir + os.sep):
-    return  # estimator_rt's own binaries are not tf.estimator programs.
-  if main_file_uses_tf_estimator(path):
+  keras, reason = decide(program)
+  if keras == KERAS_2:
     os.environ[VARIABLE] = '1'
     _say(logging.INFO,
-         f'estimator_rt: {path} uses tf.estimator, so tf.keras is Keras 2 '
-         f'(tf_keras) for it, as under TensorFlow <= 2.15 and `python -m '
+         f'estimator_rt: {reason}, so tf.keras is Keras 2 (tf_keras) for '
+         'it, as under TensorFlow <= 2.15 and `python -m '
          f'estimator_rt.compat`; set {VARIABLE}=0 to keep Keras 3.')
 
 

@@ -30,13 +30,17 @@ What the hook does, and when:
     tf.estimator program meant where that can still be chosen
     (estimator_rt/compat/keras_choice.py), then does `install()`; the hook
     then steps aside (the layer's own finder and namespaces answer);
-  - Keras: when TensorFlow is imported, a program whose main file uses
-    tf.estimator gets Keras 2 as `tf.keras`, as under `python -m
-    estimator_rt.compat` (keras_choice.py reads the file; it is never run).
-    The file is opened only if it exists and says `estimator` at all.
+  - Keras: when TensorFlow is imported, a program whose own code uses
+    tf.estimator (its main file or a module of its own it imports; for a
+    pytest run, its test files) gets Keras 2 as `tf.keras`, as under
+    `python -m estimator_rt.compat` (program_code.py finds the files,
+    keras_choice.py reads those that say `estimator`; nothing is run), and
+    `tf.compat.v1.layers` are tf_keras's whichever Keras `tf.keras` is
+    (core/legacy_layers.py).
 
 So a TensorFlow program that never touches tf.estimator keeps its tf.keras
-and imports no more of estimator_rt than this file. Child processes: a
+and imports no more of estimator_rt than this file and the two it loads
+alone when TensorFlow is imported (program_code.py, legacy_layers.py). Child processes: a
 spawned one starts Python again (the .pth runs again); a forked one
 inherits all of it.
 """
@@ -69,12 +73,6 @@ API_PATHS = {
     'tensorflow.compat.v1.compat.v1': 'v1',
     'tensorflow.compat.v1.compat.v2': 'v2',
 }
-
-# What a file that uses tf.estimator must say (`tf.estimator`, `from
-# tensorflow import estimator`, `tensorflow_estimator`): a file without it is
-# not read further (keras_choice.py parses the others).
-_MAY_USE_TF_ESTIMATOR = rb'tensorflow_estimator|[.\s]estimator\b'
-
 
 def _is_under(fullname: str, root: str) -> bool:
   return fullname == root or fullname.startswith(root + '.')
@@ -188,32 +186,53 @@ class Hook:
 
     def exec_module(module):
       spec.loader.exec_module = execute
-      _choose_keras_for_main_program()
+      _choose_keras_for_program()
       execute(module)
+      _load_alone('estimator_rt.core.legacy_layers'
+                  ).route_v1_layers_to_tf_keras()
       put_stand_ins()
 
     spec.loader.exec_module = exec_module
     return spec
 
 
-def _choose_keras_for_main_program() -> None:
-  """Keras 2 for a program whose main file uses tf.estimator, decided
-  before TensorFlow reads TF_USE_LEGACY_KERAS (keras_choice.py)."""
+def _load_alone(name: str):
+  """The module `name` of estimator_rt, loaded from its file alone, as the
+  .pth file loads this one: not its packages (estimator_rt's `__init__`
+  imports absl), so that a process that never uses tf.estimator loads no
+  more of estimator_rt than the few standard-library modules the hook
+  needs. `from estimator_rt.X import Y` finds it later (in sys.modules)."""
+  module = sys.modules.get(name)
+  if module is not None:
+    return module
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  path = os.path.join(root, *name.split('.')[1:]) + '.py'
+  loader = type(__loader__)(name, path)
+  module = _ModuleType(name)
+  vars(module).update(__spec__=_ModuleSpec(name, loader, origin=path),
+                      __loader__=loader, __file__=path)
+  sys.modules[name] = module
+  try:
+    exec(loader.get_code(name), vars(module))  # pylint: disable=exec-used
+  except BaseException:
+    del sys.modules[name]
+    raise
+  return module
+
+
+def _choose_keras_for_program() -> None:
+  """Keras 2 for a process whose own code uses tf.estimator (its main file
+  and the modules of its own it imports; a pytest run's test files),
+  decided before TensorFlow reads TF_USE_LEGACY_KERAS (program_code.py
+  finds the code, keras_choice.py decides)."""
   if 'TF_USE_LEGACY_KERAS' in os.environ:
     return  # The user's (or the runner's) choice.
-  main_file = getattr(sys.modules.get('__main__'), '__file__', None)
-  if not main_file or not main_file.endswith('.py'):
-    return
-  import re  # pylint: disable=g-import-not-at-top
-  try:
-    with open(main_file, 'rb') as f:
-      if not re.search(_MAY_USE_TF_ESTIMATOR, f.read()):
-        return
-  except OSError:
+  program = _load_alone('estimator_rt.compat.program_code').of_this_process()
+  if program is None or not program.candidates:
     return
   import importlib  # pylint: disable=g-import-not-at-top
   importlib.import_module('estimator_rt.compat.keras_choice'
-                          ).choose_for_main_program(main_file)
+                          ).choose_for_program(program)
 
 
 def installed_hook():

@@ -17,6 +17,9 @@ behind that every layer reads:
     files, written and read back.
   - `cli`: what the binaries share (flag parsing, JSON flags);
     `log_handlers`: one line per log message.
+  - `legacy_layers`: `tf.compat.v1.layers` from tf_keras whichever Keras
+    `tf.keras` is (the import hook loads it alone: standard library and
+    TensorFlow's lazy loader only).
 
 May import: nothing else of estimator_rt (TensorFlow, absl and the
 standard library only). Every other package may import this one.

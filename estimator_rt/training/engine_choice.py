@@ -73,19 +73,19 @@ from typing import Any, Callable, Dict, List, Optional
 import tensorflow as tf
 
 from estimator_rt.core import checkpoints
+from estimator_rt.core import legacy_layers
 from estimator_rt.inputs import pipeline as inputs
 from estimator_rt.cluster import roles
 from estimator_rt.training.eager import model as eager_model
 from estimator_rt.core import user_fns
 from estimator_rt.core.errors import GraphModelFnError
 from estimator_rt.core.errors import UserInputError
-from estimator_rt.training.graph import compat as graph_compat
 from estimator_rt.core.mode_keys import ModeKeys
 from estimator_rt.cluster.run_config import RunConfig
 
 # TF1-style model_fns call tf.compat.v1.layers, in the eager build call
 # already (which is how they are told apart).
-graph_compat.route_v1_layers_to_tf_keras()
+legacy_layers.route_v1_layers_to_tf_keras()
 
 EAGER = 'eager'
 GRAPH = roles.GRAPH_ENGINE

@@ -4,7 +4,7 @@
 docstring). A program that imports estimator_rt first and TensorFlow next
 can build `tf.compat.v1.layers` at once, before it uses any estimator_rt
 name (a module-level graph, a helper run at import): those layers must
-already be tf_keras' legacy ones then (estimator_rt/training/graph/compat.py), not
+already be tf_keras' legacy ones then (estimator_rt/core/legacy_layers.py), not
 Keras 3's, which refuse. So this module watches for the module that defines
 TensorFlow's lazy Keras loaders and routes them as soon as it has run,
 while TensorFlow's own import is still going on, before any loader is
@@ -22,7 +22,7 @@ _WATCHED = 'tensorflow.python.util.lazy_loader'
 
 def _route() -> None:
   # Imported only now: the routing module imports TensorFlow's.
-  importlib.import_module('estimator_rt.training.graph.compat'
+  importlib.import_module('estimator_rt.core.legacy_layers'
                           ).route_v1_layers_to_tf_keras()
 
 
