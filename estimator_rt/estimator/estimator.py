@@ -552,7 +552,7 @@ class Estimator(protected_methods.ProtectedMethods):
     Raises:
       UserInputError: what `evaluate` would raise for these arguments.
     """
-    steps = as_count(steps)
+    steps = as_count(steps, cap=MAX_INT32)
     self._run(lambda engine: engine.check_evaluation(
         input_fn, steps=steps, name=name), input_fn=input_fn)
 
@@ -570,7 +570,8 @@ class Estimator(protected_methods.ProtectedMethods):
       A dict with 'loss' (mean over examples), each metric's result and
       'global_step'.
     """
-    steps = as_count(steps)  # 2.15 evaluated up to the next whole one.
+    # 2.15 evaluated up to the next whole one.
+    steps = as_count(steps, cap=MAX_INT32)
     check_positive_count('evaluate: steps', steps,
                          phrase='Must specify steps > 0', maximum=MAX_INT32)
     self.eval_dir(name)  # Refuses a name 2.15 could not join to 'eval_'.

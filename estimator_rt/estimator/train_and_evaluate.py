@@ -226,7 +226,7 @@ class EvalSpec(
               exporters=None, start_delay_secs=0, throttle_secs=600):
     _validate_input_fn(input_fn)
     # Kept as given (2.15's); evaluate runs `as_count(steps)` batches.
-    check_positive_count('EvalSpec: steps', as_count(steps),
+    check_positive_count('EvalSpec: steps', as_count(steps, cap=MAX_INT32),
                          phrase='Must specify steps > 0', maximum=MAX_INT32)
     if name is not None and not isinstance(name, str):
       # str(), as 2.15's message formatted it (`given: 3`).

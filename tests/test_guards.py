@@ -1,0 +1,119 @@
+"""What tf.estimator 2.15 accepted, run through the guards the runtime adds.
+
+docs/guards.md lists every guard, refusal, check and heuristic the runtime
+has and tf.estimator 2.15 did not; each test here names its rows (`G<n>`).
+The inputs are what 2.15 accepted and ran: argument values and TF_CONFIGs
+taken from 2.15's own test suite (tensorflow/estimator v2.15.0, written
+here as data), values public programs pass (`sys.maxsize` for "no limit"),
+and borderline ones whose 2.15 outcome was checked in `.venv-tf215` (the
+outcome is written next to them). Each runs through the guard and must
+give what 2.15 gave; a refusal the table keeps with a reason is shown
+refused, with the reason's evidence.
+
+Training is a few steps of a 4-weight linear model on a constant batch.
+"""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import estimator_rt as ert
+
+tf1 = tf.compat.v1
+
+
+def _model_fn(features, labels, mode, params):
+  """A TF1-style linear model with two predictions ('y', 'twice'); the
+  `params['kind']` variants return what a borderline 2.15 program did."""
+  w = tf1.get_variable('w', [4, 1], initializer=tf1.zeros_initializer())
+  y = tf.matmul(features['x'], w)
+  kind = params.get('kind')
+  predictions = {'y': y, 'twice': 2 * y}
+  if kind == 'int_prediction_key':
+    predictions = {'y': y, 3: 2 * y}
+  if mode == ert.ModeKeys.PREDICT:
+    return ert.EstimatorSpec(mode, predictions=predictions)
+  loss = tf.reduce_mean(tf.square(y - labels))
+  metrics = {'mae': tf1.metrics.mean_absolute_error(labels, y)}
+  if kind == 'int_metric_key':
+    metrics = {7: metrics['mae']}
+  train_op = tf1.train.GradientDescentOptimizer(0.1).minimize(
+      loss, global_step=tf1.train.get_global_step())
+  return ert.EstimatorSpec(mode, loss=loss, train_op=train_op,
+                           predictions=predictions, eval_metric_ops=metrics)
+
+
+def _input_fn(repeat=False, n=8):
+  def input_fn():
+    x = np.ones((n, 4), np.float32)
+    data = tf.data.Dataset.from_tensor_slices(({'x': x}, x[:, :1]))
+    return (data.repeat() if repeat else data).batch(2)
+  return input_fn
+
+
+def _estimator(tmp_path, kind=None, **config):
+  return ert.Estimator(_model_fn, params={'kind': kind},
+                       config=ert.RunConfig(model_dir=str(tmp_path), **config))
+
+
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory):
+  estimator = _estimator(tmp_path_factory.mktemp('trained'))
+  estimator.train(_input_fn(), steps=2)
+  return estimator
+
+
+def _step(estimator):
+  return int(estimator.get_variable_value('global_step'))
+
+
+# --- G: predict_keys ---------------------------------------------------------
+
+
+def test_predict_keys_not_predicted_are_dropped_as_2_15_did(trained):
+  # 2.15 kept the keys it predicted: {'y': array([0.96], dtype=float32)}.
+  first = next(trained.predict(_input_fn(), predict_keys=['y', 'nope']))
+  assert set(first) == {'y'}
+  with pytest.raises(ValueError, match=r'Expected to run at least one output '
+                     r"from dict_keys\(\['y', 'twice'\]\), provided "
+                     r"\['nope'\]"):
+    next(trained.predict(_input_fn(), predict_keys=['nope']))
+
+
+# --- G: step counts ----------------------------------------------------------
+
+_NO_LIMIT = sys.maxsize  # A program's "no limit"; 2.15 ran it.
+
+
+@pytest.mark.parametrize('config,train', [
+    ({}, {'max_steps': _NO_LIMIT}),
+    ({}, {'steps': _NO_LIMIT}),
+    ({'save_checkpoints_steps': _NO_LIMIT}, {}),
+    ({'save_summary_steps': _NO_LIMIT}, {}),
+    ({'log_step_count_steps': _NO_LIMIT}, {}),
+], ids=['max_steps', 'steps', 'save_checkpoints_steps', 'save_summary_steps',
+        'log_step_count_steps'])
+def test_counts_no_run_reaches_train_as_2_15_did(tmp_path, config, train):
+  estimator = _estimator(tmp_path, **config)
+  estimator.train(_input_fn(), **train)
+  # 2.15: the 4 batches of the input, checkpoints at steps 0 and 4.
+  assert _step(estimator) == 4
+  assert sorted(f for f in os.listdir(tmp_path) if f.endswith('.index')) == [
+      'model.ckpt-0.index', 'model.ckpt-4.index']
+
+
+def test_counts_no_run_reaches_in_specs_and_evaluate(tmp_path, trained):
+  assert ert.TrainSpec(_input_fn(), max_steps=_NO_LIMIT).max_steps == (
+      _NO_LIMIT)
+  assert ert.EvalSpec(_input_fn(), steps=_NO_LIMIT).steps == _NO_LIMIT
+  # 2.15: every batch of the input, {'loss': 0.0016, 'mae': 0.04, ...}.
+  result = trained.evaluate(_input_fn(), steps=_NO_LIMIT)
+  np.testing.assert_allclose(result['mae'], 0.04, rtol=1e-5)
+  metrics, _ = ert.train_and_evaluate(
+      _estimator(tmp_path),
+      ert.TrainSpec(_input_fn(), max_steps=_NO_LIMIT),
+      ert.EvalSpec(_input_fn(), steps=_NO_LIMIT))
+  assert metrics['global_step'] == 4
