@@ -170,11 +170,6 @@ def test_shorten_keeps_short_values_as_repr():
 
 
 @pytest.mark.parametrize('changes,fragments', [
-    # 2.15 took any int; TensorFlow's int64 seed attributes take these.
-    ({'tf_random_seed': -2**63 - 1},
-     ['tf_random_seed=-9223372036854775809', '9223372036854775807']),
-    ({'tf_random_seed': 2**63},
-     ['tf_random_seed=9223372036854775808', '9223372036854775807']),
     ({'tf_random_seed': 1.0}, ['tf_random_seed=1.0']),
     ({'steps_per_loop': 2**31}, ['steps_per_loop=2147483648', 'tf.int32']),
     # 2.15's Saver refused it too (at the start of training).
@@ -194,7 +189,7 @@ def test_run_config_refuses_out_of_range_fields(changes, fragments):
 
 
 def test_run_config_accepts_the_bounds():
-  for seed in (0, -1, -2**63, 2**63 - 1):  # Any int64, as 2.15 took.
+  for seed in (0, -1, -2**63 - 1, 2**70):  # Any int, as 2.15 took.
     ert.RunConfig(task_info=None, tf_random_seed=seed)
   config = ert.RunConfig(task_info=None, tf_random_seed=2**32 - 1,
                          steps_per_loop=2**31 - 1,

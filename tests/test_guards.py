@@ -117,3 +117,26 @@ def test_counts_no_run_reaches_in_specs_and_evaluate(tmp_path, trained):
       ert.TrainSpec(_input_fn(), max_steps=_NO_LIMIT),
       ert.EvalSpec(_input_fn(), steps=_NO_LIMIT))
   assert metrics['global_step'] == 4
+
+
+# --- G: tf_random_seed -------------------------------------------------------
+
+
+def test_any_int_seed_seeds_a_run_as_in_2_15(tmp_path):
+  # 2.15 trained with each (TensorFlow reduces a graph seed modulo
+  # 2**31 - 1); a bool or a float is refused here as there.
+  def dense_model_fn(features, labels, mode):
+    y = tf1.layers.dense(features['x'], 1)
+    loss = tf.reduce_mean(tf.square(y - labels))
+    return ert.EstimatorSpec(mode, loss=loss, train_op=tf1.assign_add(
+        tf1.train.get_global_step(), 1))
+  kernels = []
+  for index, seed in enumerate((2**70, 2**70, -2**63 - 1)):
+    estimator = ert.Estimator(dense_model_fn, config=ert.RunConfig(
+        model_dir=str(tmp_path / str(index)), tf_random_seed=seed))
+    estimator.train(_input_fn(), steps=1)
+    kernels.append(estimator.get_variable_value('dense/kernel'))
+  np.testing.assert_array_equal(kernels[0], kernels[1])
+  assert not np.array_equal(kernels[0], kernels[2])
+  with pytest.raises(ValueError, match='tf_random_seed must be integer'):
+    ert.RunConfig(tf_random_seed=1.0)
