@@ -140,3 +140,23 @@ def test_any_int_seed_seeds_a_run_as_in_2_15(tmp_path):
   assert not np.array_equal(kernels[0], kernels[2])
   with pytest.raises(ValueError, match='tf_random_seed must be integer'):
     ert.RunConfig(tf_random_seed=1.0)
+
+
+# --- G: EstimatorSpec keys ---------------------------------------------------
+
+
+@pytest.mark.parametrize('kind', ['int_prediction_key', 'int_metric_key'])
+def test_names_unused_in_a_mode_are_not_checked_there(tmp_path, kind):
+  # 2.15 trained with either; it refused a non-string prediction key in
+  # PREDICT ("Prediction output key must be a string; got 3.") and failed
+  # evaluating a non-string metric name (TypeError sorting the names).
+  estimator = _estimator(tmp_path, kind=kind)
+  estimator.train(_input_fn(), steps=2)
+  assert _step(estimator) == 2
+  if kind == 'int_prediction_key':
+    with pytest.raises(ValueError, match='Prediction output key must be a '
+                       'string; got 3'):
+      next(estimator.predict(_input_fn()))
+  else:
+    with pytest.raises(ValueError, match='`eval_metric_ops` keys must be'):
+      estimator.evaluate(_input_fn())
