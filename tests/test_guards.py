@@ -160,3 +160,29 @@ def test_names_unused_in_a_mode_are_not_checked_there(tmp_path, kind):
   else:
     with pytest.raises(ValueError, match='`eval_metric_ops` keys must be'):
       estimator.evaluate(_input_fn())
+
+
+# --- G: evaluation that would never end --------------------------------------
+
+
+class _StopAfter(tf1.train.SessionRunHook):
+  """Requests a stop after `count` evaluation steps."""
+
+  def __init__(self, count):
+    self.count = count
+
+  def after_run(self, run_context, run_values):
+    del run_values
+    self.count -= 1
+    if self.count <= 0:
+      run_context.request_stop()
+
+
+def test_endless_evaluation_a_hook_stops_runs_as_in_2_15(trained):
+  # 2.15: {'loss': 0.0015999969, 'mae': 0.03999996, 'global_step': 2}.
+  result = trained.evaluate(_input_fn(repeat=True), hooks=[_StopAfter(3)])
+  np.testing.assert_allclose([result['loss'], result['mae']],
+                             [0.0015999969, 0.03999996], rtol=1e-6)
+  # Without such a hook, 2.15 evaluated forever; refused here.
+  with pytest.raises(ValueError, match='repeats forever'):
+    trained.evaluate(_input_fn(repeat=True))

@@ -542,7 +542,8 @@ class Estimator(protected_methods.ProtectedMethods):
   # ----------------------------------------------------------- evaluate
   def check_evaluation(self, input_fn: Callable, *,
                        steps: Optional[int] = None,
-                       name: Optional[str] = None) -> None:
+                       name: Optional[str] = None,
+                       hooks: Optional[Sequence[Any]] = None) -> None:
     """Builds the evaluation of `input_fn` without running it.
 
     train_and_evaluate calls it before training, so that an eval input_fn
@@ -553,8 +554,9 @@ class Estimator(protected_methods.ProtectedMethods):
       UserInputError: what `evaluate` would raise for these arguments.
     """
     steps = as_count(steps, cap=MAX_INT32)
+    hooks = hooks_lib.check_hooks(hooks)
     self._run(lambda engine: engine.check_evaluation(
-        input_fn, steps=steps, name=name), input_fn=input_fn)
+        input_fn, steps=steps, name=name, hooks=hooks), input_fn=input_fn)
 
   def evaluate(self, input_fn: Callable, steps: Optional[int] = None,
                hooks: Optional[Sequence[Any]] = None,

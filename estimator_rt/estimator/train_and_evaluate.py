@@ -579,7 +579,7 @@ class _TrainingExecutor(object):
       # A bad eval input_fn or EVAL-mode model_fn fails now, before
       # training writes anything to model_dir.
       check(self._eval_spec.input_fn, steps=self._eval_spec.steps,
-            name=self._eval_spec.name)
+            name=self._eval_spec.name, hooks=self._eval_spec.hooks)
     train_hooks = list(self._train_spec.hooks) + list(self._train_hooks)
     config = self._estimator.config
     tf_log.info(

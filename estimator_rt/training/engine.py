@@ -142,8 +142,8 @@ def refuse_endless(infinite: bool, *, what: str,
     raise UserInputError(
         f'{what}: the input_fn repeats forever'
         f'{" and steps=None" if what == "evaluate" else ""}, so it would '
-        'never end; ' + ('pass steps or stop repeating.'
-                         if what == 'evaluate' else
+        'never end; ' + ('pass steps, stop repeating, or give a hook that '
+                         'requests a stop.' if what == 'evaluate' else
                          'return a finite dataset.'))
 
 
@@ -397,7 +397,8 @@ class Engine(abc.ABC):
   @abc.abstractmethod
   def check_evaluation(self, input_fn: Callable, *,
                        steps: Optional[int] = None,
-                       name: Optional[str] = None) -> None:
+                       name: Optional[str] = None,
+                       hooks: Sequence[Any] = ()) -> None:
     """See `Estimator.check_evaluation`."""
 
   @abc.abstractmethod
