@@ -186,3 +186,45 @@ def test_endless_evaluation_a_hook_stops_runs_as_in_2_15(trained):
   # Without such a hook, 2.15 evaluated forever; refused here.
   with pytest.raises(ValueError, match='repeats forever'):
     trained.evaluate(_input_fn(repeat=True))
+
+
+# --- G: divergence check -----------------------------------------------------
+
+
+def _best_so_far_model_fn(features, labels, mode):
+  """A model that keeps a best-so-far loss starting at inf, untouched."""
+  w = tf1.get_variable('w', [4, 1], initializer=tf1.zeros_initializer())
+  tf1.get_variable('best_loss', [], trainable=False,
+                   initializer=tf1.constant_initializer(float('inf')))
+  loss = tf.reduce_mean(tf.square(tf.matmul(features['x'], w) - labels))
+  return ert.EstimatorSpec(mode, loss=loss, train_op=tf1.train.
+                           GradientDescentOptimizer(0.1).minimize(
+                               loss, global_step=tf1.train.get_global_step()))
+
+
+def test_a_variable_not_finite_from_the_start_is_not_divergence(tmp_path):
+  # 2.15 trained it: global step 3, best_loss inf.
+  estimator = ert.Estimator(_best_so_far_model_fn, model_dir=str(tmp_path))
+  estimator.train(_input_fn(repeat=True), steps=3)
+  path = tf.train.latest_checkpoint(str(tmp_path))
+  assert path.endswith('model.ckpt-3')
+  assert tf.train.load_variable(path, 'best_loss') == np.inf
+  weights = tf.train.load_variable(path, 'w')
+  assert np.all(np.isfinite(weights)) and np.all(weights > 0)
+  # Reading it back through the runtime is the checkpoint usability check's
+  # (issue 46 item 2, docs/guards.md): it refuses the inf today.
+
+
+def test_a_variable_that_becomes_infinite_still_stops_training(tmp_path):
+  # The check the table keeps: 2.15 trained on and saved the infinity.
+  def exploding_model_fn(features, labels, mode):
+    spec = _best_so_far_model_fn(features, labels, mode)
+    scale = tf1.get_variable('scale', [], trainable=False,
+                             initializer=tf1.constant_initializer(1e30))
+    return spec._replace(train_op=tf.group(
+        spec.train_op, tf1.assign(scale, scale * 1e30)))
+  estimator = ert.Estimator(exploding_model_fn, model_dir=str(tmp_path))
+  with pytest.raises(RuntimeError, match='model variables became NaN or '
+                     'infinite'):
+    estimator.train(_input_fn(repeat=True), steps=3)
+  assert tf.train.latest_checkpoint(str(tmp_path)).endswith('model.ckpt-0')
