@@ -228,3 +228,16 @@ def test_a_variable_that_becomes_infinite_still_stops_training(tmp_path):
                      'infinite'):
     estimator.train(_input_fn(repeat=True), steps=3)
   assert tf.train.latest_checkpoint(str(tmp_path)).endswith('model.ckpt-0')
+
+
+# --- G: exporters ------------------------------------------------------------
+
+
+@pytest.mark.parametrize('pattern,reads', [
+    ('eval/*.tfevents.*', True), ('eval/events.out.tfevents.*', True),
+    ('eval_foo/*', True), (None, False), ('logs/*', False)])
+def test_best_exporter_takes_any_event_file_pattern(pattern, reads):
+  # 2.15 constructed each (a pattern was only globbed, None read nothing).
+  exporter = ert.BestExporter(event_file_pattern=pattern)
+  assert exporter.name == 'best_exporter'
+  assert exporter._reads_history is reads  # pylint: disable=protected-access
