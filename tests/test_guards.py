@@ -13,8 +13,10 @@ refused, with the reason's evidence.
 Training is a few steps of a 4-weight linear model on a constant batch.
 """
 
+import json
 import os
 import sys
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -70,7 +72,7 @@ def _step(estimator):
   return int(estimator.get_variable_value('global_step'))
 
 
-# --- G: predict_keys ---------------------------------------------------------
+# --- G12: predict_keys ---------------------------------------------------------
 
 
 def test_predict_keys_not_predicted_are_dropped_as_2_15_did(trained):
@@ -83,7 +85,7 @@ def test_predict_keys_not_predicted_are_dropped_as_2_15_did(trained):
     next(trained.predict(_input_fn(), predict_keys=['nope']))
 
 
-# --- G: step counts ----------------------------------------------------------
+# --- G1: step counts ----------------------------------------------------------
 
 _NO_LIMIT = sys.maxsize  # A program's "no limit"; 2.15 ran it.
 
@@ -119,7 +121,7 @@ def test_counts_no_run_reaches_in_specs_and_evaluate(tmp_path, trained):
   assert metrics['global_step'] == 4
 
 
-# --- G: tf_random_seed -------------------------------------------------------
+# --- G4 (and G3): tf_random_seed -------------------------------------------------------
 
 
 def test_any_int_seed_seeds_a_run_as_in_2_15(tmp_path):
@@ -142,7 +144,7 @@ def test_any_int_seed_seeds_a_run_as_in_2_15(tmp_path):
     ert.RunConfig(tf_random_seed=1.0)
 
 
-# --- G: EstimatorSpec keys ---------------------------------------------------
+# --- G8, G9: EstimatorSpec keys ---------------------------------------------------
 
 
 @pytest.mark.parametrize('kind', ['int_prediction_key', 'int_metric_key'])
@@ -162,7 +164,7 @@ def test_names_unused_in_a_mode_are_not_checked_there(tmp_path, kind):
       estimator.evaluate(_input_fn())
 
 
-# --- G: evaluation that would never end --------------------------------------
+# --- G13: evaluation that would never end --------------------------------------
 
 
 class _StopAfter(tf1.train.SessionRunHook):
@@ -188,7 +190,7 @@ def test_endless_evaluation_a_hook_stops_runs_as_in_2_15(trained):
     trained.evaluate(_input_fn(repeat=True))
 
 
-# --- G: divergence check -----------------------------------------------------
+# --- G26, G27: divergence check -----------------------------------------------------
 
 
 def _best_so_far_model_fn(features, labels, mode):
@@ -230,7 +232,7 @@ def test_a_variable_that_becomes_infinite_still_stops_training(tmp_path):
   assert tf.train.latest_checkpoint(str(tmp_path)).endswith('model.ckpt-0')
 
 
-# --- G: exporters ------------------------------------------------------------
+# --- G18: exporters ------------------------------------------------------------
 
 
 @pytest.mark.parametrize('pattern,reads', [
@@ -241,3 +243,43 @@ def test_best_exporter_takes_any_event_file_pattern(pattern, reads):
   exporter = ert.BestExporter(event_file_pattern=pattern)
   assert exporter.name == 'best_exporter'
   assert exporter._reads_history is reads  # pylint: disable=protected-access
+
+
+# --- G29, G31-G33: TF_CONFIG -------------------------------------------------
+
+# TF_CONFIGs of 2.15's run_config_test.py and training_test.py (v2.15.0),
+# which 2.15 made RunConfigs of; its tests never started their servers.
+_215_TF_CONFIGS = [
+    {'cluster': {'chief': ['host0:0'], 'ps': ['host1:1', 'host2:2'],
+                 'worker': ['host3:3', 'host4:4', 'host5:5']},
+     'task': {'type': 'worker', 'index': 1}},
+    {'cluster': {'master': ['host0:0'], 'ps': ['host1:1', 'host2:2'],
+                 'worker': ['host3:3', 'host4:4']},
+     'task': {'type': 'master', 'index': 0}},
+    {'cluster': {'chief': ['host0:0'], 'worker': ['host3:3'],
+                 'other_type': ['host3:1', 'host4:2'], 'ps': ['host6:3']},
+     'task': {'type': 'ps', 'index': 0}},
+    {'cluster': {'chief': ['host0:0']}, 'task': {'type': 'evaluator',
+                                                 'index': 1}},
+]
+
+
+@pytest.mark.parametrize('tf_config', _215_TF_CONFIGS,
+                         ids=['worker', 'master', 'other_job', 'evaluator_1'])
+def test_2_15s_tf_configs_make_its_run_configs(tf_config):
+  """RunConfig gives 2.15's properties; the runtime's cluster checks (port
+  0, an unknown job, a second evaluator) refuse only when a run needs the
+  cluster, where 2.15's servers could not have served (G29, G31) or 2.15
+  refused too (G32)."""
+  with mock.patch.dict(os.environ, {'TF_CONFIG': json.dumps(tf_config)}):
+    config = ert.RunConfig()
+  assert (config.task_type, config.task_id) == (
+      tf_config['task']['type'], tf_config['task']['index'])
+  with pytest.raises(ValueError):
+    _ = config.task_info
+
+
+def test_a_bool_count_is_refused_with_its_name():
+  # G3, kept with reason: 2.15 saved every step with it.
+  with pytest.raises(ValueError, match='save_checkpoints_steps=True'):
+    ert.RunConfig(save_checkpoints_steps=True)
