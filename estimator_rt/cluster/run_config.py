@@ -45,9 +45,6 @@ AUTO_SHARD_POLICIES = ('AUTO', 'FILE', 'DATA', 'OFF')
 # same default keeps long jobs' I/O low. Training always saves at its end.
 DEFAULT_SAVE_CHECKPOINTS_SECS = 600
 
-# 2.15 took any int as the graph's seed; TensorFlow's seed attributes are
-# int64s, so one outside their range failed at the first random op.
-MIN_SEED, MAX_SEED = -2**63, 2**63 - 1
 
 
 # Linux's limits (NAME_MAX, PATH_MAX): a longer local model_dir fails at its
@@ -687,11 +684,12 @@ class RunConfig:
       fresh temporary directory.
     tf_random_seed: seeds Python, NumPy, TensorFlow and Keras before the
       model is built, so runs with the same seed start from the same weights.
-      An integer (TensorFlow's int64 seeds: any int 2.15 ran with), or
-      None; the eager engine seeds NumPy with it modulo 2**32.
+      Any integer, as 2.15 took (TensorFlow reduces a graph seed modulo
+      2**31 - 1), or None; the eager engine seeds NumPy with it modulo
+      2**32.
     save_summary_steps: write training scalars every this many steps (0 or
-      None: none). This and the other step counts are at most 2**53
-      (`errors.MAX_COUNT`).
+      None: none). This and the other step counts count as 2**53
+      (`errors.MAX_COUNT`, a step no run reaches) when larger.
     save_checkpoints_steps: save a checkpoint every this many steps (0 or
       None: not by steps).
     save_checkpoints_secs: save a checkpoint every this many seconds (0 or
@@ -1013,14 +1011,15 @@ class RunConfig:
         raised TypeError): a value is invalid, named with it.
     """
     _check_model_dir(self.model_dir)
+    # Any int, as 2.15 took it: TensorFlow reduces a graph seed modulo
+    # 2**31 - 1 (random_seed.get_seed), so 2**70 or -2**63 - 1 seeds a run
+    # (2.15 trained with them).
     if self.tf_random_seed is not None and (
         isinstance(self.tf_random_seed, bool) or
-        not isinstance(self.tf_random_seed, int) or
-        not MIN_SEED <= self.tf_random_seed <= MAX_SEED):
+        not isinstance(self.tf_random_seed, int)):
       raise UserInputError(
           f'tf_random_seed must be integer (RunConfig: tf_random_seed='
-          f'{shorten(self.tf_random_seed)} must be an integer from '
-          f'{MIN_SEED} to {MAX_SEED}, TensorFlow\'s int64 seeds; or None).')
+          f'{shorten(self.tf_random_seed)} must be an integer or None).')
     _check_positive_int('save_summary_steps',
                         as_count(self.save_summary_steps), allow_zero=True,
                         phrase='save_summary_steps should be >= 0')

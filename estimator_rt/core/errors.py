@@ -21,14 +21,17 @@ class UserInputError(ValueError):
   """
 
 
-# Step counts (max_steps, steps, save/log/summary intervals, checkpoints to
-# keep) are refused above 2**53: float64, in which steps/sec, the ETA and
-# TensorBoard's step axis are computed, holds every integer only up to
-# there, and no run is that long (2**53 steps at a million steps per second
-# take 285 years).
+# The largest step count the runtime counts to: float64, in which steps/sec,
+# the ETA and TensorBoard's step axis are computed, holds every integer only
+# up to there, and no run is that long (2**53 steps at a million steps per
+# second take 285 years). A larger count tf.estimator 2.15 took (max_steps,
+# steps, the save/log/summary intervals) counts as this one (`as_count`);
+# the runtime's own counts and keep_checkpoint_max (2.15's Saver refused a
+# larger one) are refused above it.
 MAX_COUNT = 2**53
 # Counts a compiled loop receives as a tf.int32 (steps_per_loop, evaluation
-# steps: see loops.py) must fit in one.
+# steps: see loops.py) must fit in one; an evaluation's larger `steps` (2.15
+# took any) counts as this one.
 MAX_INT32 = 2**31 - 1
 
 _LIMIT_REASONS = {
@@ -79,21 +82,30 @@ def shown(value, *, limit: int = 200) -> str:
   return text if len(text) <= limit else text[:limit - 3] + '...'
 
 
-def as_count(value):
+def as_count(value, *, cap: int = MAX_COUNT):
   """`value` as the whole count tf.estimator 2.15 ran with: a NumPy integer
   as an int; a finite number > 0 that is not whole (a Python or NumPy
   float) as its ceiling, since 2.15's step hooks and timers (StopAtStepHook,
   SecondOrStepTimer) fired at the first step at or past it
   (`max_steps=421.875` trained to step 422, `save_checkpoints_steps=2.5`
-  saved at steps 3 and 6, evaluation `steps=2.5` ran 3 batches); anything
-  else (a bool, a string, NaN, infinity, a number <= 0) as it is, for the
-  count's check to refuse. The one place of this rule."""
+  saved at steps 3 and 6, evaluation `steps=2.5` ran 3 batches); a count
+  above `cap` as `cap`, a count no run reaches (`sys.maxsize`, a program's
+  "no limit", ran on 2.15: training until its input ended, a summary or
+  checkpoint never due); anything else (a bool, a string, NaN, infinity, a
+  number <= 0) as it is, for the count's check to refuse. The one place of
+  this rule.
+
+  Args:
+    value: the count as given.
+    cap: MAX_COUNT for step counts, MAX_INT32 for a count of batches that a
+      compiled loop receives as a tf.int32 (an evaluation's steps).
+  """
   if isinstance(value, bool) or not isinstance(value, numbers.Real):
     return value
   if isinstance(value, numbers.Integral):
-    return int(value)
+    return min(int(value), cap)
   if math.isfinite(value) and value > 0:
-    return math.ceil(value)
+    return min(math.ceil(value), cap)
   return value
 
 

@@ -512,13 +512,16 @@ def validated_predictions(predictions: Any, mode: str) -> Any:
     return predictions
   for name, value in predictions.items():
     # A tuple of strings too: tf.estimator's MultiHead keyed its
-    # predictions by (head name, prediction key).
-    if not (isinstance(name, str) or (
+    # predictions by (head name, prediction key). Only PREDICT needs names
+    # (2.15's PredictOutput refused others there, and TRAIN and EVAL left
+    # them unused).
+    if mode == ModeKeys.PREDICT and not (isinstance(name, str) or (
         isinstance(name, tuple) and name and
         all(isinstance(part, str) for part in name))):
       raise ModelFnError(
-          f'EstimatorSpec(mode={mode!r}): `predictions` keys must be '
-          f'strings (or tuples of strings), got {name!r}.')
+          f'Prediction output key must be a string; got {name!r}. '
+          f'(EstimatorSpec(mode={mode!r}): `predictions` keys are strings, '
+          'or tuples of strings.)')
     check_tensor(value, f'predictions[{name}]', mode)
     _check_graph(value, 'prediction values',
                  f'{name}: {getattr(value, "name", value)}')
@@ -575,7 +578,9 @@ def validated_eval_metric_ops(eval_metric_ops: Any, mode: str) -> dict:
   metrics = dict(eval_metric_ops)
   in_graph = not tf.compat.v1.executing_eagerly_outside_functions()
   for name, metric in metrics.items():
-    if not isinstance(name, str):
+    # Only EVAL reports them by name (2.15 failed there, sorting the
+    # names; TRAIN and PREDICT left them unused).
+    if mode == ModeKeys.EVAL and not isinstance(name, str):
       raise ModelFnError(
           f'EstimatorSpec(mode={mode!r}): `eval_metric_ops` keys must be '
           f'strings, got {name!r}.')

@@ -542,7 +542,8 @@ class Estimator(protected_methods.ProtectedMethods):
   # ----------------------------------------------------------- evaluate
   def check_evaluation(self, input_fn: Callable, *,
                        steps: Optional[int] = None,
-                       name: Optional[str] = None) -> None:
+                       name: Optional[str] = None,
+                       hooks: Optional[Sequence[Any]] = None) -> None:
     """Builds the evaluation of `input_fn` without running it.
 
     train_and_evaluate calls it before training, so that an eval input_fn
@@ -552,9 +553,10 @@ class Estimator(protected_methods.ProtectedMethods):
     Raises:
       UserInputError: what `evaluate` would raise for these arguments.
     """
-    steps = as_count(steps)
+    steps = as_count(steps, cap=MAX_INT32)
+    hooks = hooks_lib.check_hooks(hooks)
     self._run(lambda engine: engine.check_evaluation(
-        input_fn, steps=steps, name=name), input_fn=input_fn)
+        input_fn, steps=steps, name=name, hooks=hooks), input_fn=input_fn)
 
   def evaluate(self, input_fn: Callable, steps: Optional[int] = None,
                hooks: Optional[Sequence[Any]] = None,
@@ -570,7 +572,8 @@ class Estimator(protected_methods.ProtectedMethods):
       A dict with 'loss' (mean over examples), each metric's result and
       'global_step'.
     """
-    steps = as_count(steps)  # 2.15 evaluated up to the next whole one.
+    # 2.15 evaluated up to the next whole one.
+    steps = as_count(steps, cap=MAX_INT32)
     check_positive_count('evaluate: steps', steps,
                          phrase='Must specify steps > 0', maximum=MAX_INT32)
     self.eval_dir(name)  # Refuses a name 2.15 could not join to 'eval_'.

@@ -226,7 +226,7 @@ class EvalSpec(
               exporters=None, start_delay_secs=0, throttle_secs=600):
     _validate_input_fn(input_fn)
     # Kept as given (2.15's); evaluate runs `as_count(steps)` batches.
-    check_positive_count('EvalSpec: steps', as_count(steps),
+    check_positive_count('EvalSpec: steps', as_count(steps, cap=MAX_INT32),
                          phrase='Must specify steps > 0', maximum=MAX_INT32)
     if name is not None and not isinstance(name, str):
       # str(), as 2.15's message formatted it (`given: 3`).
@@ -579,7 +579,7 @@ class _TrainingExecutor(object):
       # A bad eval input_fn or EVAL-mode model_fn fails now, before
       # training writes anything to model_dir.
       check(self._eval_spec.input_fn, steps=self._eval_spec.steps,
-            name=self._eval_spec.name)
+            name=self._eval_spec.name, hooks=self._eval_spec.hooks)
     train_hooks = list(self._train_spec.hooks) + list(self._train_hooks)
     config = self._estimator.config
     tf_log.info(

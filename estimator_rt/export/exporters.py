@@ -175,7 +175,9 @@ class FinalExporter(_SavedModelExporter):
     return is_the_final_export
 
 
-_EVENT_FILE_PATTERN = re.compile(r'(eval(?:_[^/]+)?)/\*\.tfevents\.\*$')
+# The evaluation directory an event_file_pattern starts with ('eval/...',
+# 'eval_<name>/...'): its scalars are the history read.
+_EVENT_FILE_PATTERN = re.compile(r'(eval(?:_[^/*?\[\]]+)?)/')
 
 
 class BestExporter(_SavedModelExporter):
@@ -194,7 +196,9 @@ class BestExporter(_SavedModelExporter):
     name: subdirectory of model_dir/export.
     serving_input_receiver_fn, assets_extra, as_text: see LatestExporter.
     event_file_pattern: tf.estimator's: where earlier results are, relative
-      to model_dir: 'eval/*.tfevents.*' or 'eval_<name>/*.tfevents.*'.
+      to model_dir: a pattern under 'eval/' or 'eval_<name>/' reads that
+      evaluation's results; None, or another, reads none (as 2.15 took
+      any).
     compare_fn: `compare_fn(best_eval_result, current_eval_result)` returns
       True when current is better. Default: smaller 'loss'.
     exports_to_keep: see LatestExporter.
@@ -219,14 +223,15 @@ class BestExporter(_SavedModelExporter):
           '`compare_fn` must not be None (BestExporter: leave it out to '
           "compare the evaluations' loss).")
     _verify_compare_fn_args(compare_fn)
-    if eval_name is None:
-      match = _EVENT_FILE_PATTERN.match(event_file_pattern or '')
-      if match is None:
-        raise UserInputError(
-            f'BestExporter: event_file_pattern={event_file_pattern!r} must be '
-            "'eval/*.tfevents.*' or 'eval_<name>/*.tfevents.*' (the "
-            'evaluation directories under model_dir).')
-      eval_name = match.group(1)[len('eval_'):] or None
+    # Any pattern, as 2.15 took it: one under an evaluation directory reads
+    # that evaluation's history; None (2.15: no history read) or another
+    # reads none, and the first evaluation is exported.
+    self._reads_history = eval_name is not None
+    if eval_name is None and isinstance(event_file_pattern, str):
+      match = _EVENT_FILE_PATTERN.match(event_file_pattern)
+      if match is not None:
+        self._reads_history = True
+        eval_name = match.group(1)[len('eval_'):] or None
     self._compare_fn = compare_fn
     self._metric_name = metric_name
     self._eval_name = eval_name
@@ -238,7 +243,7 @@ class BestExporter(_SavedModelExporter):
 
   def export(self, estimator, export_path, checkpoint_path, eval_result,
              is_the_final_export):
-    if estimator.model_dir != self._model_dir:
+    if estimator.model_dir != self._model_dir and self._reads_history:
       # An eval_result without a step (tf.estimator's allowed one, and None)
       # judges every step of the history.
       self._load_history(estimator.model_dir,

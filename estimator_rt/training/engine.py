@@ -142,20 +142,22 @@ def refuse_endless(infinite: bool, *, what: str,
     raise UserInputError(
         f'{what}: the input_fn repeats forever'
         f'{" and steps=None" if what == "evaluate" else ""}, so it would '
-        'never end; ' + ('pass steps or stop repeating.'
-                         if what == 'evaluate' else
+        'never end; ' + ('pass steps, stop repeating, or give a hook that '
+                         'requests a stop.' if what == 'evaluate' else
                          'return a finite dataset.'))
 
 
 def check_predict_keys(predict_keys: Optional[Sequence[str]],
                        predicted: Iterable[str], *,
                        single: bool = False) -> Optional[List[str]]:
-  """The keys to keep, or None for all; refuses keys never predicted, and
-  any keys when the model_fn predicts a single tensor (`single`).
+  """The keys to keep, or None for all, as tf.estimator 2.15 chose them:
+  keys the model_fn does not predict are dropped while one it predicts is
+  asked for (a program may ask every model for one list of keys); none it
+  predicts, or any keys when it predicts a single tensor (`single`), is an
+  error.
 
   The messages start with tf.estimator 2.15's phrases, which code matched.
-  Unlike 2.15, which dropped unknown keys while one key was known, any
-  unknown key is refused: it is a typo the program would not see.
+  The dropped keys are named in one warning (2.15 dropped them in silence).
   """
   if not predict_keys:
     return None
@@ -165,16 +167,20 @@ def check_predict_keys(predict_keys: Optional[Sequence[str]],
         'predict_keys argument is not valid in case of non-dict predictions: '
         f'predict_keys={keys}, but the model_fn predicts a single tensor; '
         'pass predict_keys=None, or return a dict of predictions.')
-  unknown = set(keys) - set(predicted)
-  if unknown:
+  predicted = list(predicted)
+  known = [key for key in keys if key in predicted]
+  if not known:
     # 2.15 named the keys as `predictions.keys()` printed (dict_keys([...])).
-    start = (f'Expected to run at least one output from '
-             f'dict_keys({list(predicted)}), '
-             f'provided {keys}: ' if unknown == set(keys) else '')
     raise UserInputError(
-        f'{start}predict_keys={keys} names {sorted(unknown)}, which the '
-        f'model_fn does not predict (it predicts {sorted(predicted)}).')
-  return keys
+        f'Expected to run at least one output from dict_keys({predicted}), '
+        f'provided {keys}: predict_keys={keys} names none of the keys the '
+        f'model_fn predicts ({sorted(predicted)}).')
+  unknown = [key for key in keys if key not in predicted]
+  if unknown:
+    logging.warning('predict: predict_keys %s are not predicted by the '
+                    'model_fn (it predicts %s); yielding the others, as '
+                    'tf.estimator did.', unknown, sorted(predicted))
+  return known
 
 
 def yield_predictions(batches: Iterable[Dict[str, Any]], *, single: bool,
@@ -391,7 +397,8 @@ class Engine(abc.ABC):
   @abc.abstractmethod
   def check_evaluation(self, input_fn: Callable, *,
                        steps: Optional[int] = None,
-                       name: Optional[str] = None) -> None:
+                       name: Optional[str] = None,
+                       hooks: Sequence[Any] = ()) -> None:
     """See `Estimator.check_evaluation`."""
 
   @abc.abstractmethod

@@ -264,8 +264,11 @@ class EagerEngine(engine_lib.Engine):
 
   def check_evaluation(self, input_fn: Callable, *,
                        steps: Optional[int] = None,
-                       name: Optional[str] = None) -> None:
-    """See `Estimator.check_evaluation`."""
+                       name: Optional[str] = None,
+                       hooks: Sequence[Any] = ()) -> None:
+    """See `Estimator.check_evaluation` (`hooks` change nothing here: a TF2
+    model_fn's evaluation of an endless input needs `steps`)."""
+    del hooks
     if self._config.task_info is not None:
       # A task that trains connects to its cluster when its training
       # strategy is made, which replaces the devices eager code sees: an

@@ -117,6 +117,18 @@ class _EvalGraph:
     return self.input_fn is input_fn and self.steps == steps
 
 
+def _refuse_endless(evaluation: _EvalGraph, steps: Optional[int],
+                    session_hooks: Sequence[Any]) -> None:
+  """Refuses an evaluation that would never end: steps=None on an input
+  that repeats forever, and no SessionRunHook (the caller's or the
+  model_fn's `evaluation_hooks`) that could request a stop, as one did
+  in 2.15's evaluation loop (`while not session.should_stop()`)."""
+  if steps is None and not session_hooks and not (
+      evaluation.built.spec.evaluation_hooks):
+    engine_lib.refuse_endless(
+        bool(model_lib.repeats_forever(evaluation.data)), what='evaluate')
+
+
 class GraphEngine(engine_lib.Engine):
   """Trains, evaluates, predicts with and exports a TF1-style model_fn.
 
@@ -513,13 +525,10 @@ class GraphEngine(engine_lib.Engine):
   # ----------------------------------------------------------- evaluate
   def _build_eval(self, input_fn: Callable, steps: Optional[int]):
     """Builds evaluation into the current graph; an input that repeats
-    forever with steps=None is refused first, from the dataset read in the
-    graph (the input_fn is called once, as tf.estimator called it)."""
+    forever is refused by `_refuse_endless` (the input_fn is called once,
+    as tf.estimator called it)."""
     data = model_lib.read_input(input_fn, self._params, role='eval input_fn',
                                 config=self._config)
-    if steps is None:
-      engine_lib.refuse_endless(bool(model_lib.repeats_forever(data)),
-                                what='evaluate', steps=steps)
     self._features_spec = data.features_spec
     built = model_lib.build(
         model_fn=self._model_fn, mode=ModeKeys.EVAL,
@@ -558,15 +567,17 @@ class GraphEngine(engine_lib.Engine):
 
   def check_evaluation(self, input_fn: Callable, *,
                        steps: Optional[int] = None,
-                       name: Optional[str] = None) -> None:
+                       name: Optional[str] = None,
+                       hooks: Sequence[Any] = ()) -> None:
     """See `Estimator.check_evaluation`. The graph built is the one the
     next evaluation of a checkpoint with the same input_fn and steps runs
     (tf.estimator built one graph per evaluation)."""
     del name
     check_positive_count('evaluate: steps', steps,
                          phrase='Must specify steps > 0', maximum=MAX_INT32)
-    self._checked_eval_graph = self._eval_graph(input_fn, steps,
-                                                of_checkpoint=False)
+    evaluation = self._eval_graph(input_fn, steps, of_checkpoint=False)
+    _refuse_endless(evaluation, steps, engine_lib.split_hooks(hooks)[1])
+    self._checked_eval_graph = evaluation
 
   def evaluate(self, input_fn: Callable, *, steps: Optional[int] = None,
                hooks: Sequence[Any] = (),
@@ -580,6 +591,7 @@ class GraphEngine(engine_lib.Engine):
     _, session_hooks = engine_lib.split_hooks(hooks)
     evaluation = self._eval_graph(input_fn, steps,
                                   of_checkpoint=path is not None)
+    _refuse_endless(evaluation, steps, session_hooks)
     built = evaluation.built
     with evaluation.graph.as_default():
       self._check_fits_or_warm_start(path, built.spec.scaffold)

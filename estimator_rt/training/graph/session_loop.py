@@ -85,9 +85,10 @@ class SaverWriter:
     return path
 
 
-def _all_finite(variables: List[tf.Variable]) -> tf.Tensor:
+def _finite_each(variables: List[tf.Variable]) -> tf.Tensor:
+  """A bool vector: whether each of `variables` holds only finite values."""
   checks = [tf.reduce_all(tf.math.is_finite(v)) for v in variables]
-  return tf.reduce_all(tf.stack(checks)) if checks else tf.constant(True)
+  return tf.stack(checks) if checks else tf.zeros([0], tf.bool)
 
 
 class SessionLoop:
@@ -128,9 +129,12 @@ class SessionLoop:
     self._summary_every = save_summary_steps
     self._writer = summary_writer
     self._is_chief = is_chief
-    self._state_finite = _all_finite(
+    self._finite_each = _finite_each(
         [v for v in tf.compat.v1.global_variables()
          if v.dtype.base_dtype.is_floating])
+    # Which variables held a NaN or an infinity when the session opened
+    # (see `state_finite`).
+    self._not_finite_at_open = None
     self._session = None
     self.raw_session = None
     self._step = None
@@ -156,6 +160,14 @@ class SessionLoop:
     self._step = step if self._step is None else max(self._step, step)
     return step
 
+  def state_finite(self) -> bool:
+    """Whether every float variable that was finite when the session
+    opened still is: the model did not diverge. A variable that held a NaN
+    or an infinity then (a best-so-far starting at inf, a -inf mask: 2.15
+    checked no variable, and trained such models) is not held to it."""
+    return bool(np.all(np.logical_or(self.run(self._finite_each),
+                                     self._not_finite_at_open)))
+
   def run(self, fetches, feed_dict=None) -> Any:
     """Runs `fetches` on the raw session: no hook sees it."""
     return self.raw_session.run(fetches, feed_dict=feed_dict)
@@ -179,6 +191,7 @@ class SessionLoop:
 
     self.raw_session = self._session.run_step_fn(raw)
     self._step = int(self.run(self._global_step))
+    self._not_finite_at_open = np.logical_not(self.run(self._finite_each))
     # The controller's schedule starts where training starts, here.
     self._summaries = controller.Schedule(self._step, self._summary_every)
     try:
@@ -230,7 +243,7 @@ class SessionLoop:
         loss_finite = False
         break
     self._steps_run += ran
-    return (loss, ran, loss_finite, bool(self.run(self._state_finite)),
+    return (loss, ran, loss_finite, self.state_finite(),
             self._step)
 
   def _close_within(self, exc_info) -> None:
@@ -308,10 +321,10 @@ class InGraphSessionLoop(SessionLoop):
       self._steps_run += ran
       loss = float(self.run(self._loop.last_loss_variable))
       return (loss, ran, bool(np.isfinite(loss)) or ran == 0,
-              bool(self.run(self._state_finite)), self._step)
+              self.state_finite(), self._step)
     self._step, ran = int(results['step']), int(results['ran'])
     self._steps_run += ran
     if results.get('summary') and self._writer is not None:
       self._writer.write_summary(results['summary'], self._step)
     return (float(results['loss']), ran, bool(results['finite']),
-            bool(self.run(self._state_finite)), self._step)
+            self.state_finite(), self._step)
