@@ -30,6 +30,7 @@ say yes for any prefix that other names start with.
 import dataclasses
 import os
 import re
+import tempfile
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -658,29 +659,28 @@ class CheckpointSaver:
 
 def ensure_writable_dir(model_dir: str) -> None:
   """Checks that `model_dir` exists or can be created, and can be written,
-  by writing (and removing) a file in it or in its nearest existing parent,
-  through TensorFlow's filesystem: a refusal is the error tf.estimator
-  2.15's first write there raised (a PermissionDeniedError naming the file
-  and the OS's reason), before anything is written. Local paths only are
-  probed (remote filesystems answer at first write).
+  by making an unnamed temporary file in it or in its nearest existing
+  parent (nothing is left, not even a changed modification time). A
+  refusal is what tf.estimator 2.15's first write there raised: of the
+  OpError class TensorFlow's filesystem gives the OS's reason
+  (PermissionDeniedError for EACCES), starting with its words (`<path>;
+  Permission denied`). Local paths only are probed (remote filesystems
+  answer at first write).
 
   Raises:
-    UserInputError: the directory cannot be written; also of the
-      tf.errors.OpError class TensorFlow raised.
+    UserInputError: the directory cannot be written (nothing was).
   """
   if '://' in model_dir:
     return
   probe = os.path.abspath(model_dir)
-  while not tf.io.gfile.exists(probe) and os.path.dirname(probe) != probe:
+  while not os.path.exists(probe) and os.path.dirname(probe) != probe:
     probe = os.path.dirname(probe)
-  # os.access says yes to root on read-only mounts: only a real write tells.
-  path = os.path.join(probe, f'.estimator_rt_write_probe_{os.getpid()}')
+  # os.access says yes to root on read-only mounts: only a real file tells.
   try:
-    with tf.io.gfile.GFile(path, 'w') as f:
-      f.write('')
-    tf.io.gfile.remove(path)
-  except tf.errors.OpError as e:
-    raise tf_errors.from_cause(UserInputError, (
-        f'{one_line(e)}: model_dir={model_dir!r} is not writable, so '
-        'training cannot save; nothing was written. Fix its permissions or '
-        'choose another model_dir.'), e) from e
+    with tempfile.TemporaryFile(dir=probe):
+      pass
+  except OSError as e:
+    raise tf_errors.from_os_error(UserInputError, (
+        f'{probe}; {e.strerror}: model_dir={model_dir!r} is not writable, '
+        'so training cannot save; nothing was written. Fix its permissions '
+        'or choose another model_dir.'), e) from e

@@ -6,6 +6,8 @@ TensorFlow class 2.15 raised in the same case, so that code catching
 either catches it.
 """
 
+import errno
+
 import tensorflow as tf
 
 from estimator_rt.core.errors import IncompatibleCheckpointError
@@ -92,6 +94,31 @@ def from_cause(runtime_class: type, message: str,
     return with_tf_class(runtime_class, tf_class)(
         message, node_def=cause.node_def, op=None)
   return runtime_class(message)
+
+
+# TensorFlow's classes for what the OS says (its POSIX filesystem's
+# mapping of errno to status codes), for a check made with Python's os
+# where 2.15 met the same through TensorFlow's filesystem.
+_ERRNO_CLASSES = {
+    errno.EACCES: tf.errors.PermissionDeniedError,
+    errno.EPERM: tf.errors.PermissionDeniedError,
+    errno.EROFS: tf.errors.PermissionDeniedError,
+    errno.ENOSPC: tf.errors.ResourceExhaustedError,
+    errno.EDQUOT: tf.errors.ResourceExhaustedError,
+    errno.ENOENT: tf.errors.NotFoundError,
+    errno.ENOTDIR: tf.errors.FailedPreconditionError,
+}
+
+
+def from_os_error(runtime_class: type, message: str,
+                  error: OSError) -> BaseException:
+  """A `runtime_class` error of `message` which is also of the OpError
+  class TensorFlow's filesystem raises for `error`'s errno (where it has
+  one)."""
+  tf_class = _ERRNO_CLASSES.get(error.errno)
+  if tf_class is None:
+    return runtime_class(message)
+  return with_tf_class(runtime_class, tf_class)(message)
 
 
 # 2.15's words when a checkpoint lacks a variable the graph restores
