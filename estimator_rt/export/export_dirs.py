@@ -34,6 +34,7 @@ import tensorflow as tf
 from estimator_rt.core import tf_errors
 from estimator_rt.core.errors import ExportWriteError
 from estimator_rt.core.errors import one_line
+from estimator_rt.core.errors import raised_as
 
 # Names taken by other writers in a row before giving up: each retry means
 # another export completed under the name just tried.
@@ -165,10 +166,13 @@ _WRITE_ERRORS = (tf.errors.PermissionDeniedError,
 
 def _write_error(export_dir_base: str, error: BaseException) -> Exception:
   """The one error of an export that could not be written: TensorFlow's
-  reason first (what tf.estimator 2.15 raised, of its class), then what is
-  intact and what to do."""
-  return tf_errors.from_cause(ExportWriteError, (
+  reason first (what tf.estimator 2.15 raised, of its class; an OSError's
+  class for os.rename's), then what is intact and what to do."""
+  message = (
       f'{one_line(error)}: could not write the export under '
       f'{export_dir_base!r}; nothing of it is left there and the checkpoints '
       'are untouched. Fix the permissions or the disk space, or choose '
-      'another export_dir_base, and export again.'), error)
+      'another export_dir_base, and export again.')
+  if isinstance(error, OSError):
+    return raised_as(ExportWriteError, message, error)
+  return tf_errors.from_cause(ExportWriteError, message, error)
