@@ -35,6 +35,7 @@ _EXPORTS = {
     'EstimatorSpec': 'estimator_rt.core.spec',
     'EvalSpec': 'estimator_rt.estimator.train_and_evaluate',
     'Exporter': 'estimator_rt.export.exporters',
+    'ExportWriteError': 'estimator_rt.core.errors',
     'FinalExporter': 'estimator_rt.export.exporters',
     'get_global_step': 'estimator_rt.training.eager.model',
     'Hook': 'estimator_rt.training.hooks',

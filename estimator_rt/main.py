@@ -566,6 +566,7 @@ def _main(argv) -> None:
       # longer than the grace period that is left.
       _leave(preemption.PREEMPTED_EXIT_CODE, at_once=True)
     if isinstance(e, (errors.NanLossError, errors.CheckpointSaveError,
+                      errors.ExportWriteError,
                       errors.TaskLostError, ChiefLostError)):
       print(f'error: {e}', file=sys.stderr)
       _leave(1)

@@ -29,6 +29,7 @@ from estimator_rt.cluster.tf_config import split_host_port
 from estimator_rt.cluster.tf_config import TaskInfo
 from estimator_rt.cluster.tf_config import was_reachable
 from estimator_rt.cluster.preemption import PREEMPTED_EXIT_CODE
+from estimator_rt.core.errors import one_line
 
 _DONE_QUEUE = 'estimator_rt_training_done'
 # Exit code of a server whose chief vanished without saying it was done.
@@ -273,7 +274,7 @@ def _send_token(job: str, index: int, address: str, token: int,
       done.set()
   except tf.errors.OpError as e:
     logging.warning('Could not tell %s:%d at %s that training is done: %s',
-                    job, index, address, e.message)
+                    job, index, address, one_line(e))
   done.set()
 
 

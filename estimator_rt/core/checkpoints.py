@@ -40,6 +40,8 @@ import tensorflow as tf
 
 from estimator_rt.core import tf_errors
 from estimator_rt.core.errors import CheckpointSaveError
+from estimator_rt.core.errors import one_line
+from estimator_rt.core.errors import UnusableCheckpointsError
 from estimator_rt.core.errors import UserInputError
 
 CHECKPOINT_NAME = 'model.ckpt'
@@ -99,17 +101,11 @@ def checkpoint_step(path: str) -> int:
     if match:
       return int(match.group(1))
     raise ValueError(f'checkpoint {path!r} has no step in its name and '
-                     f'cannot be read ({_one_line(e, 120)}).') from e
+                     f'cannot be read ({one_line(e, limit=120)}).') from e
   for key in _GLOBAL_STEP_KEYS:
     if opened.has_tensor(key):
       return int(opened.get_tensor(key))
   return int(match.group(1)) if match else 0
-
-
-def _one_line(error: BaseException, limit: int = 300) -> str:
-  text = getattr(error, 'message', None) or str(error) or type(error).__name__
-  text = ' '.join(text.split())
-  return text if len(text) <= limit else text[:limit] + '...'
 
 
 # Unusable files already reported (checkpoints, the state file), so that
@@ -136,7 +132,7 @@ def _state_file_names(directory: str) -> List[str]:
       _reported[path] = version
       logging.warning('Ignoring the unreadable checkpoint state file %s '
                       '(%s); looking at the checkpoint files instead.', path,
-                      _one_line(e, 120))
+                      one_line(e, limit=120))
     return []
   if state is None:
     return []
@@ -211,7 +207,7 @@ def problem_with(path: str) -> Optional[str]:
   try:
     fingerprint = _fingerprint(path)
   except tf.errors.OpError as e:  # Deleted while we looked.
-    return f'its files vanished ({_one_line(e, 120)})'
+    return f'its files vanished ({one_line(e, limit=120)})'
   known = _checked.get(path)
   if known is not None and known[0] == fingerprint:
     return known[1]
@@ -221,6 +217,49 @@ def problem_with(path: str) -> Optional[str]:
     # file rewritten at the same size: read it again at every look.
     _checked[path] = (fingerprint, problem)
   return problem
+
+
+class _Problem(str):
+  """Why a checkpoint cannot be used (the str logged), with what reading
+  it raised: `tf_class`, the OpError class tf.estimator 2.15's restore of
+  it raised (DataLossError where nothing was read), and `reason`, its one
+  line (or None)."""
+
+  tf_class = tf.errors.DataLossError
+  reason = None
+
+
+# What TensorFlow's Python checkpoint reader raises in place of the OpError
+# a restore op raises for the same status (pybind11's mapping of status
+# codes to Python's classes).
+_READER_ERRORS = {IndexError: tf.errors.OutOfRangeError,
+                  ValueError: tf.errors.InvalidArgumentError,
+                  NotImplementedError: tf.errors.UnimplementedError}
+
+
+def _read_problem(what: str, error: BaseException) -> _Problem:
+  problem = _Problem(f'{what} cannot be read ({one_line(error, limit=160)})')
+  problem.reason = one_line(error, limit=160)
+  if isinstance(error, tf.errors.OpError):
+    # The reader raises the base class for a checksum that does not match
+    # (its own wording's table lacks it), where the restore op raised
+    # DataLossError.
+    if type(error) is not tf.errors.OpError:
+      problem.tf_class = type(error)
+  else:
+    problem.tf_class = _READER_ERRORS.get(type(error), problem.tf_class)
+  return problem
+
+
+def _unusable_error(message: str, problem: str) -> Exception:
+  """An UnusableCheckpointsError of `message` about a checkpoint that has
+  `problem` (`problem_with`'s), where tf.estimator 2.15's restore raised
+  the OpError reading it raised: of that class, its reason first."""
+  reason = getattr(problem, 'reason', None)
+  return tf_errors.with_tf_class(
+      UnusableCheckpointsError,
+      getattr(problem, 'tf_class', tf.errors.DataLossError))(
+          f'{reason}: {message}' if reason else message)
 
 
 def _find_problem(path: str) -> Optional[str]:
@@ -233,7 +272,7 @@ def _find_problem(path: str) -> Optional[str]:
     keys = sorted(opened.get_variable_to_shape_map())
     dtypes = opened.get_variable_to_dtype_map()
   except Exception as e:  # pylint: disable=broad-except
-    return f'its .index file cannot be read ({_one_line(e, 160)})'
+    return _read_problem('its .index file', e)
   for key in keys:
     try:
       if dtypes.get(key) == tf.variant:
@@ -244,7 +283,7 @@ def _find_problem(path: str) -> Optional[str]:
         continue
       value = opened.get_tensor(key)
     except Exception as e:  # pylint: disable=broad-except
-      return f'tensor {key} cannot be read ({_one_line(e, 160)})'
+      return _read_problem(f'tensor {key}', e)
     array = np.asarray(value)
     if array.dtype.kind in 'fc' and not np.all(np.isfinite(array)):
       return f'tensor {key} holds NaN or infinite values'
@@ -270,31 +309,38 @@ def choose_checkpoint(directory: Optional[str], *, what: str = 'model_dir'
   """The newest checkpoint in `directory` that is whole and finite.
 
   Tries the candidates newest first and logs one warning for each one it
-  skips, naming the file and why.
+  skips, naming the file, why, and what is used instead.
 
   Raises:
     UnusableCheckpointsError: `directory` holds checkpoints, but none can
-      be used (nothing is touched: they are the user's to recover).
+      be used (nothing is touched: they are the user's to recover); of the
+      OpError class 2.15's restore of the newest raised, its reason first.
   """
-  skipped = []
+  skipped, chosen = [], None
   for path in checkpoint_candidates(directory):
     problem = problem_with(path)
     if problem is None:
-      return Choice(path=path, skipped=tuple(skipped))
+      chosen = path
+      break
     if not tf.io.gfile.exists(path + '.index'):
       continue  # Removed since the listing (keep_checkpoint_max): not damage.
     skipped.append((path, problem))
+  instead = (f'using {os.path.basename(chosen)}, the newest usable one'
+             if chosen else 'no checkpoint there is usable')
+  for path, problem in skipped:
     fingerprint = _checked.get(path, (None,))[0]
     if _reported.get(path) != fingerprint:
       _reported[path] = fingerprint
-      logging.warning('Skipping checkpoint %s: %s.', path, problem)
-  if skipped:
+      logging.warning('Skipping checkpoint %s: %s; %s.', path, problem,
+                      instead)
+  if skipped and chosen is None:
     listed = '; '.join(f'{os.path.basename(p)}: {why}' for p, why in skipped)
-    raise tf_errors.CheckpointDataLossError(
+    raise _unusable_error(
         f'{what} {directory!r} holds {len(skipped)} checkpoint(s) and none '
         f'can be used ({listed}). Nothing was written. Restore them from a '
-        'backup, or move them away to start training from step 0.')
-  return Choice(path=None)
+        'backup, or move them away to start training from step 0.',
+        skipped[0][1])
+  return Choice(path=chosen, skipped=tuple(skipped))
 
 
 def latest_checkpoint(model_dir: Optional[str]) -> Optional[str]:
@@ -375,9 +421,9 @@ def resolve_checkpoint(path_or_dir: str, *, what: str) -> str:
         f'{path_or_dir}.index, nor a directory holding one).')
   problem = problem_with(path_or_dir)
   if problem is not None:
-    raise tf_errors.CheckpointDataLossError(
+    raise _unusable_error(
         f'{what}={path_or_dir!r} cannot be used: {problem}. Name another '
-        'checkpoint, or leave it out to use the newest usable one.')
+        'checkpoint, or leave it out to use the newest usable one.', problem)
   return path_or_dir
 
 
@@ -544,16 +590,28 @@ class CheckpointSaver:
       self._write_state_file(path, kept)
     except (tf.errors.OpError, OSError) as e:
       self._remove_partial(prefix)
-      raise tf_errors.from_cause(CheckpointSaveError, (
-          f'Could not save checkpoint {os.path.basename(prefix)} in '
-          f'{self._directory!r}: {_one_line(e)}. The checkpoints saved '
-          f'before are intact (newest: step {self._last_saved_step}); fix '
-          'the disk space or permissions and run the same command again to '
-          'resume from it.'), e) from e
+      raise self._save_error(prefix, e) from e
     _checked.pop(path, None)
     self._last_save_time = time.time()
     self._last_saved_step = step
     return path
+
+  def _save_error(self, prefix: str, error: BaseException) -> Exception:
+    """The one error of a failed save: TensorFlow's reason first (what
+    tf.estimator 2.15 raised, of its class), then what is intact and what
+    to do."""
+    if self._last_saved_step is None:
+      intact = ('no checkpoint of this training had been saved yet; the '
+                'same command starts it again')
+    else:
+      intact = (f'the checkpoints saved before are intact (newest: step '
+                f'{self._last_saved_step}); the same command resumes from '
+                'it')
+    return tf_errors.from_cause(CheckpointSaveError, (
+        f'{one_line(error)}: could not save checkpoint '
+        f'{os.path.basename(prefix)} in {self._directory!r}. Nothing of '
+        f'that save was kept and {intact} once there is room and '
+        'permission to write there.'), error)
 
   def _rotate(self, step: int) -> List[str]:
     """Removes checkpoints beyond the newest `max_to_keep` up to `step`;
@@ -592,7 +650,7 @@ class CheckpointSaver:
       _remove(leftovers)
     except (tf.errors.OpError, OSError) as e:
       logging.warning('Could not remove what the failed save left (%s); the '
-                      'next run removes it.', _one_line(e, 160))
+                      'next run removes it.', one_line(e, limit=160))
 
   @property
   def last_saved_step(self) -> Optional[int]:
@@ -600,33 +658,29 @@ class CheckpointSaver:
 
 
 def ensure_writable_dir(model_dir: str) -> None:
-  """Checks that `model_dir` exists or can be created, and can be written.
-
-  Local paths only are probed (remote filesystems answer at first write).
-  Nothing is left behind.
+  """Checks that `model_dir` exists or can be created, and can be written,
+  by making an unnamed temporary file in it or in its nearest existing
+  parent (nothing is left, not even a changed modification time). A
+  refusal is what tf.estimator 2.15's first write there raised: of the
+  OpError class TensorFlow's filesystem gives the OS's reason
+  (PermissionDeniedError for EACCES), starting with its words (`<path>;
+  Permission denied`). Local paths only are probed (remote filesystems
+  answer at first write).
 
   Raises:
-    UserInputError: the directory cannot be written.
+    UserInputError: the directory cannot be written (nothing was).
   """
   if '://' in model_dir:
     return
-  path = os.path.abspath(model_dir)
-  probe = path
-  while not os.path.exists(probe):
-    parent = os.path.dirname(probe)
-    if parent == probe:
-      break
-    probe = parent
-  if not os.path.isdir(probe):
-    raise UserInputError(
-        f'model_dir={model_dir!r} cannot be created: {probe} is a file, not '
-        'a directory.')
-  # os.access says yes to root on read-only mounts; a real (immediately
-  # deleted) temporary file is the only reliable answer.
+  probe = os.path.abspath(model_dir)
+  while not os.path.exists(probe) and os.path.dirname(probe) != probe:
+    probe = os.path.dirname(probe)
+  # os.access says yes to root on read-only mounts: only a real file tells.
   try:
     with tempfile.TemporaryFile(dir=probe):
       pass
   except OSError as e:
-    raise UserInputError(
-        f'model_dir={model_dir!r} is not writable ({probe}: {e.strerror}); '
-        'choose another model_dir or fix its permissions.') from e
+    raise tf_errors.from_os_error(UserInputError, (
+        f'{probe}; {e.strerror}: model_dir={model_dir!r} is not writable, '
+        'so training cannot save; nothing was written. Fix its permissions '
+        'or choose another model_dir.'), e) from e

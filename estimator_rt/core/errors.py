@@ -10,8 +10,9 @@ import functools
 import math
 import numbers
 import operator
+import re
 import reprlib
-from typing import Optional
+from typing import List, Optional, Tuple
 
 
 class UserInputError(ValueError):
@@ -80,6 +81,77 @@ def shown(value, *, limit: int = 200) -> str:
   except Exception:  # pylint: disable=broad-except
     return shorten(value, limit=limit)
   return text if len(text) <= limit else text[:limit - 3] + '...'
+
+
+# What TensorFlow wraps around an OpError's reason (a session's or a
+# compiled function's): the header, the Python stack of the node's
+# definition ("Detected at node 'save/SaveV2' defined at (most recent call
+# last):" up to "Node: 'save/SaveV2'"), the node markers ("\t [[{{node
+# save/SaveV2}}]]"), the input-source notes, the counts of a multi-error
+# report, and str()'s "Original stack trace for 'save/SaveV2':" (the rest).
+_TF_HEADER = 'Graph execution error:'
+_DETECTED_RE = re.compile(r"^Detected at node '?(.+?)'? defined at \(most "
+                          r'recent call last\):$')
+_NODE_LINE_RE = re.compile(r"^Node: '?(.+?)'?$")
+_NODE_MARK_RE = re.compile(r'\[\[\{\{node ([^}]+)\}\}\]\]')
+_STACK_START = 'Original stack trace for '
+_NOTE_RE = re.compile(r'^(Errors may have originated from an input operation'
+                      r'\.|Input Source operations connected to node |'
+                      r'In\[\d+\] |\d+ successful operations?\.|\d+ derived '
+                      r'errors? ignored\.|\d+ root error\(s\) found\.)')
+_FUNCTION_RE = re.compile(r'\s*\[Op:__inference_[^\]]*\]')
+
+
+def _reason_lines(text: str) -> Tuple[List[str], List[str]]:
+  """The lines of TensorFlow's `text` that say why, and the nodes named."""
+  lines, nodes, in_stack = [], [], False
+  for line in text.splitlines():
+    stripped = line.strip()
+    detected = _DETECTED_RE.match(stripped)
+    if detected:
+      in_stack = True
+      nodes.append(detected.group(1))
+      continue
+    if in_stack:
+      # The stack ends at "Node: '<name>'" (or, in a shape TensorFlow may
+      # change, at the first line that is not a frame).
+      if _NODE_LINE_RE.match(stripped) or not line.startswith(' '):
+        in_stack = False
+      if line.startswith(' ') or stripped.startswith('Node: '):
+        continue
+    if stripped.startswith(_STACK_START):
+      break
+    nodes += _NODE_MARK_RE.findall(stripped)
+    stripped = _FUNCTION_RE.sub('', _NODE_MARK_RE.sub('', stripped)).strip()
+    if stripped and stripped != _TF_HEADER and not _NOTE_RE.match(stripped):
+      lines.append(stripped)
+  return lines, nodes
+
+
+def one_line(error: BaseException, *, limit: int = 300) -> str:
+  """The reason `error` gives, in one line of at most about `limit`
+  characters: the one place where a fault's message takes the words of
+  the error under it (a save's, a restore's, a step's).
+
+  For TensorFlow's OpErrors that is the reason TensorFlow's runtime gave
+  ("/m/model.ckpt-10_temp; Permission denied"), without what TensorFlow
+  wraps around it in graphs and compiled functions: the header, the stack
+  of the node's definition ("Detected at node ... defined at (most recent
+  call last): ..."), the node markers and the "Original stack trace"; the
+  node is named once at the end ("(node save/SaveV2)"). Other errors give
+  their message, whitespace joined, or their class's name if it is empty.
+  A longer reason is cut and says how long it was. Never raises."""
+  try:
+    text = str(error)
+  except Exception:  # pylint: disable=broad-except
+    text = ''  # A broken __str__ must not hide the error's class.
+  lines, nodes = _reason_lines(text)
+  reason = ' '.join(' '.join(lines).split()) or type(error).__name__
+  if nodes and nodes[0] not in reason:
+    reason += f' (node {nodes[0]})'
+  if len(reason) > limit:
+    reason = f'{reason[:limit]}... ({len(reason)} characters)'
+  return reason
 
 
 def as_count(value, *, cap: int = MAX_COUNT):
@@ -347,6 +419,14 @@ class CheckpointSaveError(RuntimeError):
 
   What the failed save wrote is removed; the checkpoints saved before it
   are intact, so running the same command again resumes from them.
+  """
+
+
+class ExportWriteError(RuntimeError):
+  """An export could not be written (permission denied, disk full).
+
+  Nothing of it is left under the export base; the checkpoints it was made
+  from are untouched, so exporting again once the cause is fixed works.
   """
 
 

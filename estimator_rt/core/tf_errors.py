@@ -6,6 +6,8 @@ TensorFlow class 2.15 raised in the same case, so that code catching
 either catches it.
 """
 
+import errno
+
 import tensorflow as tf
 
 from estimator_rt.core.errors import IncompatibleCheckpointError
@@ -83,9 +85,40 @@ def from_cause(runtime_class: type, message: str,
   TensorFlow's OpErrors (2.15 let it through), is of `cause`'s class too,
   with its node and op."""
   if isinstance(cause, tf.errors.OpError):
-    return with_tf_class(runtime_class, type(cause))(
+    tf_class = type(cause)
+    if tf_class is tf.errors.OpError:
+      # The base class (what some Python wrappers raise): the subclass of
+      # its code, which the op itself raises.
+      tf_class = tf.compat.v1.errors.exception_type_from_error_code(
+          cause.error_code)
+    return with_tf_class(runtime_class, tf_class)(
         message, node_def=cause.node_def, op=None)
   return runtime_class(message)
+
+
+# TensorFlow's classes for what the OS says (its POSIX filesystem's
+# mapping of errno to status codes), for a check made with Python's os
+# where 2.15 met the same through TensorFlow's filesystem.
+_ERRNO_CLASSES = {
+    errno.EACCES: tf.errors.PermissionDeniedError,
+    errno.EPERM: tf.errors.PermissionDeniedError,
+    errno.EROFS: tf.errors.PermissionDeniedError,
+    errno.ENOSPC: tf.errors.ResourceExhaustedError,
+    errno.EDQUOT: tf.errors.ResourceExhaustedError,
+    errno.ENOENT: tf.errors.NotFoundError,
+    errno.ENOTDIR: tf.errors.FailedPreconditionError,
+}
+
+
+def from_os_error(runtime_class: type, message: str,
+                  error: OSError) -> BaseException:
+  """A `runtime_class` error of `message` which is also of the OpError
+  class TensorFlow's filesystem raises for `error`'s errno (where it has
+  one)."""
+  tf_class = _ERRNO_CLASSES.get(error.errno)
+  if tf_class is None:
+    return runtime_class(message)
+  return with_tf_class(runtime_class, tf_class)(message)
 
 
 # 2.15's words when a checkpoint lacks a variable the graph restores
@@ -94,10 +127,20 @@ MISSING_FROM_CHECKPOINT = (
     'Restoring from checkpoint failed. This is most likely due to a Variable '
     'name or other graph key that is missing from the checkpoint')
 
+# 2.15's words when a checkpoint's variable has another shape than the
+# graph's (Saver.restore's InvalidArgumentError under TF1 behaviour).
+MISMATCH_WITH_CHECKPOINT = (
+    'Restoring from checkpoint failed. This is most likely due to a mismatch '
+    'between the current graph and the graph from the checkpoint')
+
 # A checkpoint that lacks a variable the model_fn creates: 2.15's restore
 # raised NotFoundError.
 CheckpointMissingVariableError = with_tf_class(IncompatibleCheckpointError,
                                                tf.errors.NotFoundError)
+# A checkpoint holding a variable the model_fn creates in another shape:
+# 2.15's restore (reference variables) raised InvalidArgumentError.
+CheckpointShapeMismatchError = with_tf_class(IncompatibleCheckpointError,
+                                             tf.errors.InvalidArgumentError)
 # Checkpoints that do not read back whole: 2.15's restore raised
 # DataLossError.
 CheckpointDataLossError = with_tf_class(UnusableCheckpointsError,

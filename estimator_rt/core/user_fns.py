@@ -20,6 +20,7 @@ import tensorflow as tf
 from estimator_rt.core import tf_log
 from estimator_rt.core.errors import GraphModelFnError
 from estimator_rt.core.errors import InputFnError
+from estimator_rt.core.errors import one_line
 from estimator_rt.core.errors import raised_as
 from estimator_rt.core.errors import shorten
 from estimator_rt.core.errors import UserInputError
@@ -69,15 +70,12 @@ def fn_name(fn: Callable) -> str:
 
 
 def describe_exception(error: BaseException, *, limit: int = 300) -> str:
-  """'TypeName: message' on one line, the message cut to `limit` chars."""
-  try:
-    message = ' '.join(str(error).split())
-  except Exception:  # pylint: disable=broad-except
-    message = ''  # A broken __str__ must not hide the error's type.
-  if len(message) > limit:
-    message = f'{message[:limit]}... ({len(message)} characters)'
-  return f'{type(error).__name__}: {message}' if message else (
-      type(error).__name__)
+  """'TypeName: message' on one line, the message cut to `limit` chars
+  (`errors.one_line`: a TensorFlow error's reason without its graph
+  traceback)."""
+  message = one_line(error, limit=limit)
+  kind = type(error).__name__
+  return kind if message == kind else f'{kind}: {message}'
 
 
 def failed_with(fn: Callable, error: BaseException, context: str) -> str:

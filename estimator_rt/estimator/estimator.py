@@ -172,7 +172,6 @@ class Estimator(protected_methods.ProtectedMethods):
     self._temporary_model_dir = not (model_dir or config.model_dir)
     config = config_with_model_dir(config, model_dir)
     model_dir = config.model_dir
-    checkpoints.ensure_writable_dir(model_dir)
     self._config = config
     # Any value, as 2.15 took (the model_fn gets `params or {}`); a dict is
     # copied.

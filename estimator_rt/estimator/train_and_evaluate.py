@@ -54,6 +54,7 @@ from estimator_rt.core.errors import as_count
 from estimator_rt.core.errors import check_comparable
 from estimator_rt.core.errors import check_positive_count
 from estimator_rt.core.errors import MAX_INT32
+from estimator_rt.core.errors import one_line
 from estimator_rt.core.errors import PreemptedError
 from estimator_rt.core.errors import shorten
 from estimator_rt.core.errors import TaskLostError
@@ -801,7 +802,7 @@ class _TrainingExecutor(object):
         # gone is the explanation.
         logging.warning('Checkpoint %s vanished while being evaluated (%s: '
                         '%s); moving on to a newer one.', latest_ckpt_path,
-                        type(e).__name__, getattr(e, 'message', e))
+                        type(e).__name__, one_line(e))
         return _EvalResult(status=_EvalStatus.NO_NEW_CHECKPOINT), []
       # _EvalResult validates the metrics.
       eval_result = _EvalResult(

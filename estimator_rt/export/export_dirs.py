@@ -31,6 +31,11 @@ from typing import Callable, Optional
 
 import tensorflow as tf
 
+from estimator_rt.core import tf_errors
+from estimator_rt.core.errors import ExportWriteError
+from estimator_rt.core.errors import one_line
+from estimator_rt.core.errors import raised_as
+
 # Names taken by other writers in a row before giving up: each retry means
 # another export completed under the name just tried.
 _MAX_ATTEMPTS = 100
@@ -130,13 +135,14 @@ def write_export(export_dir_base: str, write: Callable[[str], None]) -> str:
 
   Raises:
     RuntimeError: other writers took _MAX_ATTEMPTS names in a row.
-    Whatever `write` raises; the temporary directory is removed first.
+    ExportWriteError: the files could not be written (see `_write_error`).
+    Whatever else `write` raises; the temporary directory is removed first.
   """
   export_dir_base = tf.compat.as_str_any(export_dir_base)
-  tf.io.gfile.makedirs(export_dir_base)
   temporary = os.path.join(export_dir_base,
                            f'{TEMPORARY_PREFIX}{uuid.uuid4().hex}')
   try:
+    tf.io.gfile.makedirs(export_dir_base)
     write(temporary)
     for _ in range(_MAX_ATTEMPTS):
       final = next_export_dir(export_dir_base)
@@ -145,5 +151,28 @@ def write_export(export_dir_base: str, write: Callable[[str], None]) -> str:
     raise RuntimeError(
         f'export: could not name the export in {export_dir_base!r}: other '
         f'writers took {_MAX_ATTEMPTS} names in a row.')
+  except _WRITE_ERRORS as e:
+    raise _write_error(export_dir_base, e) from e
   finally:
     _remove_tree(temporary)
+
+
+# What the filesystem raises when the files cannot be written: TensorFlow's
+# classes for EACCES/EROFS, ENOSPC and EFBIG, and os.rename's OSError.
+_WRITE_ERRORS = (tf.errors.PermissionDeniedError,
+                 tf.errors.ResourceExhaustedError, tf.errors.OutOfRangeError,
+                 OSError)
+
+
+def _write_error(export_dir_base: str, error: BaseException) -> Exception:
+  """The one error of an export that could not be written: TensorFlow's
+  reason first (what tf.estimator 2.15 raised, of its class; an OSError's
+  class for os.rename's), then what is intact and what to do."""
+  message = (
+      f'{one_line(error)}: could not write the export under '
+      f'{export_dir_base!r}; nothing of it is left there and the checkpoints '
+      'are untouched. Fix the permissions or the disk space, or choose '
+      'another export_dir_base, and export again.')
+  if isinstance(error, OSError):
+    return raised_as(ExportWriteError, message, error)
+  return tf_errors.from_cause(ExportWriteError, message, error)

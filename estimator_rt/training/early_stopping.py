@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from estimator_rt.core import checkpoints
 from estimator_rt.core import summaries
+from estimator_rt.core.errors import one_line
 from estimator_rt.core.errors import UserInputError
 from estimator_rt.core.errors import UserTypeError
 from estimator_rt.training.hooks import Hook
@@ -42,7 +43,7 @@ def _summaries(eval_dir: str) -> Iterator[Any]:
         yield event
     except tf.errors.DataLossError as e:
       logging.warning('Reading eval metrics: the rest of %s is skipped (%s).',
-                      path, e)
+                      path, one_line(e))
 
 
 def read_eval_metrics(eval_dir: str) -> 'collections.OrderedDict':

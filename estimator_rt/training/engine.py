@@ -294,6 +294,10 @@ class Engine(abc.ABC):
       return
     runtime_hooks, session_hooks = split_hooks(hooks)
     is_chief = self._config.is_chief
+    if is_chief:
+      # Where 2.15's first write failed (the model_dir is only written by
+      # training and evaluation: predicting from a read-only one works).
+      checkpoints.ensure_writable_dir(self.model_dir)
     writer = summaries.directory_writer(self.model_dir) if is_chief else None
     setup = self._build_training(input_fn, latest=choice.path,
                                  session_hooks=session_hooks,

@@ -42,6 +42,7 @@ from tensorflow.core.framework import graph_pb2
 from tensorflow.core.protobuf import meta_graph_pb2
 
 from estimator_rt.core.checkpoints import META_SUFFIX
+from estimator_rt.core.errors import one_line
 
 GRAPH_FILE = 'graph.pbtxt'
 
@@ -158,7 +159,8 @@ def written_in_background(files: GraphFiles, *, directory: str,
       if graph_file:
         files.write_graph_file(directory)
     except Exception as e:  # pylint: disable=broad-except
-      logging.warning('Could not write the graph to %s: %s', directory, e)
+      logging.warning('Could not write the graph to %s: %s', directory,
+                      one_line(e))
 
   thread = threading.Thread(target=write, name='graph-files', daemon=True)
   thread.start()

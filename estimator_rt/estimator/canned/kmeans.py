@@ -43,6 +43,7 @@ from tensorflow.python.ops import clustering_ops
 from estimator_rt.estimator import estimator as estimator_lib
 from estimator_rt.core import export_outputs as outputs_lib
 from estimator_rt.estimator.canned import base
+from estimator_rt.core.errors import one_line
 from estimator_rt.core.errors import TaskLostError
 from estimator_rt.core.errors import UserInputError
 from estimator_rt.core.spec import EstimatorSpec
@@ -121,7 +122,7 @@ class _InitializeClustersHook(tf.compat.v1.train.SessionRunHook):
         # at least num_clusters points) fail as assertions in the graph.
         lines = [line.strip() for line in e.message.splitlines()
                  if 'assertion failed' in line.lower()]
-        first = lines[0] if lines else e.message.strip().splitlines()[0]
+        first = lines[0] if lines else one_line(e)
         raise ClusterInitializationError(
             f'{first}: KMeans: choosing the initial cluster centers failed '
             "(initial_clusters='kmeans_plus_plus' needs a first batch of at "

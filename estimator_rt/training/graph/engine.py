@@ -458,7 +458,9 @@ class GraphEngine(engine_lib.Engine):
 
   def _check_fits(self, checkpoint_path: str, scaffold) -> None:
     """Refuses, before anything is written, a checkpoint lacking variables
-    the model_fn creates (another model's model_dir)."""
+    the model_fn creates, or holding them in other shapes (another model's
+    model_dir), with the error 2.15's restore raised (NotFoundError,
+    InvalidArgumentError: its phrase first)."""
     if scaffold is not None and scaffold.saver is not None:
       return  # A user's Saver may map names; its restore will tell.
     missing = model_lib.missing_from_checkpoint(
@@ -472,6 +474,18 @@ class GraphEngine(engine_lib.Engine):
           f'model_fn {user_fns.fn_name(self._model_fn)} creates (it has '
           f'{present[:8]}{" ..." if len(present) > 8 else ""}). It belongs to '
           'another model: use a new model_dir. Nothing was written.')
+    # Reference variables' restore checked shapes; resource variables'
+    # took any (2.15 under TF2 behaviour failed at the first update, or
+    # computed with the wrong value): refused alike in both behaviours.
+    mismatched = model_lib.mismatched_shapes(checkpoint_path)
+    if mismatched:
+      raise tf_errors.CheckpointShapeMismatchError(
+          f'{tf_errors.MISMATCH_WITH_CHECKPOINT}: model_dir '
+          f'{self.model_dir!r}: checkpoint {checkpoint_path} holds variables '
+          f'in other shapes than model_fn {user_fns.fn_name(self._model_fn)} '
+          f'creates ({"; ".join(mismatched[:3])}'
+          f'{" ..." if len(mismatched) > 3 else ""}). It belongs to another '
+          'model: use a new model_dir. Nothing was written.')
 
   def _check_fits_or_warm_start(self, checkpoint_path: Optional[str],
                                 scaffold) -> None:

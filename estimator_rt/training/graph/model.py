@@ -451,6 +451,28 @@ def missing_from_checkpoint(checkpoint_path: str, saver_names: List[str]
   return [name for name in saver_names if name not in present]
 
 
+def mismatched_shapes(checkpoint_path: str) -> List[str]:
+  """'name: [10] in the checkpoint, [20] here' for each global variable of
+  the current graph whose fully defined shape (a partitioned variable's
+  whole shape) differs from the one checkpoint `checkpoint_path` holds
+  under its name."""
+  saved = checkpoints.reader(checkpoint_path).get_variable_to_shape_map()
+  found = []
+  for variable in tf.compat.v1.global_variables():
+    slice_info = getattr(variable, '_save_slice_info', None)
+    if slice_info is not None:
+      name, shape = slice_info.full_name, list(slice_info.full_shape)
+    else:
+      name = variable.op.name if hasattr(variable, 'op') else variable.name
+      shape = tf.TensorShape(variable.shape)
+      shape = shape.as_list() if shape.is_fully_defined() else None
+    entry = f'{name}: {saved.get(name)} in the checkpoint, {shape} here'
+    if (shape is not None and name in saved and
+        list(saved[name]) != shape and entry not in found):
+      found.append(entry)
+  return found
+
+
 def default_saver_names() -> List[str]:
   """What a default Saver of the current graph reads and writes: every
   global variable (and saveable object) by its op name, a part of a

@@ -32,6 +32,7 @@ from estimator_rt.cluster import server as server_lib
 from estimator_rt.training import controller
 from estimator_rt.core import summaries
 from estimator_rt.core import tf_errors
+from estimator_rt.core.errors import one_line
 from estimator_rt.core.errors import TaskLostError
 
 SessionRunHook = tf.compat.v1.train.SessionRunHook
@@ -200,7 +201,7 @@ class SessionLoop:
       server_lib.abandon(self._session)
       raise tf_errors.from_cause(TaskLostError, (
           f'A step failed because a task of the cluster is gone ('
-          f'{type(e).__name__}: {e.message.splitlines()[0]}); the last '
+          f'{type(e).__name__}: {one_line(e)}); the last '
           'checkpoint in model_dir is kept: restart the cluster to resume '
           'from it.'), e) from e
     except BaseException:
