@@ -30,6 +30,7 @@ from tensorflow.python.training import monitored_session  # pylint: disable=g-di
 
 from estimator_rt.cluster import server as server_lib
 from estimator_rt.training import controller
+from estimator_rt.training import divergence
 from estimator_rt.core import summaries
 from estimator_rt.core import tf_errors
 from estimator_rt.core.errors import TaskLostError
@@ -85,11 +86,6 @@ class SaverWriter:
     return path
 
 
-def _all_finite(variables: List[tf.Variable]) -> tf.Tensor:
-  checks = [tf.reduce_all(tf.math.is_finite(v)) for v in variables]
-  return tf.reduce_all(tf.stack(checks)) if checks else tf.constant(True)
-
-
 class SessionLoop:
   """Runs training steps of a built graph in one monitored session.
 
@@ -128,7 +124,7 @@ class SessionLoop:
     self._summary_every = save_summary_steps
     self._writer = summary_writer
     self._is_chief = is_chief
-    self._state_finite = _all_finite(
+    self._state_finite = divergence.state_is_sound(
         [v for v in tf.compat.v1.global_variables()
          if v.dtype.base_dtype.is_floating])
     self._session = None
