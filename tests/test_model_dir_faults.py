@@ -259,6 +259,48 @@ def test_a_run_diverging_before_its_first_save_keeps_only_its_start(
   assert_every_checkpoint_usable(model_dir)
 
 
+def _holding_infinity(model_fn, *, trainable):
+  """`model_fn` with one more float variable, which the loss never reads,
+  holding inf from the start: a best loss (`trainable=False`) or a
+  weight."""
+
+  def wrapped(features, labels, mode):
+    tf.Variable(float('inf'), trainable=trainable, name='best_loss')
+    return model_fn(features, labels, mode)
+
+  return wrapped
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+def test_an_infinity_in_non_trainable_state_trains_as_in_2_15(tmp_path,
+                                                               engine):
+  """An infinity is a value a program may keep (2.15 trained, saved and
+  restored it): only NaN, or an infinity in a trainable variable, is
+  divergence (training/divergence.py)."""
+  model_dir = tmp_path / 'm'
+  model_fn = _holding_infinity(NAN_MODEL_FNS[engine](), trainable=False)
+  estimator(model_dir, model_fn).train(input_fn, max_steps=20)
+  assert checkpoint_steps(model_dir) == [0, 10, 20]
+  path = ckpt_path(model_dir, 20)
+  assert checkpoints.problem_with(path) is None
+  reader = tf.train.load_checkpoint(path)
+  assert any(np.isposinf(reader.get_tensor(k)).all()
+             for k in reader.get_variable_to_shape_map()
+             if reader.get_variable_to_dtype_map()[k] == tf.float32)
+  estimator(model_dir, model_fn).train(input_fn, max_steps=30)
+  assert checkpoint_steps(model_dir) == [0, 10, 20, 30]
+
+
+def test_an_infinity_in_a_trainable_variable_is_divergence(tmp_path):
+  model_dir = tmp_path / 'm'
+  with pytest.raises(ert.NanLossError,
+                     match='model variables became NaN or infinite'):
+    estimator(model_dir, _holding_infinity(
+        graph_nan_model_fn(), trainable=True), engine='graph').train(
+            input_fn, max_steps=20)
+  assert checkpoint_steps(model_dir) == [0]
+
+
 def test_nan_on_one_replica_stops_every_replica(tmp_path):
   model_dir = tmp_path / 'm'
   with pytest.raises(ert.NanLossError, match='global step 13'):

@@ -22,6 +22,7 @@ import pytest
 
 from conftest import REPO_ROOT
 from conftest import run_python
+from test_canned_v1 import assert_partitioned_slots_as_2_15
 
 with open(os.path.join(REPO_ROOT, 'tests', 'data', 'tf_estimator_215',
                        'tf1_behavior.json'), encoding='utf-8') as f:
@@ -112,6 +113,14 @@ def test_model_to_estimator_of_a_subclassed_model(here):
   np.testing.assert_allclose(
       [now['estimator']['loss'], now['estimator']['acc']], [loss, accuracy],
       rtol=1e-5, atol=1e-5)
+
+
+def test_partitioned_slots_train_resume_and_evaluate_as_in_2_15(here):
+  """Issue 46's v1 DNN (a partitioned input layer, Adagrad slots stored as
+  slices of one tensor) under TF1 behaviour: train, get_variable_value, a
+  second train and train_and_evaluate, as 2.15 ran them."""
+  assert_partitioned_slots_as_2_15(here['partitioned_slots'],
+                                   REFERENCE['partitioned_slots'])
 
 
 @pytest.mark.parametrize('part', sorted(PARTS_REFERENCE))

@@ -13,8 +13,9 @@ behind that every layer reads:
   - `user_fns`: calling the user's model_fn and input_fn with the
     arguments they declare, and loading them by name.
   - `checkpoints`: checkpoints in model_dir (when to save, which one to
-    resume from, whether one is whole); `summaries`: TensorBoard event
-    files, written and read back.
+    resume from, whether one is whole); `checkpoint_slices`: reading a
+    partitioned tensor's stored slices as a restore reads them;
+    `summaries`: TensorBoard event files, written and read back.
   - `cli`: what the binaries share (flag parsing, JSON flags);
     `log_handlers`: one line per log message.
   - `legacy_layers`: `tf.compat.v1.layers` from tf_keras whichever Keras

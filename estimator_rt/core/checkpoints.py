@@ -1,6 +1,6 @@
 """Checkpoints in model_dir, the policy both engines share: when to save,
 which checkpoint to resume from, and checking that a checkpoint is whole
-and finite before anything uses it.
+and free of NaN before anything uses it.
 
 Checkpoints are named `model.ckpt-<global step>` (the prefix tf.estimator
 used), whatever wrote them: the eager engine's are TF2 object checkpoints
@@ -8,10 +8,12 @@ used), whatever wrote them: the eager engine's are TF2 object checkpoints
 tf.estimator wrote (restored by its session). The `checkpoint` state file is written for
 other tools (TensorBoard, tf.train.latest_checkpoint), but never trusted:
 the files on disk say which checkpoints exist, and a checkpoint counts only
-if every tensor in it reads back (TensorFlow checks each tensor's CRC) and
-every floating-point value is finite. A missing, stale or garbage state
-file, a truncated or deleted data file, or a damaged index makes the
-runtime fall back to the newest checkpoint that passes, never to step 0.
+if every tensor in it reads back as a restore reads it (TensorFlow checks
+each stored tensor's or slice's CRC) and no floating-point value is NaN
+(infinities are values a variable may hold; see `_holds_nan`). A missing,
+stale or garbage state file, a truncated or deleted data file, or a damaged
+index makes the runtime fall back to the newest checkpoint that passes,
+never to step 0.
 
 A checkpoint's files are its `.index` and `.data-*` files and, beside a
 graph-engine checkpoint, its `.meta` (the MetaGraphDef tf.estimator wrote
@@ -38,6 +40,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from estimator_rt.core import checkpoint_slices
 from estimator_rt.core import tf_errors
 from estimator_rt.core.errors import CheckpointSaveError
 from estimator_rt.core.errors import one_line
@@ -199,10 +202,11 @@ _checked: Dict[str, Tuple[Tuple, Optional[str]]] = {}
 def problem_with(path: str) -> Optional[str]:
   """Why checkpoint `path` cannot be used, or None if it can.
 
-  Reads every tensor back: TensorFlow verifies each one's CRC, so a
-  truncated, overwritten or missing data file and a damaged index are all
-  found; and every floating-point value must be finite. Costs one read of
-  the checkpoint, once per content of its files.
+  Reads every tensor back as a restore reads it, a partitioned one by its
+  stored slices (checkpoint_slices): TensorFlow verifies each one's CRC,
+  so a truncated, overwritten or missing data file and a damaged index are
+  all found; and no floating-point value may be NaN. Costs one read of the
+  checkpoint, once per content of its files.
   """
   try:
     fingerprint = _fingerprint(path)
@@ -271,23 +275,43 @@ def _find_problem(path: str) -> Optional[str]:
     opened = reader(path)
     keys = sorted(opened.get_variable_to_shape_map())
     dtypes = opened.get_variable_to_dtype_map()
+    sliced = checkpoint_slices.stored_slices(opened)
   except Exception as e:  # pylint: disable=broad-except
     return _read_problem('its .index file', e)
-  for key in keys:
+  # Each stored slice as a restore reads it (a partitioned variable's slot
+  # need not cover the whole tensor); an input iterator's state
+  # (checkpoint_input) has no NumPy form. All in one run of the op.
+  by_op = {key: (sliced.get(key, ['']), dtypes[key]) for key in keys
+           if key in sliced or dtypes[key] == tf.variant}
+  raw = checkpoint_slices.SliceReader(prefix=path)
+  try:
     try:
-      if dtypes.get(key) == tf.variant:
-        # An input iterator's state (checkpoint_input) has no NumPy form:
-        # read it as a tensor, which still checks its CRC.
-        tf.raw_ops.RestoreV2(prefix=path, tensor_names=[key],
-                             shape_and_slices=[''], dtypes=[tf.variant])
-        continue
-      value = opened.get_tensor(key)
-    except Exception as e:  # pylint: disable=broad-except
-      return _read_problem(f'tensor {key}', e)
-    array = np.asarray(value)
-    if array.dtype.kind in 'fc' and not np.all(np.isfinite(array)):
-      return f'tensor {key} holds NaN or infinite values'
+      values = raw.read_all(by_op)
+    except Exception:  # pylint: disable=broad-except
+      values = {}  # One of them cannot be read: each alone says which.
+    for key in keys:
+      try:
+        if key not in by_op:
+          found = [opened.get_tensor(key)]
+        else:
+          found = values.get(key) or raw.read(key, *by_op[key])
+      except Exception as e:  # pylint: disable=broad-except
+        return _read_problem(f'tensor {key}', e)
+      if any(_holds_nan(value) for value in found):
+        return f'tensor {key} holds NaN values'
+  finally:
+    raw.close()
   return None
+
+
+def _holds_nan(value) -> bool:
+  """Whether a checkpoint's value has a NaN. Infinities are allowed: a
+  variable may hold one from the start (a best loss initialised to inf, a
+  -inf mask), and tf.estimator 2.15 restored them; training that diverges
+  reaches NaN (inf - inf, 0 * inf) in its state or its loss."""
+  array = np.asarray(value) if value is not None else None
+  return (array is not None and array.dtype.kind in 'fc' and
+          bool(np.isnan(array).any()))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -306,7 +330,7 @@ class Choice:
 
 def choose_checkpoint(directory: Optional[str], *, what: str = 'model_dir'
                       ) -> Choice:
-  """The newest checkpoint in `directory` that is whole and finite.
+  """The newest checkpoint in `directory` that is whole and free of NaN.
 
   Tries the candidates newest first and logs one warning for each one it
   skips, naming the file, why, and what is used instead.

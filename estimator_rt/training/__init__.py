@@ -8,7 +8,8 @@
     session) implement it.
   - `controller`: the outer loop for both engines: how many steps each
     inner loop runs, and what happens between loops (hooks, logging,
-    summaries, checkpoints, divergence, preemption, agreement).
+    summaries, checkpoints, divergence, preemption, agreement);
+    `divergence`: what counts as diverged weights, for both engines.
   - `hooks`, `per_loop_hooks`, `early_stopping`: code that runs between
     loops (tf.estimator's SessionRunHooks where their meaning survives).
   - `graph_files`: the files tf.estimator wrote about a training graph.

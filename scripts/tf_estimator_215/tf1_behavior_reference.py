@@ -18,7 +18,9 @@ evaluation's metrics. Then what code around a canned estimator reads of its
 graph: the UPDATE_OPS a wrapped DNN with batch normalization leaves, the
 variables a regulariser re-entering the linear model's scope with a
 partitioner gets, and the metric names of `model_to_estimator`'s
-evaluation. A program that fails records its exception's class and the
+evaluation; and a v1 DNN whose partitioned input layer's optimizer slots
+are slices of one tensor, trained on one model_dir three times
+(`partitioned_slots`, from checkpoint_corpus.py). A program that fails records its exception's class and the
 start of its message instead.
 
 One process runs them all (TF1 behaviour is a process's setting).
@@ -376,6 +378,14 @@ def record_keras_subclassed(work: str) -> dict:
           'keras': [float(v) for v in keras]}
 
 
+def record_partitioned_slots(work: str) -> dict:
+  """Issue 46's program (checkpoint_corpus.issue_program): a v1 DNN whose
+  partitioned input layer's Adagrad slots are slices of one tensor,
+  trained, trained again and trained and evaluated on one model_dir."""
+  from scripts.tf_estimator_215 import checkpoint_corpus  # pylint: disable=g-import-not-at-top
+  return checkpoint_corpus.issue_program(os.path.join(work, 'slots'))
+
+
 def record_all() -> dict:
   work = tempfile.mkdtemp(prefix='tf1_behavior_')
   try:
@@ -383,7 +393,8 @@ def record_all() -> dict:
     for name, fn in (('update_ops', record_update_ops),
                      ('partitioned_reentry', record_partitioned_reentry),
                      ('keras_metric_names', record_keras_metric_names),
-                     ('keras_subclassed', record_keras_subclassed)):
+                     ('keras_subclassed', record_keras_subclassed),
+                     ('partitioned_slots', record_partitioned_slots)):
       try:
         record[name] = fn(work)
       except Exception as e:  # pylint: disable=broad-except

@@ -7,7 +7,7 @@ functions only run them. Training runs `num_steps` steps per call in a
 call is paid once per loop, not once per step.
 """
 
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import tensorflow as tf
 
@@ -16,6 +16,7 @@ from estimator_rt.core.errors import surface_user_errors
 from estimator_rt.inputs.pipeline import batch_size_of
 from estimator_rt.inputs.pipeline import split_across_replicas
 from estimator_rt.inputs.pipeline import split_element
+from estimator_rt.training import divergence
 from estimator_rt.training.eager.model import EagerModel
 
 # Loop bound for "until the input ends": large, but an int32 for tf.range.
@@ -110,17 +111,6 @@ def saved_float_variables(graph: EagerModel) -> List[tf.Variable]:
   optimizer = list(graph.checkpoint.optimizer) if graph.uses_optimizer else []
   return [v for v in list(graph.model_variables) + optimizer
           if v.dtype.base_dtype.is_floating]
-
-
-def all_finite(variables: Sequence[tf.Variable]) -> tf.Tensor:
-  """A bool scalar: whether every element of `variables` is finite.
-
-  One reduction per variable, run once per compiled loop (not per step).
-  Mirrored copies are identical after each synchronous update, so reading
-  one copy decides for every replica and every worker alike.
-  """
-  checks = [tf.reduce_all(tf.math.is_finite(v)) for v in variables]
-  return tf.reduce_all(tf.stack(checks)) if checks else tf.constant(True)
 
 
 class CompiledTrainLoop:
@@ -218,7 +208,8 @@ def compile_train_loop(run_step: Callable, *, graph: EagerModel,
       in-graph client's steps take from each worker's iterator themselves).
   """
   global_step = graph.global_step
-  state = saved_float_variables(graph)
+  # Read now, after the restore: what is unsound already is not divergence.
+  state = divergence.watched(saved_float_variables(graph))
 
   @tf.function
   def train_loop(iterator, num_steps):
@@ -239,8 +230,8 @@ def compile_train_loop(run_step: Callable, *, graph: EagerModel,
         loss = run_step(optional.get_value())
       loss_finite = tf.math.is_finite(loss)
       steps += 1
-    return (loss, tf.cast(steps, tf.int64), loss_finite, all_finite(state),
-            global_step.read_value())
+    return (loss, tf.cast(steps, tf.int64), loss_finite,
+            divergence.state_is_sound(state), global_step.read_value())
 
   return CompiledTrainLoop(train_loop)
 

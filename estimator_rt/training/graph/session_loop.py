@@ -30,6 +30,7 @@ from tensorflow.python.training import monitored_session  # pylint: disable=g-di
 
 from estimator_rt.cluster import server as server_lib
 from estimator_rt.training import controller
+from estimator_rt.training import divergence
 from estimator_rt.core import summaries
 from estimator_rt.core import tf_errors
 from estimator_rt.core.errors import one_line
@@ -86,12 +87,6 @@ class SaverWriter:
     return path
 
 
-def _finite_each(variables: List[tf.Variable]) -> tf.Tensor:
-  """A bool vector: whether each of `variables` holds only finite values."""
-  checks = [tf.reduce_all(tf.math.is_finite(v)) for v in variables]
-  return tf.stack(checks) if checks else tf.zeros([0], tf.bool)
-
-
 class SessionLoop:
   """Runs training steps of a built graph in one monitored session.
 
@@ -130,12 +125,11 @@ class SessionLoop:
     self._summary_every = save_summary_steps
     self._writer = summary_writer
     self._is_chief = is_chief
-    self._finite_each = _finite_each(
+    self._sound_each = divergence.sound_each(
         [v for v in tf.compat.v1.global_variables()
          if v.dtype.base_dtype.is_floating])
-    # Which variables held a NaN or an infinity when the session opened
-    # (see `state_finite`).
-    self._not_finite_at_open = None
+    # Which variables were sound when the session opened (divergence.py).
+    self._sound_at_open = None
     self._session = None
     self.raw_session = None
     self._step = None
@@ -162,12 +156,10 @@ class SessionLoop:
     return step
 
   def state_finite(self) -> bool:
-    """Whether every float variable that was finite when the session
-    opened still is: the model did not diverge. A variable that held a NaN
-    or an infinity then (a best-so-far starting at inf, a -inf mask: 2.15
-    checked no variable, and trained such models) is not held to it."""
-    return bool(np.all(np.logical_or(self.run(self._finite_each),
-                                     self._not_finite_at_open)))
+    """Whether every float variable sound when the session opened still
+    is: the model did not diverge (divergence.py)."""
+    return divergence.stayed_sound(self.run(self._sound_each),
+                                   self._sound_at_open)
 
   def run(self, fetches, feed_dict=None) -> Any:
     """Runs `fetches` on the raw session: no hook sees it."""
@@ -192,7 +184,7 @@ class SessionLoop:
 
     self.raw_session = self._session.run_step_fn(raw)
     self._step = int(self.run(self._global_step))
-    self._not_finite_at_open = np.logical_not(self.run(self._finite_each))
+    self._sound_at_open = self.run(self._sound_each)
     # The controller's schedule starts where training starts, here.
     self._summaries = controller.Schedule(self._step, self._summary_every)
     try:
