@@ -213,15 +213,18 @@ def test_a_variable_not_finite_from_the_start_is_not_divergence(tmp_path):
   assert tf.train.load_variable(path, 'best_loss') == np.inf
   weights = tf.train.load_variable(path, 'w')
   assert np.all(np.isfinite(weights)) and np.all(weights > 0)
-  # Reading it back through the runtime is the checkpoint usability check's
-  # (issue 46 item 2, docs/guards.md): it refuses the inf today.
+  # The checkpoint check accepts the infinity (only NaN is refused), so a
+  # second call resumes from it.
+  estimator.train(_input_fn(repeat=True), steps=2)
+  assert tf.train.latest_checkpoint(str(tmp_path)).endswith('model.ckpt-5')
 
 
 def test_a_variable_that_becomes_infinite_still_stops_training(tmp_path):
-  # The check the table keeps: 2.15 trained on and saved the infinity.
+  # The check the table keeps: 2.15 trained on and saved the infinity. A
+  # trainable variable (an infinity in other state is a value).
   def exploding_model_fn(features, labels, mode):
     spec = _best_so_far_model_fn(features, labels, mode)
-    scale = tf1.get_variable('scale', [], trainable=False,
+    scale = tf1.get_variable('scale', [], trainable=True,
                              initializer=tf1.constant_initializer(1e30))
     return spec._replace(train_op=tf.group(
         spec.train_op, tf1.assign(scale, scale * 1e30)))

@@ -12,7 +12,9 @@ tell whether a program, or a pytest run, uses tf.estimator.
     `conftest.py` files under the paths it was given (or the `testpaths` of
     its configuration, or the current directory), and the modules of their
     own they import, as above (each test file's package root counts as one
-    of their directories, as pytest puts it on `sys.path`).
+    of their directories, as pytest puts it on `sys.path`). estimator_rt's
+    own test suite (the checkout an editable install runs from) is not: it
+    tests estimator_rt's Keras 3 API beside the compatibility layer.
 
 The files are read, never imported or run: imports are the import
 statements that start a line. At
@@ -88,6 +90,14 @@ def _not_the_programs() -> list:
   prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix,
               sys.base_exec_prefix}
   return [_real(p) for p in prefixes if p] + [os.path.dirname(here)]
+
+
+def _estimator_rt_checkout():
+  """The source checkout estimator_rt runs from (an editable install), or
+  None: its own test suite tests estimator_rt's Keras 3 API beside the
+  compatibility layer, and chooses its Keras per test."""
+  checkout = os.path.dirname(os.path.dirname(os.path.dirname(_real(__file__))))
+  return checkout if os.path.isfile(os.path.join(checkout, 'setup.py')) else None
 
 
 def own_directories(entries) -> list:
@@ -304,6 +314,9 @@ def of_pytest_run(arguments, *, cwd=None, path_entries=None) -> Program:
   if not paths:
     paths = [os.path.join(cwd, p) for p in _testpaths(cwd)] or [cwd]
     paths = [p for p in paths if os.path.exists(p)]
+  checkout = _estimator_rt_checkout()
+  if checkout:
+    paths = [p for p in paths if not _is_under(_real(p), checkout)]
   start = []
   for path in paths:
     # The conftest.py files of the directories above a path, up to `cwd`.

@@ -1,4 +1,8 @@
-"""What counts as diverged training state, for both engines' loops.
+"""What counts as diverged training, for both engines' loops.
+
+A step whose loss is NaN ends its loop at once, as 2.15's `NanTensorHook`
+(on every training) stopped at a NaN loss; an infinite loss trains on, as
+there (the weights it leads to are checked below, and a NaN loss follows).
 
 Checked once per loop, on every floating-point variable a checkpoint
 holds. A variable is sound when it holds no NaN and, if it is trainable, no
@@ -18,6 +22,16 @@ from typing import List, Sequence
 
 import numpy as np
 import tensorflow as tf
+
+
+def loss_is_sound(loss) -> tf.Tensor:
+  """A bool scalar: `loss` is not NaN (in a loop's condition)."""
+  return tf.logical_not(tf.math.is_nan(loss))
+
+
+def loss_value_is_sound(loss) -> bool:
+  """`loss_is_sound` of a loss value read back (a float or NumPy value)."""
+  return not np.isnan(loss)
 
 
 def _is_sound(variable) -> tf.Tensor:

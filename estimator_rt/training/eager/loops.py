@@ -228,7 +228,7 @@ def compile_train_loop(run_step: Callable, *, graph: EagerModel,
         if not optional.has_value():
           break
         loss = run_step(optional.get_value())
-      loss_finite = tf.math.is_finite(loss)
+      loss_finite = divergence.loss_is_sound(loss)
       steps += 1
     return (loss, tf.cast(steps, tf.int64), loss_finite,
             divergence.state_is_sound(state), global_step.read_value())

@@ -11,7 +11,7 @@ copies the ops one step runs into the body of a `tf.while_loop`, reading
 the variables, lookup tables, iterator and placeholders of that graph
 through captures. One `session.run` runs as many steps as the
 controller's loop asks for (`steps_per_loop`, cut by time), stopping early
-at the first non-finite loss, as the compiled loops of the eager engine do.
+at the first NaN loss, as the compiled loops of the eager engine do.
 The variables are the ones the model_fn made, under tf.estimator's names,
 so checkpoints are the same name-based ones; the one-step train op stays
 in the graph, unused. The step's `tf.compat.v1.summary` ops are merged at
@@ -36,6 +36,7 @@ from typing import Callable, Optional, Sequence
 
 import tensorflow as tf
 
+from estimator_rt.training import divergence
 from estimator_rt.training import per_loop_hooks
 from estimator_rt.core import user_fns
 from estimator_rt.core.errors import ModelFnError
@@ -331,7 +332,7 @@ def derive(*, step: model_lib.GraphModel, placement,
       merged = _last_step_summaries(
           new_summaries,
           tf.logical_and(record_summaries, step_count + 1 >= num_steps))
-    return step_count + 1, new_loss, tf.math.is_finite(new_loss), merged
+    return step_count + 1, new_loss, divergence.loss_is_sound(new_loss), merged
 
   def cond(step_count, loss, finite, summary):
     del loss, summary

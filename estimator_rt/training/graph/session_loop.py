@@ -232,7 +232,7 @@ class SessionLoop:
       ran += 1
       if 'summary' in results and self._writer is not None:
         self._writer.write_summary(results['summary'], self._step)
-      if not np.isfinite(loss):
+      if not divergence.loss_value_is_sound(loss):
         loss_finite = False
         break
     self._steps_run += ran
@@ -313,7 +313,7 @@ class InGraphSessionLoop(SessionLoop):
       ran = self._step - start
       self._steps_run += ran
       loss = float(self.run(self._loop.last_loss_variable))
-      return (loss, ran, bool(np.isfinite(loss)) or ran == 0,
+      return (loss, ran, divergence.loss_value_is_sound(loss) or ran == 0,
               self.state_finite(), self._step)
     self._step, ran = int(results['step']), int(results['ran'])
     self._steps_run += ran
