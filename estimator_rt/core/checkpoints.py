@@ -185,7 +185,9 @@ def _files_of(prefix: str) -> List[str]:
               if tf.io.gfile.exists(prefix + META_SUFFIX) else [])
 
 
-def _fingerprint(prefix: str) -> Tuple:
+def files_fingerprint(prefix: str) -> Tuple:
+  """(path, size, modification time) of each file of the checkpoint at
+  `prefix`: what tells one content of it from another."""
   stats = []
   for path in sorted(_files_of(prefix)):
     stat = tf.io.gfile.stat(path)
@@ -209,7 +211,7 @@ def problem_with(path: str) -> Optional[str]:
   checkpoint, once per content of its files.
   """
   try:
-    fingerprint = _fingerprint(path)
+    fingerprint = files_fingerprint(path)
   except tf.errors.OpError as e:  # Deleted while we looked.
     return f'its files vanished ({one_line(e, limit=120)})'
   known = _checked.get(path)

@@ -10,11 +10,13 @@ tf.estimator 2.15 trained resumes, evaluates and exports here, and one
 trained here resumes under 2.15.
 """
 
+import functools
 from typing import Any, Mapping, Optional, Sequence
 
 import tensorflow as tf
 
 from estimator_rt.estimator import estimator as estimator_lib
+from estimator_rt.training.graph import model as graph_model
 from estimator_rt.core.errors import UserInputError
 from estimator_rt.core.mode_keys import ModeKeys
 from estimator_rt.cluster.run_config import RunConfig
@@ -65,10 +67,59 @@ class CannedEstimator(estimator_lib.Estimator):
     # call_for_each_replica applies) has nothing to convert in it and warned
     # that it could not.
     model_fn = tf.autograph.experimental.do_not_convert(model_fn)
+    if holds_library_objects_only(model_fn):
+      setattr(model_fn, graph_model.SAME_GRAPH_MODES,
+              frozenset((ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT)))
     super().__init__(
         model_fn=model_fn, model_dir=model_dir,
         config=graph_engine_config(config, estimator_name=type(self).__name__),
         warm_start_from=warm_start_from)
+
+
+# Where the objects a canned model_fn may hold for it to build the same
+# graph each call come from (the program's own functions and classes, such
+# as an activation function or a Head subclass, may do more).
+_LIBRARIES = ('tensorflow', 'keras', 'tf_keras', 'estimator_rt', 'numpy',
+              'builtins', 'functools')
+
+
+def _from_libraries(value: Any, depth: int = 0) -> bool:
+  """Whether `value` is a plain value, or an object or function of
+  _LIBRARIES, and so are its parts (tuples, lists, dicts, a namedtuple's
+  fields, a partial's arguments), a few levels deep."""
+  if value is None or isinstance(value, (str, bytes, int, float, bool)):
+    return True
+  if depth > 4:
+    return False
+  if isinstance(value, (tuple, list, frozenset, set)):
+    return all(_from_libraries(v, depth + 1) for v in value)
+  if isinstance(value, dict):
+    return all(_from_libraries(k, depth + 1) and _from_libraries(v, depth + 1)
+               for k, v in value.items())
+  if isinstance(value, functools.partial):
+    return _from_libraries((value.func, value.args, value.keywords),
+                           depth + 1)
+  module = getattr(value, '__module__', None) or type(value).__module__ or ''
+  if callable(value) and not isinstance(value, type):
+    module = getattr(value, '__module__', None) or module
+  return module.split('.')[0] in _LIBRARIES
+
+
+def holds_library_objects_only(model_fn) -> bool:
+  """Whether a canned model_fn (a closure over its constructor's
+  arguments) holds only plain values and objects of TensorFlow, Keras and
+  estimator_rt: then it builds the same graph from the same input in every
+  mode, and does nothing else a program sees (graph/model.py's
+  SAME_GRAPH_MODES), which a program's own head, optimizer factory,
+  activation or normalizer function might not (2.15 called them once per
+  graph, and programs count such calls)."""
+  function = getattr(model_fn, '__wrapped__', model_fn)
+  cells = getattr(function, '__closure__', None) or ()
+  try:
+    values = [cell.cell_contents for cell in cells]
+  except ValueError:  # An empty cell.
+    return False
+  return all(_from_libraries(v) for v in values)
 
 
 def check_features(features: Any, *, estimator_name: str) -> None:

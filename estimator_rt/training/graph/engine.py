@@ -21,7 +21,7 @@ summaries under model_dir/eval.
 import contextlib
 import dataclasses
 from typing import (Any, Callable, ContextManager, Dict, Iterator, Optional,
-                    Sequence)
+                    Sequence, Tuple)
 
 from absl import logging
 import numpy as np
@@ -43,7 +43,9 @@ from estimator_rt.core.errors import MAX_INT32
 from estimator_rt.core.errors import UserInputError
 from estimator_rt.training.graph import between_graph
 from estimator_rt.training.graph import compat
+from estimator_rt.training.graph import graph_identity
 from estimator_rt.training.graph import in_graph_loop
+from estimator_rt.training.graph import kept_sessions
 from estimator_rt.training.graph import model as model_lib
 from estimator_rt.training.graph import placement as placement_lib
 from estimator_rt.training.graph import saved_model
@@ -110,11 +112,97 @@ class _EvalGraph:
   # (which initializes the metrics' variables made after the model_fn
   # returned: the mean loss), as 2.15 grouped them; None without one.
   local_init_op: Optional[tf.Operation] = None
+  # How many of the graph's ops the input_fn's part made (the first ones).
+  input_ops: int = 0
+  # Where the evaluation runs: one device (else no session is kept).
+  single_device: bool = True
 
   def is_for(self, input_fn: Callable, steps: Optional[int]) -> bool:
     """Whether an evaluation of `input_fn` and `steps` can run this graph:
     the same input_fn object and steps."""
     return self.input_fn is input_fn and self.steps == steps
+
+
+@dataclasses.dataclass
+class _TrainingParts:
+  """What a training call built in its graph and the next one, in the
+  same graph (kept_sessions.py), runs again."""
+
+  data: Any  # model.GraphInput
+  built: Any  # model.GraphModel or in_graph_loop.LoopModel
+  saver: Any
+  keep: int  # How many checkpoints to keep.
+  loop: Any  # session_loop.SessionLoop
+  in_graph: bool
+  model_writes_loss: bool
+
+
+@dataclasses.dataclass
+class _KeptParts:
+  """What a call runs again in a kept graph (`kept_sessions.Kept.parts`):
+  the finalized Scaffold, and the mode's graph parts."""
+
+  scaffold: Any
+  evaluation: Optional[_EvalGraph] = None
+  prediction: Any = None  # (data, built) of PREDICT.
+  training: Any = None  # _TrainingParts of TRAIN.
+  op_count: int = 0  # The graph's ops when kept: a call adding ops (a hook's
+  # `begin`) would add them again each call, so its graph is not kept.
+
+
+@dataclasses.dataclass
+class _Prediction:
+  """A prediction graph: its input, the model_fn's PREDICT build, the
+  Saver, the features tensors the model_fn was given, and its keys for
+  keeping (`GraphEngine._kept_keys`, None: not kept)."""
+
+  graph: tf.Graph
+  data: Any  # model.GraphInput
+  built: Any  # model.GraphModel
+  saver: Any
+  features: Any
+  keys: Optional[Tuple[str, str]]
+
+
+def _predicted_batches(prediction: _Prediction, fed: Optional[_Prediction],
+                       engine) -> Callable[[Any], Iterator[Any]]:
+  """The prediction batches of a MonitoredSession over `prediction`'s
+  graph: each from the graph's own input, or with `fed`'s input's batches
+  fed to its features (read in a session of `fed`'s graph, which runs only
+  its input part)."""
+
+  def own(session):
+    # Ends with the OutOfRangeError of the input's end, which the monitored
+    # session's exit takes as a normal end.
+    while not session.should_stop():
+      yield session.run(prediction.built.predictions)
+
+  def fed_by_new_input(session):
+    ours = tf.nest.flatten(prediction.features)
+    theirs = tf.nest.flatten(fed.features)
+    with tf.compat.v1.Session(graph=fed.graph,
+                              config=engine.input_session_config()) as reader:
+      reader.run(fed.data.initializer)
+      while not session.should_stop():
+        try:
+          values = reader.run(theirs)
+        except tf.errors.OutOfRangeError:
+          return
+        yield session.run(prediction.built.predictions,
+                          feed_dict=dict(zip(ours, values)))
+
+  return own if fed is None else fed_by_new_input
+
+
+def _same_structure(ours, theirs) -> bool:
+  """Whether two structures of feature tensors have the same structure,
+  dtypes and static shapes (one's values can be fed for the other's)."""
+  describe = lambda t: (t.dtype, tuple(t.shape.as_list()))
+  try:
+    return (tf.nest.map_structure(describe, ours) ==
+            tf.nest.map_structure(describe, theirs))
+  except (TypeError, ValueError, AttributeError):
+    return False
 
 
 def _refuse_endless(evaluation: _EvalGraph, steps: Optional[int],
@@ -149,6 +237,8 @@ class GraphEngine(engine_lib.Engine):
     self._checked_eval_graph: Optional[_EvalGraph] = None
     # (input_fn, placement, (graph, data, built)) of `prepare_training`.
     self._prepared = None
+    # Graphs and sessions kept for the next call of their mode.
+    self._keeper = kept_sessions.Keeper()
 
   def unsupported(self) -> Optional[str]:
     """Why this engine cannot run the RunConfig it was given (an
@@ -170,10 +260,87 @@ class GraphEngine(engine_lib.Engine):
     return placement_lib.training_refusal(config.training_strategy,
                                           task=config.task_info)
 
+  # -------------------------------------------------- kept sessions
+  def _kept_keys(self, graph: tf.Graph, input_ops: int, *,
+                 path: Optional[str], eligible: bool, model_part: bool = True
+                 ) -> Optional[Tuple[str, ...]]:
+    """(input part's, model part's fingerprint) of `graph`, whose first
+    `input_ops` ops the input_fn made, if its session may be kept
+    (kept_sessions.py: `eligible` for the mode, a checkpoint to restore, no
+    queue runners), else None; the input part's alone without
+    `model_part` (the model is not built yet)."""
+    if (not eligible or path is None or kept_sessions.KEPT_BYTES <= 0 or
+        graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)):
+      return None
+    graph_def = graph.as_graph_def()
+    input_key = graph_identity.fingerprint(graph_def, end_node=input_ops)
+    if not model_part:
+      return (input_key,)
+    return (input_key,
+            graph_identity.fingerprint(graph_def, first_node=input_ops))
+
+  def _take_kept(self, mode: str, keys: Optional[Tuple[str, str]]
+                 ) -> Optional[kept_sessions.Kept]:
+    """The kept graph and session of `mode` if it is the graph of `keys`."""
+    if keys is None:
+      return None
+    return self._keeper.take(
+        mode, lambda kept: (kept.input_key, kept.model_key) == keys)
+
+  @staticmethod
+  @contextlib.contextmanager
+  def _kept_graph_open(kept: Optional[kept_sessions.Kept]) -> Iterator[None]:
+    """A kept graph open to the call's SessionRunHooks (their `begin` may
+    add ops; the new session finalizes it again)."""
+    if kept is not None:
+      kept.graph._unsafe_unfinalize()  # pylint: disable=protected-access
+    yield
+
+  def _session_creator(self, kept: Optional[kept_sessions.Kept], *,
+                       scaffold, path: Optional[str], keeping: bool):
+    """The session of a call: `kept`'s, with `path` restored if it does
+    not hold it; else a new one (left open for keeping if `keeping`)."""
+    if kept is not None:
+      return kept_sessions.ReusingCreator(
+          kept, saver=scaffold.saver, checkpoint_path=path,
+          local_init_op=scaffold.local_init_op)
+    creator = tf.compat.v1.train.ChiefSessionCreator(
+        scaffold=scaffold, config=self._session_config(),
+        checkpoint_filename_with_path=path)
+    return kept_sessions.KeepingCreator(creator) if keeping else creator
+
+  def _keep(self, mode: str, keys: Optional[Tuple[str, str]], *,
+            kept: Optional[kept_sessions.Kept], creator, graph: tf.Graph,
+            parts: _KeptParts, holds: Optional[Tuple]) -> None:
+    """Keeps the graph and session a call of `mode` ran in, for the next
+    (see kept_sessions.py); `holds`: the checkpoint the variables hold."""
+    session = getattr(creator, 'session', None)
+    if kept is not None:
+      keys = (kept.input_key, kept.model_key)
+    if keys is None or session is None:
+      return
+    op_count = len(graph.get_operations())
+    if kept is not None and op_count != kept.parts.op_count:
+      kept.close()
+      return
+    parts.op_count = op_count
+    self._keeper.keep(kept_sessions.Kept(
+        mode=mode, input_key=keys[0], model_key=keys[1], graph=graph,
+        session=session, parts=parts, holds=holds,
+        nbytes=kept_sessions.variable_bytes(graph)))
+
   def _refuse_unsupported(self) -> None:
     refusal = self.unsupported()
     if refusal is not None:
       raise UserInputError(refusal)
+
+  def input_session_config(self) -> tf.compat.v1.ConfigProto:
+    """The session config of a session that only reads an input (the
+    user's thread counts; none of Grappler's rounds: its few ops run once
+    or a few times)."""
+    config = self._session_config()
+    config.graph_options.rewrite_options.disable_meta_optimizer = True
+    return config
 
   def _session_config(self, placement=None) -> tf.compat.v1.ConfigProto:
     """The placement's session config and the engine's Grappler settings
@@ -201,16 +368,21 @@ class GraphEngine(engine_lib.Engine):
       yield
 
   # -------------------------------------------------------------- train
-  def _training_graph(self, input_fn, placement, session_hooks):
+  def _training_graph(self, input_fn, placement, session_hooks, *,
+                      latest: Optional[str] = None):
     """Builds training into a new graph: the model_fn's one TRAIN-mode call
     builds tf.estimator's one-step graph, and where the in-graph loop can
     run it is derived from that step (in_graph_loop.py), else the step runs
     once per session run, logging why in one line. The input_fn and the
     model_fn are called once, as tf.estimator called them once per graph.
+    When the kept graph of the previous training (kept_sessions.py) is the
+    same graph, that one is returned instead, its loop derived already.
 
     Returns:
-      (graph, data, built): `built` is an `in_graph_loop.LoopModel` or a
-      `model.GraphModel`.
+      (graph, data, built, kept, keys): `built` is an
+      `in_graph_loop.LoopModel` or a `model.GraphModel`; `kept` the kept
+      graph and session (then `graph`, `data` and `built` are its), or None;
+      `keys` the graph's for keeping (None: it is not kept).
     """
     _, per_step_hooks = per_loop_hooks.split(session_hooks)
     name = user_fns.fn_name(self._model_fn)
@@ -227,12 +399,29 @@ class GraphEngine(engine_lib.Engine):
       queue_runners = len(graph.get_collection(
           tf.compat.v1.GraphKeys.QUEUE_RUNNERS))
       ops_before = len(graph.get_operations())
+      if model_lib.builds_same_graph(self._model_fn, ModeKeys.TRAIN):
+        # Not called again for an input a kept graph reads already.
+        input_key = self._kept_keys(
+            graph, ops_before, path=latest, model_part=False,
+            eligible=self._may_keep_training(placement, None))
+        kept = self._kept_training(input_key, in_graph=reason is None)
+        if kept:
+          parts = kept.parts.training
+          return (kept.graph, parts.data, parts.built, kept,
+                  (kept.input_key, kept.model_key))
       step = model_lib.build(
           model_fn=self._model_fn, mode=ModeKeys.TRAIN,
           batches=data.next_batch, params=self._params, config=self._config,
           placement=placement)
       reason = reason or in_graph_loop.refusal_of_step(
           step, queue_runners_before=queue_runners, ops_before=ops_before)
+      keys = self._kept_keys(graph, ops_before, path=latest,
+                             eligible=self._may_keep_training(placement,
+                                                              step.spec))
+      kept = self._kept_training(keys, in_graph=reason is None)
+      if kept:
+        parts = kept.parts.training
+        return kept.graph, parts.data, parts.built, kept, keys
       if reason is None:
         try:
           with model_lib.runtime_scope():
@@ -244,11 +433,31 @@ class GraphEngine(engine_lib.Engine):
     if reason is not None:
       logging.info('model_fn %s (graph engine) runs one training step per '
                    'session run: %s.', name, reason)
-      return graph, data, step
+      return graph, data, step, None, keys
     logging.info('model_fn %s (graph engine) runs its steps in an in-graph '
                  'loop: one session run per loop of up to %d steps.', name,
                  self._config.steps_per_loop)
-    return graph, data, loop
+    return graph, data, loop, None, keys
+
+  def _may_keep_training(self, placement, spec) -> bool:
+    """Whether a training's graph and session may be kept (kept_sessions.py):
+    a chief on one device, with no hooks or Scaffold ops of the model_fn's
+    `spec` (they hold the new graph's tensors; None: not built yet)."""
+    return (isinstance(placement, placement_lib.SingleDevicePlacement) and
+            self._config.is_chief and (spec is None or (
+                not spec.training_hooks and not spec.training_chief_hooks and
+                kept_sessions.plain_scaffold(spec.scaffold))))
+
+  def _kept_training(self, keys, *, in_graph: bool
+                     ) -> Optional[kept_sessions.Kept]:
+    """The kept training graph and session of `keys` (both parts', or the
+    input part's alone), if it runs the step as this call would (in the
+    in-graph loop or not)."""
+    if not keys:
+      return None
+    return self._keeper.take(
+        ModeKeys.TRAIN, lambda k: (k.input_key, k.model_key)[:len(keys)] ==
+        tuple(keys) and k.parts.training.in_graph == in_graph)
 
   @staticmethod
   def _session_and_runtime_hooks(built, session_hooks):
@@ -274,7 +483,7 @@ class GraphEngine(engine_lib.Engine):
     trains in the graph it built, as tf.estimator's workers built one."""
     placement = self._training_placement()
     self._prepared = (input_fn, placement,
-                      self._training_graph(input_fn, placement, ()))
+                      self._training_graph(input_fn, placement, ())[:3])
 
   def _prepared_training(self, input_fn, session_hooks):
     """What `prepare_training` built for `input_fn`, if `train` can run it
@@ -293,18 +502,32 @@ class GraphEngine(engine_lib.Engine):
                       summary_writer) -> engine_lib.TrainingSetup:
     """See `engine.Engine._build_training`."""
     prepared = self._prepared_training(input_fn, session_hooks)
+    kept = keys = None
     if prepared is not None:
       placement, graph, data, built = prepared
     else:
       placement = self._training_placement()
-      graph, data, built = self._training_graph(input_fn, placement,
-                                                session_hooks)
+      graph, data, built, kept, keys = self._training_graph(
+          input_fn, placement, session_hooks, latest=latest)
     if placement.multi_worker:
       inputs.require_repeating(
           model_lib.repeats_forever(data) is not False,
           what='multi_worker_mirrored training of a TF1-style model_fn')
     session_hooks, runtime_hooks = self._session_and_runtime_hooks(
         built, session_hooks)
+    if kept is not None:
+      parts = kept.parts.training
+      creator = kept_sessions.ReusingCreator(
+          kept, saver=parts.saver, checkpoint_path=latest,
+          local_init_op=kept.parts.scaffold.local_init_op)
+      loop = parts.loop.for_next_call(
+          creator=creator, summary_writer=summary_writer,
+          hooks=self._training_session_hooks(built, data, placement,
+                                             session_hooks))
+      return self._training_setup(
+          placement, graph, loop, parts, latest=latest,
+          runtime_hooks=runtime_hooks, summary_writer=summary_writer,
+          keeping=(keys, kept, creator, kept.parts.scaffold))
     with graph.as_default():
       saver, keep = self._saver(built.spec.scaffold)
       if latest is not None:
@@ -312,9 +535,10 @@ class GraphEngine(engine_lib.Engine):
       elif self._warm_start_from:
         self._warm_start()
       with model_lib.runtime_scope():
-        loop = self._session_loop(built, data, placement, saver=saver,
-                                  latest=latest, session_hooks=session_hooks,
-                                  summary_writer=summary_writer)
+        loop, scaffold, creator = self._session_loop(
+            built, data, placement, saver=saver, latest=latest,
+            session_hooks=session_hooks, summary_writer=summary_writer,
+            keeping=keys is not None)
         agreement = placement.agreement_sum()
       # 2.15's test: a summary op named 'loss' (a canned head's) is the
       # loss summary; without one the controller writes it.
@@ -327,15 +551,31 @@ class GraphEngine(engine_lib.Engine):
       agree = controller.agreement(
           lambda vector: loop.run(agreed, {values: vector}),
           replicas=placement.replicas_in_sync)
-    checkpoint_writer = session_loop.SaverWriter(saver, loop)
-    files = graph_files.GraphFiles(graph=graph, saver=saver)
+    parts = _TrainingParts(
+        data=data, built=built, saver=saver, keep=keep, loop=loop,
+        in_graph=isinstance(built, in_graph_loop.LoopModel),
+        model_writes_loss=model_writes_loss)
+    return self._training_setup(
+        placement, graph, loop, parts, latest=latest, agree=agree,
+        runtime_hooks=runtime_hooks, summary_writer=summary_writer,
+        keeping=(keys, None, creator, scaffold))
+
+  def _training_setup(self, placement, graph: tf.Graph,
+                      loop: session_loop.SessionLoop, parts: '_TrainingParts',
+                      *, latest: Optional[str], runtime_hooks,
+                      summary_writer, keeping, agree=None
+                      ) -> engine_lib.TrainingSetup:
+    """The TrainingSetup of `loop` over `graph`; `keeping`: (keys, kept,
+    creator, scaffold) for keeping the graph and session after training."""
+    checkpoint_writer = session_loop.SaverWriter(parts.saver, loop)
+    files = graph_files.GraphFiles(graph=graph, saver=parts.saver)
     saver_hook = next((h for h in loop.hooks if isinstance(
         h, tf.compat.v1.train.CheckpointSaverHook)), None)
     return engine_lib.TrainingSetup(
         train_loop=loop, iterator=None, checkpoint=checkpoint_writer,
-        global_step=loop.global_step, max_to_keep=keep, agree=agree,
+        global_step=loop.global_step, max_to_keep=parts.keep, agree=agree,
         asynchronous=placement.between_graph, hooks=runtime_hooks,
-        model_writes_loss=model_writes_loss,
+        model_writes_loss=parts.model_writes_loss,
         logs_updated_step=_is_reference_variable(
             tf.compat.v1.train.get_global_step(graph)),
         saver_hook=saver_hook, raw_session=lambda: loop.raw_session,
@@ -343,7 +583,22 @@ class GraphEngine(engine_lib.Engine):
             graph, loop, placement, latest,
             graph_files_written=lambda: self._graph_files_written(
                 files, checkpoint_writer, summary_writer,
-                by_saver=saver_hook is None)))
+                by_saver=saver_hook is None),
+            reused=keeping[1],
+            kept=lambda: self._keep_training(graph, loop, parts, keeping)))
+
+  def _keep_training(self, graph: tf.Graph, loop: session_loop.SessionLoop,
+                     parts: '_TrainingParts', keeping) -> None:
+    """Keeps the graph and session a training ran in, holding the newest
+    checkpoint if it was saved at the step training ended at."""
+    keys, kept, creator, scaffold = keeping
+    newest = checkpoints.checkpoint_candidates(self.model_dir)[:1]
+    holds = None
+    if newest and checkpoints.checkpoint_step(newest[0]) == loop.last_step:
+      holds = kept_sessions.checkpoint_id(newest[0])
+    self._keep(ModeKeys.TRAIN, keys, kept=kept, creator=creator, graph=graph,
+               parts=_KeptParts(scaffold=scaffold, training=parts),
+               holds=holds)
 
   def _graph_files_written(self, files: graph_files.GraphFiles,
                            checkpoint_writer: session_loop.SaverWriter,
@@ -364,24 +619,35 @@ class GraphEngine(engine_lib.Engine):
         files, directory=self.model_dir, summary_writer=summary_writer,
         graph_file=self._config.checkpoint_save_graph_def, by_saver=by_saver)
 
-  def _session_loop(self, built, data, placement, *, saver,
-                    latest: Optional[str], session_hooks,
-                    summary_writer) -> session_loop.SessionLoop:
-    """The training session's loop, its hooks and its Scaffold; `built` is
-    a `model.GraphModel` (one step per run) or an `in_graph_loop.LoopModel`
-    (several)."""
+  def _training_session_hooks(self, built, data, placement,
+                              session_hooks) -> list:
+    """The training session's SessionRunHooks, in their order: the input's
+    and the replicas' initializers, the caller's, the model_fn's, the
+    in-graph loop's initializer."""
     spec = built.spec
-    is_chief = self._config.is_chief
     hooks = [session_loop.RunOnceHook(data.initializer)]
     sync = placement.sync_replicas_op()
     if sync is not None:
       hooks.insert(0, session_loop.RunOnceHook(sync))
     hooks += list(session_hooks) + list(spec.training_hooks)
-    if is_chief:
+    if self._config.is_chief:
       hooks += list(spec.training_chief_hooks)
-    in_graph = isinstance(built, in_graph_loop.LoopModel)
-    if in_graph:
+    if isinstance(built, in_graph_loop.LoopModel):
       hooks.append(session_loop.RunOnceHook(built.initializer))
+    return hooks
+
+  def _session_loop(self, built, data, placement, *, saver,
+                    latest: Optional[str], session_hooks, summary_writer,
+                    keeping: bool = False):
+    """(the training session's loop, its Scaffold, its session creator,
+    which leaves the session open if `keeping`); `built` is a
+    `model.GraphModel` (one step per run) or an `in_graph_loop.LoopModel`
+    (several)."""
+    spec = built.spec
+    is_chief = self._config.is_chief
+    hooks = self._training_session_hooks(built, data, placement,
+                                         session_hooks)
+    in_graph = isinstance(built, in_graph_loop.LoopModel)
     summary_op = None
     if self._config.save_summary_steps and not in_graph:
       summary_op = (spec.scaffold.summary_op if spec.scaffold is not None and
@@ -398,24 +664,31 @@ class GraphEngine(engine_lib.Engine):
           scaffold=scaffold, master=placement.master,
           config=self._session_config(placement),
           checkpoint_filename_with_path=latest)
+      if keeping:
+        creator = kept_sessions.KeepingCreator(creator)
     common = dict(creator=creator, hooks=hooks,
                   save_summary_steps=as_count(self._config.save_summary_steps),
                   summary_writer=summary_writer, is_chief=is_chief)
     if in_graph:
-      return session_loop.InGraphSessionLoop(loop=built, **common)
+      return (session_loop.InGraphSessionLoop(loop=built, **common), scaffold,
+              creator)
     return session_loop.SessionLoop(
         train_op=built.train_op, loss=built.loss,
-        global_step=built.global_step, summary_op=summary_op, **common)
+        global_step=built.global_step, summary_op=summary_op,
+        **common), scaffold, creator
 
   @contextlib.contextmanager
   def _training_session(self, graph: tf.Graph, loop: session_loop.SessionLoop,
                         placement, latest: Optional[str], *,
-                        graph_files_written: Callable[[], ContextManager]):
+                        graph_files_written: Callable[[], ContextManager],
+                        reused: Optional[kept_sessions.Kept],
+                        kept: Callable[[], None]):
     """The graph as default and the training session open, around the
     controller's whole run (a Saver and the hooks need both).
     `graph_files_written` writes the graph files once the session exists
-    (the graph is final then, as tf.estimator wrote them)."""
-    with graph.as_default():
+    (the graph is final then, as tf.estimator wrote them); `kept` keeps
+    the graph and session when training ended normally."""
+    with graph.as_default(), self._kept_graph_open(reused):
       if placement.between_graph:
         between_graph.prepare(placement, self._config.task_info)
       # The FileWriters the session's hooks put in FileWriterCache stay
@@ -430,6 +703,7 @@ class GraphEngine(engine_lib.Engine):
                        checkpoints.checkpoint_step(latest))
         with graph_files_written():
           yield
+    kept()
 
   def _saver(self, scaffold) -> tuple:
     """The Saver checkpoints are written with, and how many to keep: a
@@ -537,33 +811,28 @@ class GraphEngine(engine_lib.Engine):
     logging.info('Warm-starting %d variables from %s.', len(names), source)
 
   # ----------------------------------------------------------- evaluate
-  def _build_eval(self, input_fn: Callable, steps: Optional[int]):
-    """Builds evaluation into the current graph; an input that repeats
-    forever is refused by `_refuse_endless` (the input_fn is called once,
-    as tf.estimator called it)."""
-    data = model_lib.read_input(input_fn, self._params, role='eval input_fn',
-                                config=self._config)
-    self._features_spec = data.features_spec
-    built = model_lib.build(
-        model_fn=self._model_fn, mode=ModeKeys.EVAL,
-        batches=data.next_batch, params=self._params, config=self._config,
-        placement=placement_lib.make_placement(
-            self._config.eval_distribute, for_training=False))
-    return data, built
-
-  def _eval_graph(self, input_fn: Callable, steps: Optional[int], *,
-                  of_checkpoint: bool) -> _EvalGraph:
-    """The evaluation graph for `input_fn` and `steps`: for the evaluation
-    of a checkpoint (`of_checkpoint`), the one `check_evaluation` built
-    for them, if it is still there; else a new one. Without a checkpoint
-    the variables are initialized, and warm-started into that graph."""
-    checked, self._checked_eval_graph = self._checked_eval_graph, None
-    if (of_checkpoint and checked is not None and
-        checked.is_for(input_fn, steps)):
-      return checked
+  def _eval_input(self, input_fn: Callable) -> Tuple[tf.Graph, Any, int]:
+    """(a new graph, the eval input_fn's data read in it, how many ops that
+    made): the input_fn called once, as tf.estimator called it."""
     graph = tf.Graph()
     with graph.as_default(), self._building():
-      data, built = self._build_eval(input_fn, steps)
+      data = model_lib.read_input(input_fn, self._params,
+                                  role='eval input_fn', config=self._config)
+    self._features_spec = data.features_spec
+    return graph, data, len(graph.get_operations())
+
+  def _eval_model(self, graph: tf.Graph, data, input_ops: int,
+                  input_fn: Callable, steps: Optional[int]) -> _EvalGraph:
+    """Builds evaluation of `data` into `graph`: the EVAL-mode model_fn
+    called once, the metrics' updates and values; an input that repeats
+    forever is refused by `_refuse_endless`."""
+    with graph.as_default(), self._building():
+      placement = placement_lib.make_placement(self._config.eval_distribute,
+                                               for_training=False)
+      built = model_lib.build(
+          model_fn=self._model_fn, mode=ModeKeys.EVAL,
+          batches=data.next_batch, params=self._params, config=self._config,
+          placement=placement)
       saver, _ = self._saver(built.spec.scaffold)
       final = {name: pair[0] for name, pair in built.metrics.items()}
       final['global_step'] = built.global_step
@@ -577,7 +846,48 @@ class GraphEngine(engine_lib.Engine):
           input_fn=input_fn, steps=steps, graph=graph, data=data,
           built=built, saver=saver,
           update=tf.group(*[pair[1] for pair in built.metrics.values()]),
-          final=final, local_init_op=local_init_op)
+          final=final, local_init_op=local_init_op, input_ops=input_ops,
+          single_device=isinstance(placement,
+                                   placement_lib.SingleDevicePlacement))
+
+  def _eval_graph(self, input_fn: Callable, steps: Optional[int]
+                  ) -> _EvalGraph:
+    """A new evaluation graph for `input_fn` and `steps`."""
+    graph, data, input_ops = self._eval_input(input_fn)
+    return self._eval_model(graph, data, input_ops, input_fn, steps)
+
+  def _evaluation(self, input_fn: Callable, steps: Optional[int],
+                  path: Optional[str]):
+    """(the evaluation graph an evaluation of checkpoint `path` runs, the
+    kept graph and session it is, or None, and its keys for keeping, or
+    None): the one `check_evaluation` built for `input_fn` and `steps` if
+    it is still there, else a new one; a kept graph of the same model
+    replaces it. A model_fn that builds the same graph in EVAL
+    (graph/model.py's SAME_GRAPH_MODES) is not called when a kept graph of
+    the same input is there."""
+    checked, self._checked_eval_graph = self._checked_eval_graph, None
+    if path is not None and checked is not None and checked.is_for(
+        input_fn, steps):
+      evaluation = checked
+    elif (path is not None and
+          model_lib.builds_same_graph(self._model_fn, ModeKeys.EVAL)):
+      graph, data, input_ops = self._eval_input(input_fn)
+      input_key = self._kept_keys(graph, input_ops, path=path,
+                                  eligible=True, model_part=False)
+      kept = input_key and self._keeper.take(
+          ModeKeys.EVAL, lambda k: k.input_key == input_key[0])
+      if kept:
+        return kept.parts.evaluation, kept, (kept.input_key, kept.model_key)
+      evaluation = self._eval_model(graph, data, input_ops, input_fn, steps)
+    else:
+      evaluation = self._eval_graph(input_fn, steps)
+    spec = evaluation.built.spec
+    keys = self._kept_keys(
+        evaluation.graph, evaluation.input_ops, path=path,
+        eligible=(evaluation.single_device and not spec.evaluation_hooks and
+                  kept_sessions.plain_scaffold(spec.scaffold)))
+    kept = self._take_kept(ModeKeys.EVAL, keys)
+    return (evaluation if kept is None else kept.parts.evaluation), kept, keys
 
   def check_evaluation(self, input_fn: Callable, *,
                        steps: Optional[int] = None,
@@ -589,7 +899,7 @@ class GraphEngine(engine_lib.Engine):
     del name
     check_positive_count('evaluate: steps', steps,
                          phrase='Must specify steps > 0', maximum=MAX_INT32)
-    evaluation = self._eval_graph(input_fn, steps, of_checkpoint=False)
+    evaluation = self._eval_graph(input_fn, steps)
     _refuse_endless(evaluation, steps, engine_lib.split_hooks(hooks)[1])
     self._checked_eval_graph = evaluation
 
@@ -603,28 +913,33 @@ class GraphEngine(engine_lib.Engine):
     path = checkpoints.checkpoint_to_run(self.model_dir, checkpoint_path,
                                          to='evaluate')
     _, session_hooks = engine_lib.split_hooks(hooks)
-    evaluation = self._eval_graph(input_fn, steps,
-                                  of_checkpoint=path is not None)
+    evaluation, kept, keys = self._evaluation(input_fn, steps, path)
     _refuse_endless(evaluation, steps, session_hooks)
     built = evaluation.built
-    with evaluation.graph.as_default():
+    with evaluation.graph.as_default(), self._kept_graph_open(kept):
       self._check_fits_or_warm_start(path, built.spec.scaffold)
       final_hook = tf.compat.v1.train.FinalOpsHook(evaluation.final)
       all_hooks = ([session_loop.RunOnceHook(evaluation.data.initializer)] +
                    session_hooks + list(built.spec.evaluation_hooks) +
                    [final_hook])
-      scaffold = tf.compat.v1.train.Scaffold(
-          saver=evaluation.saver, local_init_op=evaluation.local_init_op,
-          copy_from_scaffold=built.spec.scaffold)
-      creator = tf.compat.v1.train.ChiefSessionCreator(
-          scaffold=scaffold, config=self._session_config(),
-          checkpoint_filename_with_path=path)
+      if kept is None:
+        scaffold = tf.compat.v1.train.Scaffold(
+            saver=evaluation.saver, local_init_op=evaluation.local_init_op,
+            copy_from_scaffold=built.spec.scaffold)
+      else:
+        scaffold = kept.parts.scaffold
+      creator = self._session_creator(kept, scaffold=scaffold, path=path,
+                                      keeping=keys is not None)
       ran = 0
       with tf.compat.v1.train.MonitoredSession(
           session_creator=creator, hooks=all_hooks) as session:
         while not session.should_stop() and (steps is None or ran < steps):
           session.run(evaluation.update)
           ran += 1
+    self._keep(ModeKeys.EVAL, keys, kept=kept, creator=creator,
+               graph=evaluation.graph,
+               parts=_KeptParts(evaluation=evaluation, scaffold=scaffold),
+               holds=kept_sessions.checkpoint_id(path))
     # A metric's value may be a structure of tensors (2.15 returned it as
     # the session gave it: nested tuples of values).
     results = {key: tf.nest.map_structure(summaries.numpy_value, value)
@@ -637,16 +952,12 @@ class GraphEngine(engine_lib.Engine):
                                      saver=evaluation.saver).for_events)
 
   # ------------------------------------------------------------ predict
-  def predict(self, input_fn: Callable, *,
-              predict_keys: Optional[Sequence[str]] = None,
-              hooks: Sequence[Any] = (),
-              checkpoint_path: Optional[str] = None,
-              yield_single_examples: bool = True,
-              refuse_endless_input: bool = False) -> Iterator[Any]:
-    """See `Estimator.predict`."""
-    path = checkpoints.checkpoint_to_run(self.model_dir, checkpoint_path,
-                                         to='predict')
-    with tf.Graph().as_default(), self._building():
+  def _prediction_input(self, input_fn: Callable, *,
+                        refuse_endless_input: bool) -> Tuple[tf.Graph, Any]:
+    """(a new graph, the predict input_fn's data read in it): the input_fn
+    called once, as tf.estimator called it."""
+    graph = tf.Graph()
+    with graph.as_default(), self._building():
       data = model_lib.read_input(input_fn, self._params,
                                   role='predict input_fn', config=self._config)
       if refuse_endless_input:
@@ -659,36 +970,115 @@ class GraphEngine(engine_lib.Engine):
             'Input graph does not use tf.data.Dataset or contain a '
             'QueueRunner. That means predict yields forever. This is '
             'probably a mistake.')
+    return graph, data
+
+  def _prediction_model(self, graph: tf.Graph, data, features, *,
+                        path: Optional[str]) -> _Prediction:
+    """Builds the PREDICT-mode model_fn (called once, as tf.estimator
+    called it) on `data` into `graph`, on `features` (the next element's,
+    or None: the model_fn's batches' own)."""
+    input_ops = len(graph.get_operations())
+    with graph.as_default(), self._building():
+      taken = []
+
+      def batches():
+        taken.append(features if features is not None else
+                     data.next_batch()[0])
+        return taken[-1], None
+
       built = model_lib.build(
-          model_fn=self._model_fn, mode=ModeKeys.PREDICT,
-          batches=lambda: (data.next_batch()[0], None), params=self._params,
-          config=self._config, placement=placement_lib.SingleDevicePlacement())
-      keys = engine_lib.check_predict_keys(
-          predict_keys, built.predictions,
-          single=not isinstance(built.spec.predictions, dict))
+          model_fn=self._model_fn, mode=ModeKeys.PREDICT, batches=batches,
+          params=self._params, config=self._config,
+          placement=placement_lib.SingleDevicePlacement())
       saver, _ = self._saver(built.spec.scaffold)
+    keys = self._kept_keys(
+        graph, input_ops, path=path,
+        eligible=(data.from_dataset and not built.spec.prediction_hooks and
+                  kept_sessions.plain_scaffold(built.spec.scaffold)))
+    return _Prediction(graph=graph, data=data, built=built, saver=saver,
+                       features=taken[0], keys=keys)
+
+  def _prediction(self, input_fn: Callable, *, path: Optional[str],
+                  refuse_endless_input: bool):
+    """(the prediction graph a prediction runs, the kept graph and session
+    it is, or None; the new input to feed it, or None; the keys of the
+    graph built, for keeping). A kept graph of the same model whose input
+    differs (each call predicting new examples) runs with the new input's
+    batches fed to its features, read in a session of the new graph's
+    input part alone. A model_fn that builds the same graph in PREDICT
+    (graph/model.py's SAME_GRAPH_MODES) is not called when a kept graph
+    takes the same features."""
+    graph, data = self._prediction_input(
+        input_fn, refuse_endless_input=refuse_endless_input)
+    with graph.as_default():
+      features = data.next_batch()[0] if data.from_dataset else None
+    if (path is not None and features is not None and
+        model_lib.builds_same_graph(self._model_fn, ModeKeys.PREDICT)):
+      kept = self._keeper.take(
+          ModeKeys.PREDICT, lambda k: _same_structure(
+              k.parts.prediction.features, features))
+      if kept is not None:
+        return kept.parts.prediction, kept, _Prediction(
+            graph=graph, data=data, built=None, saver=None,
+            features=features, keys=None), None
+    fresh = self._prediction_model(graph, data, features, path=path)
+    kept = self._take_kept(ModeKeys.PREDICT, fresh.keys)
+    if kept is not None or fresh.keys is None:
+      return (fresh if kept is None else kept.parts.prediction), kept, None, \
+          fresh.keys
+    kept = self._keeper.take(
+        ModeKeys.PREDICT, lambda k: k.model_key == fresh.keys[1] and
+        _same_structure(k.parts.prediction.features, fresh.features))
+    if kept is None:
+      return fresh, None, None, fresh.keys
+    return kept.parts.prediction, kept, fresh, fresh.keys
+
+  def predict(self, input_fn: Callable, *,
+              predict_keys: Optional[Sequence[str]] = None,
+              hooks: Sequence[Any] = (),
+              checkpoint_path: Optional[str] = None,
+              yield_single_examples: bool = True,
+              refuse_endless_input: bool = False) -> Iterator[Any]:
+    """See `Estimator.predict`."""
+    path = checkpoints.checkpoint_to_run(self.model_dir, checkpoint_path,
+                                         to='predict')
+    prediction, kept, fed, keys = self._prediction(
+        input_fn, path=path, refuse_endless_input=refuse_endless_input)
+    built = prediction.built
+    single = not isinstance(built.spec.predictions, dict)
+    predict_keys = engine_lib.check_predict_keys(
+        predict_keys, built.predictions, single=single)
+    # Prediction has no training loop for runtime hooks to observe.
+    _, session_hooks = engine_lib.split_hooks(hooks)
+    with prediction.graph.as_default(), self._kept_graph_open(kept):
       self._check_fits_or_warm_start(path, built.spec.scaffold)
-      scaffold = tf.compat.v1.train.Scaffold(
-          saver=saver, copy_from_scaffold=built.spec.scaffold)
-      # Prediction has no training loop for runtime hooks to observe.
-      _, session_hooks = engine_lib.split_hooks(hooks)
-      all_hooks = ([session_loop.RunOnceHook(data.initializer)] +
-                   session_hooks + list(built.spec.prediction_hooks))
-      creator = tf.compat.v1.train.ChiefSessionCreator(
-          scaffold=scaffold, config=self._session_config(),
-          checkpoint_filename_with_path=path)
-      with tf.compat.v1.train.MonitoredSession(
-          session_creator=creator, hooks=all_hooks) as session:
+      scaffold = (kept.parts.scaffold if kept is not None else
+                  tf.compat.v1.train.Scaffold(
+                      saver=prediction.saver,
+                      copy_from_scaffold=built.spec.scaffold))
+      initializer = [] if fed is not None else [
+          session_loop.RunOnceHook(prediction.data.initializer)]
+      creator = self._session_creator(kept, scaffold=scaffold, path=path,
+                                      keeping=keys is not None)
+      batches = _predicted_batches(prediction, fed, self)
+      try:
+        with tf.compat.v1.train.MonitoredSession(
+            session_creator=creator, hooks=initializer + session_hooks +
+            list(built.spec.prediction_hooks)) as session:
+          yield from engine_lib.yield_predictions(
+              batches(session), single=single, keys=predict_keys,
+              yield_single_examples=yield_single_examples)
+      except GeneratorExit:  # The program took what it wanted.
+        self._keep_prediction(keys, kept, creator, prediction, scaffold, path)
+        raise
+    self._keep_prediction(keys, kept, creator, prediction, scaffold, path)
 
-        def batches():
-          # Ends with the OutOfRangeError of the input's end, which the
-          # monitored session's exit takes as a normal end.
-          while not session.should_stop():
-            yield session.run(built.predictions)
-
-        yield from engine_lib.yield_predictions(
-            batches(), single=not isinstance(built.spec.predictions, dict),
-            keys=keys, yield_single_examples=yield_single_examples)
+  def _keep_prediction(self, keys, kept, creator, prediction: _Prediction,
+                       scaffold, path: Optional[str]) -> None:
+    self._keep(ModeKeys.PREDICT, keys, kept=kept, creator=creator,
+               graph=prediction.graph,
+               parts=_KeptParts(scaffold=scaffold, prediction=prediction),
+               holds=kept_sessions.checkpoint_id(path))
 
   # ------------------------------------------------------------- export
   def export_saved_model(self, export_dir_base: str, *,

@@ -228,6 +228,20 @@ class GraphModel:
 MAKES_GLOBAL_STEP = 'makes_global_step'
 
 
+# A model_fn with this attribute (a frozenset of ModeKeys values) builds, in
+# those modes, the same graph from the same input, and does nothing else a
+# program can see: a call of such a mode may run in a kept graph of the
+# same input without calling it again (kept_sessions.py). The canned
+# estimators' model_fns are such, in EVAL and PREDICT, when all they hold
+# is TensorFlow's, Keras' and estimator_rt's (canned/base.py).
+SAME_GRAPH_MODES = 'same_graph_modes'
+
+
+def builds_same_graph(model_fn: Callable, mode: str) -> bool:
+  """Whether `model_fn` builds the same graph in `mode` (SAME_GRAPH_MODES)."""
+  return mode in getattr(model_fn, SAME_GRAPH_MODES, ())
+
+
 def makes_global_step(model_fn: Callable) -> bool:
   """Whether `model_fn` makes the graph's global step (MAKES_GLOBAL_STEP)."""
   return getattr(model_fn, MAKES_GLOBAL_STEP, False) is True

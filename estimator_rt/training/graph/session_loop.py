@@ -19,6 +19,7 @@ bounded in time.
 """
 
 import contextlib
+import copy
 import sys
 import threading
 from typing import Any, Iterator, List, Optional
@@ -140,6 +141,27 @@ class SessionLoop:
   def hooks(self) -> List[SessionRunHook]:
     """The SessionRunHooks the session runs, in their order."""
     return list(self._hooks)
+
+  @property
+  def last_step(self) -> Optional[int]:
+    """The global step this task's session last saw (None before it
+    opened)."""
+    return self._step
+
+  def for_next_call(self, *, creator, hooks: List[SessionRunHook],
+                    summary_writer: Optional[summaries.ScalarWriter]
+                    ) -> 'SessionLoop':
+    """This loop, for another training call in the same graph (a kept one,
+    graph/kept_sessions.py): what it built in the graph, with the call's
+    session creator, hooks and writer, and nothing of this call's run."""
+    loop = copy.copy(self)
+    loop._creator = creator  # pylint: disable=protected-access
+    loop._hooks = list(hooks)  # pylint: disable=protected-access
+    loop._writer = summary_writer  # pylint: disable=protected-access
+    loop._session = loop.raw_session = loop._step = None  # pylint: disable=protected-access
+    loop._sound_at_open = None  # pylint: disable=protected-access
+    loop._steps_run = 0  # pylint: disable=protected-access
+    return loop
 
   def global_step(self) -> int:
     """The global step now (other tasks may move it, between-graph).

@@ -1,0 +1,91 @@
+"""Whether two graphs built by two calls are the same graph.
+
+tf.estimator 2.15 built a new graph for every call, calling the input_fn
+and the model_fn again. Two builds of the same code give the same GraphDef
+but for names TensorFlow numbers for the whole process: the functions of a
+graph (a dataset's `map`, a `tf.cond`'s branches; `..._true_4016`) and
+custom gradients' types (`CustomGradient-3723`). `fingerprint` hashes a
+graph's nodes, and the functions they use, with those numbered names
+replaced by their order of first use, so two builds of the same code
+agree, and any other difference (a constant, a shape, an attribute, a
+node) makes them differ.
+"""
+
+import hashlib
+from typing import Dict, List, Optional
+
+import tensorflow as tf
+from tensorflow.core.framework import function_pb2  # pylint: disable=g-direct-tensorflow-import
+
+# Attributes whose string values TensorFlow numbers process-wide.
+_NUMBERED_STRINGS = ('_gradient_op_type',)
+
+
+def _functions_used(attr_map) -> List[str]:
+  used = []
+  for key in sorted(attr_map):
+    value = attr_map[key]
+    if value.HasField('func'):
+      used.append(value.func.name)
+    used.extend(function.name for function in value.list.func)
+  return used
+
+
+class _Canonical:
+  """Numbered names -> their order of first use in one GraphDef."""
+
+  def __init__(self):
+    self._names: Dict[str, str] = {}
+
+  def name(self, name: str) -> str:
+    if name not in self._names:
+      self._names[name] = f'__{len(self._names)}'
+    return self._names[name]
+
+  def serialized(self, message, attr_maps) -> bytes:
+    """`message` (a NodeDef or FunctionDef) serialized with the numbered
+    names in `attr_maps(copy)` (its attribute maps) made canonical."""
+    copy = type(message)()
+    copy.CopyFrom(message)
+    if isinstance(copy, function_pb2.FunctionDef):
+      copy.signature.name = self.name(copy.signature.name)
+    for attr_map in attr_maps(copy):
+      for key in sorted(attr_map):
+        value = attr_map[key]
+        if value.HasField('func'):
+          value.func.name = self.name(value.func.name)
+        for function in value.list.func:
+          function.name = self.name(function.name)
+        if key in _NUMBERED_STRINGS and value.s:
+          value.s = self.name(value.s.decode('utf-8', 'replace')).encode()
+    return copy.SerializeToString(deterministic=True)
+
+
+def fingerprint(graph_def: tf.compat.v1.GraphDef, *, first_node: int = 0,
+                end_node: Optional[int] = None) -> str:
+  """A hash of `graph_def`'s nodes from index `first_node` up to
+  `end_node` (a part of a graph: the nodes its ops added between two
+  points; a GraphDef holds them in the order they were made) and of the
+  functions they use, equal for two builds of the same code (see the
+  module docstring)."""
+  canonical = _Canonical()
+  digest = hashlib.sha256()
+  library = {f.signature.name: f for f in graph_def.library.function}
+  pending = []
+  for node in graph_def.node[first_node:end_node]:
+    serialized = canonical.serialized(node, lambda n: [n.attr])
+    digest.update(len(serialized).to_bytes(8, 'little') + serialized)
+    pending.extend(_functions_used(node.attr))
+  seen = set()
+  while pending:  # The functions used, in order of first use.
+    name = pending.pop(0)
+    if name in seen or name not in library:
+      continue
+    seen.add(name)
+    function = library[name]
+    serialized = canonical.serialized(
+        function, lambda f: [f.attr] + [n.attr for n in f.node_def])
+    digest.update(len(serialized).to_bytes(8, 'little') + serialized)
+    for node in function.node_def:
+      pending.extend(_functions_used(node.attr))
+  return digest.hexdigest()
