@@ -270,7 +270,8 @@ class GraphEngine(engine_lib.Engine):
     queue runners), else None; the input part's alone without
     `model_part` (the model is not built yet)."""
     if (not eligible or path is None or kept_sessions.KEPT_BYTES <= 0 or
-        graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)):
+        graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS) or
+        (model_part and kept_sessions.runs_seeded_random_ops(graph))):
       return None
     graph_def = graph.as_graph_def()
     input_key = graph_identity.fingerprint(graph_def, end_node=input_ops)

@@ -22,7 +22,8 @@ runs in them when it builds the same graph (graph_identity.py):
 Only plain calls keep their session: one device, a checkpoint to restore
 (no warm start), no Scaffold of the model_fn's with its own ops or
 `init_fn`, no SessionRunHooks of the model_fn's (they hold the new graph's
-tensors), no queue runners. What is kept is bounded by KEPT_BYTES of
+tensors), no queue runners, no seeded stateful random op that runs each
+call (`runs_seeded_random_ops`). What is kept is bounded by KEPT_BYTES of
 variables (ESTIMATOR_RT_KEPT_SESSIONS_MB sets it; 0 keeps none), the
 least recently used dropped first, and closed with the engine.
 """
@@ -64,6 +65,52 @@ def variable_bytes(graph: tf.Graph) -> int:
       if shape.is_fully_defined():
         total += shape.num_elements() * variable.dtype.base_dtype.size
   return total
+
+
+def _initializers(graph: tf.Graph) -> set:
+  """The names of the ops that compute variables' initial values (run
+  once, when a session initializes them; a kept session restores)."""
+  pending = []
+  for collection in (tf.compat.v1.GraphKeys.GLOBAL_VARIABLES,
+                     tf.compat.v1.GraphKeys.LOCAL_VARIABLES):
+    for variable in graph.get_collection(collection):
+      initializer = getattr(variable, 'initializer', None)
+      if initializer is not None:
+        pending.append(initializer)
+  seen = set()
+  while pending:
+    op = pending.pop()
+    if op.name in seen:
+      continue
+    seen.add(op.name)
+    pending.extend(t.op for t in op.inputs)
+    pending.extend(op.control_inputs)
+  return seen
+
+
+def _is_seeded(node_def) -> bool:
+  return any(key in node_def.attr and node_def.attr[key].i
+             for key in ('seed', 'seed2'))
+
+
+def runs_seeded_random_ops(graph: tf.Graph) -> bool:
+  """Whether `graph` holds a seeded stateful random op (a dropout's
+  `RandomUniform` under a graph seed) outside its variables' initializers.
+  Such an op's kernel keeps its place in its random sequence for as long as
+  its session lives, where a new session starts it again: a kept session
+  would draw other numbers than tf.estimator 2.15's new session did, so such
+  a graph's session is not kept. (A dataset's shuffle starts again with its
+  iterator, and stateless ops draw from their inputs: neither counts.)"""
+  initializers = _initializers(graph)
+  for op in graph.get_operations():
+    if (op.name not in initializers and not op.type.startswith('Stateless')
+        and _is_seeded(op.node_def)):
+      return True
+  for function in graph.as_graph_def().library.function:
+    if any(not node.op.startswith('Stateless') and _is_seeded(node)
+           for node in function.node_def):
+      return True
+  return False
 
 
 def plain_scaffold(scaffold) -> bool:
