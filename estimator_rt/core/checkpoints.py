@@ -195,6 +195,22 @@ def files_fingerprint(prefix: str) -> Tuple:
   return tuple(stats)
 
 
+def content_id(path: Optional[str]) -> Optional[Tuple]:
+  """What tells one content of the checkpoint at `path` from another (its
+  files' `files_fingerprint`), or None: no checkpoint, its files vanished,
+  or a filesystem that keeps no modification times (a rewrite at the same
+  size would not show)."""
+  if path is None:
+    return None
+  try:
+    fingerprint = files_fingerprint(path)
+  except tf.errors.OpError:
+    return None
+  if not fingerprint or not all(mtime for _, _, mtime in fingerprint):
+    return None
+  return (path, fingerprint)
+
+
 # prefix -> (fingerprint of its files, problem or None): a checkpoint is
 # read in full once per content, however often it is looked for (the
 # evaluator polls; train_and_evaluate looks again after training).

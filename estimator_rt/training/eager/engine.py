@@ -12,7 +12,9 @@ it picks.
 """
 
 import contextlib
-from typing import Any, Callable, Dict, Iterator, Optional, Sequence
+import dataclasses
+from typing import (Any, Callable, Dict, Iterator, Optional, Sequence,
+                    Tuple)
 
 from absl import logging
 import keras
@@ -24,6 +26,7 @@ from estimator_rt.cluster import tf_config as cluster
 from estimator_rt.training import engine as engine_lib
 from estimator_rt.export import saved_model as export_lib
 from estimator_rt.training import graph_files
+from estimator_rt.training import graph_identity
 from estimator_rt.inputs import pipeline as inputs
 from estimator_rt.cluster import strategies
 from estimator_rt.core import summaries
@@ -40,12 +43,44 @@ from estimator_rt.core.errors import UserInputError
 from estimator_rt.core.mode_keys import ModeKeys
 
 
+@dataclasses.dataclass
+class _KeptTraining:
+  """The TRAIN model and its compiled loop a training left, for the next
+  training of an input of the same element spec: it neither builds nor
+  traces again, and restores the newest checkpoint only if the model does
+  not hold it (`holds`: its `checkpoints.content_id`). (The model_fn is not
+  called again: a TF2 model_fn's calls are the runtime's, as EVAL's cached
+  graph already was; tf.estimator 2.15 never ran these model_fns.) A loop
+  with seeded stateful random ops is not kept: its sequence would go on
+  where a new trace starts it again."""
+
+  element_spec: Any
+  model: EagerModel
+  loop: Any
+  holds: Optional[Tuple] = None
+
+
+@dataclasses.dataclass
+class _KeptPrediction:
+  """The PREDICT model and compiled step the last prediction ran, for the
+  next prediction of an input of the same element spec (a service
+  predicting one example at a time), holding the checkpoint of
+  `checkpoints.content_id` `holds`."""
+
+  element_spec: Any
+  model: EagerModel
+  step: Callable
+  holds: Optional[Tuple] = None
+
+
 class _EvalState:
   """A cached EVAL graph and its compiled loop (rebuilt per input_fn)."""
 
   def __init__(self, graph: EagerModel):
     self.graph = graph
     self.loop = loops.make_eval_loop(graph)
+    # The `checkpoints.content_id` of the checkpoint its variables hold.
+    self.holds = None
 
 
 class EagerEngine(engine_lib.Engine):
@@ -61,6 +96,10 @@ class EagerEngine(engine_lib.Engine):
     self._train_path = None
     self._eval_strategy = None
     self._eval_states = {}
+    # The last training's model and loop (see _KeptTraining), and the last
+    # prediction's (see _KeptPrediction).
+    self._kept_training: Optional[_KeptTraining] = None
+    self._kept_prediction = None
     if self._config.role.creates_strategy_first:
       # Collective ops must be configured before TensorFlow runs any op, so
       # a training task creates this strategy now rather than at train().
@@ -149,6 +188,19 @@ class EagerEngine(engine_lib.Engine):
     self._remember_features(data.element_spec)
     if replicate:
       path.check_same_input_everywhere(data.sample)
+    keeps = (not replicate and latest is not None and
+             self._config.task_info is None and
+             type(path) is train_paths.StrategyPath)  # pylint: disable=unidiomatic-typecheck
+    kept, self._kept_training = self._kept_training, None
+    if keeps and kept is not None and kept.element_spec == data.element_spec:
+      model, train_loop = kept.model, kept.loop
+      if checkpoints.content_id(latest) != kept.holds:
+        self._restore_for_training(model, latest, None)
+      iterator = iter(data.dataset)
+      train_loop.trace(iterator)  # Found traced: the same iterator's type.
+      return self._training_setup(path, model, train_loop, iterator,
+                                  session_hooks, summary_writer,
+                                  kept=data.element_spec)
     with path.placement():
       model = EagerModel(model_fn=self._model_fn, mode=ModeKeys.TRAIN,
                          params=self._params, config=self._config,
@@ -167,6 +219,16 @@ class EagerEngine(engine_lib.Engine):
     if input_iterator is not None:
       # Saved (and restored, above) under this name with the model.
       setattr(model.checkpoint, inputs.ITERATOR_KEY, input_iterator)
+    return self._training_setup(
+        path, model, train_loop, iterator, session_hooks, summary_writer,
+        kept=data.element_spec if keeps else None)
+
+  def _training_setup(self, path, model: EagerModel, train_loop, iterator,
+                      session_hooks, summary_writer, *, kept
+                      ) -> engine_lib.TrainingSetup:
+    """The TrainingSetup of `train_loop` over `model`; `kept`: the input's
+    element spec, to keep both for the next training of such an input
+    (None: not kept)."""
     return engine_lib.TrainingSetup(
         train_loop=train_loop, iterator=iterator,
         checkpoint=model.checkpoint,
@@ -175,9 +237,28 @@ class EagerEngine(engine_lib.Engine):
         agree=path.agreement(), io_device=self._checkpoint_io_device,
         # No SessionRunHook session here (see eager/session_hooks.py): what
         # opens around training writes the graph files.
-        session=lambda: self._write_graph_files(train_loop, iterator,
-                                                summary_writer),
+        session=lambda: self._training_run(
+            train_loop, iterator, summary_writer,
+            keep=None if kept is None else _KeptTraining(
+                element_spec=kept, model=model, loop=train_loop)),
         hooks=session_hooks_lib.as_runtime_hooks(session_hooks))
+
+  @contextlib.contextmanager
+  def _training_run(self, train_loop, iterator, summary_writer, *,
+                    keep: Optional['_KeptTraining']):
+    """Around training: the graph files written, and afterwards, if it
+    ended normally, the model and its compiled loop kept for the next
+    training (`keep`), holding the checkpoint saved at its last step."""
+    with self._write_graph_files(train_loop, iterator, summary_writer):
+      yield
+    if keep is None or graph_identity.runs_seeded_random_ops(
+        train_loop.traced_graph(iterator)):
+      return
+    newest = checkpoints.checkpoint_candidates(self.model_dir)[:1]
+    step = int(keep.model.global_step.numpy())
+    if newest and checkpoints.checkpoint_step(newest[0]) == step:
+      keep.holds = checkpoints.content_id(newest[0])
+    self._kept_training = keep
 
   @contextlib.contextmanager
   def _write_graph_files(self, train_loop, iterator,
@@ -292,7 +373,9 @@ class EagerEngine(engine_lib.Engine):
       self._seed()
     data, state = self._evaluation(input_fn, steps=steps, name=name)
     graph = state.graph
-    self._restore_or_initialize(graph, path)
+    if path is None or checkpoints.content_id(path) != state.holds:
+      self._restore_or_initialize(graph, path)
+      state.holds = checkpoints.content_id(path)
     graph.reset_metrics()
     iterator = iter(data.dataset)
     num_steps = tf.constant(steps or loops.UNTIL_END_OF_INPUT, tf.int32)
@@ -337,19 +420,40 @@ class EagerEngine(engine_lib.Engine):
                              role='predict input_fn', config=self._config)
     if refuse_endless_input:
       engine_lib.refuse_endless(data.infinite, what='predict')
-    graph = EagerModel(model_fn=self._model_fn, mode=ModeKeys.PREDICT,
-                       params=self._params, config=self._config,
-                       strategy=strategy, sample=data.sample)
-    self._restore_or_initialize(graph, path)
+    kept = self._kept_prediction_for(data, path)
+    graph, step = kept.model, kept.step
     keys = engine_lib.check_predict_keys(
         predict_keys, graph.build_spec.predictions_dict,
         single=not isinstance(graph.build_spec.predictions, dict))
-    step = loops.make_predict_step(graph)
-    yield from engine_lib.yield_predictions(
-        (loops.concat_replica_predictions(step(element))
-         for element in data.dataset),
-        single=not isinstance(graph.build_spec.predictions, dict), keys=keys,
-        yield_single_examples=yield_single_examples)
+    try:
+      yield from engine_lib.yield_predictions(
+          (loops.concat_replica_predictions(step(element))
+           for element in data.dataset),
+          single=not isinstance(graph.build_spec.predictions, dict),
+          keys=keys, yield_single_examples=yield_single_examples)
+    except GeneratorExit:  # The program took what it wanted.
+      self._kept_prediction = kept if path is not None else None
+      raise
+    self._kept_prediction = kept if path is not None else None
+
+  def _kept_prediction_for(self, data, path: Optional[str]
+                           ) -> '_KeptPrediction':
+    """The PREDICT model and compiled step for `data`: the last
+    prediction's if its input had the same element spec (the checkpoint
+    `path` restored into it unless it holds it already), else new ones
+    (without a checkpoint, always new: fresh variables each call)."""
+    kept, self._kept_prediction = self._kept_prediction, None
+    if (path is None or kept is None or
+        kept.element_spec != data.element_spec):
+      model = EagerModel(model_fn=self._model_fn, mode=ModeKeys.PREDICT,
+                         params=self._params, config=self._config,
+                         strategy=self.eval_strategy, sample=data.sample)
+      kept = _KeptPrediction(element_spec=data.element_spec, model=model,
+                             step=loops.make_predict_step(model))
+    if path is None or checkpoints.content_id(path) != kept.holds:
+      self._restore_or_initialize(kept.model, path)
+      kept.holds = checkpoints.content_id(path)
+    return kept
 
   # ------------------------------------------------------------- export
   def export_saved_model(self, export_dir_base: str, *,

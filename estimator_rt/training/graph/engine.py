@@ -31,6 +31,7 @@ from estimator_rt.core import checkpoints
 from estimator_rt.training import controller
 from estimator_rt.training import engine as engine_lib
 from estimator_rt.training import graph_files
+from estimator_rt.training import graph_identity
 from estimator_rt.inputs import pipeline as inputs
 from estimator_rt.training import per_loop_hooks
 from estimator_rt.core import summaries
@@ -43,7 +44,6 @@ from estimator_rt.core.errors import MAX_INT32
 from estimator_rt.core.errors import UserInputError
 from estimator_rt.training.graph import between_graph
 from estimator_rt.training.graph import compat
-from estimator_rt.training.graph import graph_identity
 from estimator_rt.training.graph import in_graph_loop
 from estimator_rt.training.graph import kept_sessions
 from estimator_rt.training.graph import model as model_lib
@@ -271,7 +271,7 @@ class GraphEngine(engine_lib.Engine):
     `model_part` (the model is not built yet)."""
     if (not eligible or path is None or kept_sessions.KEPT_BYTES <= 0 or
         graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS) or
-        (model_part and kept_sessions.runs_seeded_random_ops(graph))):
+        (model_part and graph_identity.runs_seeded_random_ops(graph))):
       return None
     graph_def = graph.as_graph_def()
     input_key = graph_identity.fingerprint(graph_def, end_node=input_ops)
@@ -596,7 +596,7 @@ class GraphEngine(engine_lib.Engine):
     newest = checkpoints.checkpoint_candidates(self.model_dir)[:1]
     holds = None
     if newest and checkpoints.checkpoint_step(newest[0]) == loop.last_step:
-      holds = kept_sessions.checkpoint_id(newest[0])
+      holds = checkpoints.content_id(newest[0])
     self._keep(ModeKeys.TRAIN, keys, kept=kept, creator=creator, graph=graph,
                parts=_KeptParts(scaffold=scaffold, training=parts),
                holds=holds)
@@ -940,7 +940,7 @@ class GraphEngine(engine_lib.Engine):
     self._keep(ModeKeys.EVAL, keys, kept=kept, creator=creator,
                graph=evaluation.graph,
                parts=_KeptParts(evaluation=evaluation, scaffold=scaffold),
-               holds=kept_sessions.checkpoint_id(path))
+               holds=checkpoints.content_id(path))
     # A metric's value may be a structure of tensors (2.15 returned it as
     # the session gave it: nested tuples of values).
     results = {key: tf.nest.map_structure(summaries.numpy_value, value)
@@ -1079,7 +1079,7 @@ class GraphEngine(engine_lib.Engine):
     self._keep(ModeKeys.PREDICT, keys, kept=kept, creator=creator,
                graph=prediction.graph,
                parts=_KeptParts(scaffold=scaffold, prediction=prediction),
-               holds=kept_sessions.checkpoint_id(path))
+               holds=checkpoints.content_id(path))
 
   # ------------------------------------------------------------- export
   def export_saved_model(self, export_dir_base: str, *,

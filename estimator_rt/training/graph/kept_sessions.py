@@ -23,9 +23,10 @@ Only plain calls keep their session: one device, a checkpoint to restore
 (no warm start), no Scaffold of the model_fn's with its own ops or
 `init_fn`, no SessionRunHooks of the model_fn's (they hold the new graph's
 tensors), no queue runners, no seeded stateful random op that runs each
-call (`runs_seeded_random_ops`). What is kept is bounded by KEPT_BYTES of
-variables (ESTIMATOR_RT_KEPT_SESSIONS_MB sets it; 0 keeps none), the
-least recently used dropped first, and closed with the engine.
+call (training/graph_identity.py's `runs_seeded_random_ops`). What is kept
+is bounded by KEPT_BYTES of variables (ESTIMATOR_RT_KEPT_SESSIONS_MB sets
+it; 0 keeps none), the least recently used dropped first, and closed with
+the engine.
 """
 
 import dataclasses
@@ -37,22 +38,11 @@ import tensorflow as tf
 from tensorflow.python.client import session as session_lib  # pylint: disable=g-direct-tensorflow-import
 
 from estimator_rt.core import checkpoints
+from estimator_rt.core import tf_log
 
 # Variables' bytes the kept sessions of one engine may hold.
 KEPT_BYTES = int(float(os.environ.get('ESTIMATOR_RT_KEPT_SESSIONS_MB', '1024'))
                  * 2**20)
-
-
-def checkpoint_id(path: Optional[str]) -> Optional[Tuple]:
-  """What tells one content of the checkpoint at `path` from another: its
-  path and its files' sizes and modification times (None: no checkpoint,
-  or its files vanished)."""
-  if path is None:
-    return None
-  try:
-    return (path, checkpoints.files_fingerprint(path))
-  except tf.errors.OpError:
-    return None
 
 
 def variable_bytes(graph: tf.Graph) -> int:
@@ -65,52 +55,6 @@ def variable_bytes(graph: tf.Graph) -> int:
       if shape.is_fully_defined():
         total += shape.num_elements() * variable.dtype.base_dtype.size
   return total
-
-
-def _initializers(graph: tf.Graph) -> set:
-  """The names of the ops that compute variables' initial values (run
-  once, when a session initializes them; a kept session restores)."""
-  pending = []
-  for collection in (tf.compat.v1.GraphKeys.GLOBAL_VARIABLES,
-                     tf.compat.v1.GraphKeys.LOCAL_VARIABLES):
-    for variable in graph.get_collection(collection):
-      initializer = getattr(variable, 'initializer', None)
-      if initializer is not None:
-        pending.append(initializer)
-  seen = set()
-  while pending:
-    op = pending.pop()
-    if op.name in seen:
-      continue
-    seen.add(op.name)
-    pending.extend(t.op for t in op.inputs)
-    pending.extend(op.control_inputs)
-  return seen
-
-
-def _is_seeded(node_def) -> bool:
-  return any(key in node_def.attr and node_def.attr[key].i
-             for key in ('seed', 'seed2'))
-
-
-def runs_seeded_random_ops(graph: tf.Graph) -> bool:
-  """Whether `graph` holds a seeded stateful random op (a dropout's
-  `RandomUniform` under a graph seed) outside its variables' initializers.
-  Such an op's kernel keeps its place in its random sequence for as long as
-  its session lives, where a new session starts it again: a kept session
-  would draw other numbers than tf.estimator 2.15's new session did, so such
-  a graph's session is not kept. (A dataset's shuffle starts again with its
-  iterator, and stateless ops draw from their inputs: neither counts.)"""
-  initializers = _initializers(graph)
-  for op in graph.get_operations():
-    if (op.name not in initializers and not op.type.startswith('Stateless')
-        and _is_seeded(op.node_def)):
-      return True
-  for function in graph.as_graph_def().library.function:
-    if any(not node.op.startswith('Stateless') and _is_seeded(node)
-           for node in function.node_def):
-      return True
-  return False
 
 
 def plain_scaffold(scaffold) -> bool:
@@ -136,8 +80,8 @@ class Kept:
     session: its session, open.
     parts: what the engine built in the graph and runs again (its
       Scaffold, finalized, among them).
-    holds: the `checkpoint_id` of the checkpoint the session's variables
-      hold, or None if not known.
+    holds: the `checkpoints.content_id` of the checkpoint the session's
+      variables hold, or None if not known.
     nbytes: the bytes of its variables.
   """
 
@@ -263,10 +207,13 @@ class ReusingCreator(tf.compat.v1.train.SessionCreator):
 
   def create_session(self):
     session = self._kept.session
-    now = checkpoint_id(self._path)
+    now = checkpoints.content_id(self._path)
     if now is None or now != self._kept.holds:
       self._saver.restore(session, self._path)
       self._kept.holds = now
+    else:
+      # The Saver's line, which 2.15's new session logged at every call.
+      tf_log.info('Restoring parameters from %s', self._path)
     if self._local_init_op is not None:
       session.run(self._local_init_op)
     return _LeftOpen(session)

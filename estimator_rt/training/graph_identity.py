@@ -1,4 +1,5 @@
-"""Whether two graphs built by two calls are the same graph.
+"""Whether two graphs built by two calls are the same graph, and whether a
+graph runs again in its session as it would in a new one.
 
 tf.estimator 2.15 built a new graph for every call, calling the input_fn
 and the model_fn again. Two builds of the same code give the same GraphDef
@@ -89,3 +90,49 @@ def fingerprint(graph_def: tf.compat.v1.GraphDef, *, first_node: int = 0,
     for node in function.node_def:
       pending.extend(_functions_used(node.attr))
   return digest.hexdigest()
+
+
+def _initializers(graph: tf.Graph) -> set:
+  """The names of the ops that compute variables' initial values (run
+  once, when a session initializes them; a kept session restores)."""
+  pending = []
+  for collection in (tf.compat.v1.GraphKeys.GLOBAL_VARIABLES,
+                     tf.compat.v1.GraphKeys.LOCAL_VARIABLES):
+    for variable in graph.get_collection(collection):
+      initializer = getattr(variable, 'initializer', None)
+      if initializer is not None:
+        pending.append(initializer)
+  seen = set()
+  while pending:
+    op = pending.pop()
+    if op.name in seen:
+      continue
+    seen.add(op.name)
+    pending.extend(t.op for t in op.inputs)
+    pending.extend(op.control_inputs)
+  return seen
+
+
+def _is_seeded(node_def) -> bool:
+  return any(key in node_def.attr and node_def.attr[key].i
+             for key in ('seed', 'seed2'))
+
+
+def runs_seeded_random_ops(graph: tf.Graph) -> bool:
+  """Whether `graph` holds a seeded stateful random op (a dropout's
+  `RandomUniform` under a graph seed) outside its variables' initializers.
+  Such an op's kernel keeps its place in its random sequence for as long as
+  its session lives, where a new session starts it again: a kept session
+  would draw other numbers than tf.estimator 2.15's new session did, so such
+  a graph's session is not kept. (A dataset's shuffle starts again with its
+  iterator, and stateless ops draw from their inputs: neither counts.)"""
+  initializers = _initializers(graph)
+  for op in graph.get_operations():
+    if (op.name not in initializers and not op.type.startswith('Stateless')
+        and _is_seeded(op.node_def)):
+      return True
+  for function in graph.as_graph_def().library.function:
+    if any(not node.op.startswith('Stateless') and _is_seeded(node)
+           for node in function.node_def):
+      return True
+  return False
