@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: setup setup-test schedulers run test bench bench-peers bench-distributed bench-canned libraries libraries-215 clean
+.PHONY: setup setup-test schedulers run test bench bench-peers bench-distributed bench-canned bench-calls libraries libraries-215 clean
 
 setup: $(STAMP)
 
@@ -168,6 +168,11 @@ bench-distributed: setup
 bench-canned: setup
 	bash scripts/tf_estimator_215/make_venv.sh
 	$(PY) -m scripts.bench.canned
+
+# What each call on one Estimator costs, against tf.estimator 2.15's.
+bench-calls: setup
+	bash scripts/tf_estimator_215/make_venv.sh
+	$(PY) -m scripts.bench.calls
 
 clean:
 	rm -rf $(VENV) $(RAY_VENV) $(LIBRARIES_VENV) $(LIBRARIES_215_VENV) *.egg-info

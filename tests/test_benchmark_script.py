@@ -189,3 +189,71 @@ def test_intra_op_threads_reach_every_side(monkeypatch):
           side, 'W2', 200, jit_compile=False, graph_engine=graph_engine,
           peer_data_dir='/tmp')
       assert '--intra_op_threads' not in default, (side, default)
+
+
+def test_calls_worker_times_train_and_evaluate_cycles(python_runner):
+  """One call of the calls benchmark, run for real on the runtime side: a
+  local train_and_evaluate with a checkpoint every 100 steps evaluates
+  after each, and the worker reports the cycle between the two
+  evaluations its exporter saw."""
+  proc = python_runner(
+      ['-m', 'scripts.bench.calls_worker', '--side', 'runtime', '--workload',
+       'tf1', '--calls', 'tae_cycle', '--tae_evaluations', '2'], timeout=180)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  line = [l for l in proc.stdout.splitlines()
+          if l.startswith('BENCH_RESULT ')][-1]
+  result = json.loads(line[len('BENCH_RESULT '):])
+  assert (result['side'], result['workload']) == ('runtime', 'tf1')
+  assert result['train_and_evaluate']['evaluated_steps'] == [100, 200]
+  [cycle] = result['wall_s']['tae_cycle']
+  assert 0 < cycle < result['train_and_evaluate']['total_s']
+  # Only the call asked for ran.
+  assert set(result['wall_s']) == {'tae_cycle'}
+
+
+def _call_run(**seconds):
+  return {'wall_s': {call: list(values) for call, values in seconds.items()}}
+
+
+def test_calls_summary_against_2_15_and_the_targets(monkeypatch):
+  """Per call: medians over rounds of each round's median, the ratio
+  runtime / 2.15 and each round's, the target met or not; the TF2
+  model_fn's reference is 2.15 running the TF1-style one (made-up
+  seconds)."""
+  calls = _bench_module('calls', monkeypatch)
+  runs = {
+      'tf1': {'runtime': [_call_run(train=[0.2, 0.3, 0.25],
+                                    predict_next=[0.05, 0.04]),
+                          _call_run(train=[0.5, 0.6, 0.4],
+                                    predict_next=[0.02, 0.02])],
+              'tf_estimator': [_call_run(train=[1.0, 1.0, 1.0],
+                                         predict_next=[0.3, 0.3]),
+                               _call_run(train=[1.0, 0.8, 1.2],
+                                         predict_next=[0.2, 0.4])]},
+      'tf2': {'runtime': [_call_run(train=[0.1], predict_next=[0.01]),
+                          _call_run(train=[0.3], predict_next=[0.03])]},
+  }
+  summary = calls.summarize(runs)
+  train = summary['tf1']['calls']['train']
+  assert train['runtime_rounds_s'] == [0.25, 0.5]
+  assert train['runtime_s'] == pytest.approx(0.375)
+  assert train['tf_estimator_s'] == pytest.approx(1.0)
+  assert train['round_ratios'] == pytest.approx([0.25, 0.5])
+  assert train['spread'] == pytest.approx(0.25 / 0.375)
+  assert (train['ratio'], train['target'], train['meets']) == (
+      pytest.approx(0.375), 0.5, True)
+  # The median of the per-round ratios (0.045 / 0.3, 0.02 / 0.3).
+  predict = summary['tf1']['calls']['predict_next']
+  assert predict['ratio'] == pytest.approx(0.0325 / 0.3)
+  assert (predict['target'], predict['meets']) == (0.1, False)
+  tf2 = summary['tf2']
+  assert tf2['reference'] == 'tf.estimator 2.15 running tf1'
+  assert tf2['calls']['train']['round_ratios'] == pytest.approx([0.1, 0.3])
+  table = calls.format_table({'v2': summary})
+  assert '| v2 | tf1 | predict_next | 0.033 | 0.300 | 0.11 (0.15, 0.07) ' \
+         '| <= 0.1 | **not met** |' in table
+  assert '| v2 | tf2 (2.15: tf1) | train |' in table
+  # The TF2 model_fn runs under TF2 behaviour only, on the runtime only.
+  assert calls.sides_of('tf2', 'v1') == []
+  assert calls.sides_of('tf2', 'v2') == ['runtime']
+  assert calls.sides_of('canned', 'v1') == ['runtime', 'tf_estimator']
