@@ -151,8 +151,8 @@ test: setup setup-test
 	    --dist loadfile --no-loadscope-reorder --durations=25 tests
 
 # Every benchmark (scripts/bench/suite.py: eager and graph engines, TF1
-# behaviour, canned estimators, calls, train_and_evaluate; about 20-25
-# minutes on 2 cores), each ratio beside the last recorded one in
+# behaviour, canned estimators, calls, train_and_evaluate; about 20
+# minutes on 2 quiet cores), each ratio beside the last recorded one in
 # docs/benchmarks.json, a drop beyond the run's noise marked (exit 1).
 # RECORD=1 writes this run's figures there (a quiet machine's only).
 bench: setup

@@ -30,8 +30,9 @@ exits 1 when a figure dropped or a benchmark failed.
 (those of the benchmarks that ran and succeeded; the others' stay), with
 the commit, date, load average and command of each benchmark: commit it
 after a run on a quiet machine. Needs .venv-tf215
-(scripts/tf_estimator_215/make_venv.sh). About 20-25 minutes on the 2-core
-machine at the default two rounds.
+(scripts/tf_estimator_215/make_venv.sh). About 20 minutes on a quiet 2-core
+machine at the default two rounds, by its parts' timings (each part's wall
+time is recorded with its figures).
 """
 
 import argparse
@@ -233,7 +234,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         f'failed: {", ".join(failed) or "none"}. Commit '
         f'{str(commit)[:10]}, {time.time() - started:.0f} s in all, load '
         f'average now {os.getloadavg()[0]:.2f}.')
-  if not last and not args.smoke:
+  if not last and not args.smoke and not args.record:
     print(f'Nothing recorded in {args.last} yet: `make bench RECORD=1` on a '
           'quiet machine records this run.')
   if args.record and ran:
