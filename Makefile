@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: setup setup-test schedulers run test bench bench-peers bench-distributed bench-canned libraries libraries-215 clean
+.PHONY: setup setup-test schedulers run test bench bench-quick bench-peers bench-distributed bench-canned bench-calls libraries libraries-215 clean
 
 setup: $(STAMP)
 
@@ -150,7 +150,17 @@ test: setup setup-test
 	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -q -n $(TEST_PROCESSES) \
 	    --dist loadfile --no-loadscope-reorder --durations=25 tests
 
+# Every benchmark (scripts/bench/suite.py: eager and graph engines, TF1
+# behaviour, canned estimators, calls, train_and_evaluate; about 20
+# minutes on 2 quiet cores), each ratio beside the last recorded one in
+# docs/benchmarks.json, a drop beyond the run's noise marked (exit 1).
+# RECORD=1 writes this run's figures there (a quiet machine's only).
 bench: setup
+	bash scripts/tf_estimator_215/make_venv.sh
+	$(PY) -m scripts.bench.suite $(if $(filter 1 yes true,$(RECORD)),--record)
+
+# The runtime against the bare loop only (W1-W3; the old `make bench`).
+bench-quick: setup
 	$(PY) -m scripts.bench
 
 # The peers: Keras fit, and tf.estimator 2.15 in its own environment
@@ -168,6 +178,11 @@ bench-distributed: setup
 bench-canned: setup
 	bash scripts/tf_estimator_215/make_venv.sh
 	$(PY) -m scripts.bench.canned
+
+# What each call on one Estimator costs, against tf.estimator 2.15's.
+bench-calls: setup
+	bash scripts/tf_estimator_215/make_venv.sh
+	$(PY) -m scripts.bench.calls
 
 clean:
 	rm -rf $(VENV) $(RAY_VENV) $(LIBRARIES_VENV) $(LIBRARIES_215_VENV) *.egg-info

@@ -7,6 +7,7 @@ it compares against computes the same model and loss as the model_fns.
 """
 
 import importlib
+import io
 import json
 import os
 
@@ -189,3 +190,197 @@ def test_intra_op_threads_reach_every_side(monkeypatch):
           side, 'W2', 200, jit_compile=False, graph_engine=graph_engine,
           peer_data_dir='/tmp')
       assert '--intra_op_threads' not in default, (side, default)
+
+
+def test_calls_worker_times_train_and_evaluate_cycles(python_runner):
+  """One call of the calls benchmark, run for real on the runtime side: a
+  local train_and_evaluate with a checkpoint every 100 steps evaluates
+  after each, and the worker reports the cycle between the two
+  evaluations its exporter saw."""
+  proc = python_runner(
+      ['-m', 'scripts.bench.calls_worker', '--side', 'runtime', '--workload',
+       'tf1', '--calls', 'tae_cycle', '--tae_evaluations', '2'], timeout=180)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  line = [l for l in proc.stdout.splitlines()
+          if l.startswith('BENCH_RESULT ')][-1]
+  result = json.loads(line[len('BENCH_RESULT '):])
+  assert (result['side'], result['workload']) == ('runtime', 'tf1')
+  assert result['train_and_evaluate']['evaluated_steps'] == [100, 200]
+  [cycle] = result['wall_s']['tae_cycle']
+  assert 0 < cycle < result['train_and_evaluate']['total_s']
+  # Only the call asked for ran.
+  assert set(result['wall_s']) == {'tae_cycle'}
+
+
+def _call_run(**seconds):
+  return {'wall_s': {call: list(values) for call, values in seconds.items()}}
+
+
+def test_calls_summary_against_2_15_and_the_targets(monkeypatch):
+  """Per call: medians over rounds of each round's median, the ratio
+  runtime / 2.15 and each round's, the target met or not; the TF2
+  model_fn's reference is 2.15 running the TF1-style one (made-up
+  seconds)."""
+  calls = _bench_module('calls', monkeypatch)
+  runs = {
+      'tf1': {'runtime': [_call_run(train=[0.2, 0.3, 0.25],
+                                    predict_next=[0.05, 0.04]),
+                          _call_run(train=[0.5, 0.6, 0.4],
+                                    predict_next=[0.02, 0.02])],
+              'tf_estimator': [_call_run(train=[1.0, 1.0, 1.0],
+                                         predict_next=[0.3, 0.3]),
+                               _call_run(train=[1.0, 0.8, 1.2],
+                                         predict_next=[0.2, 0.4])]},
+      'tf2': {'runtime': [_call_run(train=[0.1], predict_next=[0.01]),
+                          _call_run(train=[0.3], predict_next=[0.03])]},
+  }
+  summary = calls.summarize(runs)
+  train = summary['tf1']['calls']['train']
+  assert train['runtime_rounds_s'] == [0.25, 0.5]
+  assert train['runtime_s'] == pytest.approx(0.375)
+  assert train['tf_estimator_s'] == pytest.approx(1.0)
+  assert train['round_ratios'] == pytest.approx([0.25, 0.5])
+  assert train['spread'] == pytest.approx(0.25 / 0.375)
+  assert (train['ratio'], train['target'], train['meets']) == (
+      pytest.approx(0.375), 0.5, True)
+  # The median of the per-round ratios (0.045 / 0.3, 0.02 / 0.3).
+  predict = summary['tf1']['calls']['predict_next']
+  assert predict['ratio'] == pytest.approx(0.0325 / 0.3)
+  assert (predict['target'], predict['meets']) == (0.1, False)
+  tf2 = summary['tf2']
+  assert tf2['reference'] == 'tf.estimator 2.15 running tf1'
+  assert tf2['calls']['train']['round_ratios'] == pytest.approx([0.1, 0.3])
+  table = calls.format_table({'v2': summary})
+  assert '| v2 | tf1 | predict_next | 0.033 | 0.300 | 0.11 (0.15, 0.07) ' \
+         '| <= 0.1 | **not met** |' in table
+  assert '| v2 | tf2 (2.15: tf1) | train |' in table
+  # The TF2 model_fn runs under TF2 behaviour only, on the runtime only.
+  assert calls.sides_of('tf2', 'v1') == []
+  assert calls.sides_of('tf2', 'v2') == ['runtime']
+  assert calls.sides_of('canned', 'v1') == ['runtime', 'tf_estimator']
+
+
+def test_guard_flags_only_drops_beyond_the_noise(monkeypatch):
+  """A figure is flagged when it is worse than the recorded one by more
+  than the largest of the 5% floor and either run's spread of per-round
+  ratios; in either direction of 'better' (made-up figures)."""
+  figures = _bench_module('figures', monkeypatch)
+  speed = figures.figure([1.00, 1.04], better='higher', target=1.0)
+  assert speed['value'] == pytest.approx(1.02)
+  assert speed['spread'] == pytest.approx(0.04 / 1.02)
+  assert speed['meets'] is True
+  last = {'speed': speed,
+          'noisy': figures.figure([0.8, 1.0], better='higher'),
+          'time': figures.figure([0.40, 0.41], better='lower', target=0.5),
+          'gone': figures.figure([2.0], better='higher')}
+  new = {'speed': figures.figure([0.90, 0.92], better='higher', target=1.0),
+         'noisy': figures.figure([0.85, 0.87], better='higher'),
+         'time': figures.figure([0.48, 0.50], better='lower', target=0.5),
+         'fresh': figures.figure([1.5], better='higher')}
+  rows = {row['name']: row for row in figures.compare(new, last)}
+  # 1.02 -> 0.91: -10.8%, beyond the 5% floor and both spreads (2-4%).
+  assert rows['speed']['status'] == 'dropped'
+  assert rows['speed']['change'] == pytest.approx(0.91 / 1.02 - 1)
+  assert rows['speed']['tolerance'] == pytest.approx(0.05)
+  # 0.9 -> 0.86 (-4.4%) is within the recorded run's 22% spread.
+  assert rows['noisy']['status'] == 'held'
+  assert rows['noisy']['tolerance'] == pytest.approx(0.2 / 0.9)
+  # A time ratio 0.405 -> 0.49 is worse by 21%.
+  assert rows['time']['status'] == 'dropped'
+  assert (rows['fresh']['status'], rows['gone']['status']) == (
+      'new', 'missing')
+  # Better beyond the tolerance is an improvement, within it held.
+  improved = figures.compare(
+      {'t': figures.figure([0.3], better='lower')},
+      {'t': figures.figure([0.4], better='lower')})
+  assert improved[0]['status'] == 'improved'
+  held = figures.compare({'t': figures.figure([0.98], better='higher')},
+                         {'t': figures.figure([1.0], better='higher')})
+  assert held[0]['status'] == 'held'
+  table = figures.format_comparison(figures.compare(new, last))
+  assert ('| speed | higher | >= 1 | 0.910 (0.90, 0.92) * | 1.020 (1.00, '
+          '1.04) | -10.8% | 5.0% | **dropped** |') in table
+  assert '| gone | higher | - | - | 2.000 (2.00) | - | - | missing |' in table
+  with pytest.raises(ValueError, match="better='faster'"):
+    figures.figure([1.0], better='faster')
+
+
+def _local_run(steps_per_sec, **extra):
+  run = {'steps': 300, 'steps_per_sec': steps_per_sec, 'first_step_s': 3.0,
+         'import_s': 2.0, 'after_imports_s': 1.0, 'peak_rss_mib': 600.0,
+         'cpu_ms_per_100_steps': 10.0}
+  run.update(extra)
+  return run
+
+
+def test_guard_reads_every_benchmark_report(monkeypatch):
+  """The figures of each benchmark's report, as each benchmark's own
+  summaries build it from made-up rounds: paired per-round ratios, their
+  direction and targets."""
+  figures = _bench_module('figures', monkeypatch)
+  report_lib = _bench_module('report', monkeypatch)
+  canned = _bench_module('canned', monkeypatch)
+  calls = _bench_module('calls', monkeypatch)
+  local = {'results': {'W1': report_lib.summarize('W1', {
+      'bare': [_local_run(100.0), _local_run(200.0)],
+      'runtime': [_local_run(110.0), _local_run(180.0)],
+      'tf_estimator': [_local_run(20.0), _local_run(40.0)]})},
+           'train_and_evaluate': {'W1': report_lib.summarize_train_and_evaluate({
+               'runtime': [{'wall_s': 3.0, 'after_imports_s': 1.0,
+                            'steps': 2000, 'metrics': {}}] * 2,
+               'tf_estimator': [{'wall_s': 2.0, 'after_imports_s': 2.0,
+                                 'steps': 2000, 'metrics': {}}] * 2})}}
+  found = figures.local_figures(local, 'eager')
+  assert found['eager/W1/runtime_vs_bare']['rounds'] == pytest.approx(
+      [1.1, 0.9])
+  assert found['eager/W1/runtime_vs_bare']['target'] == 0.98
+  assert found['eager/W1/runtime_vs_tf_estimator']['value'] == (
+      pytest.approx(5.0))
+  tae = found['eager/W1/train_and_evaluate_after_imports']
+  assert (tae['value'], tae['better'], tae['meets']) == (0.5, 'lower', True)
+  assert found['eager/W1/train_and_evaluate_wall']['meets'] is False
+
+  def canned_run(rate, tae_secs):
+    return {'steps_per_sec': rate, 'steady_steps_per_sec': 2 * rate,
+            'train_and_evaluate_secs': tae_secs,
+            'input_batches_per_sec': 1000.0, 'call_cpu_ms_per_step': 1.0}
+  summary = canned._print_summary(  # pylint: disable=protected-access
+      'C1', {'runtime': [canned_run(300.0, 1.0), canned_run(200.0, 1.0)],
+             'tf_estimator': [canned_run(100.0, 2.0),
+                              canned_run(100.0, 4.0)]},
+      2, out=io.StringIO())
+  found = figures.canned_figures({'results': {'C1': summary}})
+  assert found['canned/C1/call_steps_per_sec']['rounds'] == [3.0, 2.0]
+  assert found['canned/C1/call_steps_per_sec']['meets'] is True
+  assert found['canned/C1/train_and_evaluate']['rounds'] == [0.5, 0.25]
+
+  runs = {'canned': {'runtime': [_call_run(train=[0.4], export=[0.1])],
+                     'tf_estimator': [_call_run(train=[1.0], export=[1.0])]}}
+  found = figures.calls_figures({'results': {'v1': calls.summarize(runs)}})
+  assert set(found) == {'calls/v1/canned/train', 'calls/v1/canned/export'}
+  assert found['calls/v1/canned/train']['meets'] is True
+  assert found['calls/v1/canned/export']['target'] is None
+
+
+def test_guard_records_figures_beside_the_others(tmp_path, monkeypatch):
+  """`--record` writes the figures of the benchmarks that ran, with their
+  command and commit, and keeps those recorded of the others."""
+  suite = _bench_module('suite', monkeypatch)
+  figures = _bench_module('figures', monkeypatch)
+  path = str(tmp_path / 'benchmarks.json')
+  assert suite.read_last(path) == {}
+
+  def ran(value):
+    return {'command': 'python -m scripts.bench.calls --rounds 2 --json',
+            'loadavg_before': (0.5, 0.5, 0.5),
+            'loadavg_after': (0.7, 0.6, 0.5), 'wall_s': 600.0,
+            'figures': {'calls/v2/tf1/train': figures.figure(
+                [value], better='lower', target=0.5)}}
+  suite.record(path, {'calls': ran(0.4), 'canned': ran(0.6)}, 'abc123')
+  suite.record(path, {'calls': ran(0.3)}, 'def456')
+  last = suite.read_last(path)
+  assert last['calls']['commit'] == 'def456'
+  assert last['calls']['figures']['calls/v2/tf1/train']['value'] == 0.3
+  assert last['canned']['commit'] == 'abc123'
+  assert last['canned']['figures']['calls/v2/tf1/train']['value'] == 0.6
+  assert last['calls']['command'].startswith('python -m scripts.bench.calls')

@@ -2,7 +2,7 @@
 tf.estimator 2.15's running the same program, in the same run.
 
     python -m scripts.bench.canned [--rounds 3] [--workloads C1,C2]
-        [--user_prefetch both|yes|no]
+        [--user_prefetch both|yes|no] [--json]
 
 (or `make bench-canned`). Needs .venv-tf215
 (scripts/tf_estimator_215/make_venv.sh). Each round runs each side of each
@@ -47,6 +47,44 @@ def run_side(side: str, workload: str, extra) -> dict:
                      f'{result.returncode}):\n{result.stderr[-3000:]}')
 
 
+# Per side and round, what `_print_summary` reports.
+KEYS = ('steps_per_sec', 'steady_steps_per_sec', 'train_and_evaluate_secs',
+        'input_batches_per_sec', 'call_cpu_ms_per_step')
+
+
+def _print_summary(label: str, results, rounds: int, *, out) -> dict:
+  """Prints one workload's medians and ratios to `out`; returns them with
+  each side's per-round figures."""
+  median = {side: {key: statistics.median(r[key] for r in runs)
+                   for key in KEYS}
+            for side, runs in results.items()}
+  runtime, reference = median['runtime'], median['tf_estimator']
+  print(f'{label}: call steps/s runtime {runtime["steps_per_sec"]:.0f} '
+        f'tf.estimator {reference["steps_per_sec"]:.0f} ratio '
+        f'{runtime["steps_per_sec"] / reference["steps_per_sec"]:.2f}x; '
+        f'steady steps/s runtime {runtime["steady_steps_per_sec"]:.0f} '
+        f'tf.estimator {reference["steady_steps_per_sec"]:.0f} ratio '
+        f'{runtime["steady_steps_per_sec"] / reference["steady_steps_per_sec"]:.2f}x; '
+        f'train_and_evaluate s runtime '
+        f'{runtime["train_and_evaluate_secs"]:.1f} tf.estimator '
+        f'{reference["train_and_evaluate_secs"]:.1f} ratio '
+        f'{runtime["train_and_evaluate_secs"] / reference["train_and_evaluate_secs"]:.2f}x; '
+        f'input alone {runtime["input_batches_per_sec"]:.0f} batches/s; '
+        f'CPU ms/step of the call runtime '
+        f'{runtime["call_cpu_ms_per_step"]:.2f} tf.estimator '
+        f'{reference["call_cpu_ms_per_step"]:.2f} ratio '
+        f'{reference["call_cpu_ms_per_step"] / runtime["call_cpu_ms_per_step"]:.2f}x '
+        f'({rounds} rounds; load average {os.getloadavg()[0]:.1f})',
+        file=out, flush=True)
+  for side, runs in results.items():
+    print(f'  {side} rounds: ' + '; '.join(
+        ', '.join(f'{key.replace("_per_sec", "/s")} {r[key]:.0f}'
+                  for key in KEYS[:2]) for r in runs), file=out, flush=True)
+  return {side: {'median': median[side],
+                 'rounds': {key: [r[key] for r in runs] for key in KEYS}}
+          for side, runs in results.items()}
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--rounds', type=int, default=3)
@@ -59,7 +97,14 @@ def main():
                       default='both',
                       help="whether the train input_fn ends in the user's "
                       'own .prefetch(2); both: each workload both ways')
+  parser.add_argument('--json', action='store_true',
+                      help='print one JSON object (per workload and side, '
+                      'the medians and each round\'s figures) on stdout, '
+                      'the summary lines on stderr')
   args = parser.parse_args()
+  # With --json, stdout carries the JSON alone.
+  out = sys.stderr if args.json else sys.stdout
+  report = {}
   for side, python in PYTHONS.items():
     if not os.path.exists(python):
       sys.exit(f'{python} is missing ({side} side); see this module.')
@@ -79,34 +124,11 @@ def main():
         results[side].append(run_side(side, workload, extra))
     label = (f'{workload} ({"with" if user_prefetch == "yes" else "without"}'
              " the user's prefetch)")
-    keys = ('steps_per_sec', 'steady_steps_per_sec',
-            'train_and_evaluate_secs', 'input_batches_per_sec',
-            'call_cpu_ms_per_step')
-    median = {side: {key: statistics.median(r[key] for r in runs)
-                     for key in keys}
-              for side, runs in results.items()}
-    runtime, reference = median['runtime'], median['tf_estimator']
-    print(f'{label}: call steps/s runtime {runtime["steps_per_sec"]:.0f} '
-          f'tf.estimator {reference["steps_per_sec"]:.0f} ratio '
-          f'{runtime["steps_per_sec"] / reference["steps_per_sec"]:.2f}x; '
-          f'steady steps/s runtime {runtime["steady_steps_per_sec"]:.0f} '
-          f'tf.estimator {reference["steady_steps_per_sec"]:.0f} ratio '
-          f'{runtime["steady_steps_per_sec"] / reference["steady_steps_per_sec"]:.2f}x; '
-          f'train_and_evaluate s runtime '
-          f'{runtime["train_and_evaluate_secs"]:.1f} tf.estimator '
-          f'{reference["train_and_evaluate_secs"]:.1f} ratio '
-          f'{runtime["train_and_evaluate_secs"] / reference["train_and_evaluate_secs"]:.2f}x; '
-          f'input alone {runtime["input_batches_per_sec"]:.0f} batches/s; '
-          f'CPU ms/step of the call runtime '
-          f'{runtime["call_cpu_ms_per_step"]:.2f} tf.estimator '
-          f'{reference["call_cpu_ms_per_step"]:.2f} ratio '
-          f'{reference["call_cpu_ms_per_step"] / runtime["call_cpu_ms_per_step"]:.2f}x '
-          f'({args.rounds} rounds; load average {os.getloadavg()[0]:.1f})',
-          flush=True)
-    for side, runs in results.items():
-      print(f'  {side} rounds: ' + '; '.join(
-          ', '.join(f'{key.replace("_per_sec", "/s")} {r[key]:.0f}'
-                    for key in keys[:2]) for r in runs), flush=True)
+    report[f'{workload}{"" if user_prefetch == "yes" else "_no_prefetch"}'] = (
+        _print_summary(label, results, args.rounds, out=out))
+  if args.json:
+    print(json.dumps({'rounds': args.rounds, 'results': report}, indent=2))
+
 
 if __name__ == '__main__':
   main()

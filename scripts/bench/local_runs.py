@@ -8,21 +8,16 @@ with the wall time the child was started at. Standard library only.
 
 import os
 import subprocess
-import time
 from typing import Dict, List, Optional
 
+from scripts.bench.processes import ChildError
 from scripts.bench.processes import module_command
 from scripts.bench.processes import REPO_ROOT
-from scripts.bench.protocol import read_result
-from scripts.bench.protocol import RESULT_PREFIX
+from scripts.bench.processes import run_child_process
 from scripts.bench.settings import PEER_PYTHON
 from scripts.bench.settings import TAE_CHECKPOINT_EVERY
 from scripts.bench.settings import TAE_EVAL_STEPS
 from scripts.bench.settings import TAE_STEPS
-
-
-class ChildError(RuntimeError):
-  """A benchmark child failed, timed out, or printed no result."""
 
 
 def peer_data_path(workload: str, directory: str) -> str:
@@ -71,39 +66,6 @@ def _command(side: str, workload: str, steps: int, *, jit_compile: bool,
   return command
 
 
-def _run_process(command: List[str], label: str, *, timeout_s: float,
-                 env: Dict[str, str]) -> tuple:
-  """Runs a child; returns (its result dict, the wall time it was started).
-
-  Raises:
-    ChildError: see run_child.
-  """
-  # Wall clock, not perf_counter: the child reports time.time() and the two
-  # clocks must be the same one across processes.
-  launched = time.time()
-  process = subprocess.Popen(command, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=env,
-                             cwd=REPO_ROOT)
-  try:
-    stdout, stderr = process.communicate(timeout=timeout_s)
-  except subprocess.TimeoutExpired:
-    process.kill()
-    stdout, stderr = process.communicate()
-    raise ChildError(
-        f'{label} ran past {timeout_s} s and was killed; stderr '
-        f'tail:\n{stderr[-3000:]}') from None
-  if process.returncode != 0:
-    raise ChildError(
-        f'{label} exited with {process.returncode}; stderr tail:\n'
-        f'{stderr[-3000:]}')
-  result = read_result(stdout)
-  if result is None:
-    raise ChildError(
-        f'{label} printed no {RESULT_PREFIX.strip()} line; '
-        f'stdout tail:\n{stdout[-2000:]}\nstderr tail:\n{stderr[-2000:]}')
-  return result, launched
-
-
 def run_train_and_evaluate_child(side: str, workload: str, *,
                                  timeout_s: float, env: Dict[str, str],
                                  peer_data_dir: Optional[str],
@@ -117,7 +79,7 @@ def run_train_and_evaluate_child(side: str, workload: str, *,
                      intra_op_threads=intra_op_threads)
   command += ['--train_and_evaluate',
               f'{TAE_CHECKPOINT_EVERY},{TAE_EVAL_STEPS}']
-  result, launched = _run_process(
+  result, launched = run_child_process(
       command, f'{side} {workload} train_and_evaluate', timeout_s=timeout_s,
       env=env)
   result['wall_s'] = result['done_wall'] - launched
@@ -144,7 +106,7 @@ def run_child(side: str, workload: str, steps: int, *,
                      graph_engine=graph_engine, peer_data_dir=peer_data_dir,
                      intra_op_threads=intra_op_threads,
                      v1_behavior=v1_behavior)
-  result, launched = _run_process(command, f'{side} {workload}',
+  result, launched = run_child_process(command, f'{side} {workload}',
                                   timeout_s=timeout_s, env=env)
   result['first_step_s'] = result['first_step_wall'] - launched
   result['import_s'] = result['imports_done_wall'] - launched
