@@ -20,8 +20,8 @@ summaries under model_dir/eval.
 
 import contextlib
 import dataclasses
-from typing import (Any, Callable, ContextManager, Dict, Iterator, Optional,
-                    Sequence, Tuple)
+from typing import (Any, Callable, ContextManager, Dict, Iterator, NamedTuple,
+                    Optional, Sequence, Tuple)
 
 from absl import logging
 import numpy as np
@@ -123,6 +123,17 @@ class _EvalGraph:
     return self.input_fn is input_fn and self.steps == steps
 
 
+class _Built(NamedTuple):
+  """What `GraphEngine._training_graph` built (or found kept)."""
+
+  graph: tf.Graph
+  data: Any  # model.GraphInput
+  built: Any  # in_graph_loop.LoopModel or model.GraphModel
+  kept: Optional[kept_sessions.Kept]  # Then the rest is its.
+  keys: Optional[Tuple[str, str]]  # For keeping (None: not kept).
+  hooks_refuse: bool  # A SessionRunHook of the call's ruled the loop out.
+
+
 @dataclasses.dataclass
 class _TrainingParts:
   """What a training call built in its graph and the next one, in the
@@ -133,7 +144,7 @@ class _TrainingParts:
   saver: Any
   keep: int  # How many checkpoints to keep.
   loop: Any  # session_loop.SessionLoop
-  in_graph: bool
+  hooks_refuse: bool  # A SessionRunHook of the call's ruled the loop out.
   model_writes_loss: bool
 
 
@@ -380,10 +391,7 @@ class GraphEngine(engine_lib.Engine):
     same graph, that one is returned instead, its loop derived already.
 
     Returns:
-      (graph, data, built, kept, keys): `built` is an
-      `in_graph_loop.LoopModel` or a `model.GraphModel`; `kept` the kept
-      graph and session (then `graph`, `data` and `built` are its), or None;
-      `keys` the graph's for keeping (None: it is not kept).
+      a `_Built`.
     """
     _, per_step_hooks = per_loop_hooks.split(session_hooks)
     name = user_fns.fn_name(self._model_fn)
@@ -391,38 +399,51 @@ class GraphEngine(engine_lib.Engine):
         steps_per_loop=self._config.steps_per_loop, placement=placement,
         per_step_hooks=per_step_hooks)
     graph = tf.Graph()
+    hooks_refuse = reason is not None
+    # How many ops the input_fn made (the input part of the graph's keys),
+    # and the kept graph that reads the same input, if one does.
+    input_ops, kept = [], []
+
+    def kept_graph_reads_this_input() -> bool:
+      # A model_fn that builds the same graph (SAME_GRAPH_MODES) is not
+      # called, nor the input rewritten, for an input a kept graph reads.
+      input_ops.append(len(graph.get_operations()))
+      if not model_lib.builds_same_graph(self._model_fn, ModeKeys.TRAIN):
+        return False
+      kept.append(self._kept_training(
+          self._kept_keys(graph, input_ops[0], path=latest, model_part=False,
+                          eligible=self._may_keep_training(placement, None)),
+          hooks_refuse=hooks_refuse))
+      return kept[0] is not None
+
     with graph.as_default(), self._building():
       data = model_lib.read_input(
           input_fn, self._params, role='train input_fn',
-          config=self._config, placement=placement, overlap=True)
+          config=self._config, placement=placement, overlap=True,
+          stop_after_call=kept_graph_reads_this_input)
+      if data is None:
+        parts = kept[0].parts.training
+        return _Built(kept[0].graph, parts.data, parts.built, kept[0],
+                      (kept[0].input_key, kept[0].model_key), hooks_refuse)
       self._features_spec = data.features_spec
       reason = reason or in_graph_loop.input_refusal(data)
       queue_runners = len(graph.get_collection(
           tf.compat.v1.GraphKeys.QUEUE_RUNNERS))
       ops_before = len(graph.get_operations())
-      if model_lib.builds_same_graph(self._model_fn, ModeKeys.TRAIN):
-        # Not called again for an input a kept graph reads already.
-        input_key = self._kept_keys(
-            graph, ops_before, path=latest, model_part=False,
-            eligible=self._may_keep_training(placement, None))
-        kept = self._kept_training(input_key, in_graph=reason is None)
-        if kept:
-          parts = kept.parts.training
-          return (kept.graph, parts.data, parts.built, kept,
-                  (kept.input_key, kept.model_key))
       step = model_lib.build(
           model_fn=self._model_fn, mode=ModeKeys.TRAIN,
           batches=data.next_batch, params=self._params, config=self._config,
           placement=placement)
       reason = reason or in_graph_loop.refusal_of_step(
           step, queue_runners_before=queue_runners, ops_before=ops_before)
-      keys = self._kept_keys(graph, ops_before, path=latest,
+      keys = self._kept_keys(graph, input_ops[0], path=latest,
                              eligible=self._may_keep_training(placement,
                                                               step.spec))
-      kept = self._kept_training(keys, in_graph=reason is None)
+      kept = self._kept_training(keys, hooks_refuse=hooks_refuse)
       if kept:
         parts = kept.parts.training
-        return kept.graph, parts.data, parts.built, kept, keys
+        return _Built(kept.graph, parts.data, parts.built, kept, keys,
+                      hooks_refuse)
       if reason is None:
         try:
           with model_lib.runtime_scope():
@@ -434,11 +455,11 @@ class GraphEngine(engine_lib.Engine):
     if reason is not None:
       logging.info('model_fn %s (graph engine) runs one training step per '
                    'session run: %s.', name, reason)
-      return graph, data, step, None, keys
+      return _Built(graph, data, step, None, keys, hooks_refuse)
     logging.info('model_fn %s (graph engine) runs its steps in an in-graph '
                  'loop: one session run per loop of up to %d steps.', name,
                  self._config.steps_per_loop)
-    return graph, data, loop, None, keys
+    return _Built(graph, data, loop, None, keys, hooks_refuse)
 
   def _may_keep_training(self, placement, spec) -> bool:
     """Whether a training's graph and session may be kept (kept_sessions.py):
@@ -449,16 +470,17 @@ class GraphEngine(engine_lib.Engine):
                 not spec.training_hooks and not spec.training_chief_hooks and
                 kept_sessions.plain_scaffold(spec.scaffold))))
 
-  def _kept_training(self, keys, *, in_graph: bool
+  def _kept_training(self, keys, *, hooks_refuse: bool
                      ) -> Optional[kept_sessions.Kept]:
     """The kept training graph and session of `keys` (both parts', or the
-    input part's alone), if it runs the step as this call would (in the
-    in-graph loop or not)."""
+    input part's alone), if it runs the step as this call would: the
+    in-graph loop, unless a SessionRunHook of the call's needs every step
+    (`hooks_refuse`), as for the call that built it."""
     if not keys:
       return None
     return self._keeper.take(
         ModeKeys.TRAIN, lambda k: (k.input_key, k.model_key)[:len(keys)] ==
-        tuple(keys) and k.parts.training.in_graph == in_graph)
+        tuple(keys) and k.parts.training.hooks_refuse == hooks_refuse)
 
   @staticmethod
   def _session_and_runtime_hooks(built, session_hooks):
@@ -504,11 +526,12 @@ class GraphEngine(engine_lib.Engine):
     """See `engine.Engine._build_training`."""
     prepared = self._prepared_training(input_fn, session_hooks)
     kept = keys = None
+    hooks_refuse = False
     if prepared is not None:
       placement, graph, data, built = prepared
     else:
       placement = self._training_placement()
-      graph, data, built, kept, keys = self._training_graph(
+      graph, data, built, kept, keys, hooks_refuse = self._training_graph(
           input_fn, placement, session_hooks, latest=latest)
     if placement.multi_worker:
       inputs.require_repeating(
@@ -554,8 +577,7 @@ class GraphEngine(engine_lib.Engine):
           replicas=placement.replicas_in_sync)
     parts = _TrainingParts(
         data=data, built=built, saver=saver, keep=keep, loop=loop,
-        in_graph=isinstance(built, in_graph_loop.LoopModel),
-        model_writes_loss=model_writes_loss)
+        hooks_refuse=hooks_refuse, model_writes_loss=model_writes_loss)
     return self._training_setup(
         placement, graph, loop, parts, latest=latest, agree=agree,
         runtime_hooks=runtime_hooks, summary_writer=summary_writer,

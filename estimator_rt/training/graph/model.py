@@ -106,7 +106,9 @@ def runtime_scope():
 
 
 def read_input(input_fn: Callable, params: dict, *, role: str, config,
-               placement=None, overlap: bool = False) -> GraphInput:
+               placement=None, overlap: bool = False,
+               stop_after_call: Callable[[], bool] = lambda: False
+               ) -> Optional[GraphInput]:
   """Calls `input_fn` in the current graph, ready to read it element by
   element. An input_fn that returns tensors instead of a dataset (an
   iterator's `get_next()`, as tf.estimator allowed) is read as it is: the
@@ -119,6 +121,9 @@ def read_input(input_fn: Callable, params: dict, *, role: str, config,
   `overlap`: the iterator's `get_next` runs ahead of the step
   (`input_overlap.overlapped`), and in-memory slices are read a batch at a
   time (`slice_batches.gathered`); training passes True.
+  `stop_after_call`: called once the input_fn has returned (the graph
+  holds its ops alone); True stops there, and None is returned (a kept
+  graph reads the same input already: graph/kept_sessions.py).
 
   Raises:
     InputFnError: the input_fn failed or returned no dataset.
@@ -128,6 +133,8 @@ def read_input(input_fn: Callable, params: dict, *, role: str, config,
     context = placement.input_context()
   result = user_fns.call_input_fn(input_fn, params, context, role=role,
                                   config=config, allow_tensors=True)
+  if stop_after_call():
+    return None
   if not isinstance(result, tf.data.Dataset):
     features, labels = inputs.split_element(
         tuple(result) if isinstance(result, list) else result)
