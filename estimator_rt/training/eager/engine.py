@@ -27,6 +27,7 @@ from estimator_rt.training import engine as engine_lib
 from estimator_rt.export import saved_model as export_lib
 from estimator_rt.training import graph_files
 from estimator_rt.training import graph_identity
+from estimator_rt.training import kept_state
 from estimator_rt.inputs import pipeline as inputs
 from estimator_rt.cluster import strategies
 from estimator_rt.core import summaries
@@ -100,6 +101,7 @@ class EagerEngine(engine_lib.Engine):
     # prediction's (see _KeptPrediction).
     self._kept_training: Optional[_KeptTraining] = None
     self._kept_prediction = None
+    self._kept_bytes = kept_state.kept_bytes()
     if self._config.role.creates_strategy_first:
       # Collective ops must be configured before TensorFlow runs any op, so
       # a training task creates this strategy now rather than at train().
@@ -156,6 +158,17 @@ class EagerEngine(engine_lib.Engine):
       return None  # Not connected to a cluster: everything is local.
     return self._train_path.checkpoint_io_device
 
+  @property
+  def _keeps(self) -> bool:
+    """Whether a call may keep its model for the next (training/
+    kept_state.py)."""
+    return self._kept_bytes > 0
+
+  def _fits(self, model: EagerModel) -> bool:
+    """Whether `model`'s variables fit in what may be kept."""
+    return kept_state.variables_bytes(model.model_variables) <= (
+        self._kept_bytes)
+
   def _seed(self):
     if self._config.tf_random_seed is not None:
       # NumPy, which Keras seeds too, takes [0, 2**32); 2.15 took any int.
@@ -188,7 +201,7 @@ class EagerEngine(engine_lib.Engine):
     self._remember_features(data.element_spec)
     if replicate:
       path.check_same_input_everywhere(data.sample)
-    keeps = (not replicate and latest is not None and
+    keeps = (not replicate and latest is not None and self._keeps and
              self._config.task_info is None and
              type(path) is train_paths.StrategyPath)  # pylint: disable=unidiomatic-typecheck
     kept, self._kept_training = self._kept_training, None
@@ -251,8 +264,9 @@ class EagerEngine(engine_lib.Engine):
     training (`keep`), holding the checkpoint saved at its last step."""
     with self._write_graph_files(train_loop, iterator, summary_writer):
       yield
-    if keep is None or graph_identity.runs_seeded_random_ops(
-        train_loop.traced_graph(iterator)):
+    if keep is None or not self._fits(keep.model) or (
+        graph_identity.runs_seeded_random_ops(
+            train_loop.traced_graph(iterator))):
       return
     newest = checkpoints.checkpoint_candidates(self.model_dir)[:1]
     step = int(keep.model.global_step.numpy())
@@ -425,6 +439,7 @@ class EagerEngine(engine_lib.Engine):
     keys = engine_lib.check_predict_keys(
         predict_keys, graph.build_spec.predictions_dict,
         single=not isinstance(graph.build_spec.predictions, dict))
+    keep = path is not None and self._keeps and self._fits(graph)
     try:
       yield from engine_lib.yield_predictions(
           (loops.concat_replica_predictions(step(element))
@@ -432,9 +447,9 @@ class EagerEngine(engine_lib.Engine):
           single=not isinstance(graph.build_spec.predictions, dict),
           keys=keys, yield_single_examples=yield_single_examples)
     except GeneratorExit:  # The program took what it wanted.
-      self._kept_prediction = kept if path is not None else None
+      self._kept_prediction = kept if keep else None
       raise
-    self._kept_prediction = kept if path is not None else None
+    self._kept_prediction = kept if keep else None
 
   def _kept_prediction_for(self, data, path: Optional[str]
                            ) -> '_KeptPrediction':

@@ -280,7 +280,7 @@ class GraphEngine(engine_lib.Engine):
     (kept_sessions.py: `eligible` for the mode, a checkpoint to restore, no
     queue runners), else None; the input part's alone without
     `model_part` (the model is not built yet)."""
-    if (not eligible or path is None or kept_sessions.KEPT_BYTES <= 0 or
+    if (not eligible or path is None or not self._keeper.keeps or
         graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS) or
         (model_part and graph_identity.runs_seeded_random_ops(graph))):
       return None

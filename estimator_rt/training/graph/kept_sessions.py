@@ -24,13 +24,12 @@ Only plain calls keep their session: one device, a checkpoint to restore
 `init_fn`, no SessionRunHooks of the model_fn's (they hold the new graph's
 tensors), no queue runners, no seeded stateful random op that runs each
 call (training/graph_identity.py's `runs_seeded_random_ops`). What is kept
-is bounded by KEPT_BYTES of variables (ESTIMATOR_RT_KEPT_SESSIONS_MB sets
-it; 0 keeps none), the least recently used dropped first, and closed with
-the engine.
+is bounded by `kept_state.kept_bytes()` of variables (1 GiB;
+ESTIMATOR_RT_KEPT_SESSIONS_MB sets it, 0 keeps none), the least recently
+used dropped first, and closed with the engine.
 """
 
 import dataclasses
-import os
 import threading
 from typing import Any, Callable, Dict, Optional, Tuple
 
@@ -39,22 +38,13 @@ from tensorflow.python.client import session as session_lib  # pylint: disable=g
 
 from estimator_rt.core import checkpoints
 from estimator_rt.core import tf_log
-
-# Variables' bytes the kept sessions of one engine may hold.
-KEPT_BYTES = int(float(os.environ.get('ESTIMATOR_RT_KEPT_SESSIONS_MB', '1024'))
-                 * 2**20)
-
+from estimator_rt.training import kept_state
 
 def variable_bytes(graph: tf.Graph) -> int:
   """The bytes of `graph`'s variables (those of unknown shape count 0)."""
-  total = 0
-  for collection in (tf.compat.v1.GraphKeys.GLOBAL_VARIABLES,
-                     tf.compat.v1.GraphKeys.LOCAL_VARIABLES):
-    for variable in graph.get_collection(collection):
-      shape = variable.shape
-      if shape.is_fully_defined():
-        total += shape.num_elements() * variable.dtype.base_dtype.size
-  return total
+  return kept_state.variables_bytes(
+      graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES) +
+      graph.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES))
 
 
 def plain_scaffold(scaffold) -> bool:
@@ -103,10 +93,11 @@ class Kept:
 
 class Keeper:
   """The kept sessions of one engine, at most one per mode, within
-  KEPT_BYTES. `take` hands one out to one call at a time."""
+  `budget` bytes of variables (default `kept_state.kept_bytes()`). `take` hands one
+  out to one call at a time."""
 
-  def __init__(self, budget: int = KEPT_BYTES):
-    self._budget = budget
+  def __init__(self, budget: Optional[int] = None):
+    self._budget = kept_state.kept_bytes() if budget is None else budget
     self._kept: Dict[str, Kept] = {}  # In order of use, oldest first.
     self._lock = threading.Lock()
 
@@ -120,6 +111,11 @@ class Keeper:
         return None
       del self._kept[mode]
       return kept
+
+  @property
+  def keeps(self) -> bool:
+    """Whether anything may be kept (a budget above 0)."""
+    return self._budget > 0
 
   def keep(self, kept: Kept) -> None:
     """Keeps `kept` for the next call of its mode (closing the one it
