@@ -283,3 +283,76 @@ def test_a_bool_count_is_refused_with_its_name():
   # G3, kept with reason: 2.15 saved every step with it.
   with pytest.raises(ValueError, match='save_checkpoints_steps=True'):
     ert.RunConfig(save_checkpoints_steps=True)
+
+
+# --- G17: exporter names -------------------------------------------------------
+
+
+def _serving_input_fn():
+  return ert.export.build_raw_serving_input_receiver_fn(
+      {'x': tf1.placeholder(tf.float32, [None, 4])})()
+
+
+def test_exporter_names_with_a_slash_export_under_nested_directories(
+    tmp_path):
+  # 2.15 returned b'<model_dir>/export/a/b/<time>', .../c/d/e/<time> and
+  # .../f/<time> for these names.
+  exporters = [
+      ert.LatestExporter('a/b', _serving_input_fn, exports_to_keep=1),
+      ert.BestExporter('c/d/e', _serving_input_fn, exports_to_keep=1),
+      ert.FinalExporter('f/', _serving_input_fn)]
+  _, exports = ert.train_and_evaluate(
+      _estimator(tmp_path, save_checkpoints_steps=2),
+      ert.TrainSpec(_input_fn(repeat=True), max_steps=4),
+      ert.EvalSpec(_input_fn(), steps=None, throttle_secs=0,
+                   exporters=exporters))
+  exported = {os.path.relpath(os.path.dirname(tf.compat.as_str(path)),
+                              str(tmp_path)) for path in exports}
+  assert exported == {'export/a/b', 'export/c/d/e', 'export/f'}
+  # exports_to_keep=1: the LatestExporter kept its newest export only.
+  assert len(os.listdir(tmp_path / 'export' / 'a' / 'b')) == 1
+  with pytest.raises(ValueError, match='must be a non-empty string'):
+    ert.LatestExporter('', _serving_input_fn)
+
+
+# --- G30: a cluster of one chief or master task ---------------------------------
+
+
+@pytest.mark.parametrize('job', ['chief', 'master'])
+def test_a_one_task_cluster_runs_in_this_process_as_in_2_15(tmp_path, job):
+  # 2.15's own test TF_CONFIG ('fake_chief'): no server for one node, the
+  # session master ''. Its run_chief trained only (no eval directory);
+  # run_master also evaluated. train_and_evaluate returned None for both.
+  import estimator_rt.compat  # pylint: disable=g-import-not-at-top
+  estimator_rt.compat.install()
+  tf_config = {'cluster': {job: [f'fake_{job}']},
+               'task': {'type': job, 'index': 0}}
+  with mock.patch.dict(os.environ, {'TF_CONFIG': json.dumps(tf_config)}):
+    config = tf.estimator.RunConfig(model_dir=str(tmp_path))
+  assert (config.task_type, config.master, config.is_chief,
+          config.num_worker_replicas, config.cluster_spec.as_dict()) == (
+              job, '', True, 1, tf_config['cluster'])
+  estimator = tf.estimator.Estimator(_model_fn, params={}, config=config)
+  assert tf.estimator.train_and_evaluate(
+      estimator, tf.estimator.TrainSpec(_input_fn(repeat=True), max_steps=3),
+      tf.estimator.EvalSpec(_input_fn(), steps=1, throttle_secs=0)) is None
+  assert _step(estimator) == 3
+  assert os.path.isdir(tmp_path / 'eval') == (job == 'master')
+
+
+def test_the_binary_trains_a_one_chief_cluster_without_a_server(tmp_path):
+  """As the chief of that cluster: it trains (multi_worker_mirrored of one
+  worker here), starts no server at 'fake_chief' (no bind guard either)
+  and leaves the evaluation to an evaluator task."""
+  from conftest import run_python  # pylint: disable=g-import-not-at-top
+  legacy = os.path.join(os.path.dirname(__file__), '_legacy_fns.py')
+  result = run_python(
+      ['-m', 'estimator_rt.main', f'--model_fn={legacy}:model_fn',
+       f'--input_fn={legacy}:input_fn', f'--model_dir={tmp_path}',
+       '--max_steps=3', '--distribution_strategy=multi_worker_mirrored'],
+      env={'TF_CONFIG': json.dumps({
+          'cluster': {'chief': ['fake_chief']},
+          'task': {'type': 'chief', 'index': 0}})}, timeout=240)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert tf.train.latest_checkpoint(str(tmp_path)).endswith('model.ckpt-3')
+  assert not os.path.exists(tmp_path / 'eval')

@@ -409,10 +409,11 @@ def make_placement(strategy: Any, *, for_training: bool, task=None):
     raise UserInputError(refusal)
   if name in ('mirrored', 'MirroredStrategy'):
     return MirroredPlacement(strategy=strategies.resolve_strategy(strategy))
-  if name == cluster.MULTI_WORKER_MIRRORED and task is None:
-    # One worker (no TF_CONFIG cluster): its replicas are this process's
-    # devices, which MirroredStrategy runs in-graph (tf.estimator ran such
-    # programs so too).
+  if name == cluster.MULTI_WORKER_MIRRORED and (task is None or
+                                                task.single_node):
+    # One worker (no TF_CONFIG cluster, or a one-node one): its replicas
+    # are this process's devices, which MirroredStrategy runs in-graph
+    # (tf.estimator ran such programs so too).
     return MirroredPlacement(strategy=tf.distribute.MirroredStrategy())
   if name == cluster.MULTI_WORKER_MIRRORED:
     return MultiWorkerPlacement(
