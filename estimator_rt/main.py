@@ -553,12 +553,13 @@ def run(argv) -> int:
 
 
 def _main(argv) -> None:
+  from estimator_rt.core.errors import PreemptedError  # pylint: disable=g-import-not-at-top
   from estimator_rt.core.errors import UserInputError  # pylint: disable=g-import-not-at-top
   try:
     code = run(argv)
   except UserInputError as e:
     cli.fail(str(e))
-  except Exception as e:  # pylint: disable=broad-except
+  except (Exception, PreemptedError) as e:  # pylint: disable=broad-except
     from estimator_rt.core import errors  # pylint: disable=g-import-not-at-top
     from estimator_rt.cluster import preemption  # pylint: disable=g-import-not-at-top
     from estimator_rt.estimator.train_and_evaluate import ChiefLostError  # pylint: disable=g-import-not-at-top

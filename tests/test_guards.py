@@ -356,3 +356,105 @@ def test_the_binary_trains_a_one_chief_cluster_without_a_server(tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   assert tf.train.latest_checkpoint(str(tmp_path)).endswith('model.ckpt-3')
   assert not os.path.exists(tmp_path / 'eval')
+
+
+# --- G38: stop signals during train() ------------------------------------------
+
+# Run in a fresh process: signal handlers belong to the process. Each case
+# sends a signal from a hook after the first loop and reports what the
+# program saw. 2.15 (.venv-tf215, the same program
+# with tf.estimator): SIGINT raised KeyboardInterrupt, which `except
+# Exception` did not catch; a program's own SIGTERM or SIGINT handler ran
+# and training went on to its end; SIGTERM with no handler ended the
+# process.
+_SIGNALS_PROGRAM = '''
+import json, os, signal, sys
+import numpy as np
+import tensorflow as tf
+import estimator_rt as ert
+tf1 = tf.compat.v1
+
+def model_fn(features, labels, mode):
+  w = tf1.get_variable('w', [4, 1], initializer=tf1.zeros_initializer())
+  loss = tf.reduce_mean(tf.square(tf.matmul(features['x'], w) - labels))
+  return ert.EstimatorSpec(mode, loss=loss, train_op=tf1.train.
+                           GradientDescentOptimizer(0.1).minimize(
+                               loss, global_step=tf1.train.get_global_step()))
+
+def input_fn():
+  x = np.ones((8, 4), np.float32)
+  return tf.data.Dataset.from_tensor_slices(({'x': x}, x[:, :1])).repeat(
+      ).batch(2)
+
+def train(model_dir, signum):
+  sent = []
+
+  def send(result):
+    if not sent:
+      sent.append(result.global_step)
+      os.kill(os.getpid(), signum)
+  estimator = ert.Estimator(model_fn, model_dir=model_dir, config=
+                            ert.RunConfig(steps_per_loop=10,
+                                          save_checkpoints_steps=1000))
+  estimator.train(input_fn, hooks=[send], max_steps=30)
+  return int(estimator.get_variable_value('global_step'))
+
+def case(name, signum, own_handler):
+  seen = []
+  # Python's defaults of an interactive run (a process started in the
+  # background inherits SIGINT ignored), or the program's own handler.
+  signal.signal(signum, (lambda s, frame: seen.append(s)) if own_handler
+                else signal.SIG_DFL if signum == signal.SIGTERM
+                else signal.default_int_handler)
+  before = signal.getsignal(signum)
+  report = {}
+  try:
+    try:
+      report['step'] = train(os.path.join(sys.argv[1], name), signum)
+    except Exception as e:  # What 2.15's KeyboardInterrupt passed by.
+      report['caught_by'] = 'Exception'
+  except KeyboardInterrupt as e:
+    report.update(caught_by='KeyboardInterrupt',
+                  preempted=isinstance(e, ert.PreemptedError),
+                  step=e.global_step)
+  except ert.PreemptedError as e:
+    report.update(caught_by='PreemptedError', step=e.global_step)
+  report['handler_seen'] = seen
+  report['handler_restored'] = signal.getsignal(signum) is before
+  return report
+
+print(json.dumps({
+    'sigint': case('sigint', signal.SIGINT, False),
+    'own_sigint': case('own_sigint', signal.SIGINT, True),
+    'own_sigterm': case('own_sigterm', signal.SIGTERM, True),
+    'sigterm': case('sigterm', signal.SIGTERM, False),
+}))
+'''
+
+
+def test_stop_signals_reach_a_programs_handlers_and_except_clauses(tmp_path):
+  from conftest import run_python  # pylint: disable=g-import-not-at-top
+  result = run_python(['-c', _SIGNALS_PROGRAM, str(tmp_path)], timeout=240)
+  assert result.returncode == 0, result.stderr[-3000:]
+  report = json.loads(result.stdout.strip().splitlines()[-1])
+  # SIGINT: caught by `except KeyboardInterrupt` (2.15), not by `except
+  # Exception`; it is the runtime's PreemptedError too, saved at the end
+  # of the loop in flight (2.15 saved nothing).
+  step = report['sigint'].pop('step')
+  assert report['sigint'] == {
+      'caught_by': 'KeyboardInterrupt', 'preempted': True,
+      'handler_seen': [], 'handler_restored': True}
+  # A program's own handler runs and training goes on, as in 2.15.
+  assert report['own_sigint'] == {
+      'step': 30, 'handler_seen': [2], 'handler_restored': True}
+  assert report['own_sigterm'] == {
+      'step': 30, 'handler_seen': [15], 'handler_restored': True}
+  # SIGTERM with no handler: the runtime's preemption (save at the loop
+  # end; the binary then exits 143), not caught by `except Exception`.
+  assert report['sigterm'] == {
+      'caught_by': 'PreemptedError', 'step': step, 'handler_seen': [],
+      'handler_restored': True}
+  assert 0 < step < 30
+  for name in ('sigint', 'sigterm'):
+    assert tf.train.latest_checkpoint(str(tmp_path / name)).endswith(
+        f'model.ckpt-{step}')
