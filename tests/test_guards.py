@@ -458,3 +458,49 @@ def test_stop_signals_reach_a_programs_handlers_and_except_clauses(tmp_path):
   for name in ('sigint', 'sigterm'):
     assert tf.train.latest_checkpoint(str(tmp_path / name)).endswith(
         f'model.ckpt-{step}')
+
+
+# --- G36, G45: 2.15's figures -----------------------------------------------------
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), 'scripts', 'tf_estimator_215'))
+import guards_reference as reference  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+# Printed by
+#   .venv-tf215/bin/python scripts/tf_estimator_215/guards_reference.py
+TF215 = {
+    'central_storage': {
+        'w': [0.3465808928012848, 0.3598293662071228, 0.3730778396129608,
+              0.38632631301879883],
+        'evaluate': {'loss': 0.6629045009613037, 'mae': 0.6881831884384155,
+                     'global_step': 3.0}},
+    'keras_kernels': {
+        'decay': [1.0911526679992676, -0.017389807850122452,
+                  0.1838500052690506, 0.14022891223430634],
+        'schedule': [1.071894884109497, -0.015592830255627632,
+                     0.18337160348892212, 0.14042240381240845],
+        'schedule_and_decay': [0.38807031512260437, -0.17337821424007416,
+                               0.37508800625801086, 0.3061324656009674]},
+}
+
+
+@pytest.mark.parametrize('strategy', ['central_storage', 'v1_object'])
+def test_central_storage_trains_a_tf1_model_fn_as_2_15_did(tmp_path,
+                                                           strategy):
+  # Two replicas (conftest's two logical CPUs), one copy of the variables.
+  import estimator_rt.compat  # pylint: disable=g-import-not-at-top
+  estimator_rt.compat.install()
+  if strategy == 'v1_object':
+    strategy = tf1.distribute.experimental.CentralStorageStrategy(
+        compute_devices=['/cpu:0', '/cpu:1'], parameter_device='/cpu:0')
+  estimator = tf.estimator.Estimator(
+      reference.central_storage_model_fn, config=tf.estimator.RunConfig(
+          model_dir=str(tmp_path), train_distribute=strategy))
+  estimator.train(reference.central_storage_input_fn,
+                  steps=reference.CENTRAL_STORAGE_STEPS)
+  expected = TF215['central_storage']
+  np.testing.assert_allclose(estimator.get_variable_value('w').ravel(),
+                             expected['w'], rtol=1e-6)
+  metrics = estimator.evaluate(reference.central_storage_input_fn)
+  for name, value in expected['evaluate'].items():
+    np.testing.assert_allclose(metrics[name], value, rtol=1e-6)

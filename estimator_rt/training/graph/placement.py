@@ -114,14 +114,20 @@ class MirroredPlacement:
   first divide each replica's mean loss by the number of replicas, so N
   replicas on batch B train as one on N*B.
 
+  A CentralStorageStrategy runs the same way, as tf.estimator ran it: its
+  variables are one copy on its parameter device, which every replica
+  reads and the optimizer's merged update writes.
+
   Args:
-    strategy: a MirroredStrategy.
+    strategy: a MirroredStrategy or a CentralStorageStrategy.
   """
 
   def __init__(self, *, strategy: tf.distribute.Strategy):
     self._strategy = strategy
     # This process's replicas (all of them, but under multi_worker_mirrored).
     self.num_replicas = len(strategy.extended.worker_devices)
+    if strategies.is_central_storage(strategy):
+      self.name = 'central_storage'
 
   name = 'mirrored'
   multi_worker = False
@@ -365,9 +371,11 @@ def _is_parameter_server_training_task(name: Optional[str], task) -> bool:
           task.task_type in (cluster.CHIEF, cluster.MASTER, cluster.WORKER))
 
 
+_MIRRORED_NAMES = ('mirrored', 'MirroredStrategy', 'central_storage',
+                   'CentralStorageStrategy')
 _SUPPORTED = (None, 'default', '_DefaultDistributionStrategy', 'one_device',
-              'OneDeviceStrategy', 'mirrored', 'MirroredStrategy',
-              cluster.MULTI_WORKER_MIRRORED)
+              'OneDeviceStrategy', cluster.MULTI_WORKER_MIRRORED
+              ) + _MIRRORED_NAMES
 
 
 def training_refusal(strategy: Any, *, task=None) -> Optional[str]:
@@ -407,7 +415,7 @@ def make_placement(strategy: Any, *, for_training: bool, task=None):
   refusal = training_refusal(strategy, task=task)
   if refusal is not None:
     raise UserInputError(refusal)
-  if name in ('mirrored', 'MirroredStrategy'):
+  if name in _MIRRORED_NAMES:
     return MirroredPlacement(strategy=strategies.resolve_strategy(strategy))
   if name == cluster.MULTI_WORKER_MIRRORED and (task is None or
                                                 task.single_node):
