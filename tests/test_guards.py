@@ -504,3 +504,20 @@ def test_central_storage_trains_a_tf1_model_fn_as_2_15_did(tmp_path,
   metrics = estimator.evaluate(reference.central_storage_input_fn)
   for name, value in expected['evaluate'].items():
     np.testing.assert_allclose(metrics[name], value, rtol=1e-6)
+
+
+@pytest.mark.parametrize('kind', reference.KERAS_KINDS)
+def test_model_to_estimator_trains_tf_keras_decay_and_schedules(tmp_path,
+                                                                 kind):
+  # 2.15 trained each as tf_keras's own train_on_batch did; the Keras 3
+  # optimizer here gets one schedule of the same rates.
+  tf_keras = pytest.importorskip('tf_keras')
+  x, y = reference.keras_data()
+  estimator = ert.model_to_estimator(
+      keras_model=reference.keras_model(kind, tf_keras),
+      model_dir=str(tmp_path))
+  estimator.train(lambda: tf.data.Dataset.from_tensors(({'x': x}, y)).repeat(),
+                  steps=reference.KERAS_STEPS)
+  np.testing.assert_allclose(
+      estimator.get_variable_value('y/kernel').ravel(),
+      TF215['keras_kernels'][kind], rtol=1e-5)
