@@ -521,3 +521,15 @@ def test_model_to_estimator_trains_tf_keras_decay_and_schedules(tmp_path,
   np.testing.assert_allclose(
       estimator.get_variable_value('y/kernel').ravel(),
       TF215['keras_kernels'][kind], rtol=1e-5)
+
+
+def test_a_programs_subclass_of_a_strategy_trains_as_its_base(tmp_path):
+  # 2.15 took any tf.distribute strategy; the graph engine placed these by
+  # class name, so a subclass was refused (G36).
+  class MyMirrored(tf.distribute.MirroredStrategy):
+    pass
+
+  estimator = _estimator(tmp_path, train_distribute=MyMirrored(
+      ['/cpu:0', '/cpu:1']))
+  estimator.train(_input_fn(), steps=2)
+  assert _step(estimator) == 2

@@ -378,11 +378,27 @@ _SUPPORTED = (None, 'default', '_DefaultDistributionStrategy', 'one_device',
               ) + _MIRRORED_NAMES
 
 
+# The strategy classes the graph engine places, a program's subclasses of
+# them included (tf.estimator ran any strategy).
+_KINDS = ((tf.distribute.experimental.CentralStorageStrategy,
+           'central_storage'),
+          (tf.distribute.MirroredStrategy, 'mirrored'),
+          (tf.distribute.OneDeviceStrategy, 'one_device'))
+
+
+def _name_of(strategy: Any) -> str:
+  """`strategies.name_of`, a subclass of a class in _KINDS named as it."""
+  for cls, name in _KINDS:
+    if isinstance(strategy, cls):
+      return name
+  return strategies.name_of(strategy)
+
+
 def training_refusal(strategy: Any, *, task=None) -> Optional[str]:
   """Why the graph engine cannot train with `strategy` (a RunConfig's
   train_distribute: a name, a strategy object or None) on `task`, or None.
   Nothing is built."""
-  name = strategies.name_of(strategy)
+  name = _name_of(strategy)
   if name in _SUPPORTED or _is_parameter_server_training_task(name, task):
     return None
   return (f'RunConfig: train_distribute={name!r} is not supported for '
@@ -400,7 +416,7 @@ def make_placement(strategy: Any, *, for_training: bool, task=None):
     UserInputError: a strategy the graph engine does not run
       (`training_refusal`), naming why.
   """
-  name = strategies.name_of(strategy)
+  name = _name_of(strategy)
   if name in (None, 'default', '_DefaultDistributionStrategy'):
     return SingleDevicePlacement()
   if name in ('one_device', 'OneDeviceStrategy'):
