@@ -24,6 +24,7 @@ from absl import logging
 from estimator_rt.core.checkpoints import CheckpointSaver
 from estimator_rt.core.errors import NanLossError
 from estimator_rt.core.errors import PreemptedError
+from estimator_rt.core.errors import PreemptedInterrupt
 from estimator_rt.training.hooks import Hook
 from estimator_rt.training.hooks import LoopResult
 from estimator_rt.training.hooks import SavingListener
@@ -155,7 +156,9 @@ def preempted_error(*, signal_name: Optional[str], step: int
              f'{PREEMPTED_EXIT_CODE}. Run the same command again to resume '
              'from it.')
   logging.warning(message)
-  return PreemptedError(message, global_step=step)
+  error_class = (PreemptedInterrupt if signal_name == 'SIGINT' else
+                 PreemptedError)
+  return error_class(message, global_step=step)
 
 
 class TrainController:
