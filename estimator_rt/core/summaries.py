@@ -299,15 +299,16 @@ def numpy_value(value):
 
 def _summary_values(key: str, value) -> List[tf.compat.v1.Summary.Value]:
   """The summary values an evaluation result `value` named `key` is written
-  as (tf.estimator's rules): a number as a `simple_value`; bytes holding a
-  serialized `Summary` (what a `tf.compat.v1.summary` op returns, e.g. an
-  image) as its values, tagged `key/0`, `key/1`, ...; an array as a
-  tensor; anything else (and None) not at all."""
+  as, by tf.estimator 2.15's rules (`_write_dict_to_summary`): a float,
+  np.float32 (np.float64 is a float), int, np.int64 or np.int32 as a
+  `simple_value`; bytes holding a serialized `Summary` (what a
+  `tf.compat.v1.summary` op returns, e.g. an image) as its values, tagged
+  `key/0`, `key/1`, ...; an array (0-d too) as a tensor; anything else
+  (np.float16, np.int8, np.bool_, ...) not at all, with 2.15's warning;
+  None not at all."""
   if value is None:
     return []
-  if isinstance(value, (int, float, np.integer, np.floating)) or (
-      isinstance(value, np.ndarray) and value.ndim == 0 and
-      value.dtype.kind in 'iuf'):
+  if isinstance(value, (np.float32, float, np.int64, np.int32, int)):
     # A simple_value, as tf.estimator 2.15 wrote evaluation results: code
     # reading them with summary_iterator reads `simple_value` (2.15's
     # BestExporter and tests did); TensorBoard shows it as a scalar.
@@ -316,8 +317,8 @@ def _summary_values(key: str, value) -> List[tf.compat.v1.Summary.Value]:
     try:
       summary = tf.compat.v1.Summary.FromString(value)
     except Exception:  # pylint: disable=broad-except
-      logging.warning('Not writing %r to the summary: its bytes are not a '
-                      'serialized Summary.', key)
+      logging.warning('Skipping summary for %s, cannot parse string to '
+                      'Summary.', key)
       return []
     for i, each in enumerate(summary.value):
       each.tag = f'{key}/{i}'
@@ -325,8 +326,9 @@ def _summary_values(key: str, value) -> List[tf.compat.v1.Summary.Value]:
   if isinstance(value, np.ndarray):
     return [tf.compat.v1.Summary.Value(tag=key, node_name=key,
                                        tensor=tf.make_tensor_proto(value))]
-  logging.warning('Not writing %r to the summary: a %s is not a number, an '
-                  'array or a serialized Summary.', key, type(value).__name__)
+  logging.warning('Skipping summary for %s, must be a float, np.float32, '
+                  'np.int64, np.int32 or int or np.ndarray or a serialized '
+                  'string of Summary (a %s).', key, type(value).__name__)
   return []
 
 
