@@ -238,9 +238,12 @@ def validate_cluster(cluster, *, where: str = 'TF_CONFIG cluster'
   seen = {}
   for job, addresses in jobs.items():
     for i, address in enumerate(addresses):
-      if num_tasks == 1 and isinstance(address, str):
-        # One node: no server listens there (see TaskInfo.single_node), so
-        # any name is taken, as 2.15 took 'fake_chief'.
+      if (num_tasks == 1 and job in ('chief', 'master') and
+          isinstance(address, str)):
+        # One chief or master: no server listens there (see
+        # TaskInfo.single_node), so any name is taken, as 2.15 took
+        # 'fake_chief'. (A cluster of one worker 2.15 refused: it has no
+        # chief.)
         continue
       check_address(address, where=f'{where}[{job!r}][{i}]')
       if address in seen:
