@@ -265,11 +265,12 @@ def _jsonable(value):
 
 
 def _starts_a_server(task) -> bool:
-  """Every cluster task starts a TensorFlow server but an evaluator; so
-  does a standalone client (as the chief)."""
+  """Every cluster task starts a TensorFlow server but an evaluator and the
+  task of a one-node cluster (as in tf.estimator 2.15); so does a
+  standalone client (as the chief)."""
   from estimator_rt.cluster import tf_config as cluster  # pylint: disable=g-import-not-at-top
   return (task is not None and task.task_type != cluster.EVALUATOR and
-          bool(task.address))
+          bool(task.address) and not task.single_node)
 
 
 def _listen_description(task) -> Optional[str]:
@@ -552,12 +553,13 @@ def run(argv) -> int:
 
 
 def _main(argv) -> None:
+  from estimator_rt.core.errors import PreemptedError  # pylint: disable=g-import-not-at-top
   from estimator_rt.core.errors import UserInputError  # pylint: disable=g-import-not-at-top
   try:
     code = run(argv)
   except UserInputError as e:
     cli.fail(str(e))
-  except Exception as e:  # pylint: disable=broad-except
+  except (Exception, PreemptedError) as e:  # pylint: disable=broad-except
     from estimator_rt.core import errors  # pylint: disable=g-import-not-at-top
     from estimator_rt.cluster import preemption  # pylint: disable=g-import-not-at-top
     from estimator_rt.estimator.train_and_evaluate import ChiefLostError  # pylint: disable=g-import-not-at-top

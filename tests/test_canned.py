@@ -30,6 +30,7 @@ from estimator_rt.core import summaries
 from estimator_rt.compat import namespaces
 from estimator_rt.core.errors import UserInputError
 from scripts.tf_estimator_215 import canned_reference as programs
+from scripts.tf_estimator_215.unseeded import wide_deep_program
 from conftest import run_python
 import _cluster
 from _models import checkpoint_steps
@@ -235,6 +236,56 @@ def test_nan_in_a_canned_estimator_never_reaches_a_checkpoint(tmp_path):
   with pytest.raises(ert.NanLossError, match='global step 15'):
     classifier.train(input_fn, max_steps=40)
   assert checkpoint_steps(str(tmp_path)) == [0, 10]
+
+
+def _wide_deep_starts(est, model_dir, train_file, *, seed, calls):
+  """A wide & deep classifier on the shuffled CSV input of
+  scripts/tf_estimator_215/unseeded/wide_deep_program.py (two of its
+  columns: the random draws are the initializers' and the shuffle's),
+  trained `calls` times for 1 step: each call's first batch (its first 16
+  `age` values, as tf.data made it) and the initial hidden kernel (the
+  step-0 checkpoint's)."""
+  occupation = tf.feature_column.categorical_column_with_hash_bucket(
+      'occupation', 100)
+  model = est.DNNLinearCombinedClassifier(
+      model_dir=model_dir, linear_feature_columns=[occupation],
+      dnn_feature_columns=[tf.feature_column.numeric_column('age'),
+                           tf.feature_column.embedding_column(occupation, 2)],
+      dnn_hidden_units=[4], config=est.RunConfig(tf_random_seed=seed))
+  orders = []
+  for _ in range(calls):
+    batches = []
+
+    def input_fn(batches=batches):
+      return wide_deep_program.recorded(
+          wide_deep_program.input_fn(train_file, 1, True, 64), batches)
+    model.train(input_fn, steps=1)
+    orders.append(batches[0])
+  reader = tf.train.load_checkpoint(os.path.join(model_dir, 'model.ckpt-0'))
+  return orders, reader.get_tensor('dnn/hiddenlayer_0/kernel')
+
+
+def test_unseeded_training_draws_fresh_weights_and_order_as_2_15_did(
+    tmp_path):
+  """Without tf_random_seed, 2.15 drew a canned estimator's initial weights
+  and its input's shuffle order afresh in every run, and the order afresh
+  in every train call (the graph seed is None: every op draws its own
+  seed); with one, a run repeats its weights and every call repeats the
+  first call's order. Measured on both sides in fresh processes by
+  scripts/tf_estimator_215/unseeded/compare.py; here in one process, as a
+  program that builds two estimators would see it."""
+  est = namespaces.v2()
+  train_file, _ = wide_deep_program.write_data(str(tmp_path))
+  orders_a, kernel_a = _wide_deep_starts(est, str(tmp_path / 'a'),
+                                         train_file, seed=None, calls=2)
+  orders_b, kernel_b = _wide_deep_starts(est, str(tmp_path / 'b'),
+                                         train_file, seed=None, calls=1)
+  assert orders_a[0] != orders_a[1]
+  assert orders_a[0] != orders_b[0]
+  assert not np.allclose(kernel_a, kernel_b)
+  orders_s, _ = _wide_deep_starts(est, str(tmp_path / 's'), train_file,
+                                  seed=3, calls=2)
+  assert orders_s[0] == orders_s[1]
 
 
 def test_add_metrics_on_a_canned_estimator(tmp_path):

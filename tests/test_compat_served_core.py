@@ -145,13 +145,21 @@ def test_write_dict_writes_numbers_as_simple_values(tmp_path):
   """As 2.15 did: code reading eval results with summary_iterator (2.15's
   BestExporter, its tests) reads `simple_value`."""
   _served('estimator')._write_dict_to_summary(
-      str(tmp_path), {'loss': 60, 'auc': np.float32(0.5), 'global_step': 3},
+      str(tmp_path), {'loss': 60, 'auc': np.float32(0.5), 'global_step': 3,
+                      'mean': np.float64(0.25), 'count': np.int64(7),
+                      # 2.15 skipped these (not its types), and wrote a
+                      # 0-d array as a tensor.
+                      'half': np.float16(1.5), 'flag': np.bool_(True),
+                      'array': np.array(2.5, np.float32)},
       3)
   (path,) = tf.io.gfile.glob(str(tmp_path / 'events*'))
   values = {v.tag: v.simple_value
             for e in tf.compat.v1.train.summary_iterator(path)
             for v in e.summary.value if v.HasField('simple_value')}
-  assert values == {'loss': 60.0, 'auc': 0.5}
+  assert values == {'loss': 60.0, 'auc': 0.5, 'mean': 0.25, 'count': 7.0}
+  tags = [v.tag for e in tf.compat.v1.train.summary_iterator(path)
+          for v in e.summary.value]
+  assert sorted(tags) == ['array', 'auc', 'count', 'loss', 'mean']
 
 
 # -------------------------------------------------------------- model_fn

@@ -8,15 +8,19 @@ the loop-time cap. Checkpoints are real files written by the real
 `CheckpointSaver` (rotation, state file) from a fake checkpoint object.
 """
 
+import collections
 import os
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from estimator_rt.core import checkpoints
 from estimator_rt.training import controller as controller_lib
 from estimator_rt.core import errors
 from estimator_rt.training import hooks as hooks_lib
 from estimator_rt.core import summaries
+from estimator_rt.core import tf_log
 
 
 class FakeLoop:
@@ -168,6 +172,59 @@ def test_step_lines_follow_the_save_of_their_step(tmp_path, caplog, updated,
   assert lines == ['Saving checkpoints for 0', loss[0], 'global_step/sec',
                    loss[1], 'Saving checkpoints for 5', 'global_step/sec',
                    loss[2]]
+
+
+def test_the_training_scalars_are_simple_values_as_2_15_wrote_them(tmp_path):
+  """2.15's `loss` (a `tf.compat.v1.summary.scalar`) and `global_step/sec`
+  (StepCounterHook's) were `simple_value`s without metadata: programs read
+  `value.simple_value` from `summary_iterator` (a tensor there read 0.0)."""
+  loop = FakeLoop()
+  controller = make_controller(tmp_path, loop, every_steps=None,
+                               steps_per_loop=10, summary_steps=2,
+                               count_steps=2)
+  controller.run(max_steps=5)
+  found = collections.defaultdict(list)
+  for name in os.listdir(tmp_path):
+    if 'tfevents' in name:
+      for event in tf.compat.v1.train.summary_iterator(
+          str(tmp_path / name)):
+        for value in event.summary.value:
+          assert value.WhichOneof('value') == 'simple_value', value
+          assert not value.HasField('metadata'), value
+          found[value.tag].append((event.step, value.simple_value))
+  assert found['loss'] == [(1, 1.0), (3, pytest.approx(1 / 3)),
+                           (5, pytest.approx(1 / 5))]
+  assert [s for s, v in found['global_step/sec'] if v > 0] == [3, 5]
+
+
+def test_the_loss_lines_print_it_as_2_15_printed_a_float32(tmp_path, caplog):
+  """`loss = 0.33333334, step = 2`, as 2.15's LoggingTensorHook printed the
+  float32 a session run gave (NumPy's shortest repr), not the Python
+  float's 0.3333333333333333; `Loss for final step` alike."""
+  loop = FakeLoop()
+  controller = make_controller(tmp_path, loop, every_steps=None,
+                               steps_per_loop=10, count_steps=2)
+  with caplog.at_level('INFO', logger='tensorflow'):
+    controller.run(max_steps=3)
+  lines = [r.getMessage() for r in caplog.records if r.name == 'tensorflow'
+           and r.getMessage().startswith('loss')]
+  assert [l.split(' (')[0] for l in lines] == [
+      'loss = 1.0, step = 0', 'loss = 0.33333334, step = 2']
+  assert str(controller.last_loss) == '0.33333334'
+  assert controller.last_loss.dtype == np.float32
+
+
+def test_a_logged_number_keeps_the_dtype_a_session_run_gave():
+  """tf_log.number: a float64 loss prints all its digits and a float16 its
+  few, as 2.15 printed what its session run returned; a tensor's value is
+  its NumPy scalar; a Python float is a float32 (the engines' losses)."""
+  assert str(tf_log.number(np.float64(0.1) + np.float64(0.2))) == (
+      '0.30000000000000004')
+  assert str(tf_log.number(np.float16(1.1927))) == '1.192'
+  assert str(tf_log.number(tf.constant(1.1927422285079956))) == '1.1927422'
+  assert str(tf_log.number(1.1927422285079956)) == '1.1927422'
+  assert str(tf_log.number(np.array(2.5, np.float64))) == '2.5'
+  assert tf_log.number(None) is None
 
 
 def test_listeners_see_every_save_the_last_one_included(tmp_path):

@@ -44,11 +44,14 @@ _SERVE_SCRIPT = textwrap.dedent('''
           'outputs': sorted(outputs)})
     # The environment's import hook (estimator_rt.compat.startup) is in
     # every process of it, and reads a main file that names estimator_rt
-    # (this one does) with estimator_rt.compat's scanner; the runtime
-    # itself (its engines, its Estimator) must not be needed to serve.
+    # (this one does) with estimator_rt.compat's scanner, and routes the
+    # TF1 layers (estimator_rt.core.legacy_layers, which it loads alone);
+    # the runtime itself (its engines, its Estimator) must not be needed to
+    # serve.
     report.append({'estimator_rt_imported': sorted(
         m for m in sys.modules if m.startswith('estimator_rt.') and
-        not m.startswith('estimator_rt.compat'))})
+        not m.startswith('estimator_rt.compat') and
+        m != 'estimator_rt.core.legacy_layers')})
     print(json.dumps(report))
 ''')
 

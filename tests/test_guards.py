@@ -286,3 +286,253 @@ def test_a_bool_count_is_refused_with_its_name():
   # G3, kept with reason: 2.15 saved every step with it.
   with pytest.raises(ValueError, match='save_checkpoints_steps=True'):
     ert.RunConfig(save_checkpoints_steps=True)
+
+
+# --- G17: exporter names -------------------------------------------------------
+
+
+def _serving_input_fn():
+  return ert.export.build_raw_serving_input_receiver_fn(
+      {'x': tf1.placeholder(tf.float32, [None, 4])})()
+
+
+def test_exporter_names_with_a_slash_export_under_nested_directories(
+    tmp_path):
+  # 2.15 returned b'<model_dir>/export/a/b/<time>', .../c/d/e/<time> and
+  # .../f/<time> for these names.
+  exporters = [
+      ert.LatestExporter('a/b', _serving_input_fn, exports_to_keep=1),
+      ert.BestExporter('c/d/e', _serving_input_fn, exports_to_keep=1),
+      ert.FinalExporter('f/', _serving_input_fn)]
+  _, exports = ert.train_and_evaluate(
+      _estimator(tmp_path, save_checkpoints_steps=2),
+      ert.TrainSpec(_input_fn(repeat=True), max_steps=4),
+      ert.EvalSpec(_input_fn(), steps=None, throttle_secs=0,
+                   exporters=exporters))
+  exported = {os.path.relpath(os.path.dirname(tf.compat.as_str(path)),
+                              str(tmp_path)) for path in exports}
+  assert exported == {'export/a/b', 'export/c/d/e', 'export/f'}
+  # exports_to_keep=1: the LatestExporter kept its newest export only.
+  assert len(os.listdir(tmp_path / 'export' / 'a' / 'b')) == 1
+  with pytest.raises(ValueError, match='must be a non-empty string'):
+    ert.LatestExporter('', _serving_input_fn)
+
+
+# --- G30: a cluster of one chief or master task ---------------------------------
+
+
+@pytest.mark.parametrize('job', ['chief', 'master'])
+def test_a_one_task_cluster_runs_in_this_process_as_in_2_15(tmp_path, job):
+  # 2.15's own test TF_CONFIG ('fake_chief'): no server for one node, the
+  # session master ''. Its run_chief trained only (no eval directory);
+  # run_master also evaluated. train_and_evaluate returned None for both.
+  import estimator_rt.compat  # pylint: disable=g-import-not-at-top
+  estimator_rt.compat.install()
+  tf_config = {'cluster': {job: [f'fake_{job}']},
+               'task': {'type': job, 'index': 0}}
+  with mock.patch.dict(os.environ, {'TF_CONFIG': json.dumps(tf_config)}):
+    config = tf.estimator.RunConfig(model_dir=str(tmp_path))
+  assert (config.task_type, config.master, config.is_chief,
+          config.num_worker_replicas, config.cluster_spec.as_dict()) == (
+              job, '', True, 1, tf_config['cluster'])
+  estimator = tf.estimator.Estimator(_model_fn, params={}, config=config)
+  assert tf.estimator.train_and_evaluate(
+      estimator, tf.estimator.TrainSpec(_input_fn(repeat=True), max_steps=3),
+      tf.estimator.EvalSpec(_input_fn(), steps=1, throttle_secs=0)) is None
+  assert _step(estimator) == 3
+  assert os.path.isdir(tmp_path / 'eval') == (job == 'master')
+
+
+def test_the_binary_trains_a_one_chief_cluster_without_a_server(tmp_path):
+  """As the chief of that cluster: it trains (multi_worker_mirrored of one
+  worker here), starts no server at 'fake_chief' (no bind guard either)
+  and leaves the evaluation to an evaluator task."""
+  from conftest import run_python  # pylint: disable=g-import-not-at-top
+  legacy = os.path.join(os.path.dirname(__file__), '_legacy_fns.py')
+  result = run_python(
+      ['-m', 'estimator_rt.main', f'--model_fn={legacy}:model_fn',
+       f'--input_fn={legacy}:input_fn', f'--model_dir={tmp_path}',
+       '--max_steps=3', '--distribution_strategy=multi_worker_mirrored'],
+      env={'TF_CONFIG': json.dumps({
+          'cluster': {'chief': ['fake_chief']},
+          'task': {'type': 'chief', 'index': 0}})}, timeout=240)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert tf.train.latest_checkpoint(str(tmp_path)).endswith('model.ckpt-3')
+  assert not os.path.exists(tmp_path / 'eval')
+
+
+# --- G38: stop signals during train() ------------------------------------------
+
+# Run in a fresh process: signal handlers belong to the process. Each case
+# sends a signal from a hook after the first loop and reports what the
+# program saw. 2.15 (.venv-tf215, the same program
+# with tf.estimator): SIGINT raised KeyboardInterrupt, which `except
+# Exception` did not catch; a program's own SIGTERM or SIGINT handler ran
+# and training went on to its end; SIGTERM with no handler ended the
+# process.
+_SIGNALS_PROGRAM = '''
+import json, os, signal, sys
+import numpy as np
+import tensorflow as tf
+import estimator_rt as ert
+tf1 = tf.compat.v1
+
+def model_fn(features, labels, mode):
+  w = tf1.get_variable('w', [4, 1], initializer=tf1.zeros_initializer())
+  loss = tf.reduce_mean(tf.square(tf.matmul(features['x'], w) - labels))
+  return ert.EstimatorSpec(mode, loss=loss, train_op=tf1.train.
+                           GradientDescentOptimizer(0.1).minimize(
+                               loss, global_step=tf1.train.get_global_step()))
+
+def input_fn():
+  x = np.ones((8, 4), np.float32)
+  return tf.data.Dataset.from_tensor_slices(({'x': x}, x[:, :1])).repeat(
+      ).batch(2)
+
+def train(model_dir, signum):
+  sent = []
+
+  def send(result):
+    if not sent:
+      sent.append(result.global_step)
+      os.kill(os.getpid(), signum)
+  estimator = ert.Estimator(model_fn, model_dir=model_dir, config=
+                            ert.RunConfig(steps_per_loop=10,
+                                          save_checkpoints_steps=1000))
+  estimator.train(input_fn, hooks=[send], max_steps=30)
+  return int(estimator.get_variable_value('global_step'))
+
+def case(name, signum, own_handler):
+  seen = []
+  # Python's defaults of an interactive run (a process started in the
+  # background inherits SIGINT ignored), or the program's own handler.
+  signal.signal(signum, (lambda s, frame: seen.append(s)) if own_handler
+                else signal.SIG_DFL if signum == signal.SIGTERM
+                else signal.default_int_handler)
+  before = signal.getsignal(signum)
+  report = {}
+  try:
+    try:
+      report['step'] = train(os.path.join(sys.argv[1], name), signum)
+    except Exception as e:  # What 2.15's KeyboardInterrupt passed by.
+      report['caught_by'] = 'Exception'
+  except KeyboardInterrupt as e:
+    report.update(caught_by='KeyboardInterrupt',
+                  preempted=isinstance(e, ert.PreemptedError),
+                  step=e.global_step)
+  except ert.PreemptedError as e:
+    report.update(caught_by='PreemptedError', step=e.global_step)
+  report['handler_seen'] = seen
+  report['handler_restored'] = signal.getsignal(signum) is before
+  return report
+
+print(json.dumps({
+    'sigint': case('sigint', signal.SIGINT, False),
+    'own_sigint': case('own_sigint', signal.SIGINT, True),
+    'own_sigterm': case('own_sigterm', signal.SIGTERM, True),
+    'sigterm': case('sigterm', signal.SIGTERM, False),
+}))
+'''
+
+
+def test_stop_signals_reach_a_programs_handlers_and_except_clauses(tmp_path):
+  from conftest import run_python  # pylint: disable=g-import-not-at-top
+  result = run_python(['-c', _SIGNALS_PROGRAM, str(tmp_path)], timeout=240)
+  assert result.returncode == 0, result.stderr[-3000:]
+  report = json.loads(result.stdout.strip().splitlines()[-1])
+  # SIGINT: caught by `except KeyboardInterrupt` (2.15), not by `except
+  # Exception`; it is the runtime's PreemptedError too, saved at the end
+  # of the loop in flight (2.15 saved nothing).
+  step = report['sigint'].pop('step')
+  assert report['sigint'] == {
+      'caught_by': 'KeyboardInterrupt', 'preempted': True,
+      'handler_seen': [], 'handler_restored': True}
+  # A program's own handler runs and training goes on, as in 2.15.
+  assert report['own_sigint'] == {
+      'step': 30, 'handler_seen': [2], 'handler_restored': True}
+  assert report['own_sigterm'] == {
+      'step': 30, 'handler_seen': [15], 'handler_restored': True}
+  # SIGTERM with no handler: the runtime's preemption (save at the loop
+  # end; the binary then exits 143), not caught by `except Exception`.
+  assert report['sigterm'] == {
+      'caught_by': 'PreemptedError', 'step': step, 'handler_seen': [],
+      'handler_restored': True}
+  assert 0 < step < 30
+  for name in ('sigint', 'sigterm'):
+    assert tf.train.latest_checkpoint(str(tmp_path / name)).endswith(
+        f'model.ckpt-{step}')
+
+
+# --- G36, G45: 2.15's figures -----------------------------------------------------
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), 'scripts', 'tf_estimator_215'))
+import guards_reference as reference  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+# Printed by
+#   .venv-tf215/bin/python scripts/tf_estimator_215/guards_reference.py
+TF215 = {
+    'central_storage': {
+        'w': [0.3465808928012848, 0.3598293662071228, 0.3730778396129608,
+              0.38632631301879883],
+        'evaluate': {'loss': 0.6629045009613037, 'mae': 0.6881831884384155,
+                     'global_step': 3.0}},
+    'keras_kernels': {
+        'decay': [1.0911526679992676, -0.017389807850122452,
+                  0.1838500052690506, 0.14022891223430634],
+        'schedule': [1.071894884109497, -0.015592830255627632,
+                     0.18337160348892212, 0.14042240381240845],
+        'schedule_and_decay': [0.38807031512260437, -0.17337821424007416,
+                               0.37508800625801086, 0.3061324656009674]},
+}
+
+
+@pytest.mark.parametrize('strategy', ['central_storage', 'v1_object'])
+def test_central_storage_trains_a_tf1_model_fn_as_2_15_did(tmp_path,
+                                                           strategy):
+  # Two replicas (conftest's two logical CPUs), one copy of the variables.
+  import estimator_rt.compat  # pylint: disable=g-import-not-at-top
+  estimator_rt.compat.install()
+  if strategy == 'v1_object':
+    strategy = tf1.distribute.experimental.CentralStorageStrategy(
+        compute_devices=['/cpu:0', '/cpu:1'], parameter_device='/cpu:0')
+  estimator = tf.estimator.Estimator(
+      reference.central_storage_model_fn, config=tf.estimator.RunConfig(
+          model_dir=str(tmp_path), train_distribute=strategy))
+  estimator.train(reference.central_storage_input_fn,
+                  steps=reference.CENTRAL_STORAGE_STEPS)
+  expected = TF215['central_storage']
+  np.testing.assert_allclose(estimator.get_variable_value('w').ravel(),
+                             expected['w'], rtol=1e-6)
+  metrics = estimator.evaluate(reference.central_storage_input_fn)
+  for name, value in expected['evaluate'].items():
+    np.testing.assert_allclose(metrics[name], value, rtol=1e-6)
+
+
+@pytest.mark.parametrize('kind', reference.KERAS_KINDS)
+def test_model_to_estimator_trains_tf_keras_decay_and_schedules(tmp_path,
+                                                                 kind):
+  # 2.15 trained each as tf_keras's own train_on_batch did; the Keras 3
+  # optimizer here gets one schedule of the same rates.
+  tf_keras = pytest.importorskip('tf_keras')
+  x, y = reference.keras_data()
+  estimator = ert.model_to_estimator(
+      keras_model=reference.keras_model(kind, tf_keras),
+      model_dir=str(tmp_path))
+  estimator.train(lambda: tf.data.Dataset.from_tensors(({'x': x}, y)).repeat(),
+                  steps=reference.KERAS_STEPS)
+  np.testing.assert_allclose(
+      estimator.get_variable_value('y/kernel').ravel(),
+      TF215['keras_kernels'][kind], rtol=1e-5)
+
+
+def test_a_programs_subclass_of_a_strategy_trains_as_its_base(tmp_path):
+  # 2.15 took any tf.distribute strategy; the graph engine placed these by
+  # class name, so a subclass was refused (G36).
+  class MyMirrored(tf.distribute.MirroredStrategy):
+    pass
+
+  estimator = _estimator(tmp_path, train_distribute=MyMirrored(
+      ['/cpu:0', '/cpu:1']))
+  estimator.train(_input_fn(), steps=2)
+  assert _step(estimator) == 2

@@ -615,14 +615,16 @@ def test_binary_train_and_evaluate_exports_a_servable_model(tmp_path):
   assert "['y']" in served.stdout
 
 
-def test_a_strategy_the_graph_engine_cannot_run_is_refused_in_one_line(
+def test_a_setting_the_graph_engine_cannot_run_is_refused_in_one_line(
     tmp_path):
+  # The runtime's own field (central_storage, once refused here, runs:
+  # test_guards.py).
   estimator = estimator_rt.Estimator(
       _tf1_model_fn, model_dir=str(tmp_path / 'm'),
-      config=estimator_rt.RunConfig(train_distribute='central_storage'))
+      config=estimator_rt.RunConfig(jit_compile=True))
   with pytest.raises(estimator_rt.UserInputError,
-                     match="train_distribute='central_storage' is not "
-                     'supported for TF1-style model_fns') as raised:
+                     match='jit_compile=True is not supported for TF1-style '
+                     'model_fns') as raised:
     estimator.train(_input_fn, max_steps=3)
   assert '\n' not in str(raised.value)
   assert not os.path.exists(str(tmp_path / 'm' / 'checkpoint'))

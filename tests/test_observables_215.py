@@ -5,9 +5,11 @@ every public name of tf.estimator 2.15's API, in TF1 and TF2 behaviour, and
 record what a program sees: return values (types, dtypes, values),
 exceptions (class, what `except` catches, the message's start), which
 argument values each call takes or refuses, the model_dir and export files
-read back (events' tags and steps, the checkpoint state, checkpoints'
-variables, SavedModels' signatures), the process state left behind, the
-INFO lines scripts grep, and the calls hooks and saving listeners receive.
+read back (events' tags, steps and value kinds: `simple_value`, `histo`,
+a tensor's dtype and plugin; the checkpoint state, checkpoints' variables,
+SavedModels' signatures), the process state left behind, the INFO lines
+scripts grep (a number printed as a float32 or with more digits is a
+difference), and the calls hooks and saving listeners receive.
 tf.estimator 2.15 recorded them once (tests/data/tf_estimator_215/
 observables/, by `observe/record.py`); here the same scenarios run in a few
 fresh processes (both behaviours, two at a time) and every difference must
@@ -118,3 +120,27 @@ def test_what_differs_between_runs_or_packages_compares_alike():
 
   assert recorder.candidate_key([LatestExporter()]) == (
       'list:[<LatestExporter object>]')
+
+
+def test_how_a_number_is_printed_and_a_value_kind_are_compared():
+  """A log line's float printed as 2.15 printed a float32 (`1.1269032`)
+  and with a Python float's digits (`1.1927422285079956`) mask apart; an
+  event value's kind names what a reader finds in it."""
+  from scripts.tf_estimator_215.observe import files  # pylint: disable=g-import-not-at-top
+  from scripts.tf_estimator_215.observe import recorder  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  mask = recorder._masked_log_line  # pylint: disable=protected-access
+  assert mask('loss = 1.1269032, step = 0') == 'loss = <f>, step = 0'
+  assert mask('loss = 1.1927422285079956, step = 0') == (
+      'loss = <f64>, step = 0')
+  assert mask('Loss for final step: nan.') == 'Loss for final step: <f>.'
+  assert mask('x = 1.23e-06, y = 0.5 (0.003 sec)') == (
+      'x = <f>, y = <f> (<t> sec)')
+  value = tf.compat.v1.Summary.Value
+  assert files.value_kind(value(tag='loss', simple_value=1.0)) == (
+      'simple_value')
+  scalar = value(tag='loss', tensor=tf.make_tensor_proto(1.0),
+                 metadata=tf.compat.v1.SummaryMetadata(
+                     plugin_data=tf.compat.v1.SummaryMetadata.PluginData(
+                         plugin_name='scalars')))
+  assert files.value_kind(scalar) == 'tensor:float32/scalars'

@@ -23,9 +23,13 @@ before TensorFlow starts any thread, so every thread inherits the mask and a
 dedicated watcher thread receives the signals with `sigwait` at once,
 whatever the main thread is doing (a compiled loop, a collective op, a
 blocking RPC). In a program that did not block them (the Python API), a
-plain `signal.signal` handler is installed for the duration of `train()`;
-it runs when the main thread next returns to Python, i.e. after the
-compiled loop in flight.
+plain `signal.signal` handler is installed for the duration of `train()`
+where the signal still has Python's default (SIGTERM: SIG_DFL; SIGINT:
+the handler that raises KeyboardInterrupt); it runs when the main thread
+next returns to Python, i.e. after the compiled loop in flight. A handler
+the program installed itself (or SIG_IGN) stays in place and sees the
+signal, as it did with tf.estimator 2.15; the SIGINT error is a
+KeyboardInterrupt too (`errors.PreemptedInterrupt`).
 """
 
 import contextlib
@@ -120,20 +124,37 @@ def _handler(signum, frame) -> None:
   _on_signal(signum)
 
 
+# What each stop signal's handler is when no one set it: the runtime's
+# handler replaces these only. Any other (the program's own, SIG_IGN, or
+# one set outside Python) is the program's choice and is left in place.
+_PYTHON_DEFAULTS = {signal.SIGTERM: signal.SIG_DFL,
+                    signal.SIGINT: signal.default_int_handler}
+
+
+def _install_handlers() -> dict:
+  """Installs `_handler` for each stop signal still at Python's default;
+  returns {signal: the handler it replaced}."""
+  previous = {}
+  for signum in STOP_SIGNALS:
+    if signal.getsignal(signum) is _PYTHON_DEFAULTS[signum]:
+      previous[signum] = signal.signal(signum, _handler)
+  return previous
+
+
 @contextlib.contextmanager
 def training() -> Iterator[None]:
   """Marks training in progress: a first stop signal is then a request
   (see `stop_requested`), not an immediate exit.
 
   Without `block_stop_signals()` it installs `signal.signal` handlers for
-  its duration (main thread only; elsewhere signals keep their handlers)
-  and restores the previous ones after.
+  its duration, for the signals whose handler is Python's default (main
+  thread only; elsewhere signals keep their handlers), and restores the
+  previous ones after. A handler the program set is left to run.
   """
   previous = {}
   if (_state.watcher_thread is None and
       threading.current_thread() is threading.main_thread()):
-    for signum in STOP_SIGNALS:
-      previous[signum] = signal.signal(signum, _handler)
+    previous = _install_handlers()
   with _state.lock:
     if _state.training == 0:
       _state.requested = None  # A request belongs to the training it stopped.

@@ -118,6 +118,8 @@ def make_strategy(name: str, *, num_gpus: Optional[int] = None,
   if name == cluster.MULTI_WORKER_MIRRORED:
     if task is not None:
       cluster.check_strategy(task, name)
+      if task.single_node:
+        task = None  # One worker, no server (TaskInfo.single_node).
     # One per process: its collective ops are configured once, and both
     # engines (the eager one and the graph one) must use that one.
     key = (name, None if task is None else json.dumps(task.as_tf_config(),

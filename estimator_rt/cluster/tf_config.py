@@ -238,6 +238,13 @@ def validate_cluster(cluster, *, where: str = 'TF_CONFIG cluster'
   seen = {}
   for job, addresses in jobs.items():
     for i, address in enumerate(addresses):
+      if (num_tasks == 1 and job in ('chief', 'master') and
+          isinstance(address, str)):
+        # One chief or master: no server listens there (see
+        # TaskInfo.single_node), so any name is taken, as 2.15 took
+        # 'fake_chief'. (A cluster of one worker 2.15 refused: it has no
+        # chief.)
+        continue
       check_address(address, where=f'{where}[{job!r}][{i}]')
       if address in seen:
         _fail(f'{where}: address {address!r} is used by both '
@@ -299,6 +306,14 @@ class TaskInfo:
     if self.standalone_client or self.task_type == EVALUATOR:
       return {job: list(addresses) for job, addresses in self.cluster.items()}
     return self.training_cluster
+
+  @property
+  def single_node(self) -> bool:
+    """The cluster is this one task (a chief or master): no TensorFlow
+    server is started and its address is never used, as in tf.estimator
+    2.15 (whose session master was '' for a one-node cluster and which
+    started no server then); training runs in this process alone."""
+    return sum(len(addresses) for addresses in self.cluster.values()) == 1
 
   @property
   def chief_job(self) -> str:
@@ -450,7 +465,7 @@ def parse_tf_config(raw: Optional[str]) -> Optional[TaskInfo]:
 
 def _is_one_master(cluster, task) -> bool:
   """Whether TF_CONFIG is tf.estimator's legacy one-task cluster: a single
-  `master` job of one valid address, and this process its task 0."""
+  `master` job of one address, and this process its task 0."""
   if not (isinstance(cluster, Mapping) and set(cluster) == {'master'} and
           isinstance(task, Mapping) and task.get('type') == 'master'):
     return False
@@ -459,7 +474,9 @@ def _is_one_master(cluster, task) -> bool:
     addresses = [addresses]
   if not isinstance(addresses, (list, tuple)) or len(addresses) != 1:
     return False
-  check_address(addresses[0], where="TF_CONFIG cluster['master'][0]")
+  if not isinstance(addresses[0], str):
+    check_address(addresses[0], where="TF_CONFIG cluster['master'][0]")
+  # Any name otherwise: no server listens there (see TaskInfo.single_node).
   return _parse_index(task.get('index'), where='TF_CONFIG task index') == 0
 
 
@@ -535,6 +552,10 @@ def server_task(task: Optional[TaskInfo], *, tf_config: Optional[str]
   if task.address is None:
     _fail(f"run_server: task type={task.task_type!r} index="
           f'{task.task_index} has no address in the cluster.')
+  # A one-node cluster's address is not checked when it is parsed (no
+  # server is started for it in training); a server listens there.
+  check_address(task.address, where=f'run_server: {task.task_type}:'
+                f'{task.task_index} address')
   return task
 
 

@@ -398,12 +398,18 @@ class NanLossError(RuntimeError):
   """
 
 
-class PreemptedError(RuntimeError):
+class PreemptedError(BaseException):
   """Training stopped on SIGTERM or SIGINT after saving a checkpoint.
 
   The binary exits with `preemption.PREEMPTED_EXIT_CODE` (143), which
   launchers read as "preempted, resumable": the same command resumes from
   the checkpoint saved at `global_step`.
+
+  A BaseException, as SystemExit and KeyboardInterrupt are: a stop signal
+  asks the process to end, and a program's `except Exception:` around
+  `train()` (a retry loop, a log-and-continue) must not swallow it; with
+  tf.estimator 2.15 the signal ended the process or raised
+  KeyboardInterrupt, which no such clause caught.
 
   Attributes:
     global_step: the step training stopped and saved at.
@@ -412,6 +418,12 @@ class PreemptedError(RuntimeError):
   def __init__(self, message: str, *, global_step: int):
     super().__init__(message)
     self.global_step = global_step
+
+
+class PreemptedInterrupt(PreemptedError, KeyboardInterrupt):
+  """A PreemptedError raised for SIGINT (Ctrl-C): also a KeyboardInterrupt,
+  so that a program's `except KeyboardInterrupt:` catches it, as it caught
+  tf.estimator 2.15's."""
 
 
 class CheckpointSaveError(RuntimeError):

@@ -18,18 +18,10 @@ from typing import (Callable, Dict, List, Mapping, Optional, Sequence,
 from absl import logging
 import numpy as np
 import tensorflow as tf
-from tensorflow.core.framework import tensor_pb2
-from tensorflow.core.framework import tensor_shape_pb2
-from tensorflow.core.framework import types_pb2
 
 from estimator_rt.core import tf_log
 from estimator_rt.core.errors import shorten
 from estimator_rt.core.errors import UserTypeError
-
-
-# TensorBoard's scalar plugin marker: what tf.summary.scalar writes too.
-_SCALAR_METADATA = tf.compat.v1.SummaryMetadata(
-    plugin_data=tf.compat.v1.SummaryMetadata.PluginData(plugin_name='scalars'))
 
 
 # Two writers opened in one process in the same microsecond must still get
@@ -54,13 +46,15 @@ def eval_dir(model_dir: str, name: Optional[str] = None) -> str:
 class ScalarWriter:
   """Writes scalars to an event file in one directory.
 
-  The records are TensorBoard's (`Event` protos holding scalar summaries,
-  as tf.summary.scalar writes them) serialized in Python and appended with
-  a TFRecordWriter: a write costs about 30 us, against about 0.8 ms for
-  eager summary ops between training loops, and TensorFlow 2.21's
-  tf.summary.scalar would also need the tensorboard package. The file is
-  created on first write, so model_dir stays untouched until there is
-  something to write (bad input must leave it as it was).
+  A scalar is a `simple_value` without metadata, as tf.estimator 2.15
+  wrote its own (`loss`, `global_step/sec`, `examples/sec`: a
+  `tf.compat.v1.summary.scalar` op's and StepCounterHook's records):
+  programs read `value.simple_value` from `summary_iterator`, and
+  TensorBoard shows them as scalars. The records (`Event` protos) are
+  serialized in Python and appended with a TFRecordWriter: a write costs
+  about 30 us, against about 0.8 ms for eager summary ops between training
+  loops. The file is created on first write, so model_dir stays untouched
+  until there is something to write (bad input must leave it as it was).
   """
 
   def __init__(self, logdir: str):
@@ -85,11 +79,9 @@ class ScalarWriter:
     with self._lock:
       if self._writer is None:
         self._open()
-      values = [
-          tf.compat.v1.Summary.Value(
-              tag=name, metadata=_SCALAR_METADATA,
-              tensor=_float32_scalar(value))
-          for name, value in scalars.items()]
+      values = [tf.compat.v1.Summary.Value(tag=name,
+                                           simple_value=float(value))
+                for name, value in scalars.items()]
       event = tf.compat.v1.Event(wall_time=time.time(), step=int(step),
                                  summary=tf.compat.v1.Summary(value=values))
       self._writer.write(event.SerializeToString())
@@ -244,16 +236,6 @@ def leave_in_file_writer_cache(logdir: str) -> None:
       cache._cache[logdir] = _CachedFileWriter(logdir)  # pylint: disable=protected-access
 
 
-def _float32_scalar(value) -> tensor_pb2.TensorProto:
-  """The TensorProto `tf.make_tensor_proto(float(value), tf.float32)` gives,
-  built directly: between training loops, make_tensor_proto's checks cost
-  several times the rest of a write."""
-  return tensor_pb2.TensorProto(
-      dtype=types_pb2.DT_FLOAT,
-      tensor_shape=tensor_shape_pb2.TensorShapeProto(),
-      float_val=[float(value)])
-
-
 def _event_files(logdir: str) -> List[str]:
   if not tf.io.gfile.isdir(logdir):
     return []
@@ -268,9 +250,9 @@ def event_files_state(logdir: str) -> Tuple[Tuple[str, int], ...]:
 
 
 def scalar_value(value: tf.compat.v1.Summary.Value) -> Optional[float]:
-  """The number a summary value holds: a `simple_value` (tf.estimator's
-  and TF1 summary ops' form) or a numeric scalar tensor (tf.summary.scalar's
-  and ScalarWriter's); None for anything else (an image, an array, a
+  """The number a summary value holds: a `simple_value` (tf.estimator's,
+  ScalarWriter's and TF1 summary ops' form) or a numeric scalar tensor
+  (tf.summary.scalar's); None for anything else (an image, an array, a
   string such as the checkpoint path)."""
   if value.HasField('simple_value'):
     return float(value.simple_value)
@@ -317,15 +299,16 @@ def numpy_value(value):
 
 def _summary_values(key: str, value) -> List[tf.compat.v1.Summary.Value]:
   """The summary values an evaluation result `value` named `key` is written
-  as (tf.estimator's rules): a number as a `simple_value`; bytes holding a
-  serialized `Summary` (what a `tf.compat.v1.summary` op returns, e.g. an
-  image) as its values, tagged `key/0`, `key/1`, ...; an array as a
-  tensor; anything else (and None) not at all."""
+  as, by tf.estimator 2.15's rules (`_write_dict_to_summary`): a float,
+  np.float32 (np.float64 is a float), int, np.int64 or np.int32 as a
+  `simple_value`; bytes holding a serialized `Summary` (what a
+  `tf.compat.v1.summary` op returns, e.g. an image) as its values, tagged
+  `key/0`, `key/1`, ...; an array (0-d too) as a tensor; anything else
+  (np.float16, np.int8, np.bool_, ...) not at all, with 2.15's warning;
+  None not at all."""
   if value is None:
     return []
-  if isinstance(value, (int, float, np.integer, np.floating)) or (
-      isinstance(value, np.ndarray) and value.ndim == 0 and
-      value.dtype.kind in 'iuf'):
+  if isinstance(value, (np.float32, float, np.int64, np.int32, int)):
     # A simple_value, as tf.estimator 2.15 wrote evaluation results: code
     # reading them with summary_iterator reads `simple_value` (2.15's
     # BestExporter and tests did); TensorBoard shows it as a scalar.
@@ -334,8 +317,8 @@ def _summary_values(key: str, value) -> List[tf.compat.v1.Summary.Value]:
     try:
       summary = tf.compat.v1.Summary.FromString(value)
     except Exception:  # pylint: disable=broad-except
-      logging.warning('Not writing %r to the summary: its bytes are not a '
-                      'serialized Summary.', key)
+      logging.warning('Skipping summary for %s, cannot parse string to '
+                      'Summary.', key)
       return []
     for i, each in enumerate(summary.value):
       each.tag = f'{key}/{i}'
@@ -343,8 +326,9 @@ def _summary_values(key: str, value) -> List[tf.compat.v1.Summary.Value]:
   if isinstance(value, np.ndarray):
     return [tf.compat.v1.Summary.Value(tag=key, node_name=key,
                                        tensor=tf.make_tensor_proto(value))]
-  logging.warning('Not writing %r to the summary: a %s is not a number, an '
-                  'array or a serialized Summary.', key, type(value).__name__)
+  logging.warning('Skipping summary for %s, must be a float, np.float32, '
+                  'np.int64, np.int32 or int or np.ndarray or a serialized '
+                  'string of Summary (a %s).', key, type(value).__name__)
   return []
 
 
@@ -404,11 +388,14 @@ def write_eval_results(model_dir: str, name: Optional[str],
   when this process starts an event file there (called only then)."""
   step = results['global_step']
   # 2.15's `_write_dict_to_summary` and `_write_checkpoint_path_to_summary`
-  # lines, in its words.
+  # lines, in its words; its values printed with %s (a float32 metric as
+  # `0.3644656`: an f-string would format it as the Python float).
   tf_log.info('Saving dict for global step %d: %s', step, ', '.join(
-      f'{k} = {v}' for k, v in sorted(results.items())
+      '%s = %s' % (k, v) for k, v in sorted(results.items())
       if not isinstance(v, bytes)))
-  serialized = [_dict_summary(results)]
+  # In the order of the names, as 2.15's evaluation results (its metric ops
+  # were collected by sorted name) were written.
+  serialized = [_dict_summary(dict(sorted(results.items())))]
   if checkpoint_path is not None:
     tf_log.info("Saving 'checkpoint_path' summary for global step %d: %s",
                 step, checkpoint_path)

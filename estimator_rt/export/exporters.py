@@ -20,10 +20,12 @@ from estimator_rt.core.errors import UserInputError
 
 
 def _check_name(name):
-  if not isinstance(name, str) or not name or os.sep in name:
+  # A name with '/' is a path under model_dir/export, as in tf.estimator
+  # 2.15 (export/a/b/<unix time> for 'a/b'); an empty or non-string one
+  # 2.15's train_and_evaluate refused, so it is refused when it is made.
+  if not isinstance(name, str) or not name:
     raise UserInputError(
-        f'exporter name={name!r} must be a non-empty string without '
-        f'{os.sep!r}.')
+        f'exporter name={name!r} must be a non-empty string.')
 
 
 def _loss_smaller(best_eval_result: Dict[str, Any],
@@ -92,7 +94,8 @@ class _SavedModelExporter(Exporter):
   every evaluation, as tf.estimator 2.15's), keeping the newest.
 
   Args:
-    name: subdirectory of model_dir/export.
+    name: subdirectory of model_dir/export (a name with '/' is a path
+      under it, as in tf.estimator).
     serving_input_receiver_fn: as for `Estimator.export_saved_model`; None
       infers the inputs from the training data's features.
     assets_extra, as_text: as for `Estimator.export_saved_model`.
@@ -193,7 +196,8 @@ class BestExporter(_SavedModelExporter):
   model_dir (as in 2.15).
 
   Args:
-    name: subdirectory of model_dir/export.
+    name: subdirectory of model_dir/export (a name with '/' is a path
+      under it, as in tf.estimator).
     serving_input_receiver_fn, assets_extra, as_text: see LatestExporter.
     event_file_pattern: tf.estimator's: where earlier results are, relative
       to model_dir: a pattern under 'eval/' or 'eval_<name>/' reads that

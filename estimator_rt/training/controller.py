@@ -24,6 +24,7 @@ from absl import logging
 from estimator_rt.core.checkpoints import CheckpointSaver
 from estimator_rt.core.errors import NanLossError
 from estimator_rt.core.errors import PreemptedError
+from estimator_rt.core.errors import PreemptedInterrupt
 from estimator_rt.training.hooks import Hook
 from estimator_rt.training.hooks import LoopResult
 from estimator_rt.training.hooks import SavingListener
@@ -155,7 +156,9 @@ def preempted_error(*, signal_name: Optional[str], step: int
              f'{PREEMPTED_EXIT_CODE}. Run the same command again to resume '
              'from it.')
   logging.warning(message)
-  return PreemptedError(message, global_step=step)
+  error_class = (PreemptedInterrupt if signal_name == 'SIGINT' else
+                 PreemptedError)
+  return error_class(message, global_step=step)
 
 
 class TrainController:
@@ -238,13 +241,20 @@ class TrainController:
     # Set when `run` starts (their start is its first global step).
     self._summaries = self._counts = Schedule(0, 0)
     self._last_count: Optional[Tuple[int, float]] = None  # (step, time)
-    # The loss of the last step run (None before the first loop).
-    self.last_loss: Optional[float] = None
+    # The loss of the last step run, as the inner loop returned it (None
+    # before the first loop); converted only when a line prints it.
+    self._last_loss = None
     self._listeners = [SavingListener(l, listener_session)
                        for l in saving_listeners]
     self._agree = agree
     self._stop_signal = stop_signal
     self._max_loop_secs = max_loop_secs
+
+  @property
+  def last_loss(self):
+    """The loss of the last step run, as 2.15 printed it (a NumPy scalar
+    of the loss's dtype, see tf_log.number), or None before any step."""
+    return tf_log.number(self._last_loss)
 
   def _loop_cap(self, steps_run: int, elapsed: float) -> int:
     """Steps the next loop may run so that it takes about max_loop_secs."""
@@ -323,6 +333,7 @@ class TrainController:
     loss, steps_run, loss_finite, state_finite, new_step = (
         self._train_loop(self._iterator, requested))
     elapsed = time.time() - start
+    raw_loss = loss
     loss, steps_run, new_step = float(loss), int(steps_run), int(new_step)
     if not (bool(loss_finite) and bool(state_finite)):
       # Every synchronous worker computed the same flags from the same
@@ -341,6 +352,7 @@ class TrainController:
     if ended:
       logging.info('Training input ended (or a hook stopped the session) '
                    'after global step %d.', new_step)
+    self._last_loss = raw_loss
     return LoopResult(global_step=new_step, steps=steps_run, loss=loss,
                       all_finite=True, elapsed_secs=elapsed,
                       max_steps=None), ended
@@ -355,7 +367,6 @@ class TrainController:
     if (self._writer is not None and not self._model_writes_loss and
         self._summaries.due(step)):
       self._writer.write({'loss': result.loss}, step)
-    self.last_loss = result.loss
     return Decisions(
         stop=stop, save=self._saver is not None and self._saver.is_due(step),
         preempt=bool(self._stop_signal and self._stop_signal()),
@@ -363,7 +374,7 @@ class TrainController:
         loop_cap=(self._steps_per_loop if first else
                   self._loop_cap(result.steps, result.elapsed_secs)))
 
-  def _count_steps(self, step: int, loss: float) -> None:
+  def _count_steps(self, step: int) -> None:
     """At a step of the step-counting schedule: 2.15's LoggingTensorHook
     line (the loss of the step, and the global step it started from, or
     ended at: see `logs_updated_step`), and from the second on
@@ -371,6 +382,7 @@ class TrainController:
     StepCounterHook)."""
     now = time.time()
     logged = step if self._logs_updated_step else step - 1
+    loss = self.last_loss  # As 2.15 printed it.
     if self._last_count is None:
       tf_log.info('loss = %s, step = %s', loss, logged)
     else:
@@ -439,7 +451,7 @@ class TrainController:
       # After the save, as 2.15's hooks ran: its CheckpointSaverHook (and
       # the listeners) first, then StepCounterHook, then LoggingTensorHook.
       if self._counts.due(step):
-        self._count_steps(step, result.loss)
+        self._count_steps(step)
     if self._saver is not None:
       self._save(step)
       step = self._saver.last_saved_step

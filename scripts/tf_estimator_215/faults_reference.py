@@ -220,7 +220,10 @@ def _one(fault, base):
     del handler.lines[:]  # Only what the faulty call logs.
     call()
     result = {'ok': True}
-  except Exception as e:  # pylint: disable=broad-except
+  except BaseException as e:  # pylint: disable=broad-except
+    # estimator_rt's PreemptedError is a BaseException (as SystemExit is).
+    if type(e) in (SystemExit, KeyboardInterrupt, GeneratorExit):
+      raise
     result = {'raised': _classes(e), 'message': str(e)}
   finally:
     resource.setrlimit(resource.RLIMIT_FSIZE, limit)

@@ -54,6 +54,10 @@ def combined_model_fn(*, features, labels, mode, head, linear_feature_columns,
         units=head.logits_dimension, feature_columns=linear_feature_columns,
         sparse_combiner=linear_sparse_combiner, features=features,
         ops_scope=linear_logits_lib.OPS_SCOPE)
+    # 2.15 built wide & deep's linear part with the linear model's builder,
+    # summaries included, then summarized its logits.
+    linear_logits_lib.add_linear_summaries(weights, bias,
+                                           head.logits_dimension)
     base.add_layer_summary(linear_logits, 'linear')
     logits.append(linear_logits)
     parts.append(optimizers.Part(

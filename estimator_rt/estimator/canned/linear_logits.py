@@ -241,10 +241,12 @@ def expanded(var_list) -> list:
 
 
 def add_linear_summaries(weights, bias, units: int) -> None:
-  """2.15's linear summaries: the bias (scalar for one unit; a partitioned
-  bias's first part's) and the fraction of zero weights (how sparse Ftrl
-  left the model)."""
+  """2.15's linear summaries: the bias (a scalar for one unit, a partitioned
+  bias's first part's; a histogram of it for more) and the fraction of
+  zero weights (how sparse Ftrl left the model)."""
   if units == 1:
     tf.compat.v1.summary.scalar('bias', expanded([bias])[0][0])
+  else:
+    tf.compat.v1.summary.histogram('bias', expanded([bias]))
   tf.compat.v1.summary.scalar('fraction_of_zero_weights',
                               fraction_of_zero(expanded(weights)))

@@ -40,7 +40,9 @@ A compiled tf_keras (Keras 2) model runs too: it is cloned with tf_keras
 is read in its graph, see graph_models.py), and its compiled loss,
 metrics and optimizer are rebuilt as their Keras 3 namesakes from their
 configs (an optimizer or loss without a Keras 3 class of the same name is
-refused, naming it; a metric name only tf_keras knows keeps its name).
+refused, naming it; a metric name only tf_keras knows keeps its name; a
+learning-rate schedule or a legacy `decay` becomes a Keras 3 schedule of
+the same rates, see learning_rates.py).
 
 Differences from 2.15 (each where 2.15 hurt users or cannot apply):
 `metric_names_map` may rename some metrics only (2.15 required every
@@ -65,6 +67,7 @@ import tensorflow as tf
 from estimator_rt.estimator import estimator as estimator_lib
 from estimator_rt.core import export_outputs as outputs_lib
 from estimator_rt.estimator.keras import graph_models as keras_graph_models
+from estimator_rt.estimator.keras import learning_rates
 from estimator_rt.estimator.keras import train_op as keras_train_op
 from estimator_rt.estimator import warm_starting
 from estimator_rt.core.errors import FormattedKeyError
@@ -563,22 +566,18 @@ def _optimizer_factory(model, optimizer=None):
   config = dict(keras_graph_models.optimizer_config(model, optimizer)
                 if keras_graph_models.is_graph_built(model) else
                 optimizer.get_config())
-  if isinstance(config.get('learning_rate'), dict):
-    raise UserInputError(
-        f'keras_model={model.name!r}: its tf_keras optimizer {name} has a '
-        f'learning rate schedule {shorten(config["learning_rate"])}, which '
-        'model_to_estimator does not convert; give a Keras 3 model.')
-  # tf_keras's legacy optimizers name the learning rate 'lr' sometimes and
-  # add 'decay'; a decay that is not 0 has no Keras 3 equivalent.
-  if config.get('decay'):
-    raise UserInputError(
-        f'keras_model={model.name!r}: its tf_keras optimizer {name} has '
-        f'decay={config["decay"]}, which Keras 3 optimizers do not have.')
-  accepted = inspect.signature(cls.__init__).parameters
   # tf_keras reports hyperparameters as numpy scalars, which Keras 3
   # refuses for a learning rate.
   config = {k: v.item() if isinstance(v, np.generic) else v
-            for k, v in config.items() if k in accepted and k != 'name'}
+            for k, v in config.items()}
+  # A tf_keras schedule or the legacy optimizers' `decay` (no Keras 3
+  # field): a Keras 3 schedule computing the same rates.
+  schedule = learning_rates.keras3_learning_rate(optimizer, config)
+  if schedule is not None:
+    config['learning_rate'] = schedule
+  accepted = inspect.signature(cls.__init__).parameters
+  config = {k: v for k, v in config.items()
+            if k in accepted and k != 'name'}
   return lambda: cls(**config)
 
 

@@ -98,7 +98,7 @@ class LoopModel:
     record_summaries: a bool placeholder (default False): feed True for a
       run whose last step's summaries are wanted.
     steps_run: how many steps the run took.
-    last_loss: the loss of the run's last step (float32).
+    last_loss: the loss of the run's last step (the loss's float dtype).
     loss_finite: whether every loss of the run was finite.
     summary: the serialized summaries of the run's last step when
       `record_summaries` was fed True ('' otherwise, or when the model_fn
@@ -256,14 +256,15 @@ def _graph_def_of(outer: tf.Graph, ops) -> tf.compat.v1.GraphDef:
   return graph_def
 
 
-def _last_loss_variable() -> tf.Variable:
+def _last_loss_variable(dtype: tf.DType) -> tf.Variable:
   """The last step's loss, kept outside the loop: a run that ends because
   the input ended fails with OutOfRangeError, and this still holds the
   loss of the last step it ran. In no collection (neither saved nor
   covered by a Scaffold's own local_init_op or ready ops): the session
   runs its initializer when it starts (LoopModel.initializer)."""
   return tf.compat.v1.Variable(
-      float('nan'), trainable=False, name='last_loss_of_loop',
+      tf.constant(float('nan'), dtype), trainable=False,
+      name='last_loss_of_loop',
       collections=[], use_resource=True)
 
 
@@ -314,7 +315,11 @@ def derive(*, step: model_lib.GraphModel, placement,
   num_steps = tf.compat.v1.placeholder(tf.int32, [], name='steps_per_run')
   record_summaries = tf.compat.v1.placeholder_with_default(
       False, [], name='record_summaries')
-  last_loss_variable = _last_loss_variable()
+  # The loss keeps its dtype (a float64 model's step log prints all its
+  # digits, as 2.15's did); a loss of another kind is counted in float32.
+  loss_dtype = (step.loss.dtype.base_dtype if step.loss.dtype.is_floating
+                else tf.float32)
+  last_loss_variable = _last_loss_variable(loss_dtype)
 
   def body(step_count, loss, finite, summary):
     del loss, finite, summary  # Each step makes its own.
@@ -326,7 +331,7 @@ def derive(*, step: model_lib.GraphModel, placement,
         [t.name for t in summaries])
     train_op, new_loss, new_summaries = copied[0], copied[1], copied[2:]
     with tf.control_dependencies([train_op]):
-      new_loss = tf.cast(tf.identity(new_loss), tf.float32)
+      new_loss = tf.cast(tf.identity(new_loss), loss_dtype)
     with tf.control_dependencies([last_loss_variable.assign(new_loss)]):
       new_loss = tf.identity(new_loss)
       merged = _last_step_summaries(
@@ -340,7 +345,7 @@ def derive(*, step: model_lib.GraphModel, placement,
 
   try:
     steps_run, last_loss, loss_finite, summary = tf.while_loop(
-        cond, body, [tf.constant(0), tf.constant(float('nan')),
+        cond, body, [tf.constant(0), tf.constant(float('nan'), loss_dtype),
                      tf.constant(True), tf.constant('')],
         name='training_loop')
   except Exception as e:  # pylint: disable=broad-except

@@ -114,14 +114,20 @@ class MirroredPlacement:
   first divide each replica's mean loss by the number of replicas, so N
   replicas on batch B train as one on N*B.
 
+  A CentralStorageStrategy runs the same way, as tf.estimator ran it: its
+  variables are one copy on its parameter device, which every replica
+  reads and the optimizer's merged update writes.
+
   Args:
-    strategy: a MirroredStrategy.
+    strategy: a MirroredStrategy or a CentralStorageStrategy.
   """
 
   def __init__(self, *, strategy: tf.distribute.Strategy):
     self._strategy = strategy
     # This process's replicas (all of them, but under multi_worker_mirrored).
     self.num_replicas = len(strategy.extended.worker_devices)
+    if strategies.is_central_storage(strategy):
+      self.name = 'central_storage'
 
   name = 'mirrored'
   multi_worker = False
@@ -365,16 +371,34 @@ def _is_parameter_server_training_task(name: Optional[str], task) -> bool:
           task.task_type in (cluster.CHIEF, cluster.MASTER, cluster.WORKER))
 
 
+_MIRRORED_NAMES = ('mirrored', 'MirroredStrategy', 'central_storage',
+                   'CentralStorageStrategy')
 _SUPPORTED = (None, 'default', '_DefaultDistributionStrategy', 'one_device',
-              'OneDeviceStrategy', 'mirrored', 'MirroredStrategy',
-              cluster.MULTI_WORKER_MIRRORED)
+              'OneDeviceStrategy', cluster.MULTI_WORKER_MIRRORED
+              ) + _MIRRORED_NAMES
+
+
+# The strategy classes the graph engine places, a program's subclasses of
+# them included (tf.estimator ran any strategy).
+_KINDS = ((tf.distribute.experimental.CentralStorageStrategy,
+           'central_storage'),
+          (tf.distribute.MirroredStrategy, 'mirrored'),
+          (tf.distribute.OneDeviceStrategy, 'one_device'))
+
+
+def _name_of(strategy: Any) -> str:
+  """`strategies.name_of`, a subclass of a class in _KINDS named as it."""
+  for cls, name in _KINDS:
+    if isinstance(strategy, cls):
+      return name
+  return strategies.name_of(strategy)
 
 
 def training_refusal(strategy: Any, *, task=None) -> Optional[str]:
   """Why the graph engine cannot train with `strategy` (a RunConfig's
   train_distribute: a name, a strategy object or None) on `task`, or None.
   Nothing is built."""
-  name = strategies.name_of(strategy)
+  name = _name_of(strategy)
   if name in _SUPPORTED or _is_parameter_server_training_task(name, task):
     return None
   return (f'RunConfig: train_distribute={name!r} is not supported for '
@@ -392,7 +416,7 @@ def make_placement(strategy: Any, *, for_training: bool, task=None):
     UserInputError: a strategy the graph engine does not run
       (`training_refusal`), naming why.
   """
-  name = strategies.name_of(strategy)
+  name = _name_of(strategy)
   if name in (None, 'default', '_DefaultDistributionStrategy'):
     return SingleDevicePlacement()
   if name in ('one_device', 'OneDeviceStrategy'):
@@ -407,12 +431,13 @@ def make_placement(strategy: Any, *, for_training: bool, task=None):
   refusal = training_refusal(strategy, task=task)
   if refusal is not None:
     raise UserInputError(refusal)
-  if name in ('mirrored', 'MirroredStrategy'):
+  if name in _MIRRORED_NAMES:
     return MirroredPlacement(strategy=strategies.resolve_strategy(strategy))
-  if name == cluster.MULTI_WORKER_MIRRORED and task is None:
-    # One worker (no TF_CONFIG cluster): its replicas are this process's
-    # devices, which MirroredStrategy runs in-graph (tf.estimator ran such
-    # programs so too).
+  if name == cluster.MULTI_WORKER_MIRRORED and (task is None or
+                                                task.single_node):
+    # One worker (no TF_CONFIG cluster, or a one-node one): its replicas
+    # are this process's devices, which MirroredStrategy runs in-graph
+    # (tf.estimator ran such programs so too).
     return MirroredPlacement(strategy=tf.distribute.MirroredStrategy())
   if name == cluster.MULTI_WORKER_MIRRORED:
     return MultiWorkerPlacement(

@@ -250,7 +250,9 @@ class SessionLoop:
         results = self._session.run(fetches)
       except tf.errors.OutOfRangeError:
         break  # The input ended.
-      self._step, loss = int(results['step']), float(results['loss'])
+      # The loss as the run gave it, a NumPy scalar of its dtype: the step
+      # log prints it as 2.15 did (tf_log.number).
+      self._step, loss = int(results['step']), results['loss']
       ran += 1
       if 'summary' in results and self._writer is not None:
         self._writer.write_summary(results['summary'], self._step)
@@ -334,12 +336,12 @@ class InGraphSessionLoop(SessionLoop):
       self._step = self.global_step()
       ran = self._step - start
       self._steps_run += ran
-      loss = float(self.run(self._loop.last_loss_variable))
+      loss = self.run(self._loop.last_loss_variable)
       return (loss, ran, divergence.loss_value_is_sound(loss) or ran == 0,
               self.state_finite(), self._step)
     self._step, ran = int(results['step']), int(results['ran'])
     self._steps_run += ran
     if results.get('summary') and self._writer is not None:
       self._writer.write_summary(results['summary'], self._step)
-    return (float(results['loss']), ran, bool(results['finite']),
+    return (results['loss'], ran, bool(results['finite']),
             self.state_finite(), self._step)

@@ -4,10 +4,11 @@ Scenario programs (`scenarios/`, small and seeded) call tf.estimator's
 public API through its public names (`tf.estimator`, `tf.compat.v1.
 estimator`, ...) as programs do, and record what a program sees: return
 values, exceptions, which arguments a constructor or method takes, the
-files a model_dir and an export hold (events' tags and steps, the
-checkpoint state), the process state left behind (FileWriterCache, the
-default graph and its collections, the INFO lines scripts grep) and the
-calls hooks and saving listeners receive (`recorder.py`, `files.py`).
+files a model_dir and an export hold (events' tags, steps and value kinds,
+the checkpoint state), the process state left behind (FileWriterCache, the
+default graph and its collections, the INFO lines scripts grep, their
+numbers masked by how they are printed: a float32's digits or more) and
+the calls hooks and saving listeners receive (`recorder.py`, `files.py`).
 
 Each scenario runs in both behaviours (`run.py --behavior v1|v2`: v1 calls
 `tf.compat.v1.disable_v2_behavior()` first). `record.py`, run once with

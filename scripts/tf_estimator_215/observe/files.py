@@ -4,8 +4,11 @@
 time and host, export timestamps masked) to what it holds:
 
 - event files: every record's kind (`file_version`, `graph_def`,
-  `meta_graph_def`, `session_log:START`, ...) and each summary tag with
-  the steps it was written at (`tf.compat.v1.train.summary_iterator`);
+  `meta_graph_def`, `session_log:START`, ...), each summary tag with
+  the steps it was written at (`tf.compat.v1.train.summary_iterator`),
+  and each tag's value kinds (`value_kind`): what a program reading the
+  file finds in `value` (a `simple_value`, a `histo`, an `image`, a
+  `tensor` of some dtype) and the plugin its metadata names, if any;
 - the checkpoint state file `checkpoint`: its paths (relative), and the
   timestamps' count (their values vary);
 - a checkpoint's `.index`: its variables and shapes (`tf.train.
@@ -62,8 +65,21 @@ def _content(path: str, name: str):
   return 'file' if os.path.getsize(path) else 'empty file'
 
 
+def value_kind(value) -> str:
+  """What a `Summary.Value` holds, as a reader meets it: `simple_value`,
+  `histo`, `image`, `audio`, or `tensor:<dtype>`, then `/<plugin>` when
+  its metadata names a plugin (`tensor:float32/scalars` is what
+  tf.summary.scalar writes; 2.15's own scalars are `simple_value`)."""
+  kind = value.WhichOneof('value') or 'none'
+  if kind == 'tensor':
+    kind += ':' + tf.dtypes.as_dtype(value.tensor.dtype).name
+  plugin = value.metadata.plugin_data.plugin_name
+  return f'{kind}/{plugin}' if plugin else kind
+
+
 def _events(path: str) -> dict:
   kinds, tags = collections.Counter(), collections.defaultdict(list)
+  values = collections.defaultdict(set)
   for event in tf.compat.v1.train.summary_iterator(path):
     kind = event.WhichOneof('what')
     if kind == 'session_log':
@@ -72,10 +88,12 @@ def _events(path: str) -> dict:
     if kind == 'summary':
       for value in event.summary.value:
         tags[value.tag].append(int(event.step))
+        values[value.tag].add(value_kind(value))
     else:
       kinds[kind] += 1
   return {'records': dict(sorted(kinds.items())), 'tags': dict(sorted(
-      tags.items()))}
+      tags.items())), 'values': {tag: sorted(found) for tag, found in sorted(
+          values.items())}}
 
 
 def _checkpoint_state(directory: str) -> dict:

@@ -39,12 +39,24 @@ _FLOAT = re.compile(r'-?\d+\.\d+(?:e[-+]?\d+)?|-?\d+e[-+]?\d+|\bnan\b',
                     re.I)
 
 
+def _float_mask(match) -> str:
+  """`<f>` for a number printed as NumPy prints a float32 (its shortest
+  repr: `1.1269032`, what 2.15's lines printed for float32 tensors), else
+  `<f64>` (`1.1927422285079956`: a Python float or a float64): the values
+  differ from run to run, how they are printed does not."""
+  text = match.group(0)
+  if text.lower() == 'nan':
+    return '<f>'
+  return '<f>' if str(np.float32(float(text))) == text else '<f64>'
+
+
 def _masked_log_line(line: str) -> str:
-  """The line without its timing and float values (steps stay)."""
+  """The line without its timing and float values (steps stay; each float
+  masked by how it is printed, see `_float_mask`)."""
   line = describe_lib.mask(line)
   line = re.sub(r'\(\d+\.\d+ sec\)', '(<t> sec)', line)
   line = re.sub(r'(sec: )\S+', r'\1<t>', line)
-  return _FLOAT.sub('<f>', line)
+  return _FLOAT.sub(_float_mask, line)
 
 
 class LogCapture:

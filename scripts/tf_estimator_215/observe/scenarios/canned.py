@@ -1,6 +1,7 @@
 """The canned estimators of tf.estimator (TF2 classes): each one briefly on
 tiny seeded data (train 3 steps, evaluate, predict two rows, export, its
-variables), and the arguments they refuse."""
+variables), the model_dirs of three (their summaries' tags and value
+kinds), and the arguments they refuse."""
 
 import tensorflow as tf
 
@@ -76,6 +77,11 @@ def run(rec):
                                          config).items():
     exercise(rec, name, make, labels, rec.path(name))
   rec.files('DNNClassifier model_dir', rec.path('DNNClassifier'))
+  # Their own summaries: the linear model's bias and fraction of zero
+  # weights, in wide & deep too.
+  rec.files('LinearClassifier model_dir', rec.path('LinearClassifier'))
+  rec.files('DNNLinearCombinedClassifier model_dir',
+            rec.path('DNNLinearCombinedClassifier'))
   rec.call('DNNClassifier no hidden_units', tf.estimator.DNNClassifier, [],
            common.columns())
   rec.call('LinearClassifier n_classes=1', tf.estimator.LinearClassifier,

@@ -1,6 +1,6 @@
 """An Estimator with a TF2-style model_fn (a Keras layer, a tape's
-gradients applied by the train_op, a Keras metric): train, evaluate,
-predict, export, and what the model_dir holds."""
+gradients applied by the train_op, a Keras metric, a tf.summary.scalar):
+train, evaluate, predict, export, and what the model_dir holds."""
 
 import tensorflow as tf
 
@@ -13,6 +13,8 @@ def tf2_model_fn(features, labels, mode):
   if mode == tf.estimator.ModeKeys.PREDICT:
     return tf.estimator.EstimatorSpec(mode, predictions={'y': predictions})
   loss = tf.reduce_mean(tf.square(predictions - labels))
+  # A TF2 summary with no default writer: 2.15 wrote nothing for it.
+  tf.summary.scalar('tf2_loss', loss)
   if mode == tf.estimator.ModeKeys.EVAL:
     metric = tf.keras.metrics.MeanAbsoluteError()
     metric.update_state(labels, predictions)
