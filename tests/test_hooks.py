@@ -10,6 +10,7 @@ import tensorflow as tf
 
 import estimator_rt as ert
 from estimator_rt.core import summaries
+import _legacy_fns
 import _models as M
 
 
@@ -35,6 +36,29 @@ def test_callable_hook_receives_loop_results(tmp_path):
   assert all(r.all_finite and math.isfinite(r.loss) for r in results)
   assert all(r.elapsed_secs > 0 for r in results)
   assert results[-1].loss < results[0].loss
+
+
+@pytest.mark.parametrize('engine', ['eager', 'graph'])
+def test_summaries_and_step_logs_cost_no_loop_of_their_own(tmp_path, engine,
+                                                           caplog):
+  """Summaries, 2.15's step lines and the runtime's progress line land on
+  the same loop ends (the run's first step, then every 100): one loop per
+  `steps_per_loop` steps, not a second one at each multiple of 100."""
+  recorder = M.LoopRecorder()
+  est = _estimator(tmp_path, model_fn=(M.make_model_fn() if engine == 'eager'
+                                       else _legacy_fns.model_fn),
+                   steps_per_loop=100, save_summary_steps=100,
+                   log_step_count_steps=100, save_checkpoints_secs=3600)
+  input_fn = _input_fn() if engine == 'eager' else _legacy_fns.input_fn
+  with caplog.at_level('INFO', logger='absl'):
+    est.train(input_fn, hooks=[recorder], max_steps=250)
+  assert recorder.steps == [1, 101, 201, 250]
+  progress = [r.getMessage() for r in caplog.records
+              if r.getMessage().startswith('step ')]
+  assert [int(line.split()[1].split('/')[0]) for line in progress] == [
+      1, 101, 201, 250]
+  assert 'steps/s' not in progress[0] and all(
+      'steps/s, ETA' in line for line in progress[1:])
 
 
 def test_hook_object_lifecycle_and_next_step_limit(tmp_path):

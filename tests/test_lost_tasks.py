@@ -74,11 +74,11 @@ def test_parameter_server_training_survives_a_lost_worker(tmp_path):
 
 
 def _sigterm_mid_training(tasks, names, *, watch, target):
-  """Once `watch` logs step 100, SIGTERMs `target` at a random moment of the
+  """Once `watch` logs step 101, SIGTERMs `target` at a random moment of the
   next 2 s; returns every task's exit code (None: still running after 60 s)
   and the seconds from the signal until all had exited. Stops all tasks."""
   try:
-    _cluster.wait_for(lambda: 'step 100/' in tasks[watch].log(),
+    _cluster.wait_for(lambda: 'step 101/' in tasks[watch].log(),
                       timeout=180, what='training to run')
     time.sleep(random.uniform(0.0, 2.0))
     signalled = time.time()

@@ -338,8 +338,8 @@ def test_multi_worker_mirrored_job_preempted_runs_its_step_again(
           extra=['--steps_per_loop=50']))
   # Training has started once its first lines of progress show.
   _cluster.wait_for(
-      lambda: 'step 100/' in submitted.output() or submitted.output().count(
-          'exited') >= 2, timeout=300, what='training to pass step 100')
+      lambda: 'step 101/' in submitted.output() or submitted.output().count(
+          'exited') >= 2, timeout=300, what='training to pass step 101')
   submitted.signal_steps('TERM')
   job = submitted.wait(timeout=400)
   assert job.code == 0, job.tail()

@@ -704,8 +704,10 @@ class RunConfig:
       that let a training task see the ps tasks and itself.
     keep_checkpoint_max: how many recent checkpoints to keep (0 or None:
       all).
-    log_step_count_steps: log step, loss, steps/s and the ETA every this
-      many steps (0 or None: never).
+    log_step_count_steps: log step, loss, steps/s and the ETA (and 2.15's
+      `loss = ...` and `global_step/sec` lines) at the first step of each
+      training run and every this many steps after it, as 2.15's hooks
+      did, at the loop ends summaries use too (0 or None: never).
     steps_per_loop: training steps run inside one compiled call. Hooks,
       logs, summaries and checkpoints happen between calls, and loops are cut
       short so those happen exactly at their step. Larger values amortize the

@@ -26,6 +26,7 @@ from estimator_rt.core.errors import NanLossError
 from estimator_rt.core.errors import PreemptedError
 from estimator_rt.core.errors import PreemptedInterrupt
 from estimator_rt.training.hooks import Hook
+from estimator_rt.training.hooks import log_progress
 from estimator_rt.training.hooks import LoopResult
 from estimator_rt.training.hooks import SavingListener
 from estimator_rt.cluster.preemption import PREEMPTED_EXIT_CODE
@@ -374,15 +375,18 @@ class TrainController:
         loop_cap=(self._steps_per_loop if first else
                   self._loop_cap(result.steps, result.elapsed_secs)))
 
-  def _count_steps(self, step: int) -> None:
+  def _count_steps(self, step: int, max_steps: Optional[int]) -> None:
     """At a step of the step-counting schedule: 2.15's LoggingTensorHook
     line (the loss of the step, and the global step it started from, or
     ended at: see `logs_updated_step`), and from the second on
     `global_step/sec` since the previous one, logged and written (2.15's
-    StepCounterHook)."""
+    StepCounterHook); and the runtime's own progress line
+    (`hooks.log_progress`). All of them at the same loop ends, so that
+    logging costs no loop of its own."""
     now = time.time()
     logged = step if self._logs_updated_step else step - 1
     loss = self.last_loss  # As 2.15 printed it.
+    rate = None
     if self._last_count is None:
       tf_log.info('loss = %s, step = %s', loss, logged)
     else:
@@ -393,7 +397,20 @@ class TrainController:
                   now - last_time)
       if self._writer is not None:
         self._writer.write({'global_step/sec': rate}, step)
+    log_progress(step=step, max_steps=max_steps, loss=loss, rate=rate)
     self._last_count = (step, now)
+
+  def _log_last_progress(self, step: int, max_steps: Optional[int]) -> None:
+    """The runtime's progress line once more when training reached
+    `max_steps` off the counting schedule (2.15 logged nothing there)."""
+    if (not self._count_every or step != max_steps or
+        self._last_count is None or self._last_count[0] == step or
+        self.last_loss is None):
+      return
+    last_step, last_time = self._last_count
+    log_progress(step=step, max_steps=max_steps, loss=self.last_loss,
+                 rate=(step - last_step) / max(time.time() - last_time,
+                                               1e-9))
 
   def run(self, *, max_steps: Optional[int]) -> int:
     """Trains up to global step `max_steps` (None: until the input ends).
@@ -451,7 +468,8 @@ class TrainController:
       # After the save, as 2.15's hooks ran: its CheckpointSaverHook (and
       # the listeners) first, then StepCounterHook, then LoggingTensorHook.
       if self._counts.due(step):
-        self._count_steps(step)
+        self._count_steps(step, max_steps)
+    self._log_last_progress(step, max_steps)
     if self._saver is not None:
       self._save(step)
       step = self._saver.last_saved_step

@@ -374,15 +374,13 @@ class Engine(abc.ABC):
             last_saved_step=resumed_step,
             io_device=setup.io_device)
         tf_log.info('Create CheckpointSaverHook.')
-      builtin = []
-      if self._config.log_step_count_steps:
-        builtin.append(hooks_lib.LoggingHook(
-            every_steps=as_count(self._config.log_step_count_steps)))
+      # The step log (2.15's lines and the runtime's own) is the
+      # controller's, at its counting steps: no hook cuts loops for it.
       controller = controller_lib.TrainController(
           train_loop=setup.train_loop, iterator=setup.iterator,
           global_step=setup.global_step,
           steps_per_loop=self._config.steps_per_loop,
-          hooks=builtin + hooks, saver=saver, summary_writer=writer,
+          hooks=hooks, saver=saver, summary_writer=writer,
           save_summary_steps=as_count(self._config.save_summary_steps),
           log_step_count_steps=as_count(self._config.log_step_count_steps),
           model_writes_loss=setup.model_writes_loss,

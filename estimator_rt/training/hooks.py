@@ -142,6 +142,23 @@ def _next_multiple(step: int, every: int) -> int:
   return (step // every + 1) * every
 
 
+def log_progress(*, step: int, max_steps: Optional[int], loss: float,
+                 rate: Optional[float]) -> None:
+  """Logs the runtime's progress line, `step 200/1000, loss = 0.31, 2510.4
+  steps/s, ETA 0:00:01` (`rate` None: the first line of a run, with no
+  interval to measure yet), on absl's logger: `LoggingHook`'s line, and the
+  one the training loop logs at its step-counting steps."""
+  message = f'step {step}'
+  if max_steps:
+    message += f'/{max_steps}'
+  message += f', loss = {loss:.6g}'
+  if rate is not None:
+    message += f', {rate:.1f} steps/s'
+    if max_steps and rate > 0:
+      message += f', ETA {_eta(max_steps - step, rate)}'
+  logging.info(message)
+
+
 def _eta(steps_left: int, steps_per_sec: float) -> str:
   seconds = steps_left / steps_per_sec
   # timedelta overflows past ~2.7 million years (max_steps near 2**63).
@@ -172,13 +189,8 @@ class LoggingHook(Hook):
     now = time.time()
     rate = (step - self._last_step) / max(now - self._last_time, 1e-9)
     self._last_time, self._last_step = now, step
-    message = f'step {step}'
-    if result.max_steps:
-      message += f'/{result.max_steps}'
-    message += f', loss = {result.loss:.6g}, {rate:.1f} steps/s'
-    if result.max_steps and rate > 0:
-      message += f', ETA {_eta(result.max_steps - step, rate)}'
-    logging.info(message)
+    log_progress(step=step, max_steps=result.max_steps, loss=result.loss,
+                 rate=rate)
     return None
 
 

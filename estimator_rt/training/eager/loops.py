@@ -113,6 +113,25 @@ def saved_float_variables(graph: EagerModel) -> List[tf.Variable]:
           if v.dtype.base_dtype.is_floating]
 
 
+def _one_step(loss, steps):
+  """The loop variables after a step that returned `loss`."""
+  return steps + 1, loss, divergence.loss_is_sound(loss)
+
+
+def _step_of_finite_input(run_step, iterator, steps, loss, loss_sound,
+                          more):
+  """A step of a loop over input that may end: the step if there is a next
+  element (`more` stays True), else the loop variables as they were with
+  `more` False."""
+  del more
+  optional = iterator.get_next_as_optional()
+  ran = optional.has_value()
+  steps, loss, loss_sound = tf.cond(
+      ran, lambda: _one_step(run_step(optional.get_value()), steps),
+      lambda: (steps, loss, loss_sound))
+  return steps, loss, loss_sound, ran
+
+
 class CompiledTrainLoop:
   """A compiled training loop as the controller calls it (see
   `controller.TrainLoop`): `loop(iterator, num_steps)` with a Python int,
@@ -211,26 +230,29 @@ def compile_train_loop(run_step: Callable, *, graph: EagerModel,
   # Read now, after the restore: what is unsound already is not divergence.
   state = divergence.watched(saved_float_variables(graph))
 
-  @tf.function
+  # Written with tf.while_loop and tf.cond, not converted by AutoGraph:
+  # converting the loop and what it calls (the step, the divergence checks)
+  # took about 0.5 s of every train() call that traced it (W2), more than
+  # the bare TF2 loop's conversion of its own. The loss's soundness is part
+  # of the loop's condition (no conditional op per step): a diverged step
+  # ends the loop at once. The loss is already reduced over replicas and
+  # workers, so every synchronous worker stops at the same step.
+  @tf.function(autograph=False)
   def train_loop(iterator, num_steps):
-    loss = tf.constant(float('nan'))
-    steps = tf.constant(0, tf.int32)
-    loss_finite = tf.constant(True)
-    # The finite flag is part of the loop condition (one is_finite and one
-    # logical_and per step, no conditional op): a diverged step ends the
-    # loop at once. The loss is already reduced over replicas and workers,
-    # so every synchronous worker stops at the same step.
-    while tf.logical_and(steps < num_steps, loss_finite):
-      if infinite_input:
-        loss = run_step(take(iterator))
-      else:
-        optional = iterator.get_next_as_optional()
-        if not optional.has_value():
-          break
-        loss = run_step(optional.get_value())
-      loss_finite = divergence.loss_is_sound(loss)
-      steps += 1
-    return (loss, tf.cast(steps, tf.int64), loss_finite,
+    start = (tf.constant(0, tf.int32), tf.constant(float('nan')),
+             tf.constant(True))
+    if infinite_input:
+      steps, loss, loss_sound = tf.while_loop(
+          lambda steps, _, sound: tf.logical_and(steps < num_steps, sound),
+          lambda steps, *_: _one_step(run_step(take(iterator)), steps),
+          start)
+    else:
+      steps, loss, loss_sound, _ = tf.while_loop(
+          lambda steps, _, sound, more: tf.logical_and(
+              tf.logical_and(steps < num_steps, sound), more),
+          lambda *values: _step_of_finite_input(run_step, iterator, *values),
+          start + (tf.constant(True),))
+    return (loss, tf.cast(steps, tf.int64), loss_sound,
             divergence.state_is_sound(state), global_step.read_value())
 
   return CompiledTrainLoop(train_loop)
@@ -325,24 +347,35 @@ def make_eval_loop(graph: EagerModel) -> Callable:
       tf.zeros_like(tf.cast(build_call_result(n), tf.float32)).numpy()
       for n in pair_names]
 
-  @tf.function
+  def run_step(element, loss_sum, count, steps):
+    weighted, n, replica_values = strategy.run(replica_step, args=(element,))
+    return (loss_sum + strategy.reduce(tf.distribute.ReduceOp.SUM, weighted,
+                                       axis=None),
+            count + strategy.reduce(tf.distribute.ReduceOp.SUM, n, axis=None),
+            steps + 1,
+            [strategy.reduce(tf.distribute.ReduceOp.MEAN, v, axis=None)
+             for v in replica_values])
+
+  # Not converted by AutoGraph, as the training loop (see
+  # compile_train_loop): converting it took about 0.26 s of the first
+  # evaluation of each input_fn (W2).
+  @tf.function(autograph=False)
   def eval_loop(iterator, num_steps):
-    loss_sum = tf.constant(0.0)
-    count = tf.constant(0.0)
-    steps = tf.constant(0, tf.int64)
-    values = [tf.constant(v) for v in initial_values]
-    for _ in tf.range(num_steps):
+
+    def body(loss_sum, count, steps, values, more):
+      del more
       optional = iterator.get_next_as_optional()
-      if not optional.has_value():
-        break
-      weighted, n, replica_values = strategy.run(
-          replica_step, args=(optional.get_value(),))
-      loss_sum += strategy.reduce(tf.distribute.ReduceOp.SUM, weighted,
-                                  axis=None)
-      count += strategy.reduce(tf.distribute.ReduceOp.SUM, n, axis=None)
-      values = [strategy.reduce(tf.distribute.ReduceOp.MEAN, v, axis=None)
-                for v in replica_values]
-      steps += 1
+      ran = optional.has_value()
+      return tuple(tf.cond(
+          ran, lambda: run_step(optional.get_value(), loss_sum, count, steps),
+          lambda: (loss_sum, count, steps, values))) + (ran,)
+
+    limit = tf.cast(num_steps, tf.int64)
+    loss_sum, count, steps, values, _ = tf.while_loop(
+        lambda loss_sum, count, steps, values, more: tf.logical_and(
+            steps < limit, more),
+        body, (tf.constant(0.0), tf.constant(0.0), tf.constant(0, tf.int64),
+               [tf.constant(v) for v in initial_values], tf.constant(True)))
     return loss_sum, count, steps, values
 
   wrapped = surface_user_errors(eval_loop)
@@ -371,7 +404,7 @@ def make_predict_step(graph: EagerModel) -> Callable:
           f'call and {names} on another.')
     return {n: predictions[n] for n in names}
 
-  @tf.function
+  @tf.function(autograph=False)  # No control flow to convert.
   def predict_step(element):
     per_replica = strategy.run(replica_step, args=(element,))
     return strategy.experimental_local_results(per_replica)
