@@ -286,8 +286,9 @@ def test_the_loop_graph_holds_the_variables_the_step_made(tmp_path, caplog):
       params={'batch_size': 16}, warm_start_from=None,
       temporary_model_dir=False)
   placement = graph_engine.placement_lib.SingleDevicePlacement()
-  graph, _, built = engine._training_graph(  # pylint: disable=protected-access
+  made = engine._training_graph(  # pylint: disable=protected-access
       WORKLOADS['W1']['input_fn'], placement, [])
+  graph, built = made.graph, made.built
   assert LOOP_LINE in caplog.text
   names = sorted(v.op.name for v in graph.get_collection(
       tf.compat.v1.GraphKeys.GLOBAL_VARIABLES))

@@ -211,6 +211,14 @@ def content_id(path: Optional[str]) -> Optional[Tuple]:
   return (path, fingerprint)
 
 
+def still_holds(held: Optional[Tuple], path: Optional[str]) -> bool:
+  """Whether state that holds the checkpoint content `held` (a
+  `content_id`) holds the checkpoint at `path` as its files are now: never
+  when either cannot be told (no checkpoint, a filesystem without
+  modification times), so that such state is restored again."""
+  return held is not None and content_id(path) == held
+
+
 # prefix -> (fingerprint of its files, problem or None): a checkpoint is
 # read in full once per content, however often it is looked for (the
 # evaluator polls; train_and_evaluate looks again after training).

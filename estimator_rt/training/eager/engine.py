@@ -207,7 +207,7 @@ class EagerEngine(engine_lib.Engine):
     kept, self._kept_training = self._kept_training, None
     if keeps and kept is not None and kept.element_spec == data.element_spec:
       model, train_loop = kept.model, kept.loop
-      if checkpoints.content_id(latest) != kept.holds:
+      if not checkpoints.still_holds(kept.holds, latest):
         self._restore_for_training(model, latest, None)
       iterator = iter(data.dataset)
       train_loop.trace(iterator)  # Found traced: the same iterator's type.
@@ -387,7 +387,7 @@ class EagerEngine(engine_lib.Engine):
       self._seed()
     data, state = self._evaluation(input_fn, steps=steps, name=name)
     graph = state.graph
-    if path is None or checkpoints.content_id(path) != state.holds:
+    if path is None or not checkpoints.still_holds(state.holds, path):
       self._restore_or_initialize(graph, path)
       state.holds = checkpoints.content_id(path)
     graph.reset_metrics()
@@ -465,7 +465,7 @@ class EagerEngine(engine_lib.Engine):
                          strategy=self.eval_strategy, sample=data.sample)
       kept = _KeptPrediction(element_spec=data.element_spec, model=model,
                              step=loops.make_predict_step(model))
-    if path is None or checkpoints.content_id(path) != kept.holds:
+    if path is None or not checkpoints.still_holds(kept.holds, path):
       self._restore_or_initialize(kept.model, path)
       kept.holds = checkpoints.content_id(path)
     return kept

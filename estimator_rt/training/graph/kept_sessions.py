@@ -203,10 +203,9 @@ class ReusingCreator(tf.compat.v1.train.SessionCreator):
 
   def create_session(self):
     session = self._kept.session
-    now = checkpoints.content_id(self._path)
-    if now is None or now != self._kept.holds:
+    if not checkpoints.still_holds(self._kept.holds, self._path):
       self._saver.restore(session, self._path)
-      self._kept.holds = now
+      self._kept.holds = checkpoints.content_id(self._path)
     else:
       # The Saver's line, which 2.15's new session logged at every call.
       tf_log.info('Restoring parameters from %s', self._path)
