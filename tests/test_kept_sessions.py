@@ -40,9 +40,13 @@ class _Counts:
     self.calls = collections.Counter()
 
 
-def _tf1_model_fn(counts, *, dropout=None):
+def _tf1_model_fn(counts, *, dropout=None, change_at_train=None):
+  """A TF1-style model_fn; its `change_at_train`-th TRAIN call builds
+  another graph (one more op) of the same variables."""
   def model_fn(features, labels, mode):
     counts.calls[f'model_fn:{mode}'] += 1
+    changed = (mode == ert.ModeKeys.TRAIN and
+               counts.calls[f'model_fn:{mode}'] == change_at_train)
     hidden = tf1.layers.dense(features['x'], 8, activation=tf.nn.relu)
     if dropout and mode == ert.ModeKeys.TRAIN:
       hidden = tf1.nn.dropout(hidden, rate=dropout)
@@ -50,6 +54,8 @@ def _tf1_model_fn(counts, *, dropout=None):
     if mode == ert.ModeKeys.PREDICT:
       return ert.EstimatorSpec(mode, predictions={'logits': logits})
     loss = tf1.losses.sigmoid_cross_entropy(labels, logits)
+    if changed:
+      loss = tf.identity(loss, name='changed')
     if mode == ert.ModeKeys.EVAL:
       return ert.EstimatorSpec(mode, loss=loss, eval_metric_ops={
           'mean_logit': tf1.metrics.mean(logits)})
@@ -122,13 +128,16 @@ def _assert_same(kept, fresh):
     np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize('program', ['tf1', 'canned', 'tf1_dropout'])
+@pytest.mark.parametrize('program',
+                         ['tf1', 'canned', 'tf1_dropout', 'tf1_changing'])
 def test_a_kept_session_gives_what_a_new_one_gave(tmp_path, monkeypatch,
                                                   program):
   """The same numbers, model_fn calls (a TF1-style model_fn is called once
   per call, as by 2.15) and hook calls, in fewer sessions; a model whose
   seeded dropout runs each step is not kept (its kernel's random sequence
-  would go on), and gives the same numbers too."""
+  would go on), and gives the same numbers too. A training graph built on
+  the input as the input_fn made it (a kept graph reads that input
+  rewritten), which is not the kept graph after all, trains on it alike."""
   config = ert.RunConfig(tf_random_seed=7)
 
   def make(counts, model_dir):
@@ -139,6 +148,8 @@ def test_a_kept_session_gives_what_a_new_one_gave(tmp_path, monkeypatch,
           model_dir=model_dir, config=config)
     return ert.Estimator(
         _tf1_model_fn(counts, dropout=0.5 if program == 'tf1_dropout'
+                      else None,
+                      change_at_train=3 if program == 'tf1_changing'
                       else None), model_dir=model_dir, config=config)
 
   kept, kept_calls, kept_sessions = _run(make, tmp_path, monkeypatch, True)
@@ -147,15 +158,16 @@ def test_a_kept_session_gives_what_a_new_one_gave(tmp_path, monkeypatch,
   _assert_same(kept, fresh)
   assert kept_calls == fresh_calls, (kept_calls, fresh_calls)
   assert kept_calls['hook:begin'] == kept_calls['hook:end'] == 3
-  if program == 'tf1':
+  if program.startswith('tf1'):
     assert kept_calls['model_fn:train'] == 3  # Once per call.
     assert kept_calls['model_fn:infer'] == 9
   # 3 rounds of train, evaluate and 3 predicts: 15 sessions afresh; kept,
   # the first of each mode and the second train (the first, from no
-  # checkpoint, is not kept), and every train with a seeded dropout.
+  # checkpoint, is not kept), every train with a seeded dropout, and the
+  # train that built another graph.
   assert fresh_sessions == 15
-  assert kept_sessions == (5 if program == 'tf1_dropout' else 4), (
-      kept_sessions)
+  assert kept_sessions == (5 if program in ('tf1_dropout', 'tf1_changing')
+                           else 4), kept_sessions
 
 
 def test_a_kept_session_restores_a_checkpoint_another_writer_saved(

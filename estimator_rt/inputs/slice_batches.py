@@ -15,7 +15,11 @@ an optional `repeat(count)`, `batch(batch_size, drop_remainder)` and an
 optional `prefetch` (with `with_options` anywhere in it), and rebuilds it as
 a dataset of batch numbers mapped to one `tf.gather` of each array: batch k
 holds rows k*B .. k*B+B-1 of the repeated data, modulo the number of rows,
-as the original's k-th batch does. The elements, their order, the element
+as the original's k-th batch does. When no batch straddles the end of the
+data (the number of rows a multiple of B, the remainder dropped), it is
+the slices of the arrays reshaped to [rows / B, B, ...] instead, repeated
+as the original: the same batches without a dataset function to
+instantiate for every new iterator. The elements, their order, the element
 spec, the cardinality (infinite stays infinite) and the options are the
 original's; anything else (a shuffle, a map, a dynamic batch size, sparse
 or ragged components, a parallel batch) leaves the dataset as it is. The
@@ -85,8 +89,56 @@ def _rebuild(dataset: tf.data.Dataset) -> Optional[tf.data.Dataset]:
   rows = int(arrays[0].shape[0])
   if rows == 0:
     return None
+  rebuilt = (_whole_batches(arrays, structure, rows=rows, count=count,
+                            batch_size=batch_size)
+             if drop_remainder and rows % batch_size == 0 else None)
+  if rebuilt is None:
+    rebuilt = _gathered_batches(arrays, structure, rows=rows, count=count,
+                                batch_size=batch_size,
+                                drop_remainder=bool(drop_remainder))
+  if prefetch is not None:
+    rebuilt = rebuilt.prefetch(prefetch)
+  with warnings.catch_warnings():
+    # In a graph, options() warns that options set in the graph may not be
+    # known to Python: those of this chain were set by with_options, which
+    # it does know.
+    warnings.simplefilter('ignore')
+    rebuilt = rebuilt.with_options(dataset.options())
+  if rebuilt.element_spec != dataset.element_spec:
+    return None
+  if tf.executing_eagerly() and (
+      int(rebuilt.cardinality()) != int(dataset.cardinality())):
+    return None
+  return rebuilt
+
+
+def _whole_batches(arrays: list, structure, *, rows: int, count: int,
+                   batch_size: int) -> Optional[tf.data.Dataset]:
+  """Batches that never straddle the end of the data (`rows` a multiple of
+  `batch_size`, the remainder dropped) as slices of the arrays reshaped to
+  [batches, batch_size, ...], repeated `count` times: no dataset function,
+  so a new iterator starts in a few milliseconds where `map`'s function is
+  instantiated again (about 20 ms); None if an array's other dimensions are
+  not static."""
+  shapes = []
+  for array in arrays:
+    inner = array.shape[1:]
+    if not inner.is_fully_defined():
+      return None
+    shapes.append([rows // batch_size, batch_size] + inner.as_list())
+  batched = tf.data.Dataset.from_tensor_slices(tf.nest.pack_sequence_as(
+      structure, [tf.reshape(array, shape)
+                  for array, shape in zip(arrays, shapes)]))
+  return batched if count == 1 else batched.repeat(count)
+
+
+def _gathered_batches(arrays: list, structure, *, rows: int, count: int,
+                      batch_size: int, drop_remainder: bool
+                      ) -> tf.data.Dataset:
+  """Batch k as one `tf.gather` of rows k*B .. k*B+B-1 of the repeated
+  data, modulo `rows`, mapped over the batch numbers."""
   batches = _batch_numbers(rows=rows, count=count, batch_size=batch_size,
-                           drop_remainder=bool(drop_remainder))
+                           drop_remainder=drop_remainder)
   total = None if count < 0 else rows * count
 
   def take_batch(k):
@@ -103,21 +155,7 @@ def _rebuild(dataset: tf.data.Dataset) -> Optional[tf.data.Dataset]:
     return tf.nest.pack_sequence_as(
         structure, [tf.gather(array, indices) for array in arrays])
 
-  rebuilt = batches.map(take_batch)
-  if prefetch is not None:
-    rebuilt = rebuilt.prefetch(prefetch)
-  with warnings.catch_warnings():
-    # In a graph, options() warns that options set in the graph may not be
-    # known to Python: those of this chain were set by with_options, which
-    # it does know.
-    warnings.simplefilter('ignore')
-    rebuilt = rebuilt.with_options(dataset.options())
-  if rebuilt.element_spec != dataset.element_spec:
-    return None
-  if tf.executing_eagerly() and (
-      int(rebuilt.cardinality()) != int(dataset.cardinality())):
-    return None
-  return rebuilt
+  return batches.map(take_batch)
 
 
 def _slice_arrays(slices: tf.data.Dataset

@@ -49,9 +49,11 @@ GRAPH_FILE = 'graph.pbtxt'
 
 class GraphFiles:
   """The graph files of one graph, made on first use: a training graph is
-  final once its session exists, so one computation serves every save.
-  Safe to use from two threads (`written_in_background` makes them in one
-  while training runs; a save waits for its .meta).
+  final once its session exists, so one computation serves every save,
+  and every training call of a kept graph (graph/kept_sessions.py) until
+  an op is added to it. Safe to use from two threads
+  (`written_in_background` makes them in one while training runs; a save
+  waits for its .meta).
 
   Args:
     graph: the training (or evaluation) graph, final.
@@ -70,13 +72,18 @@ class GraphFiles:
     self._graph_def = None
     self._meta_graph_def = None
     self._meta_graph_bytes = None
+    self._graph_bytes = None
+    self._version = None  # The graph's version they were made of.
 
   @property
   def graph_def(self) -> graph_pb2.GraphDef:
     """The GraphDef, with shapes, as 2.15 wrote it."""
     with self._lock:
-      if self._graph_def is None:
+      if self._version != self._graph.version:  # Ops added since.
         self._graph_def = self._graph.as_graph_def(add_shapes=True)
+        self._graph_bytes = self._graph_def.SerializeToString()
+        self._meta_graph_def = self._meta_graph_bytes = None
+        self._version = self._graph.version
       return self._graph_def
 
   @property
@@ -96,17 +103,19 @@ class GraphFiles:
   def for_events(self) -> Tuple[bytes, Optional[bytes]]:
     """(GraphDef, MetaGraphDef or None) serialized, for an event file
     (`summaries.ScalarWriter.write_graph`)."""
+    self.graph_def  # pylint: disable=pointless-statement
     if not self._with_meta_graph:
-      return self.graph_def.SerializeToString(), None
+      return self._graph_bytes, None
     self.meta_graph_def  # pylint: disable=pointless-statement
-    return self.graph_def.SerializeToString(), self._meta_graph_bytes
+    return self._graph_bytes, self._meta_graph_bytes
 
   def write_graph_file(self, directory: str) -> None:
     """Writes `<directory>/graph.pbtxt` (replacing it, atomically), unless
     this process wrote this very graph there already (its text is most of
     the cost: 0.66 s for a wide & deep model's 840 nodes)."""
     path = os.path.join(directory, GRAPH_FILE)
-    digest = hashlib.sha256(self.graph_def.SerializeToString()).hexdigest()
+    self.graph_def  # pylint: disable=pointless-statement
+    digest = hashlib.sha256(self._graph_bytes).hexdigest()
     if _written.get(path) == digest and tf.io.gfile.exists(path):
       return
     tf.io.write_graph(self.graph_def, directory, GRAPH_FILE, as_text=True)

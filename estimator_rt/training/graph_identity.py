@@ -20,6 +20,10 @@ from tensorflow.core.framework import function_pb2  # pylint: disable=g-direct-t
 
 # Attributes whose string values TensorFlow numbers process-wide.
 _NUMBERED_STRINGS = ('_gradient_op_type',)
+# The attribute listing the nodes a node is colocated with (`loc:@name`),
+# and what stands for the derived ones (see `fingerprint`).
+_COLOCATION = '_class'
+_DERIVED = b'loc:@<derived>'
 
 
 def _functions_used(attr_map) -> List[str]:
@@ -33,10 +37,12 @@ def _functions_used(attr_map) -> List[str]:
 
 
 class _Canonical:
-  """Numbered names -> their order of first use in one GraphDef."""
+  """Numbered names -> their order of first use in one GraphDef; the names
+  of `derived` nodes in colocation attributes -> one mark."""
 
-  def __init__(self):
+  def __init__(self, derived: frozenset = frozenset()):
     self._names: Dict[str, str] = {}
+    self._derived = derived
 
   def name(self, name: str) -> str:
     if name not in self._names:
@@ -59,17 +65,33 @@ class _Canonical:
           function.name = self.name(function.name)
         if key in _NUMBERED_STRINGS and value.s:
           value.s = self.name(value.s.decode('utf-8', 'replace')).encode()
+        if key == _COLOCATION and self._derived:
+          colocated = [_DERIVED if name[len(b'loc:@'):].decode(
+              'utf-8', 'replace') in self._derived else name
+                       for name in value.list.s]
+          del value.list.s[:]
+          value.list.s.extend(colocated)
     return copy.SerializeToString(deterministic=True)
 
 
 def fingerprint(graph_def: tf.compat.v1.GraphDef, *, first_node: int = 0,
-                end_node: Optional[int] = None) -> str:
+                end_node: Optional[int] = None,
+                input_rewritten: bool = False) -> str:
   """A hash of `graph_def`'s nodes from index `first_node` up to
   `end_node` (a part of a graph: the nodes its ops added between two
   points; a GraphDef holds them in the order they were made) and of the
   functions they use, equal for two builds of the same code (see the
-  module docstring)."""
-  canonical = _Canonical()
+  module docstring).
+
+  `input_rewritten`: the nodes just before the part are made from those
+  before them alone, and may be made differently in two builds (the graph
+  engine's rewrite of the input); a node of the part colocated with any
+  node before the part then counts as colocated with one mark (TensorFlow colocates an iterator's `get_next` with its dataset,
+  the input_fn's or the rewritten one). Colocation only places ops on
+  devices: a graph kept on one device computes the same either way."""
+  derived = frozenset(node.name for node in graph_def.node[:first_node]
+                      ) if input_rewritten else frozenset()
+  canonical = _Canonical(derived)
   digest = hashlib.sha256()
   library = {f.signature.name: f for f in graph_def.library.function}
   pending = []

@@ -146,6 +146,7 @@ class _TrainingParts:
   loop: Any  # session_loop.SessionLoop
   hooks_refuse: bool  # A SessionRunHook of the call's ruled the loop out.
   model_writes_loss: bool
+  files: Any = None  # graph_files.GraphFiles of the graph, once made.
 
 
 @dataclasses.dataclass
@@ -250,6 +251,10 @@ class GraphEngine(engine_lib.Engine):
     self._prepared = None
     # Graphs and sessions kept for the next call of their mode.
     self._keeper = kept_sessions.Keeper()
+    # Whether a training graph whose input a kept graph reads is built on
+    # that input as the input_fn made it (`_training_graph`): until one
+    # such graph is not the kept one after all.
+    self._lean_training_input = True
 
   def unsupported(self) -> Optional[str]:
     """Why this engine cannot run the RunConfig it was given (an
@@ -273,13 +278,15 @@ class GraphEngine(engine_lib.Engine):
 
   # -------------------------------------------------- kept sessions
   def _kept_keys(self, graph: tf.Graph, input_ops: int, *,
-                 path: Optional[str], eligible: bool, model_part: bool = True
+                 path: Optional[str], eligible: bool, model_part: bool = True,
+                 model_ops_from: Optional[int] = None
                  ) -> Optional[Tuple[str, ...]]:
     """(input part's, model part's fingerprint) of `graph`, whose first
     `input_ops` ops the input_fn made, if its session may be kept
     (kept_sessions.py: `eligible` for the mode, a checkpoint to restore, no
     queue runners), else None; the input part's alone without
-    `model_part` (the model is not built yet)."""
+    `model_part` (the model is not built yet). The model part is the ops
+    from `model_ops_from` (default: `input_ops`) on."""
     if (not eligible or path is None or not self._keeper.keeps or
         graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS) or
         (model_part and graph_identity.runs_seeded_random_ops(graph))):
@@ -288,8 +295,11 @@ class GraphEngine(engine_lib.Engine):
     input_key = graph_identity.fingerprint(graph_def, end_node=input_ops)
     if not model_part:
       return (input_key,)
-    return (input_key,
-            graph_identity.fingerprint(graph_def, first_node=input_ops))
+    if model_ops_from is None:
+      return (input_key,
+              graph_identity.fingerprint(graph_def, first_node=input_ops))
+    return (input_key, graph_identity.fingerprint(
+        graph_def, first_node=model_ops_from, input_rewritten=True))
 
   def _take_kept(self, mode: str, keys: Optional[Tuple[str, str]]
                  ) -> Optional[kept_sessions.Kept]:
@@ -401,25 +411,36 @@ class GraphEngine(engine_lib.Engine):
     graph = tf.Graph()
     hooks_refuse = reason is not None
     # How many ops the input_fn made (the input part of the graph's keys),
-    # and the kept graph that reads the same input, if one does.
-    input_ops, kept = [], []
+    # the input part's keys, and the kept graph that reads the same input,
+    # if one does.
+    input_ops, input_keys, kept = [], [], []
+    eligible = self._may_keep_training(placement, None)
 
     def kept_graph_reads_this_input() -> bool:
       # A model_fn that builds the same graph (SAME_GRAPH_MODES) is not
       # called, nor the input rewritten, for an input a kept graph reads.
       input_ops.append(len(graph.get_operations()))
+      input_keys.extend(self._kept_keys(
+          graph, input_ops[0], path=latest, model_part=False,
+          eligible=eligible) or ())
       if not model_lib.builds_same_graph(self._model_fn, ModeKeys.TRAIN):
         return False
-      kept.append(self._kept_training(
-          self._kept_keys(graph, input_ops[0], path=latest, model_part=False,
-                          eligible=self._may_keep_training(placement, None)),
-          hooks_refuse=hooks_refuse))
+      kept.append(self._kept_training(input_keys, hooks_refuse=hooks_refuse))
       return kept[0] is not None
+
+    def rewrite_input() -> bool:
+      # The kept graph of this input read it rewritten already (a function
+      # of the input part alone): this graph is likely to be compared and
+      # dropped, and its rewrite (tracing a dataset function) to cost more
+      # than a short call's steps. If it is kept after all, it trains on
+      # the input as the input_fn made it (the same elements, in order).
+      return not (input_keys and self._lean_training_input and
+                  self._keeper.input_key(ModeKeys.TRAIN) == input_keys[0])
 
     with graph.as_default(), self._building():
       data = model_lib.read_input(
           input_fn, self._params, role='train input_fn',
-          config=self._config, placement=placement, overlap=True,
+          config=self._config, placement=placement, overlap=rewrite_input,
           stop_after_call=kept_graph_reads_this_input)
       if data is None:
         parts = kept[0].parts.training
@@ -436,7 +457,10 @@ class GraphEngine(engine_lib.Engine):
           placement=placement)
       reason = reason or in_graph_loop.refusal_of_step(
           step, queue_runners_before=queue_runners, ops_before=ops_before)
+      # The model part starts after the iterator: what lies between (the
+      # rewrite, the iterator) follows from the input part.
       keys = self._kept_keys(graph, input_ops[0], path=latest,
+                             model_ops_from=ops_before,
                              eligible=self._may_keep_training(placement,
                                                               step.spec))
       kept = self._kept_training(keys, hooks_refuse=hooks_refuse)
@@ -444,6 +468,9 @@ class GraphEngine(engine_lib.Engine):
         parts = kept.parts.training
         return _Built(kept.graph, parts.data, parts.built, kept, keys,
                       hooks_refuse)
+      if not rewrite_input():
+        # Read as it came after all: the next calls rewrite again.
+        self._lean_training_input = False
       if reason is None:
         try:
           with model_lib.runtime_scope():
@@ -591,7 +618,9 @@ class GraphEngine(engine_lib.Engine):
     """The TrainingSetup of `loop` over `graph`; `keeping`: (keys, kept,
     creator, scaffold) for keeping the graph and session after training."""
     checkpoint_writer = session_loop.SaverWriter(parts.saver, loop)
-    files = graph_files.GraphFiles(graph=graph, saver=parts.saver)
+    if parts.files is None:
+      parts.files = graph_files.GraphFiles(graph=graph, saver=parts.saver)
+    files = parts.files
     saver_hook = next((h for h in loop.hooks if isinstance(
         h, tf.compat.v1.train.CheckpointSaverHook)), None)
     return engine_lib.TrainingSetup(

@@ -112,6 +112,13 @@ class Keeper:
       del self._kept[mode]
       return kept
 
+  def input_key(self, mode: str) -> Optional[str]:
+    """The input part's fingerprint of the kept graph of `mode` (it stays
+    kept), or None if none is kept."""
+    with self._lock:
+      kept = self._kept.get(mode)
+      return None if kept is None else kept.input_key
+
   @property
   def keeps(self) -> bool:
     """Whether anything may be kept (a budget above 0)."""

@@ -9,7 +9,7 @@ not), the loss, the metric pairs with a mean loss, the predictions.
 """
 
 import dataclasses
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from absl import logging
 import keras
@@ -106,7 +106,8 @@ def runtime_scope():
 
 
 def read_input(input_fn: Callable, params: dict, *, role: str, config,
-               placement=None, overlap: bool = False,
+               placement=None,
+               overlap: Union[bool, Callable[[], bool]] = False,
                stop_after_call: Callable[[], bool] = lambda: False
                ) -> Optional[GraphInput]:
   """Calls `input_fn` in the current graph, ready to read it element by
@@ -120,7 +121,8 @@ def read_input(input_fn: Callable, params: dict, *, role: str, config,
   worker reads its shard of the dataset (`placement.shard`).
   `overlap`: the iterator's `get_next` runs ahead of the step
   (`input_overlap.overlapped`), and in-memory slices are read a batch at a
-  time (`slice_batches.gathered`); training passes True.
+  time (`slice_batches.gathered`); training passes True, or a function
+  asked once the input_fn has returned (after `stop_after_call`).
   `stop_after_call`: called once the input_fn has returned (the graph
   holds its ops alone); True stops there, and None is returned (a kept
   graph reads the same input already: graph/kept_sessions.py).
@@ -148,7 +150,7 @@ def read_input(input_fn: Callable, params: dict, *, role: str, config,
   with runtime_scope():
     if placement is not None and context is None:
       dataset = placement.shard(dataset)
-    if overlap:
+    if overlap if isinstance(overlap, bool) else overlap():
       # Replicas of this graph read consecutive elements of one iterator,
       # so the same elements in the same order are all the rewrite must
       # keep.
