@@ -76,6 +76,10 @@ class GraphFiles:
     self._version = None  # The graph's version they were made of.
 
   @property
+  def graph(self) -> tf.Graph:
+    return self._graph
+
+  @property
   def graph_def(self) -> graph_pb2.GraphDef:
     """The GraphDef, with shapes, as 2.15 wrote it."""
     with self._lock:

@@ -49,9 +49,24 @@ class _Canonical:
       self._names[name] = f'__{len(self._names)}'
     return self._names[name]
 
+  def _canonical_already(self, message, attr_maps) -> bool:
+    """Whether `message` holds nothing `serialized` would change (most
+    nodes: no function, numbered string or colocation to rename)."""
+    if isinstance(message, function_pb2.FunctionDef):
+      return False
+    for attr_map in attr_maps(message):
+      for key, value in attr_map.items():
+        if (value.HasField('func') or value.list.func or
+            (key in _NUMBERED_STRINGS and value.s) or
+            (key == _COLOCATION and self._derived)):
+          return False
+    return True
+
   def serialized(self, message, attr_maps) -> bytes:
     """`message` (a NodeDef or FunctionDef) serialized with the numbered
     names in `attr_maps(copy)` (its attribute maps) made canonical."""
+    if self._canonical_already(message, attr_maps):
+      return message.SerializeToString(deterministic=True)
     copy = type(message)()
     copy.CopyFrom(message)
     if isinstance(copy, function_pb2.FunctionDef):
@@ -140,7 +155,9 @@ def _is_seeded(node_def) -> bool:
              for key in ('seed', 'seed2'))
 
 
-def runs_seeded_random_ops(graph: tf.Graph) -> bool:
+def runs_seeded_random_ops(graph: tf.Graph,
+                           graph_def: Optional[tf.compat.v1.GraphDef] = None
+                           ) -> bool:
   """Whether `graph` holds a seeded stateful random op (a dropout's
   `RandomUniform` under a graph seed) outside its variables' initializers.
   Such an op's kernel keeps its place in its random sequence for as long as
@@ -149,11 +166,13 @@ def runs_seeded_random_ops(graph: tf.Graph) -> bool:
   a graph's session is not kept. (A dataset's shuffle starts again with its
   iterator, and stateless ops draw from their inputs: neither counts.)"""
   initializers = _initializers(graph)
-  for op in graph.get_operations():
-    if (op.name not in initializers and not op.type.startswith('Stateless')
-        and _is_seeded(op.node_def)):
+  if graph_def is None:  # `graph`'s, if the caller has it already.
+    graph_def = graph.as_graph_def()
+  for node in graph_def.node:
+    if (node.name not in initializers and not node.op.startswith('Stateless')
+        and _is_seeded(node)):
       return True
-  for function in graph.as_graph_def().library.function:
+  for function in graph_def.library.function:
     if any(not node.op.startswith('Stateless') and _is_seeded(node)
            for node in function.node_def):
       return True

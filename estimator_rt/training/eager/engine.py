@@ -288,8 +288,12 @@ class EagerEngine(engine_lib.Engine):
                                                 loops.CompiledTrainLoop):
       yield
       return
-    files = graph_files.GraphFiles(graph=train_loop.traced_graph(iterator),
-                                   with_meta_graph=False)
+    graph = train_loop.traced_graph(iterator)
+    files = train_loop.graph_files
+    if files is None or files.graph is not graph:
+      # Made once per trace: a kept loop's next calls write the same graph.
+      files = graph_files.GraphFiles(graph=graph, with_meta_graph=False)
+      train_loop.graph_files = files
     with graph_files.written_in_background(
         files, directory=self.model_dir, summary_writer=summary_writer,
         graph_file=self._config.checkpoint_save_graph_def):

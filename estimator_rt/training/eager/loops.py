@@ -147,6 +147,9 @@ class CompiledTrainLoop:
   def __init__(self, function):
     self.function = function
     self._call = surface_user_errors(function)
+    # The graph_files.GraphFiles of its trace, once the engine made them
+    # (a kept loop writes the same graph at its next calls).
+    self.graph_files = None
 
   def __call__(self, iterator, num_steps: int):
     return self._call(iterator, tf.constant(num_steps, tf.int32))

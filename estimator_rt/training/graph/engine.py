@@ -288,10 +288,12 @@ class GraphEngine(engine_lib.Engine):
     `model_part` (the model is not built yet). The model part is the ops
     from `model_ops_from` (default: `input_ops`) on."""
     if (not eligible or path is None or not self._keeper.keeps or
-        graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS) or
-        (model_part and graph_identity.runs_seeded_random_ops(graph))):
+        graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)):
       return None
     graph_def = graph.as_graph_def()
+    if model_part and graph_identity.runs_seeded_random_ops(graph,
+                                                            graph_def):
+      return None
     input_key = graph_identity.fingerprint(graph_def, end_node=input_ops)
     if not model_part:
       return (input_key,)
