@@ -438,42 +438,14 @@ class GraphEngine(engine_lib.Engine):
         per_step_hooks=per_step_hooks)
     graph = tf.Graph()
     hooks_refuse = reason is not None
-    # How many ops the input_fn made (the input part of the graph's keys),
-    # the input part's keys, and the kept graph that reads the same input,
-    # if one does.
-    input_ops, input_keys, kept = [], [], []
-    eligible = self._may_keep_training(placement, None)
-
-    def kept_graph_reads_this_input() -> bool:
-      # A model_fn that builds the same graph (SAME_GRAPH_MODES) is not
-      # called, nor the input rewritten, for an input a kept graph reads.
-      input_ops.append(len(graph.get_operations()))
-      input_keys.extend(self._kept_keys(
-          graph, input_ops[0], path=latest, model_part=False,
-          eligible=eligible) or ())
-      if not model_lib.builds_same_graph(self._model_fn, ModeKeys.TRAIN):
-        return False
-      kept.append(self._kept_training(input_keys, hooks_refuse=hooks_refuse))
-      return kept[0] is not None
-
-    def rewrite_input() -> bool:
-      # The kept graph of this input read it rewritten already (a function
-      # of the input part alone): this graph is likely to be compared and
-      # dropped, and its rewrite (tracing a dataset function) to cost more
-      # than a short call's steps. If it is kept after all, it trains on
-      # the input as the input_fn made it (the same elements, in order).
-      return not (input_keys and self._lean_training_input and
-                  self._keeper.input_key(ModeKeys.TRAIN) == input_keys[0])
-
     with graph.as_default(), self._building():
-      data = model_lib.read_input(
-          input_fn, self._params, role='train input_fn',
-          config=self._config, placement=placement, overlap=rewrite_input,
-          stop_after_call=kept_graph_reads_this_input)
+      data, input_ops, kept, lean = self._training_input(
+          graph, input_fn, placement, latest=latest,
+          hooks_refuse=hooks_refuse)
       if data is None:
-        parts = kept[0].parts.training
-        return _Built(kept[0].graph, parts.data, parts.built, kept[0],
-                      (kept[0].input_key, kept[0].model_key), hooks_refuse)
+        parts = kept.parts.training
+        return _Built(kept.graph, parts.data, parts.built, kept,
+                      (kept.input_key, kept.model_key), hooks_refuse)
       self._features_spec = data.features_spec
       reason = reason or in_graph_loop.input_refusal(data)
       queue_runners = len(graph.get_collection(
@@ -487,7 +459,7 @@ class GraphEngine(engine_lib.Engine):
           step, queue_runners_before=queue_runners, ops_before=ops_before)
       # The model part starts after the iterator: what lies between (the
       # rewrite, the iterator) follows from the input part.
-      keys = self._kept_keys(graph, input_ops[0], path=latest,
+      keys = self._kept_keys(graph, input_ops, path=latest,
                              model_ops_from=ops_before,
                              eligible=self._may_keep_training(placement,
                                                               step.spec))
@@ -496,7 +468,7 @@ class GraphEngine(engine_lib.Engine):
         parts = kept.parts.training
         return _Built(kept.graph, parts.data, parts.built, kept, keys,
                       hooks_refuse)
-      if not rewrite_input():
+      if lean:
         # Read as it came after all: the next calls rewrite again.
         self._lean_training_input = False
       if reason is None:
@@ -515,6 +487,49 @@ class GraphEngine(engine_lib.Engine):
                  'loop: one session run per loop of up to %d steps.', name,
                  self._config.steps_per_loop)
     return _Built(graph, data, loop, None, keys, hooks_refuse)
+
+  def _training_input(self, graph: tf.Graph, input_fn, placement, *,
+                      latest: Optional[str], hooks_refuse: bool):
+    """Calls the train input_fn in `graph` (`model.read_input`).
+
+    Returns:
+      (the GraphInput, or None when the kept graph of the previous training
+      reads this input and its model_fn builds the same graph (it is then
+      not called), how many ops the input_fn made (the input part of the
+      graph's keys), that kept graph or None, whether the input was left
+      as the input_fn made it, not rewritten, because a kept graph reads it
+      rewritten already: this graph is likely to be compared and dropped,
+      and the rewrite to cost more than a short call's steps; if this graph
+      is kept after all, it trains on the input as it came, the same
+      elements in the same order).
+    """
+    input_ops, input_keys, kept = [], [], []
+    eligible = self._may_keep_training(placement, None)
+
+    def kept_graph_reads_this_input() -> bool:
+      input_ops.append(len(graph.get_operations()))
+      input_keys.extend(self._kept_keys(
+          graph, input_ops[0], path=latest, model_part=False,
+          eligible=eligible) or ())
+      if not model_lib.builds_same_graph(self._model_fn, ModeKeys.TRAIN):
+        return False
+      kept.append(self._kept_training(input_keys, hooks_refuse=hooks_refuse))
+      return kept[0] is not None
+
+    left_as_made = []
+
+    def rewrite() -> bool:
+      left_as_made.append(bool(
+          input_keys and self._lean_training_input and
+          self._keeper.input_key(ModeKeys.TRAIN) == input_keys[0]))
+      return not left_as_made[0]
+
+    data = model_lib.read_input(
+        input_fn, self._params, role='train input_fn', config=self._config,
+        placement=placement, overlap=rewrite,
+        stop_after_call=kept_graph_reads_this_input)
+    return (data, input_ops[0], kept[0] if kept else None,
+            bool(left_as_made and left_as_made[0]))
 
   def _may_keep_training(self, placement, spec) -> bool:
     """Whether a training's graph and session may be kept (kept_sessions.py):
