@@ -384,3 +384,31 @@ def test_guard_records_figures_beside_the_others(tmp_path, monkeypatch):
   assert last['canned']['commit'] == 'abc123'
   assert last['canned']['figures']['calls/v2/tf1/train']['value'] == 0.6
   assert last['calls']['command'].startswith('python -m scripts.bench.calls')
+
+
+def test_model_fn_floor_builds_each_mode_in_a_graph_of_its_own():
+  """scripts.bench.model_fn_floor times the calls benchmark's model_fn
+  alone: each build makes the mode's graph (a train_op only in TRAIN), in
+  a new graph each time."""
+  floor = importlib.import_module('scripts.bench.model_fn_floor')
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  made = []
+  built = floor.calls_worker._tf1_model_fn  # pylint: disable=protected-access
+
+  def recording(features, labels, mode, params):
+    spec = built(features, labels, mode, params)
+    made.append((mode, tf.compat.v1.get_default_graph(),
+                 spec.train_op is not None))
+    return spec
+
+  floor.calls_worker._tf1_model_fn = recording  # pylint: disable=protected-access
+  try:
+    for mode in floor.MODES:
+      times = floor.build_times(mode, 2)
+      assert len(times) == 2 and all(t > 0 for t in times)
+  finally:
+    floor.calls_worker._tf1_model_fn = built  # pylint: disable=protected-access
+  assert [(m, has_train_op) for m, _, has_train_op in made] == [
+      ('infer', False), ('infer', False), ('eval', False), ('eval', False),
+      ('train', True), ('train', True)]
+  assert len({id(graph) for _, graph, _ in made}) == 6

@@ -160,6 +160,9 @@ class _KeptParts:
   training: Any = None  # _TrainingParts of TRAIN.
   op_count: int = 0  # The graph's ops when kept: a call adding ops (a hook's
   # `begin`) would add them again each call, so its graph is not kept.
+  # Whether the input's iterator was started again at the end of the last
+  # call (`GraphEngine._restart_input`) and not read since.
+  input_fresh: bool = False
 
 
 @dataclasses.dataclass
@@ -348,6 +351,8 @@ class GraphEngine(engine_lib.Engine):
       kept.close()
       return
     parts.op_count = op_count
+    if kept is not None:  # Unless this call read its input (_input_start).
+      parts.input_fresh = kept.parts.input_fresh
     if not self._restart_input(session, parts):
       try:
         session.close()
@@ -371,13 +376,24 @@ class GraphEngine(engine_lib.Engine):
             parts.prediction.data if parts.prediction is not None else
             parts.training.data if parts.training is not None else None)
     initializer = getattr(data, 'initializer', None)
-    if initializer is None:
+    if initializer is None or parts.input_fresh:  # Not read since.
       return True
     try:
       session.run(initializer)
     except Exception:  # pylint: disable=broad-except
       return False  # Then the session is not kept: a new one starts it.
+    parts.input_fresh = True
     return True
+
+  @staticmethod
+  def _input_start(kept: Optional[kept_sessions.Kept], data) -> list:
+    """The SessionRunHook that starts `data`'s input in a call's session,
+    none when `kept`'s input was started again at the end of its last call
+    (`_restart_input`): it is then fresh, and this call reads it."""
+    if kept is not None and kept.parts.input_fresh:
+      kept.parts.input_fresh = False
+      return []
+    return [session_loop.RunOnceHook(data.initializer)]
 
   def _refuse_unsupported(self) -> None:
     refusal = self.unsupported()
@@ -617,7 +633,7 @@ class GraphEngine(engine_lib.Engine):
       loop = parts.loop.for_next_call(
           creator=creator, summary_writer=summary_writer,
           hooks=self._training_session_hooks(built, data, placement,
-                                             session_hooks))
+                                             session_hooks, kept=kept))
       return self._training_setup(
           placement, graph, loop, parts, latest=latest,
           runtime_hooks=runtime_hooks, summary_writer=summary_writer,
@@ -715,12 +731,12 @@ class GraphEngine(engine_lib.Engine):
         graph_file=self._config.checkpoint_save_graph_def, by_saver=by_saver)
 
   def _training_session_hooks(self, built, data, placement,
-                              session_hooks) -> list:
+                              session_hooks, kept=None) -> list:
     """The training session's SessionRunHooks, in their order: the input's
-    and the replicas' initializers, the caller's, the model_fn's, the
-    in-graph loop's initializer."""
+    (unless `kept`'s input is fresh) and the replicas' initializers, the
+    caller's, the model_fn's, the in-graph loop's initializer."""
     spec = built.spec
-    hooks = [session_loop.RunOnceHook(data.initializer)]
+    hooks = self._input_start(kept, data)
     sync = placement.sync_replicas_op()
     if sync is not None:
       hooks.insert(0, session_loop.RunOnceHook(sync))
@@ -1014,7 +1030,7 @@ class GraphEngine(engine_lib.Engine):
     with evaluation.graph.as_default(), self._kept_graph_open(kept):
       self._check_fits_or_warm_start(path, built.spec.scaffold)
       final_hook = tf.compat.v1.train.FinalOpsHook(evaluation.final)
-      all_hooks = ([session_loop.RunOnceHook(evaluation.data.initializer)] +
+      all_hooks = (self._input_start(kept, evaluation.data) +
                    session_hooks + list(built.spec.evaluation_hooks) +
                    [final_hook])
       if kept is None:
@@ -1151,8 +1167,8 @@ class GraphEngine(engine_lib.Engine):
                   tf.compat.v1.train.Scaffold(
                       saver=prediction.saver,
                       copy_from_scaffold=built.spec.scaffold))
-      initializer = [] if fed is not None else [
-          session_loop.RunOnceHook(prediction.data.initializer)]
+      initializer = ([] if fed is not None else
+                     self._input_start(kept, prediction.data))
       creator = self._session_creator(kept, scaffold=scaffold, path=path,
                                       keeping=keys is not None)
       batches = _predicted_batches(prediction, fed, self)

@@ -15,7 +15,9 @@ runs in them when it builds the same graph (graph_identity.py):
     it is the one the session already holds (the same files, unchanged
     since: a training call's own final save, an evaluation of the same
     checkpoint); local variables, lookup tables and the input start again,
-    as in a new session;
+    as in a new session (the input's iterator is replaced at the end of
+    the call that used it already: a used tf.data iterator under
+    autotuning takes longer to replace the longer it sits idle);
   - SessionRunHooks see a session made for them: `begin`,
     `after_create_session`, each run, `end`.
 
