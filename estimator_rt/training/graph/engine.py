@@ -282,14 +282,16 @@ class GraphEngine(engine_lib.Engine):
   # -------------------------------------------------- kept sessions
   def _kept_keys(self, graph: tf.Graph, input_ops: int, *,
                  path: Optional[str], eligible: bool, model_part: bool = True,
-                 model_ops_from: Optional[int] = None
+                 model_ops_from: Optional[int] = None,
+                 input_key: Optional[str] = None
                  ) -> Optional[Tuple[str, ...]]:
     """(input part's, model part's fingerprint) of `graph`, whose first
     `input_ops` ops the input_fn made, if its session may be kept
     (kept_sessions.py: `eligible` for the mode, a checkpoint to restore, no
     queue runners), else None; the input part's alone without
     `model_part` (the model is not built yet). The model part is the ops
-    from `model_ops_from` (default: `input_ops`) on."""
+    from `model_ops_from` (default: `input_ops`) on; `input_key`: the input
+    part's, if computed already."""
     if (not eligible or path is None or not self._keeper.keeps or
         graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)):
       return None
@@ -297,14 +299,14 @@ class GraphEngine(engine_lib.Engine):
     if model_part and graph_identity.runs_seeded_random_ops(graph,
                                                             graph_def):
       return None
-    input_key = graph_identity.fingerprint(graph_def, end_node=input_ops)
+    if input_key is None:
+      input_key = graph_identity.fingerprint(graph_def, end_node=input_ops)
     if not model_part:
       return (input_key,)
-    if model_ops_from is None:
-      return (input_key,
-              graph_identity.fingerprint(graph_def, first_node=input_ops))
     return (input_key, graph_identity.fingerprint(
-        graph_def, first_node=model_ops_from, input_rewritten=True))
+        graph_def,
+        first_node=input_ops if model_ops_from is None else model_ops_from,
+        input_rewritten=model_ops_from is not None))
 
   def _take_kept(self, mode: str, keys: Optional[Tuple[str, str]]
                  ) -> Optional[kept_sessions.Kept]:
@@ -455,7 +457,7 @@ class GraphEngine(engine_lib.Engine):
     graph = tf.Graph()
     hooks_refuse = reason is not None
     with graph.as_default(), self._building():
-      data, input_ops, kept, lean = self._training_input(
+      data, input_ops, input_key, kept, lean = self._training_input(
           graph, input_fn, placement, latest=latest,
           hooks_refuse=hooks_refuse)
       if data is None:
@@ -476,7 +478,7 @@ class GraphEngine(engine_lib.Engine):
       # The model part starts after the iterator: what lies between (the
       # rewrite, the iterator) follows from the input part.
       keys = self._kept_keys(graph, input_ops, path=latest,
-                             model_ops_from=ops_before,
+                             model_ops_from=ops_before, input_key=input_key,
                              eligible=self._may_keep_training(placement,
                                                               step.spec))
       kept = self._kept_training(keys, hooks_refuse=hooks_refuse)
@@ -512,7 +514,8 @@ class GraphEngine(engine_lib.Engine):
       (the GraphInput, or None when the kept graph of the previous training
       reads this input and its model_fn builds the same graph (it is then
       not called), how many ops the input_fn made (the input part of the
-      graph's keys), that kept graph or None, whether the input was left
+      graph's keys), that part's key (None if the graph may not be kept),
+      that kept graph or None, whether the input was left
       as the input_fn made it, not rewritten, because a kept graph reads it
       rewritten already: this graph is likely to be compared and dropped,
       and the rewrite to cost more than a short call's steps; if this graph
@@ -544,8 +547,8 @@ class GraphEngine(engine_lib.Engine):
         input_fn, self._params, role='train input_fn', config=self._config,
         placement=placement, overlap=rewrite,
         stop_after_call=kept_graph_reads_this_input)
-    return (data, input_ops[0], kept[0] if kept else None,
-            bool(left_as_made and left_as_made[0]))
+    return (data, input_ops[0], input_keys[0] if input_keys else None,
+            kept[0] if kept else None, bool(left_as_made and left_as_made[0]))
 
   def _may_keep_training(self, placement, spec) -> bool:
     """Whether a training's graph and session may be kept (kept_sessions.py):
