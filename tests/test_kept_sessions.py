@@ -231,3 +231,32 @@ def test_the_eager_engine_keeps_its_model_and_loop(tmp_path, monkeypatch):
     results[keep] = out
   _assert_same(results[True], results[False])
   assert results[True][2] == 9
+
+
+@pytest.mark.parametrize('fails', [False, True])
+def test_a_kept_session_whose_input_restart_failed_is_not_used(fails):
+  """The input's restart runs after the call, on a thread of its own; the
+  next call that takes the session waits for it, and gets no session (so
+  builds a new one) if it failed; the failed session is closed."""
+  from estimator_rt.training.graph import kept_sessions  # pylint: disable=g-import-not-at-top
+  graph = tf.Graph()
+  with graph.as_default():
+    ran = tf1.get_variable('ran', initializer=0)
+    value = tf1.placeholder_with_default(2 if fails else 1, [])
+    initializer = tf.group(tf1.assert_equal(1, value),
+                           tf1.assign_add(ran, 1))
+    session = tf1.Session()
+    session.run(ran.initializer)
+  keeper = kept_sessions.Keeper(budget=1 << 20)
+  keeper.keep(kept_sessions.Kept(
+      mode='eval', input_key='in', model_key='model', graph=graph,
+      session=session, parts=None, holds=None,
+      restart=kept_sessions.InputRestart(session, initializer)))
+  taken = keeper.take('eval', lambda kept: True)
+  if fails:
+    assert taken is None
+    assert session._closed  # pylint: disable=protected-access
+  else:
+    assert taken is not None and taken.session is session
+    assert session.run(ran) == 1
+    taken.close()

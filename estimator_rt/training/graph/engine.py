@@ -355,37 +355,29 @@ class GraphEngine(engine_lib.Engine):
     parts.op_count = op_count
     if kept is not None:  # Unless this call read its input (_input_start).
       parts.input_fresh = kept.parts.input_fresh
-    if not self._restart_input(session, parts):
-      try:
-        session.close()
-      except Exception:  # pylint: disable=broad-except
-        pass  # Closing what is no longer used must not fail a call.
-      return
     self._keeper.keep(kept_sessions.Kept(
         mode=mode, input_key=keys[0], model_key=keys[1], graph=graph,
         session=session, parts=parts, holds=holds,
-        nbytes=kept_sessions.variable_bytes(graph)))
+        nbytes=kept_sessions.variable_bytes(graph),
+        restart=self._restart_input(session, parts)))
 
   @staticmethod
-  def _restart_input(session, parts: _KeptParts) -> bool:
-    """Starts the kept graph's input again now, at the end of the call
-    that used it (the next call starts it again anyway), and whether that
-    worked. A used tf.data iterator under autotuning takes longer to
+  def _restart_input(session, parts: _KeptParts
+                     ) -> Optional[kept_sessions.InputRestart]:
+    """Starts the kept graph's input again right after the call that used
+    it (the next call would start it anyway), on a thread of its own that
+    the next call waits for (`Keeper.take`); None if there is nothing to
+    start. A used tf.data iterator under autotuning takes longer to
     replace the longer it sits idle (about 0.1 s after 0.5 s idle, up to
-    0.5 s measured): replaced now, the next call replaces a new one, in a
-    few milliseconds."""
+    0.5 s measured): replaced now, the next call finds a new one."""
     data = (parts.evaluation.data if parts.evaluation is not None else
             parts.prediction.data if parts.prediction is not None else
             parts.training.data if parts.training is not None else None)
     initializer = getattr(data, 'initializer', None)
     if initializer is None or parts.input_fresh:  # Not read since.
-      return True
-    try:
-      session.run(initializer)
-    except Exception:  # pylint: disable=broad-except
-      return False  # Then the session is not kept: a new one starts it.
+      return None
     parts.input_fresh = True
-    return True
+    return kept_sessions.InputRestart(session, initializer)
 
   @staticmethod
   def _input_start(kept: Optional[kept_sessions.Kept], data) -> list:

@@ -15,9 +15,10 @@ runs in them when it builds the same graph (graph_identity.py):
     it is the one the session already holds (the same files, unchanged
     since: a training call's own final save, an evaluation of the same
     checkpoint); local variables, lookup tables and the input start again,
-    as in a new session (the input's iterator is replaced at the end of
-    the call that used it already: a used tf.data iterator under
-    autotuning takes longer to replace the longer it sits idle);
+    as in a new session (the input's iterator is replaced right after the
+    call that used it, on a thread of its own that the next call waits
+    for: a used tf.data iterator under autotuning takes longer to replace
+    the longer it sits idle);
   - SessionRunHooks see a session made for them: `begin`,
     `after_create_session`, each run, `end`.
 
@@ -59,6 +60,46 @@ def plain_scaffold(scaffold) -> bool:
       'ready_for_local_init_op', 'local_init_op', 'saver', 'summary_op'))
 
 
+# How long a call waits for a kept session's input to start again
+# (`InputRestart`; milliseconds as a rule): a run still going after this
+# is cut off by its own timeout, and the session is not used again.
+RESTART_WAIT_SECS = 60
+
+
+class InputRestart:
+  """A kept graph's input iterator started again on a thread of its own,
+  right after the call that read it: the call returns without waiting, and
+  the next call that takes the session waits for it (`succeeded`).
+
+  Args:
+    session: the kept session.
+    initializer: the input iterator's initializer op.
+  """
+
+  def __init__(self, session, initializer):
+    self._failed = False
+    # Not a daemon: a process that exits meanwhile waits the few
+    # milliseconds rather than tear TensorFlow down under a running step;
+    # the run's own timeout bounds that wait.
+    self._thread = threading.Thread(
+        target=self._run, args=(session, initializer),
+        name='estimator_rt_input_restart')
+    self._thread.start()
+
+  def _run(self, session, initializer) -> None:
+    try:
+      session.run(initializer, options=tf.compat.v1.RunOptions(
+          timeout_in_ms=RESTART_WAIT_SECS * 1000))
+    except Exception:  # pylint: disable=broad-except
+      self._failed = True  # The session is then not used again.
+
+  def succeeded(self) -> bool:
+    """Waits (at most RESTART_WAIT_SECS) for the run; whether it ended
+    without an error."""
+    self._thread.join(RESTART_WAIT_SECS)
+    return not self._thread.is_alive() and not self._failed
+
+
 @dataclasses.dataclass
 class Kept:
   """A graph and its open session, kept after a call of `mode`.
@@ -75,6 +116,8 @@ class Kept:
     holds: the `checkpoints.content_id` of the checkpoint the session's
       variables hold, or None if not known.
     nbytes: the bytes of its variables.
+    restart: its input started again after the call that kept it, None if
+      it was not read or has no iterator to start.
   """
 
   mode: str
@@ -85,8 +128,15 @@ class Kept:
   parts: Any
   holds: Optional[Tuple]
   nbytes: int = 0
+  restart: Optional[InputRestart] = None
+
+  def ready(self) -> bool:
+    """Waits for the input's restart; whether the session can be used."""
+    restart, self.restart = self.restart, None
+    return restart is None or restart.succeeded()
 
   def close(self) -> None:
+    self.ready()  # Not closed under a run still going.
     try:
       self.session.close()
     except Exception:  # pylint: disable=broad-except
@@ -112,7 +162,10 @@ class Keeper:
       if kept is None or not matches(kept):
         return None
       del self._kept[mode]
-      return kept
+    if not kept.ready():
+      kept.close()
+      return None
+    return kept
 
   def input_key(self, mode: str) -> Optional[str]:
     """The input part's fingerprint of the kept graph of `mode` (it stays
