@@ -17,7 +17,6 @@ from typing import (Any, Callable, Dict, Iterator, Optional, Sequence,
                     Tuple)
 
 from absl import logging
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -32,6 +31,7 @@ from estimator_rt.inputs import pipeline as inputs
 from estimator_rt.cluster import strategies
 from estimator_rt.core import summaries
 from estimator_rt.training.eager import loops
+from estimator_rt.training.eager import random_state
 from estimator_rt.training.eager import restore as restore_lib
 from estimator_rt.training.eager import session_hooks as session_hooks_lib
 from estimator_rt.training.eager import train_paths
@@ -72,6 +72,9 @@ class _KeptPrediction:
   model: EagerModel
   step: Callable
   holds: Optional[Tuple] = None
+  # Whether its step holds a seeded stateful random op (None: not known
+  # yet; see random_state.py).
+  random_state: Optional[bool] = None
 
 
 class _EvalState:
@@ -82,6 +85,18 @@ class _EvalState:
     self.loop = loops.make_eval_loop(graph)
     # The `checkpoints.content_id` of the checkpoint its variables hold.
     self.holds = None
+    # (the loop's traced graph, whether it holds a seeded stateful random
+    # op): see random_state.py.
+    self.random_state = (None, False)
+
+  def note_random_state(self, traced: tf.Graph) -> None:
+    """After a run of the loop traced as `traced`: marks if it holds a
+    seeded stateful random op, whose sequence the next run goes on with."""
+    if self.random_state[0] is not traced:
+      self.random_state = (traced,
+                           random_state.loop_has_random_state(traced))
+    if self.random_state[1]:
+      random_state.mark_random_state()
 
 
 class EagerEngine(engine_lib.Engine):
@@ -172,7 +187,7 @@ class EagerEngine(engine_lib.Engine):
   def _seed(self):
     if self._config.tf_random_seed is not None:
       # NumPy, which Keras seeds too, takes [0, 2**32); 2.15 took any int.
-      keras.utils.set_random_seed(self._config.tf_random_seed % 2**32)
+      random_state.seed(self._config.tf_random_seed % 2**32)
 
   def _check_input_checkpointing(self) -> None:
     """Refuses checkpoint_input where TensorFlow cannot save the iterator
@@ -184,6 +199,7 @@ class EagerEngine(engine_lib.Engine):
           f'{problem}. Turn checkpoint_input off.')
 
   # -------------------------------------------------------------- train
+  @random_state.watched
   def _build_training(self, input_fn, *, latest, session_hooks,
                       summary_writer) -> engine_lib.TrainingSetup:
     """See `engine.Engine._build_training`. The controller writes every
@@ -361,6 +377,7 @@ class EagerEngine(engine_lib.Engine):
       self._eval_states = {key: state}  # Keep one: graphs hold memory.
     return data, state
 
+  @random_state.watched
   def check_evaluation(self, input_fn: Callable, *,
                        steps: Optional[int] = None,
                        name: Optional[str] = None,
@@ -376,6 +393,7 @@ class EagerEngine(engine_lib.Engine):
       _ = self.train_strategy
     self._evaluation(input_fn, steps=steps, name=name)
 
+  @random_state.watched
   def evaluate(self, input_fn: Callable, *, steps: Optional[int] = None,
                hooks: Sequence[Any] = (),
                checkpoint_path: Optional[str] = None,
@@ -398,6 +416,7 @@ class EagerEngine(engine_lib.Engine):
     iterator = iter(data.dataset)
     num_steps = tf.constant(steps or loops.UNTIL_END_OF_INPUT, tf.int32)
     loss_sum, count, steps_run, pair_values = state.loop(iterator, num_steps)
+    state.note_random_state(state.loop.traced_graph(iterator, num_steps))
     count = float(count)
     # tf.estimator 2.15's types: its loss was a float32 mean metric, the
     # global step an int64 (see summaries.numpy_value).
@@ -433,21 +452,31 @@ class EagerEngine(engine_lib.Engine):
     if path is None:
       self._seed()
     strategy = self.eval_strategy
-    data = inputs.make_input(strategy, input_fn, self._params,
-                             auto_shard_policy='OFF',
-                             role='predict input_fn', config=self._config)
-    if refuse_endless_input:
-      engine_lib.refuse_endless(data.infinite, what='predict')
-    kept = self._kept_prediction_for(data, path)
+    with random_state.watching():
+      data = inputs.make_input(strategy, input_fn, self._params,
+                               auto_shard_policy='OFF',
+                               role='predict input_fn', config=self._config)
+      if refuse_endless_input:
+        engine_lib.refuse_endless(data.infinite, what='predict')
+      kept = self._kept_prediction_for(data, path)
     graph, step = kept.model, kept.step
     keys = engine_lib.check_predict_keys(
         predict_keys, graph.build_spec.predictions_dict,
         single=not isinstance(graph.build_spec.predictions, dict))
     keep = path is not None and self._keeps and self._fits(graph)
+
+    def predict_batch(element):
+      per_replica = step(element)
+      if kept.random_state is None:  # Its trace is the same for each call.
+        kept.random_state = random_state.loop_has_random_state(
+            step.traced_graph(element))
+      if kept.random_state:
+        random_state.mark_random_state()
+      return loops.concat_replica_predictions(per_replica)
+
     try:
       yield from engine_lib.yield_predictions(
-          (loops.concat_replica_predictions(step(element))
-           for element in data.dataset),
+          (predict_batch(element) for element in data.dataset),
           single=not isinstance(graph.build_spec.predictions, dict),
           keys=keys, yield_single_examples=yield_single_examples)
     except GeneratorExit:  # The program took what it wanted.
@@ -475,6 +504,7 @@ class EagerEngine(engine_lib.Engine):
     return kept
 
   # ------------------------------------------------------------- export
+  @random_state.watched
   def export_saved_model(self, export_dir_base: str, *,
                          serving_input_receiver_fn: Optional[Callable] = None,
                          checkpoint_path: Optional[str] = None,

@@ -412,7 +412,10 @@ def make_predict_step(graph: EagerModel) -> Callable:
     per_replica = strategy.run(replica_step, args=(element,))
     return strategy.experimental_local_results(per_replica)
 
-  return surface_user_errors(predict_step)
+  wrapped = surface_user_errors(predict_step)
+  wrapped.traced_graph = lambda element: (
+      predict_step.get_concrete_function(element).graph)
+  return wrapped
 
 
 def concat_replica_predictions(per_replica: Tuple[Dict[str, Any], ...]
