@@ -260,3 +260,25 @@ def test_a_kept_session_whose_input_restart_failed_is_not_used(fails):
     assert taken is not None and taken.session is session
     assert session.run(ran) == 1
     taken.close()
+
+
+@pytest.mark.parametrize('value,megabytes,warned', [
+    ('', 1024, False), ('0', 0, False), ('2.5', 2.5, False),
+    ('lots', 1024, True), ('-1', 1024, True), ('nan', 1024, True),
+    ('inf', 1024, True)])
+def test_the_kept_bound_is_read_from_the_environment(
+    value, megabytes, warned, monkeypatch, caplog):
+  """ESTIMATOR_RT_KEPT_SESSIONS_MB: a number of megabytes bounds what an
+  Estimator keeps; anything else keeps the default, with one warning that
+  names the variable and its value (a memory setting stops no program)."""
+  from estimator_rt.training import kept_state  # pylint: disable=g-import-not-at-top
+  monkeypatch.setenv('ESTIMATOR_RT_KEPT_SESSIONS_MB', value)
+  kept_state._bytes_of.cache_clear()  # pylint: disable=protected-access
+  with caplog.at_level('WARNING'):
+    assert kept_state.kept_bytes() == int(megabytes * 2**20)
+    kept_state.kept_bytes()
+  lines = [r.getMessage() for r in caplog.records
+           if 'ESTIMATOR_RT_KEPT_SESSIONS_MB' in r.getMessage()]
+  assert len(lines) == (1 if warned else 0), lines
+  if warned:
+    assert repr(value) in lines[0] and 'default 1024 MB' in lines[0]

@@ -9,20 +9,43 @@ default; ESTIMATOR_RT_KEPT_SESSIONS_MB sets it, and 0 keeps nothing (every
 call builds and restores afresh, as 2.15 did).
 """
 
+import functools
+import math
 import os
 
+from absl import logging
+
 DEFAULT_KEPT_MB = 1024
+ENV_VAR = 'ESTIMATOR_RT_KEPT_SESSIONS_MB'
 
 
 def kept_bytes() -> int:
   """The bytes of variables one Estimator's kept state may hold (read
-  when its engine is made)."""
-  value = os.environ.get('ESTIMATOR_RT_KEPT_SESSIONS_MB', '')
+  when its engine is made).
+
+  A value that is not a number of megabytes (0 or more) keeps the default
+  and logs one warning per value: the variable only tunes memory, and a
+  program 2.15 ran is not stopped for it.
+  """
+  return _bytes_of(os.environ.get(ENV_VAR, ''))
+
+
+@functools.lru_cache(maxsize=None)
+def _bytes_of(value: str) -> int:
+  if not value.strip():
+    return DEFAULT_KEPT_MB * 2**20
   try:
-    megabytes = float(value) if value.strip() else DEFAULT_KEPT_MB
+    megabytes = float(value)
   except ValueError:
-    megabytes = DEFAULT_KEPT_MB
-  return max(0, int(megabytes * 2**20))
+    megabytes = math.nan
+  if not megabytes >= 0 or math.isinf(megabytes):
+    logging.warning(
+        '%s=%r is not a number of megabytes (0 or more); keeping up to the '
+        'default %d MB of variables per Estimator. Set it to a number, such '
+        'as 512, or to 0 to keep nothing between calls.', ENV_VAR, value,
+        DEFAULT_KEPT_MB)
+    return DEFAULT_KEPT_MB * 2**20
+  return int(megabytes * 2**20)
 
 
 def variables_bytes(variables) -> int:
