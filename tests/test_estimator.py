@@ -1,6 +1,7 @@
 """Estimator.evaluate / predict and the summaries train and evaluate write,
 checked against NumPy recomputations from the checkpoint's weights."""
 
+import collections
 import itertools
 import keras
 import numpy as np
@@ -204,6 +205,32 @@ def test_predict_unknown_key_and_repeating_input(tmp_path):
   with pytest.raises(ert.UserInputError, match='forever'):
     next(est.predict(M.global_input_fn(px, batch_size=2),
                      refuse_endless_input=True))
+
+
+def test_predict_reads_its_input_once_as_2_15_did(tmp_path):
+  """A predict input_fn reading a stream (a generator over requests, as a
+  service's): its generator starts once per call and every request is
+  answered once, in order, none read and dropped for the model's build."""
+  est = _trained(tmp_path)
+  px, _ = M.make_data(5, seed=6)
+  requests = collections.deque(px)
+  starts = []
+
+  def stream():
+    starts.append(1)
+    while requests:
+      yield {'x': requests.popleft()[np.newaxis]}
+
+  def input_fn():
+    return tf.data.Dataset.from_generator(stream, output_signature={
+        'x': tf.TensorSpec([1, px.shape[1]], tf.float32)})
+
+  answers = [p['y'] for p in est.predict(input_fn)]
+  assert len(starts) == 1 and not requests
+  np.testing.assert_allclose(
+      np.stack(answers),
+      M.np_forward(M.read_model_variables(est.latest_checkpoint()), px),
+      rtol=1e-5, atol=1e-5)
 
 
 # ------------------------------------------------------------- summaries

@@ -12,11 +12,12 @@ Two kinds of input_fn, as in DESIGN.md:
 
 import dataclasses
 import functools
+import itertools
 import os
 import re
 import shutil
 import tempfile
-from typing import Any, Callable, Tuple
+from typing import Any, Callable, Iterator, Tuple
 
 from absl import logging
 import tensorflow as tf
@@ -51,7 +52,8 @@ class DistributedInput:
 
   Attributes:
     dataset: what to iterate in a compiled loop (a distributed dataset, or
-      the plain dataset under the default strategy).
+      the plain dataset under the default strategy; with `one_pass`, an
+      iterator of its elements, the sample's first).
     sample: one local batch as (features, labels), for the build call.
     element_spec: the `element_spec` of the local dataset.
     infinite: whether the dataset repeats forever (then loops need no
@@ -72,12 +74,15 @@ _DATA_ERRORS = (tf.errors.NotFoundError, tf.errors.InvalidArgumentError,
                 tf.errors.FailedPreconditionError, tf.errors.UnknownError)
 
 
-def _first_batch(dataset: tf.data.Dataset, role: str, fn) -> Tuple[Any, Any]:
-  """The first element, read before anything is written; raises
-  InputFnError if there is none or reading it fails on the data."""
+def _first_element(make_iterator: Callable[[], Iterator[Any]], role: str,
+                   fn) -> Tuple[Any, Iterator[Any]]:
+  """(the first element, the iterator it came from), read before anything
+  is written; raises InputFnError if there is none or reading it fails on
+  the data."""
   try:
-    for element in dataset.take(1):
-      return split_element(element)
+    iterator = make_iterator()
+    for element in iterator:
+      return element, iterator
   except _DATA_ERRORS as e:
     raise InputFnError(
         f'{role} {user_fns.fn_name(fn)}: reading its first batch failed with '
@@ -85,6 +90,13 @@ def _first_batch(dataset: tf.data.Dataset, role: str, fn) -> Tuple[Any, Any]:
   raise InputFnError(
       f'{role} {user_fns.fn_name(fn)!r} returned an empty '
       'dataset; it must yield at least one batch.')
+
+
+def _undistributed(strategy: tf.distribute.Strategy) -> bool:
+  """Whether `strategy` is the default one, outside any strategy's scope:
+  it hands a dataset's elements on as they are."""
+  return (not tf.distribute.has_strategy() and
+          strategy is tf.distribute.get_strategy())
 
 
 def make_input(strategy: tf.distribute.Strategy,
@@ -97,6 +109,7 @@ def make_input(strategy: tf.distribute.Strategy,
                coordinator=None,
                replicate: bool = False,
                overlap: bool = False,
+               one_pass: bool = False,
                config: Any = None) -> DistributedInput:
   """Calls `input_fn` and distributes its dataset with `strategy`.
 
@@ -126,6 +139,14 @@ def make_input(strategy: tf.distribute.Strategy,
       (`input_overlap.overlapped`) and, with one replica, read in-memory
       slices a batch at a time (`slice_batches.gathered`): the same elements
       in the same order; training passes True.
+    one_pass: under the default strategy, `dataset` is the rest of the
+      iterator `sample` was read from, `sample`'s element first: iterable
+      once. The input_fn's dataset is then iterated once, as tf.estimator
+      2.15 iterated it (a generator-backed dataset's generator runs once,
+      a stream's first element is not read twice), and the call makes one
+      iterator, not two. Prediction passes True; ignored with a
+      distributing strategy, `sample_only`, `replicate`, a `coordinator`
+      or an input_fn that takes an input_context.
 
   Raises:
     InputFnError: the input_fn returned no dataset or an empty one.
@@ -145,11 +166,18 @@ def make_input(strategy: tf.distribute.Strategy,
       num_input_pipelines=1, input_pipeline_id=0,
       num_replicas_in_sync=strategy.num_replicas_in_sync)
                if takes_context else None)
-  sample = _first_batch(local, role, input_fn)
+  one_pass = (one_pass and not (sample_only or replicate or takes_context) and
+              coordinator is None and _undistributed(strategy))
+  first, iterator = _first_element(
+      (lambda: iter(local)) if one_pass else (lambda: iter(local.take(1))),
+      role, input_fn)
+  sample = split_element(first)
   infinite = int(local.cardinality()) == int(tf.data.INFINITE_CARDINALITY)
   distributed = None
   if sample_only:
     pass
+  elif one_pass:
+    distributed = itertools.chain([first], iterator)
   elif coordinator is not None:
     require_repeating(infinite, what='parameter-server training')
     distributed = coordinator.create_per_worker_dataset(
@@ -198,6 +226,10 @@ def _distribute(strategy: tf.distribute.Strategy, local: tf.data.Dataset,
     # replicas did.
     return strategy.distribute_datasets_from_function(
         lambda context: call(None))
+  if _undistributed(strategy):
+    # The default strategy hands the dataset on as it is; an auto-shard
+    # option would only cost a dataset op per call.
+    return strategy.experimental_distribute_dataset(local)
   options = tf.data.Options()
   options.experimental_distribute.auto_shard_policy = _POLICIES[
       auto_shard_policy]

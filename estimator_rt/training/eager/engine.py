@@ -455,7 +455,8 @@ class EagerEngine(engine_lib.Engine):
     with random_state.watching():
       data = inputs.make_input(strategy, input_fn, self._params,
                                auto_shard_policy='OFF',
-                               role='predict input_fn', config=self._config)
+                               role='predict input_fn', config=self._config,
+                               one_pass=True)
       if refuse_endless_input:
         engine_lib.refuse_endless(data.infinite, what='predict')
       kept = self._kept_prediction_for(data, path)
