@@ -87,6 +87,15 @@ def _is_reference_variable(variable) -> bool:
 
 
 @dataclasses.dataclass
+class _EvalModelPart:
+  """The model_fn's part of an evaluation graph (`_eval_model_part`)."""
+
+  built: Any  # model.GraphModel, without the loss's mean.
+  model_ops: int  # The graph's ops once the model_fn returned.
+  single_device: bool
+
+
+@dataclasses.dataclass
 class _EvalGraph:
   """An evaluation graph, built for `input_fn` and `steps`, which one
   evaluation of a checkpoint runs in a new session (which restores the
@@ -114,6 +123,9 @@ class _EvalGraph:
   local_init_op: Optional[tf.Operation] = None
   # How many of the graph's ops the input_fn's part made (the first ones).
   input_ops: int = 0
+  # How many the input_fn's and the model_fn's parts made: the ops after
+  # them (the loss's mean, the metrics' group) follow from them.
+  model_ops: Optional[int] = None
   # Where the evaluation runs: one device (else no session is kept).
   single_device: bool = True
 
@@ -283,6 +295,7 @@ class GraphEngine(engine_lib.Engine):
   def _kept_keys(self, graph: tf.Graph, input_ops: int, *,
                  path: Optional[str], eligible: bool, model_part: bool = True,
                  model_ops_from: Optional[int] = None,
+                 model_ops_to: Optional[int] = None,
                  input_key: Optional[str] = None
                  ) -> Optional[Tuple[str, ...]]:
     """(input part's, model part's fingerprint) of `graph`, whose first
@@ -290,8 +303,8 @@ class GraphEngine(engine_lib.Engine):
     (kept_sessions.py: `eligible` for the mode, a checkpoint to restore, no
     queue runners), else None; the input part's alone without
     `model_part` (the model is not built yet). The model part is the ops
-    from `model_ops_from` (default: `input_ops`) on; `input_key`: the input
-    part's, if computed already."""
+    from `model_ops_from` (default: `input_ops`) up to `model_ops_to`
+    (default: all); `input_key`: the input part's, if computed already."""
     if (not eligible or path is None or not self._keeper.keeps or
         graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)):
       return None
@@ -306,7 +319,7 @@ class GraphEngine(engine_lib.Engine):
     return (input_key, graph_identity.fingerprint(
         graph_def,
         first_node=input_ops if model_ops_from is None else model_ops_from,
-        input_rewritten=model_ops_from is not None))
+        end_node=model_ops_to, input_rewritten=model_ops_from is not None))
 
   def _take_kept(self, mode: str, keys: Optional[Tuple[str, str]]
                  ) -> Optional[kept_sessions.Kept]:
@@ -932,13 +945,35 @@ class GraphEngine(engine_lib.Engine):
     """Builds evaluation of `data` into `graph`: the EVAL-mode model_fn
     called once, the metrics' updates and values; an input that repeats
     forever is refused by `_refuse_endless`."""
+    part = self._eval_model_part(graph, data)
+    return self._eval_finished(part, graph=graph, data=data,
+                               input_ops=input_ops, input_fn=input_fn,
+                               steps=steps)
+
+  def _eval_model_part(self, graph: tf.Graph, data) -> '_EvalModelPart':
+    """The model_fn's part of an evaluation graph: the EVAL-mode model_fn
+    called once into `graph`, without the ops `_eval_finished` adds (a
+    graph a kept one replaces needs none of them)."""
     with graph.as_default(), self._building():
       placement = placement_lib.make_placement(self._config.eval_distribute,
                                                for_training=False)
       built = model_lib.build(
           model_fn=self._model_fn, mode=ModeKeys.EVAL,
           batches=data.next_batch, params=self._params, config=self._config,
-          placement=placement)
+          placement=placement, loss_metric=False)
+    return _EvalModelPart(
+        built=built, model_ops=len(graph.get_operations()),
+        single_device=isinstance(placement,
+                                 placement_lib.SingleDevicePlacement))
+
+  def _eval_finished(self, part: '_EvalModelPart', *, graph: tf.Graph, data,
+                     input_ops: int, input_fn: Callable,
+                     steps: Optional[int]) -> _EvalGraph:
+    """The evaluation graph of `part`: the loss's mean, the Saver, the
+    metrics' values and updates added to `graph`."""
+    built = part.built
+    with graph.as_default(), self._building():
+      model_lib.add_loss_metric(built)
       saver, _ = self._saver(built.spec.scaffold)
       final = {name: pair[0] for name, pair in built.metrics.items()}
       final['global_step'] = built.global_step
@@ -953,14 +988,24 @@ class GraphEngine(engine_lib.Engine):
           built=built, saver=saver,
           update=tf.group(*[pair[1] for pair in built.metrics.values()]),
           final=final, local_init_op=local_init_op, input_ops=input_ops,
-          single_device=isinstance(placement,
-                                   placement_lib.SingleDevicePlacement))
+          model_ops=part.model_ops, single_device=part.single_device)
 
   def _eval_graph(self, input_fn: Callable, steps: Optional[int]
                   ) -> _EvalGraph:
     """A new evaluation graph for `input_fn` and `steps`."""
     graph, data, input_ops = self._eval_input(input_fn)
     return self._eval_model(graph, data, input_ops, input_fn, steps)
+
+  def _eval_keys(self, graph: tf.Graph, *, input_ops: int, model_ops: int,
+                 built, single_device: bool, path: Optional[str]
+                 ) -> Optional[Tuple[str, str]]:
+    """The kept-session keys of an evaluation graph (`_kept_keys`), its
+    model part ending where the model_fn's ops end."""
+    spec = built.spec
+    return self._kept_keys(
+        graph, input_ops, path=path, model_ops_to=model_ops,
+        eligible=(single_device and not spec.evaluation_hooks and
+                  kept_sessions.plain_scaffold(spec.scaffold)))
 
   def _evaluation(self, input_fn: Callable, steps: Optional[int],
                   path: Optional[str]):
@@ -970,30 +1015,36 @@ class GraphEngine(engine_lib.Engine):
     it is still there, else a new one; a kept graph of the same model
     replaces it. A model_fn that builds the same graph in EVAL
     (graph/model.py's SAME_GRAPH_MODES) is not called when a kept graph of
-    the same input is there."""
+    the same input is there. A new graph that a kept one replaces is left
+    at its model_fn's part: what follows from it is the kept graph's."""
     checked, self._checked_eval_graph = self._checked_eval_graph, None
     if path is not None and checked is not None and checked.is_for(
         input_fn, steps):
-      evaluation = checked
-    elif (path is not None and
-          model_lib.builds_same_graph(self._model_fn, ModeKeys.EVAL)):
-      graph, data, input_ops = self._eval_input(input_fn)
+      keys = self._eval_keys(
+          checked.graph, input_ops=checked.input_ops,
+          model_ops=checked.model_ops, built=checked.built,
+          single_device=checked.single_device, path=path)
+      kept = self._take_kept(ModeKeys.EVAL, keys)
+      return (checked if kept is None else kept.parts.evaluation), kept, keys
+    graph, data, input_ops = self._eval_input(input_fn)
+    if (path is not None and
+        model_lib.builds_same_graph(self._model_fn, ModeKeys.EVAL)):
       input_key = self._kept_keys(graph, input_ops, path=path,
                                   eligible=True, model_part=False)
       kept = input_key and self._keeper.take(
           ModeKeys.EVAL, lambda k: k.input_key == input_key[0])
       if kept:
         return kept.parts.evaluation, kept, (kept.input_key, kept.model_key)
-      evaluation = self._eval_model(graph, data, input_ops, input_fn, steps)
-    else:
-      evaluation = self._eval_graph(input_fn, steps)
-    spec = evaluation.built.spec
-    keys = self._kept_keys(
-        evaluation.graph, evaluation.input_ops, path=path,
-        eligible=(evaluation.single_device and not spec.evaluation_hooks and
-                  kept_sessions.plain_scaffold(spec.scaffold)))
+    part = self._eval_model_part(graph, data)
+    keys = self._eval_keys(graph, input_ops=input_ops,
+                           model_ops=part.model_ops, built=part.built,
+                           single_device=part.single_device, path=path)
     kept = self._take_kept(ModeKeys.EVAL, keys)
-    return (evaluation if kept is None else kept.parts.evaluation), kept, keys
+    if kept is not None:
+      return kept.parts.evaluation, kept, keys
+    return self._eval_finished(part, graph=graph, data=data,
+                               input_ops=input_ops, input_fn=input_fn,
+                               steps=steps), None, keys
 
   def check_evaluation(self, input_fn: Callable, *,
                        steps: Optional[int] = None,

@@ -393,7 +393,7 @@ def _train_op(spec: EstimatorSpec, global_step, model_fn) -> tf.Operation:
 
 
 def build(*, model_fn: Callable, mode: str, batches, params: dict,
-          config, placement) -> GraphModel:
+          config, placement, loss_metric: bool = True) -> GraphModel:
   """Builds `mode` of the model_fn into the current graph.
 
   Args:
@@ -405,6 +405,9 @@ def build(*, model_fn: Callable, mode: str, batches, params: dict,
     config: passed to the model_fn.
     placement: where ops and variables go, and whether the model_fn is
       called once per replica (see placement.py).
+    loss_metric: EVAL: add the loss's mean to `metrics` (else the caller
+      adds it with `add_loss_metric`, when the graph is to be run: its ops
+      follow from the model part's).
 
   Raises:
     ModelFnError: the model_fn failed or returned something unusable.
@@ -448,8 +451,15 @@ def build(*, model_fn: Callable, mode: str, batches, params: dict,
   model.metrics = placement.merge_metrics(
       [dict(each.eval_metric_ops) for each in specs])
   check_metric_names(model.metrics, f'model_fn {user_fns.fn_name(model_fn)}')
-  model.metrics['loss'] = tf.compat.v1.metrics.mean(model.loss)
+  if loss_metric:
+    add_loss_metric(model)
   return model
+
+
+def add_loss_metric(model: GraphModel) -> None:
+  """Adds EVAL's 'loss' metric to `model`, the loss as tf.estimator
+  reported it: the mean over batches, in the current graph."""
+  model.metrics['loss'] = tf.compat.v1.metrics.mean(model.loss)
 
 
 def scaffold_saver(scaffold) -> Optional[tf.compat.v1.train.Saver]:
