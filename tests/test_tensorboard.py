@@ -97,6 +97,19 @@ def _wait_for_tags(port, want, timeout=90):
   raise AssertionError(f'TensorBoard never showed {want}; it has {tags}')
 
 
+def _scalars(port, run, tag, steps, timeout=60):
+  """The (wall time, step, value) points TensorBoard serves for `run` and
+  `tag` once they are at `steps` (or whatever it serves at the deadline):
+  TensorBoard loads event files every reload_interval, and a reload during
+  the run may have read an evaluation's file before its last point."""
+  deadline = time.time() + timeout
+  while True:
+    points = _get(port, '/data/plugin/scalars/scalars', run=run, tag=tag)
+    if [step for _, step, _ in points] == steps or time.time() > deadline:
+      return points
+    time.sleep(0.5)
+
+
 def test_tensorboard_serves_the_train_and_eval_scalars(tmp_path, tensorboard):
   model_dir = str(tmp_path / 'm')
   estimator = ert.Estimator(_model_fn, model_dir, ert.RunConfig(
@@ -108,11 +121,9 @@ def test_tensorboard_serves_the_train_and_eval_scalars(tmp_path, tensorboard):
                          ert.EvalSpec(_input_fn, steps=2, throttle_secs=0))
   _wait_for_tags(tensorboard, [('.', 'loss'), ('.', 'global_step/sec'),
                                ('eval', 'accuracy'), ('eval', 'loss')])
-  train = _get(tensorboard, '/data/plugin/scalars/scalars', run='.',
-               tag='loss')
+  train = _scalars(tensorboard, '.', 'loss', [1, 11, 21, 31])
   assert [step for _, step, _ in train] == [1, 11, 21, 31]
   assert all(np.isfinite(value) for _, _, value in train)
-  evals = _get(tensorboard, '/data/plugin/scalars/scalars', run='eval',
-               tag='accuracy')
+  evals = _scalars(tensorboard, 'eval', 'accuracy', [20, 40])
   assert [step for _, step, _ in evals] == [20, 40]
   assert 0.5 < evals[-1][2] <= 1.0

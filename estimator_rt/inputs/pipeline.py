@@ -139,45 +139,31 @@ def make_input(strategy: tf.distribute.Strategy,
       (`input_overlap.overlapped`) and, with one replica, read in-memory
       slices a batch at a time (`slice_batches.gathered`): the same elements
       in the same order; training passes True.
-    one_pass: under the default strategy, `dataset` is the rest of the
-      iterator `sample` was read from, `sample`'s element first: iterable
-      once. The input_fn's dataset is then iterated once, as tf.estimator
-      2.15 iterated it (a generator-backed dataset's generator runs once,
-      a stream's first element is not read twice), and the call makes one
-      iterator, not two. Prediction passes True; ignored with a
-      distributing strategy, `sample_only`, `replicate`, a `coordinator`
-      or an input_fn that takes an input_context.
+    one_pass: under the default strategy, `dataset` is the iterator
+      `sample` came from, `sample`'s element first (iterable once): the
+      dataset is read once, as 2.15 read it (a stream's first element not
+      twice). Prediction passes True; ignored where the data is distributed.
 
   Raises:
     InputFnError: the input_fn returned no dataset or an empty one.
   """
   takes_context = user_fns.input_fn_takes_context(input_fn)
-  if replicate and takes_context and strategy.num_replicas_in_sync > 1:
-    raise InputFnError(
-        f'{role} {user_fns.fn_name(input_fn)!r} takes an input_context, '
-        'which checkpoint_input does not support with a strategy: with '
-        'checkpoint_input every worker reads the global batch and each '
-        'replica takes its rows, so that one saved iterator resumes them '
-        'all. Return globally batched data from input_fn(params), or turn '
-        'checkpoint_input off.')
+  if replicate and takes_context:
+    _refuse_context_with_replicas(strategy, input_fn, role)
   call = _dataset_maker(strategy, input_fn, params, role=role, config=config,
                         overlap=overlap, coordinator=coordinator)
-  local = call(tf.distribute.InputContext(
-      num_input_pipelines=1, input_pipeline_id=0,
-      num_replicas_in_sync=strategy.num_replicas_in_sync)
-               if takes_context else None)
+  local = call(_one_pipeline(strategy) if takes_context else None)
   one_pass = (one_pass and not (sample_only or replicate or takes_context) and
               coordinator is None and _undistributed(strategy))
-  first, iterator = _first_element(
-      (lambda: iter(local)) if one_pass else (lambda: iter(local.take(1))),
-      role, input_fn)
+  reader = local if one_pass else local.take(1)
+  first, iterator = _first_element(lambda: iter(reader), role, input_fn)
   sample = split_element(first)
   infinite = int(local.cardinality()) == int(tf.data.INFINITE_CARDINALITY)
   distributed = None
-  if sample_only:
-    pass
-  elif one_pass:
+  if one_pass:
     distributed = itertools.chain([first], iterator)
+  elif sample_only:
+    pass
   elif coordinator is not None:
     require_repeating(infinite, what='parameter-server training')
     distributed = coordinator.create_per_worker_dataset(
@@ -193,6 +179,28 @@ def make_input(strategy: tf.distribute.Strategy,
                               auto_shard_policy=auto_shard_policy)
   return DistributedInput(dataset=distributed, sample=sample,
                           element_spec=local.element_spec, infinite=infinite)
+
+
+def _one_pipeline(strategy: tf.distribute.Strategy
+                  ) -> tf.distribute.InputContext:
+  """The input context of the one input pipeline a local dataset is."""
+  return tf.distribute.InputContext(
+      num_input_pipelines=1, input_pipeline_id=0,
+      num_replicas_in_sync=strategy.num_replicas_in_sync)
+
+
+def _refuse_context_with_replicas(strategy: tf.distribute.Strategy,
+                                  input_fn: Callable, role: str) -> None:
+  """make_input(replicate=True) of an input_fn that takes an input_context
+  is refused with several replicas: its batches are per replica."""
+  if strategy.num_replicas_in_sync > 1:
+    raise InputFnError(
+        f'{role} {user_fns.fn_name(input_fn)!r} takes an input_context, '
+        'which checkpoint_input does not support with a strategy: with '
+        'checkpoint_input every worker reads the global batch and each '
+        'replica takes its rows, so that one saved iterator resumes them '
+        'all. Return globally batched data from input_fn(params), or turn '
+        'checkpoint_input off.')
 
 
 def _dataset_maker(strategy: tf.distribute.Strategy, input_fn: Callable,
