@@ -74,13 +74,13 @@ _DATA_ERRORS = (tf.errors.NotFoundError, tf.errors.InvalidArgumentError,
                 tf.errors.FailedPreconditionError, tf.errors.UnknownError)
 
 
-def _first_element(make_iterator: Callable[[], Iterator[Any]], role: str,
+def _first_element(dataset: tf.data.Dataset, role: str,
                    fn) -> Tuple[Any, Iterator[Any]]:
-  """(the first element, the iterator it came from), read before anything
-  is written; raises InputFnError if there is none or reading it fails on
-  the data."""
+  """(the first element of `dataset`, the iterator it came from), read
+  before anything is written; raises InputFnError if there is none or
+  reading it (or starting the iterator) fails on the data."""
   try:
-    iterator = make_iterator()
+    iterator = iter(dataset)
     for element in iterator:
       return element, iterator
   except _DATA_ERRORS as e:
@@ -156,7 +156,7 @@ def make_input(strategy: tf.distribute.Strategy,
   one_pass = (one_pass and not (sample_only or replicate or takes_context) and
               coordinator is None and _undistributed(strategy))
   reader = local if one_pass else local.take(1)
-  first, iterator = _first_element(lambda: iter(reader), role, input_fn)
+  first, iterator = _first_element(reader, role, input_fn)
   sample = split_element(first)
   infinite = int(local.cardinality()) == int(tf.data.INFINITE_CARDINALITY)
   distributed = None

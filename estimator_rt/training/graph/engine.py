@@ -21,7 +21,7 @@ summaries under model_dir/eval.
 import contextlib
 import dataclasses
 from typing import (Any, Callable, ContextManager, Dict, Iterator, NamedTuple,
-                    Optional, Sequence, Tuple)
+                    Optional, Sequence, Tuple, Union)
 
 from absl import logging
 import numpy as np
@@ -940,16 +940,6 @@ class GraphEngine(engine_lib.Engine):
     self._features_spec = data.features_spec
     return graph, data, len(graph.get_operations())
 
-  def _eval_model(self, graph: tf.Graph, data, input_ops: int,
-                  input_fn: Callable, steps: Optional[int]) -> _EvalGraph:
-    """Builds evaluation of `data` into `graph`: the EVAL-mode model_fn
-    called once, the metrics' updates and values; an input that repeats
-    forever is refused by `_refuse_endless`."""
-    part = self._eval_model_part(graph, data)
-    return self._eval_finished(part, graph=graph, data=data,
-                               input_ops=input_ops, input_fn=input_fn,
-                               steps=steps)
-
   def _eval_model_part(self, graph: tf.Graph, data) -> '_EvalModelPart':
     """The model_fn's part of an evaluation graph: the EVAL-mode model_fn
     called once into `graph`, without the ops `_eval_finished` adds (a
@@ -992,19 +982,24 @@ class GraphEngine(engine_lib.Engine):
 
   def _eval_graph(self, input_fn: Callable, steps: Optional[int]
                   ) -> _EvalGraph:
-    """A new evaluation graph for `input_fn` and `steps`."""
+    """A new evaluation graph for `input_fn` and `steps`: the EVAL-mode
+    model_fn called once, the metrics' updates and values (an input that
+    repeats forever is refused by `_refuse_endless`)."""
     graph, data, input_ops = self._eval_input(input_fn)
-    return self._eval_model(graph, data, input_ops, input_fn, steps)
+    return self._eval_finished(self._eval_model_part(graph, data),
+                               graph=graph, data=data, input_ops=input_ops,
+                               input_fn=input_fn, steps=steps)
 
-  def _eval_keys(self, graph: tf.Graph, *, input_ops: int, model_ops: int,
-                 built, single_device: bool, path: Optional[str]
-                 ) -> Optional[Tuple[str, str]]:
-    """The kept-session keys of an evaluation graph (`_kept_keys`), its
-    model part ending where the model_fn's ops end."""
-    spec = built.spec
+  def _eval_keys(self, graph: tf.Graph, input_ops: int,
+                 part: Union[_EvalModelPart, _EvalGraph], *,
+                 path: Optional[str]) -> Optional[Tuple[str, str]]:
+    """The kept-session keys of an evaluation graph (`_kept_keys`) whose
+    model_fn's part is `part` (alone, or in its finished graph): its model
+    part ends where the model_fn's ops end."""
+    spec = part.built.spec
     return self._kept_keys(
-        graph, input_ops, path=path, model_ops_to=model_ops,
-        eligible=(single_device and not spec.evaluation_hooks and
+        graph, input_ops, path=path, model_ops_to=part.model_ops,
+        eligible=(part.single_device and not spec.evaluation_hooks and
                   kept_sessions.plain_scaffold(spec.scaffold)))
 
   def _evaluation(self, input_fn: Callable, steps: Optional[int],
@@ -1020,10 +1015,8 @@ class GraphEngine(engine_lib.Engine):
     checked, self._checked_eval_graph = self._checked_eval_graph, None
     if path is not None and checked is not None and checked.is_for(
         input_fn, steps):
-      keys = self._eval_keys(
-          checked.graph, input_ops=checked.input_ops,
-          model_ops=checked.model_ops, built=checked.built,
-          single_device=checked.single_device, path=path)
+      keys = self._eval_keys(checked.graph, checked.input_ops, checked,
+                             path=path)
       kept = self._take_kept(ModeKeys.EVAL, keys)
       return (checked if kept is None else kept.parts.evaluation), kept, keys
     graph, data, input_ops = self._eval_input(input_fn)
@@ -1036,9 +1029,7 @@ class GraphEngine(engine_lib.Engine):
       if kept:
         return kept.parts.evaluation, kept, (kept.input_key, kept.model_key)
     part = self._eval_model_part(graph, data)
-    keys = self._eval_keys(graph, input_ops=input_ops,
-                           model_ops=part.model_ops, built=part.built,
-                           single_device=part.single_device, path=path)
+    keys = self._eval_keys(graph, input_ops, part, path=path)
     kept = self._take_kept(ModeKeys.EVAL, keys)
     if kept is not None:
       return kept.parts.evaluation, kept, keys
