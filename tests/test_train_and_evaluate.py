@@ -7,10 +7,12 @@ import types
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import estimator_rt as ert
 from estimator_rt.export import export_dirs
 from estimator_rt.core import summaries
+import _legacy_fns
 import _models as M
 
 
@@ -28,6 +30,48 @@ def _export_dirs(base):
   if not os.path.isdir(base):
     return []
   return sorted(os.path.join(base, d) for d in os.listdir(base))
+
+
+def _where_called(model_fn, calls):
+  """`model_fn`, recording (mode, where) per call: 'eager', or the kind of
+  graph it builds into ('Graph': the graph engine's; 'FuncGraph': a
+  compiled function's)."""
+
+  def recorded(features, labels, mode):
+    calls.append((mode, 'eager' if tf.executing_eagerly() else
+                  type(tf.compat.v1.get_default_graph()).__name__))
+    return model_fn(features, labels, mode)
+
+  return recorded
+
+
+@pytest.mark.parametrize('style', ['tf2', 'tf1'])
+def test_evaluation_is_built_after_the_training_in_its_engine(tmp_path,
+                                                              style):
+  # Built once the training is (2.15 called the model_fn in TRAIN mode
+  # first), before anything is written: a TF2 model_fn's evaluation is
+  # built in the eager engine only (built first, it was also built in the
+  # graph engine, then thrown away).
+  calls = []
+  if style == 'tf2':
+    model_fn = M.make_model_fn(optimizer='adam', lr=0.02)
+    est, train_fn, eval_fn = _setup(
+        tmp_path, model_fn=_where_called(model_fn, calls),
+        save_checkpoints_steps=10)
+  else:
+    est = ert.Estimator(_where_called(_legacy_fns.model_fn, calls),
+                        model_dir=str(tmp_path),
+                        config=M.quiet_config(save_checkpoints_steps=10))
+    train_fn = eval_fn = _legacy_fns.input_fn
+  ert.train_and_evaluate(est, ert.TrainSpec(train_fn, max_steps=20),
+                         ert.EvalSpec(eval_fn, steps=2, throttle_secs=0))
+  assert calls[0] == ('train', 'Graph')
+  evals = [where for mode, where in calls if mode == 'eval']
+  if style == 'tf2':
+    assert 'Graph' not in evals and 'eager' in evals, calls
+  else:
+    assert calls[1] == ('eval', 'Graph') and set(evals) == {'Graph'}, calls
+  assert M.eval_steps(str(tmp_path / 'eval')) == [10, 20]
 
 
 @pytest.mark.parametrize('strategy', ['default', 'mirrored'])

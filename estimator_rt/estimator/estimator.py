@@ -1,6 +1,7 @@
 """`Estimator`: train, evaluate, predict and export one model_fn."""
 
 import contextlib
+import functools
 import itertools
 import os
 import tempfile
@@ -199,6 +200,9 @@ class Estimator(protected_methods.ProtectedMethods):
     self._kind = None
     # The engine the last call ran in (for a role's shutdown).
     self._last_kind = None
+    # What the next train checks before it writes (see
+    # `evaluation_checked_in_training`), given its engine.
+    self._evaluation_check = None
     # A training task of a multi-worker strategy configures its collective
     # ops when the eager engine is made (before TensorFlow runs any op);
     # choosing the engine runs ops, so that engine exists first.
@@ -530,32 +534,50 @@ class Estimator(protected_methods.ProtectedMethods):
     saving_listeners = hooks_lib.check_saving_listeners(saving_listeners)
     hooks_lib.check_listeners_have_saves(saving_listeners, hooks,
                                          self._config)
+    # The one check `evaluation_checked_in_training` asked for, if any.
+    check, self._evaluation_check = getattr(self, '_evaluation_check',
+                                            None), None
     with preemption.training():
       self._run(lambda engine: engine.train(
           input_fn, hooks=hooks, steps=steps,
           max_steps=max_steps,
-          saving_listeners=saving_listeners), input_fn=input_fn,
-                training=True)
+          saving_listeners=saving_listeners,
+          before_writing=check and functools.partial(check, engine)),
+                input_fn=input_fn, training=True)
     return self
 
   # ----------------------------------------------------------- evaluate
-  def check_evaluation(self, input_fn: Callable, *,
-                       steps: Optional[int] = None,
-                       name: Optional[str] = None,
-                       hooks: Optional[Sequence[Any]] = None) -> None:
-    """Builds the evaluation of `input_fn` without running it.
+  @contextlib.contextmanager
+  def evaluation_checked_in_training(self, input_fn: Callable, *,
+                                     steps: Optional[int] = None,
+                                     name: Optional[str] = None,
+                                     hooks: Optional[Sequence[Any]] = None
+                                     ) -> Iterator[None]:
+    """Within: the next `train` builds the evaluation of `input_fn` (without
+    running it) once its own training is built, in the engine that trains,
+    before it writes anything to model_dir.
 
-    train_and_evaluate calls it before training, so that an eval input_fn
-    or an EVAL-mode model_fn that fails does so before anything is written
-    to model_dir (the graph is kept for the evaluations that follow).
+    train_and_evaluate trains within it, so that an eval input_fn or an
+    EVAL-mode model_fn that fails does so before anything is written, and
+    the evaluation is built once, in the engine that runs it (the graph is
+    kept for the evaluations that follow). Built before the training, a
+    TF2 model_fn's evaluation was built in the graph engine first and
+    thrown away when the TRAIN-mode call chose the eager engine; built
+    after it, the model_fn is called in TRAIN mode first, as tf.estimator
+    2.15's train_and_evaluate called it. A `train` that has no steps to run
+    builds nothing (its evaluation of the newest checkpoint follows).
 
     Raises:
       UserInputError: what `evaluate` would raise for these arguments.
     """
     steps = as_count(steps, cap=MAX_INT32)
     hooks = hooks_lib.check_hooks(hooks)
-    self._run(lambda engine: engine.check_evaluation(
-        input_fn, steps=steps, name=name, hooks=hooks), input_fn=input_fn)
+    self._evaluation_check = lambda engine: engine.check_evaluation(
+        input_fn, steps=steps, name=name, hooks=hooks)
+    try:
+      yield
+    finally:
+      self._evaluation_check = None
 
   def evaluate(self, input_fn: Callable, steps: Optional[int] = None,
                hooks: Optional[Sequence[Any]] = None,

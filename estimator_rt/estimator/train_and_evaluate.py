@@ -29,6 +29,7 @@ cluster); `train_and_evaluate_all`, estimator_rt's own
 """
 
 import collections
+import contextlib
 import json
 import numbers
 import os
@@ -575,12 +576,15 @@ class _TrainingExecutor(object):
     evaluation, what each exporter returned at it), as 2.15's did, and
     sets `outcome`."""
     _assert_eval_spec(self._eval_spec)
-    check = getattr(self._estimator, 'check_evaluation', None)
-    if callable(check):
-      # A bad eval input_fn or EVAL-mode model_fn fails now, before
-      # training writes anything to model_dir.
-      check(self._eval_spec.input_fn, steps=self._eval_spec.steps,
-            name=self._eval_spec.name, hooks=self._eval_spec.hooks)
+    checked = getattr(self._estimator, 'evaluation_checked_in_training',
+                      None)
+    # A bad eval input_fn or EVAL-mode model_fn fails once the training is
+    # built, before it writes anything to model_dir.
+    checking = (checked(self._eval_spec.input_fn,
+                        steps=self._eval_spec.steps,
+                        name=self._eval_spec.name,
+                        hooks=self._eval_spec.hooks)
+                if callable(checked) else contextlib.nullcontext())
     train_hooks = list(self._train_spec.hooks) + list(self._train_hooks)
     config = self._estimator.config
     tf_log.info(
@@ -596,11 +600,12 @@ class _TrainingExecutor(object):
         self._continuous_eval_listener)
     saving_listeners = tuple(self._train_spec.saving_listeners) + (
         listener_for_eval,)
-    self._estimator.train(
-        input_fn=self._train_spec.input_fn,
-        max_steps=self._train_spec.max_steps,
-        hooks=train_hooks,
-        saving_listeners=saving_listeners)
+    with checking:
+      self._estimator.train(
+          input_fn=self._train_spec.input_fn,
+          max_steps=self._train_spec.max_steps,
+          hooks=train_hooks,
+          saving_listeners=saving_listeners)
     if not listener_for_eval.began:
       # Training ran no loop (model_dir's checkpoint is at max_steps
       # already): the newest checkpoint is the final one.

@@ -279,8 +279,12 @@ class Engine(abc.ABC):
 
   def train(self, input_fn: Callable, *, hooks: Sequence[Any] = (),
             steps: Optional[int] = None, max_steps: Optional[int] = None,
-            saving_listeners: Sequence[Callable] = ()) -> None:
-    """See `Estimator.train`."""
+            saving_listeners: Sequence[Callable] = (),
+            before_writing: Optional[Callable[[], None]] = None) -> None:
+    """See `Estimator.train`. `before_writing`, if given, is called once
+    the training is built, before anything is written to model_dir (what
+    it raises ends the call with nothing written); not when there is no
+    training to run."""
     # The newest checkpoint that restores; newer damaged or non-finite ones
     # are skipped (never trained over from step 0), and if there are only
     # such, this refuses before anything is written.
@@ -302,6 +306,8 @@ class Engine(abc.ABC):
     setup = self._build_training(input_fn, latest=choice.path,
                                  session_hooks=session_hooks,
                                  summary_writer=writer)
+    if before_writing is not None:
+      before_writing()
     # Everything is built and checked: from here on model_dir is written.
     made_model_dir = not tf.io.gfile.exists(self.model_dir)
     directory = self._prepare_checkpoint_dir(choice, setup)
@@ -401,7 +407,9 @@ class Engine(abc.ABC):
                        steps: Optional[int] = None,
                        name: Optional[str] = None,
                        hooks: Sequence[Any] = ()) -> None:
-    """See `Estimator.check_evaluation`."""
+    """Builds the evaluation of `input_fn` without running it (see
+    `Estimator.evaluation_checked_in_training`); raises what `evaluate`
+    would raise for these arguments."""
 
   @abc.abstractmethod
   def evaluate(self, input_fn: Callable, *, steps: Optional[int] = None,

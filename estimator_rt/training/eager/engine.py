@@ -382,7 +382,7 @@ class EagerEngine(engine_lib.Engine):
                        steps: Optional[int] = None,
                        name: Optional[str] = None,
                        hooks: Sequence[Any] = ()) -> None:
-    """See `Estimator.check_evaluation` (`hooks` change nothing here: a TF2
+    """See `Engine.check_evaluation` (`hooks` change nothing here: a TF2
     model_fn's evaluation of an endless input needs `steps`)."""
     del hooks
     if self._config.task_info is not None:

@@ -104,9 +104,10 @@ class _EvalGraph:
   tf.estimator 2.15 built one per evaluation, calling the input_fn and the
   model_fn each time, and code counts on those calls (a model_fn that logs,
   registers or counts what it builds), so every evaluation has a graph of
-  its own. `train_and_evaluate` builds the first one before training (its
-  check that the evaluation builds, before anything is written), and the
-  first evaluation runs that one.
+  its own. `train_and_evaluate` builds the first one once its training is
+  built, before anything is written (its check that the evaluation builds:
+  `Estimator.evaluation_checked_in_training`), and the first evaluation
+  runs that one.
   """
 
   input_fn: Callable
@@ -1041,7 +1042,7 @@ class GraphEngine(engine_lib.Engine):
                        steps: Optional[int] = None,
                        name: Optional[str] = None,
                        hooks: Sequence[Any] = ()) -> None:
-    """See `Estimator.check_evaluation`. The graph built is the one the
+    """See `Engine.check_evaluation`. The graph built is the one the
     next evaluation of a checkpoint with the same input_fn and steps runs
     (tf.estimator built one graph per evaluation)."""
     del name
