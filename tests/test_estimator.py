@@ -233,6 +233,30 @@ def test_predict_reads_its_input_once_as_2_15_did(tmp_path):
       rtol=1e-5, atol=1e-5)
 
 
+def test_an_input_fn_taking_input_context_is_called_once_per_call(tmp_path):
+  """Under the default strategy an input_fn that declares input_context (as
+  the ready-made input_fns do) is called once per train, evaluate and
+  predict, with the one input pipeline's context, as one without is."""
+  x, y = M.make_data(64)
+  contexts = []
+
+  def input_fn(params, input_context=None):
+    del params
+    contexts.append((input_context.num_input_pipelines,
+                     input_context.input_pipeline_id,
+                     input_context.num_replicas_in_sync))
+    return M.global_input_fn(x, y, batch_size=16, repeat=False)()
+
+  # The eager engine's calls alone (no graph build deciding the engine).
+  est = ert.Estimator(M.make_model_fn(), model_dir=str(tmp_path),
+                      config=M.quiet_config(engine='eager'))
+  est.train(input_fn, steps=3)
+  est.evaluate(input_fn, steps=1)
+  predictions = list(est.predict(input_fn))
+  assert contexts == [(1, 0, 1)] * 3
+  assert len(predictions) == 64
+
+
 # ------------------------------------------------------------- summaries
 def test_train_summaries_at_the_first_step_then_every_n(tmp_path):
   """As tf.estimator 2.15's hooks wrote them: the loss at each train()

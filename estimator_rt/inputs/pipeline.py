@@ -153,7 +153,7 @@ def make_input(strategy: tf.distribute.Strategy,
   call = _dataset_maker(strategy, input_fn, params, role=role, config=config,
                         overlap=overlap, coordinator=coordinator)
   local = call(_one_pipeline(strategy) if takes_context else None)
-  one_pass = (one_pass and not (sample_only or replicate or takes_context) and
+  one_pass = (one_pass and not (sample_only or replicate) and
               coordinator is None and _undistributed(strategy))
   reader = local if one_pass else local.take(1)
   first, iterator = _first_element(reader, role, input_fn)
@@ -225,6 +225,10 @@ def _distribute(strategy: tf.distribute.Strategy, local: tf.data.Dataset,
                 auto_shard_policy: str):
   """The input_fn's data distributed over the strategy's replicas."""
   if takes_context:
+    if _undistributed(strategy):
+      # The default strategy would call the input_fn again, with the one
+      # pipeline's context `local` was made with.
+      return local
     # The input_fn shards and batches itself, once per input pipeline.
     return strategy.distribute_datasets_from_function(call)
   if (strategy.num_replicas_in_sync > 1 and
