@@ -432,3 +432,31 @@ def test_eval_on_tpu_false_evaluates_on_cpu_as_in_2_15(tmp_path):
   assert on_tpu.evaluate(_input_fn, steps=1)['global_step'] == 2
   with pytest.raises(ValueError, match='use_tpu=False'):
     on_tpu.train(_input_fn, max_steps=4)
+
+
+def test_train_and_evaluate_builds_each_mode_with_its_batch_size(tmp_path):
+  # As 2.15 ran it: params['batch_size'] is train_batch_size for the
+  # training and eval_batch_size for every evaluation, the one
+  # train_and_evaluate builds to check it included (before it was built
+  # without a batch size and the input_fn's params['batch_size'] failed).
+  seen = []
+
+  def input_fn(params):
+    seen.append(('input_fn', params['batch_size']))
+    x = np.ones([64, 1], np.float32)
+    return tf.data.Dataset.from_tensor_slices(({'x': x}, x)).repeat().batch(
+        params['batch_size'], drop_remainder=True)
+
+  def model_fn(features, labels, mode, params):
+    seen.append((mode, int(features['x'].shape[0])))
+    return _model_fn(features, labels, mode, params)
+
+  estimator = tpu.TPUEstimator(
+      model_fn, use_tpu=False, train_batch_size=16, eval_batch_size=4,
+      config=tpu.RunConfig(model_dir=str(tmp_path), save_checkpoints_steps=5))
+  metrics, _ = estimator_rt.train_and_evaluate(
+      estimator, estimator_rt.TrainSpec(input_fn, max_steps=10),
+      estimator_rt.EvalSpec(input_fn, steps=2, throttle_secs=0))
+  assert metrics['global_step'] == 10
+  assert seen == [('input_fn', 16), ('train', 16)] + [
+      ('input_fn', 4), ('eval', 4)] * 2

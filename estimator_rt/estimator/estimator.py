@@ -572,12 +572,18 @@ class Estimator(protected_methods.ProtectedMethods):
     """
     steps = as_count(steps, cap=MAX_INT32)
     hooks = hooks_lib.check_hooks(hooks)
-    self._evaluation_check = lambda engine: engine.check_evaluation(
-        input_fn, steps=steps, name=name, hooks=hooks)
+    self._evaluation_check = lambda engine: self._check_evaluation_in(
+        engine, input_fn, steps=steps, name=name, hooks=hooks)
     try:
       yield
     finally:
       self._evaluation_check = None
+
+  def _check_evaluation_in(self, engine, input_fn: Callable, **kwargs
+                           ) -> None:
+    """`engine.check_evaluation(input_fn, **kwargs)`, as `evaluate` would
+    build that evaluation (TPUEstimator: with its eval batch size)."""
+    engine.check_evaluation(input_fn, **kwargs)
 
   def evaluate(self, input_fn: Callable, steps: Optional[int] = None,
                hooks: Optional[Sequence[Any]] = None,

@@ -607,6 +607,11 @@ class TPUEstimator(Estimator):
     with self._batch_size_of(ModeKeys.EVAL):
       return super().evaluate(input_fn, steps, hooks, checkpoint_path, name)
 
+  def _check_evaluation_in(self, engine, input_fn, **kwargs):
+    # Within train (train_and_evaluate's check), whose batch size is set.
+    with self._batch_size_of(ModeKeys.EVAL):
+      super()._check_evaluation_in(engine, input_fn, **kwargs)
+
   def predict(self, input_fn, predict_keys=None, hooks=None,
               checkpoint_path=None, yield_single_examples=True):
     if self._use_tpu:
