@@ -285,3 +285,38 @@ def test_specs_are_checked(tmp_path):
     ert.EvalSpec(eval_fn, throttle_secs=-1)
   with pytest.raises(ert.UserInputError):
     ert.train_and_evaluate(est, train_fn, ert.EvalSpec(eval_fn))
+
+
+def test_a_subclass_evaluate_is_left_to_evaluate_as_in_2_15(tmp_path):
+  # A library's Estimator whose evaluate sets up what its eval input_fn
+  # needs (as TPUEstimator sets params['batch_size']): train_and_evaluate
+  # does not build that evaluation itself before training (2.15 never
+  # did), so each evaluation is its evaluate's.
+  class OwnEvaluation(ert.Estimator):
+
+    def _assert_members_are_not_overridden(self):
+      pass  # As libraries that override Estimator members do.
+
+    def evaluate(self, input_fn, steps=None, hooks=None,
+                 checkpoint_path=None, name=None):
+      self.evaluating = True
+      try:
+        return super().evaluate(input_fn, steps, hooks, checkpoint_path,
+                                name)
+      finally:
+        self.evaluating = False
+
+  est = OwnEvaluation(_legacy_fns.model_fn, model_dir=str(tmp_path),
+                      config=M.quiet_config(save_checkpoints_steps=10))
+  est.evaluating = False
+
+  def eval_input_fn():
+    if not est.evaluating:
+      raise RuntimeError('built outside evaluate')
+    return _legacy_fns.input_fn()
+
+  metrics, _ = ert.train_and_evaluate(
+      est, ert.TrainSpec(_legacy_fns.input_fn, max_steps=20),
+      ert.EvalSpec(eval_input_fn, steps=2, throttle_secs=0))
+  assert metrics['global_step'] == 20
+  assert M.eval_steps(str(tmp_path / 'eval')) == [10, 20]
