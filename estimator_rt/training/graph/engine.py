@@ -90,6 +90,9 @@ def _is_reference_variable(variable) -> bool:
 class _EvalModelPart:
   """The model_fn's part of an evaluation graph (`_eval_model_part`)."""
 
+  graph: tf.Graph
+  data: Any  # model.GraphInput
+  input_ops: int  # The graph's ops once the input_fn returned.
   built: Any  # model.GraphModel, without the loss's mean.
   model_ops: int  # The graph's ops once the model_fn returned.
   single_device: bool
@@ -941,10 +944,12 @@ class GraphEngine(engine_lib.Engine):
     self._features_spec = data.features_spec
     return graph, data, len(graph.get_operations())
 
-  def _eval_model_part(self, graph: tf.Graph, data) -> '_EvalModelPart':
-    """The model_fn's part of an evaluation graph: the EVAL-mode model_fn
-    called once into `graph`, without the ops `_eval_finished` adds (a
-    graph a kept one replaces needs none of them)."""
+  def _eval_model_part(self, graph: tf.Graph, data, input_ops: int
+                       ) -> _EvalModelPart:
+    """The model_fn's part of an evaluation graph (`_eval_input`'s): the
+    EVAL-mode model_fn called once into `graph`, without the ops
+    `_eval_finished` adds (a graph a kept one replaces needs none of
+    them)."""
     with graph.as_default(), self._building():
       placement = placement_lib.make_placement(self._config.eval_distribute,
                                                for_training=False)
@@ -953,17 +958,17 @@ class GraphEngine(engine_lib.Engine):
           batches=data.next_batch, params=self._params, config=self._config,
           placement=placement, loss_metric=False)
     return _EvalModelPart(
+        graph=graph, data=data, input_ops=input_ops,
         built=built, model_ops=len(graph.get_operations()),
         single_device=isinstance(placement,
                                  placement_lib.SingleDevicePlacement))
 
-  def _eval_finished(self, part: '_EvalModelPart', *, graph: tf.Graph, data,
-                     input_ops: int, input_fn: Callable,
+  def _eval_finished(self, part: _EvalModelPart, *, input_fn: Callable,
                      steps: Optional[int]) -> _EvalGraph:
     """The evaluation graph of `part`: the loss's mean, the Saver, the
-    metrics' values and updates added to `graph`."""
+    metrics' values and updates added to its graph."""
     built = part.built
-    with graph.as_default(), self._building():
+    with part.graph.as_default(), self._building():
       model_lib.add_loss_metric(built)
       saver, _ = self._saver(built.spec.scaffold)
       final = {name: pair[0] for name, pair in built.metrics.items()}
@@ -975,31 +980,30 @@ class GraphEngine(engine_lib.Engine):
             scaffold.local_init_op,
             tf.compat.v1.train.Scaffold.default_local_init_op())
       return _EvalGraph(
-          input_fn=input_fn, steps=steps, graph=graph, data=data,
+          input_fn=input_fn, steps=steps, graph=part.graph, data=part.data,
           built=built, saver=saver,
           update=tf.group(*[pair[1] for pair in built.metrics.values()]),
-          final=final, local_init_op=local_init_op, input_ops=input_ops,
-          model_ops=part.model_ops, single_device=part.single_device)
+          final=final, local_init_op=local_init_op,
+          input_ops=part.input_ops, model_ops=part.model_ops,
+          single_device=part.single_device)
 
   def _eval_graph(self, input_fn: Callable, steps: Optional[int]
                   ) -> _EvalGraph:
     """A new evaluation graph for `input_fn` and `steps`: the EVAL-mode
     model_fn called once, the metrics' updates and values (an input that
     repeats forever is refused by `_refuse_endless`)."""
-    graph, data, input_ops = self._eval_input(input_fn)
-    return self._eval_finished(self._eval_model_part(graph, data),
-                               graph=graph, data=data, input_ops=input_ops,
-                               input_fn=input_fn, steps=steps)
+    return self._eval_finished(
+        self._eval_model_part(*self._eval_input(input_fn)),
+        input_fn=input_fn, steps=steps)
 
-  def _eval_keys(self, graph: tf.Graph, input_ops: int,
-                 part: Union[_EvalModelPart, _EvalGraph], *,
+  def _eval_keys(self, part: Union[_EvalModelPart, _EvalGraph], *,
                  path: Optional[str]) -> Optional[Tuple[str, str]]:
-    """The kept-session keys of an evaluation graph (`_kept_keys`) whose
-    model_fn's part is `part` (alone, or in its finished graph): its model
-    part ends where the model_fn's ops end."""
+    """The kept-session keys of an evaluation graph (`_kept_keys`), the
+    model_fn's part alone or finished: its model part ends where the
+    model_fn's ops end."""
     spec = part.built.spec
     return self._kept_keys(
-        graph, input_ops, path=path, model_ops_to=part.model_ops,
+        part.graph, part.input_ops, path=path, model_ops_to=part.model_ops,
         eligible=(part.single_device and not spec.evaluation_hooks and
                   kept_sessions.plain_scaffold(spec.scaffold)))
 
@@ -1016,8 +1020,7 @@ class GraphEngine(engine_lib.Engine):
     checked, self._checked_eval_graph = self._checked_eval_graph, None
     if path is not None and checked is not None and checked.is_for(
         input_fn, steps):
-      keys = self._eval_keys(checked.graph, checked.input_ops, checked,
-                             path=path)
+      keys = self._eval_keys(checked, path=path)
       kept = self._take_kept(ModeKeys.EVAL, keys)
       return (checked if kept is None else kept.parts.evaluation), kept, keys
     graph, data, input_ops = self._eval_input(input_fn)
@@ -1029,13 +1032,12 @@ class GraphEngine(engine_lib.Engine):
           ModeKeys.EVAL, lambda k: k.input_key == input_key[0])
       if kept:
         return kept.parts.evaluation, kept, (kept.input_key, kept.model_key)
-    part = self._eval_model_part(graph, data)
-    keys = self._eval_keys(graph, input_ops, part, path=path)
+    part = self._eval_model_part(graph, data, input_ops)
+    keys = self._eval_keys(part, path=path)
     kept = self._take_kept(ModeKeys.EVAL, keys)
     if kept is not None:
       return kept.parts.evaluation, kept, keys
-    return self._eval_finished(part, graph=graph, data=data,
-                               input_ops=input_ops, input_fn=input_fn,
+    return self._eval_finished(part, input_fn=input_fn,
                                steps=steps), None, keys
 
   def check_evaluation(self, input_fn: Callable, *,
