@@ -28,6 +28,21 @@ ALLOWED_OVERRIDES = frozenset([
 _RUNTIME_PACKAGE = 'estimator_rt.'
 
 
+def _is_runtime_class(cls: type) -> bool:
+  """Whether `cls` is one of the runtime's own classes (2.15's exemption
+  of its TPUEstimator included)."""
+  return (cls.__module__.startswith(_RUNTIME_PACKAGE) or
+          cls.__name__ == 'TPUEstimator')
+
+
+def defined_outside_runtime(estimator: object, name: str) -> bool:
+  """Whether `estimator`'s member `name` comes from a class that is not
+  the runtime's (a library's or a program's subclass overrides it)."""
+  owner = next((cls for cls in type(estimator).__mro__
+                if name in vars(cls)), None)
+  return owner is not None and not _is_runtime_class(owner)
+
+
 def check_not_overridden(base: type, estimator: object) -> None:
   """Raises if `type(estimator)` overrides a member of `base`.
 
@@ -40,8 +55,7 @@ def check_not_overridden(base: type, estimator: object) -> None:
       other than one of ALLOWED_OVERRIDES.
   """
   cls = type(estimator)
-  if (cls.__module__.startswith(_RUNTIME_PACKAGE) or
-      cls.__name__ == 'TPUEstimator'):
+  if _is_runtime_class(cls):
     return
   members = {name for name in dir(base) if not name.startswith('__')}
   overridden = sorted(

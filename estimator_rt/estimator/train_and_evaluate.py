@@ -246,19 +246,6 @@ class EvalSpec(
         throttle_secs=throttle_secs)
 
 
-def _evaluates_its_own_way(estimator) -> bool:
-  """Whether `estimator`'s class overrides `evaluate` outside estimator_rt
-  (a library's or a program's subclass). Its evaluation is then left to its
-  `evaluate`, as 2.15 left it, and not checked before training: the check
-  builds the evaluation without what the override sets up around it (the
-  params, the model_fn or the state it changes), so it could refuse, or
-  build for the first evaluation, what its `evaluate` never would."""
-  owner = next((cls for cls in type(estimator).__mro__
-                if 'evaluate' in vars(cls)), None)
-  return owner is not None and not owner.__module__.startswith(
-      'estimator_rt.')
-
-
 def _assert_eval_spec(eval_spec):
   """Raises if `eval_spec` is not an EvalSpec."""
   if not isinstance(eval_spec, EvalSpec):
@@ -597,9 +584,7 @@ class _TrainingExecutor(object):
                         steps=self._eval_spec.steps,
                         name=self._eval_spec.name,
                         hooks=self._eval_spec.hooks)
-                if callable(checked) and
-                not _evaluates_its_own_way(self._estimator)
-                else contextlib.nullcontext())
+                if callable(checked) else contextlib.nullcontext())
     train_hooks = list(self._train_spec.hooks) + list(self._train_hooks)
     config = self._estimator.config
     tf_log.info(
