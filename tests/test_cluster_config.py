@@ -491,3 +491,18 @@ def test_a_server_task_whose_chief_is_gone_exits_zero_if_training_is_over(
       server, task, chief_address=chief_address, startup_timeout_secs=60,
       poll_secs=0.2, finished=finished(True))
   assert code == 0 and asked[-1] is True
+
+
+def test_launchers_choose_ports_below_the_ephemeral_range():
+  """A cluster's ports are chosen where no outgoing connection's local
+  port can take one before its task binds it (that failed a task with
+  "Could not start gRPC server" on a busy machine): distinct, free, below
+  the kernel's ephemeral range."""
+  layout = _cluster.launcher()
+  low, _ = layout._ephemeral_ports()
+  ports = layout.free_ports(20)
+  assert len(set(ports)) == 20, ports
+  assert all(10000 <= port < low for port in ports), (ports, low)
+  for port in ports:
+    with socket.socket() as s:
+      s.bind(('127.0.0.1', port))

@@ -821,14 +821,20 @@ def test_parameter_server_chief_two_workers_ps_and_evaluator(tmp_path):
   assert 1500 <= steps[-1] <= 1500 + OVERSHOOT, steps
   assert not engine_choice.is_object_based(
       os.path.join(model_dir, f'model.ckpt-{steps[-1]}'))
-  # Every task trained: each ran steps of its own, and each step counts
-  # once in the global step (which the chief read last).
+  # Every task trained, each step counting once in the global step (which
+  # the chief read last); a worker whose process came up only after the
+  # others had reached max_steps (a busy machine) trains none, as 2.15's
+  # StopAtStepHook stopped it at once, and says so.
   ran = {}
   for name in ('chief:0', 'worker:0', 'worker:1'):
     match = re.search(r'ran (\d+) steps of its own', run.log(name))
-    assert match, run.log(name)[-3000:]
-    ran[name] = int(match.group(1))
-  assert min(ran.values()) > 0, ran
+    if match:
+      ran[name] = int(match.group(1))
+    else:
+      assert name != 'chief:0' and re.search(
+          r'Skipping training: checkpoint .* is already at step \d+ >= '
+          r'max_steps=1500', run.log(name)), run.log(name)[-3000:]
+  assert 'chief:0' in ran and min(ran.values()) > 0, ran
   assert steps[-1] <= sum(ran.values()) <= 1500 + OVERSHOOT, (ran, steps)
   assert 'Saved checkpoint' not in run.log('worker:0')
   accuracy = summaries.read_scalars(os.path.join(model_dir, 'eval'))[

@@ -11,7 +11,6 @@ through its HTTP API. The server is stopped at the end, whatever happens.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import _cluster
 import estimator_rt as ert
 
 
@@ -48,12 +48,6 @@ def _input_fn():
   return tf.data.Dataset.from_tensor_slices(({'x': x}, y)).repeat().batch(16)
 
 
-def _free_port():
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    return s.getsockname()[1]
-
-
 def _get(port, path, **query):
   url = f'http://127.0.0.1:{port}{path}'
   if query:
@@ -65,7 +59,7 @@ def _get(port, path, **query):
 @pytest.fixture
 def tensorboard(tmp_path):
   """Starts tensorboard over tmp_path/m on a free port; yields the port."""
-  port = _free_port()
+  port, = _cluster.launcher().free_ports(1)
   process = subprocess.Popen(
       [sys.executable, '-m', 'tensorboard.main', '--logdir',
        str(tmp_path / 'm'), '--host', '127.0.0.1', '--port', str(port),

@@ -8,6 +8,7 @@ addresses come from. No TensorFlow here: a launcher must not pay for it.
 
 import argparse
 import json
+import random
 import socket
 from typing import Dict, List, Sequence, Tuple
 
@@ -105,16 +106,51 @@ def start_order(cluster: Dict[str, List[str]]) -> List[TaskKey]:
                 key=lambda k: (k == chief, k))
 
 
-def free_ports(count: int) -> List[int]:
-  """`count` distinct free TCP ports on 127.0.0.1.
+# Where the kernel takes the local ports of outgoing connections (and of a
+# bind to port 0) when /proc does not say.
+_DEFAULT_EPHEMERAL_PORTS = (32768, 60999)
+# The lowest port handed out: below it are the well-known and the commonly
+# configured services' ports.
+_LOWEST_PORT = 10000
 
-  The sockets are held open until all ports are chosen, so the same port
-  is never handed out twice; another process could still take one before
-  the task binds it, which on a test machine is rare enough.
+
+def _ephemeral_ports() -> Tuple[int, int]:
+  """The kernel's range for the local ports of outgoing connections."""
+  try:
+    with open('/proc/sys/net/ipv4/ip_local_port_range') as f:
+      low, high = (int(part) for part in f.read().split())
+    return low, high
+  except (OSError, ValueError):
+    return _DEFAULT_EPHEMERAL_PORTS
+
+
+def free_ports(count: int) -> List[int]:
+  """`count` distinct free TCP ports on 127.0.0.1, for tasks to bind later.
+
+  They are chosen at random below the kernel's ephemeral range: a port in
+  that range can be taken, between the choice and the task's bind, by any
+  outgoing connection on the machine (the local end of every gRPC
+  client's connection is one), and the task then fails with "Could not
+  start gRPC server". The sockets are held open until all ports are
+  chosen, so the same port is never handed out twice. When too few ports
+  below the range are free, the rest come from the kernel (port 0).
   """
+  low, _ = _ephemeral_ports()
+  candidates = range(_LOWEST_PORT, low)
+  chooser = random.Random()  # Seeded from os.urandom, not the program's seed.
   sockets = []
   try:
-    for _ in range(count):
+    for port in chooser.sample(candidates, min(len(candidates), 50 * count)):
+      if len(sockets) == count:
+        break
+      s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+      try:
+        s.bind(('127.0.0.1', port))
+      except OSError:
+        s.close()
+        continue
+      sockets.append(s)
+    while len(sockets) < count:
       s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
       s.bind(('127.0.0.1', 0))
       sockets.append(s)
