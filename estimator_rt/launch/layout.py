@@ -10,7 +10,7 @@ import argparse
 import json
 import random
 import socket
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 TaskKey = Tuple[str, int]  # ('worker', 1)
 
@@ -109,9 +109,10 @@ def start_order(cluster: Dict[str, List[str]]) -> List[TaskKey]:
 # Where the kernel takes the local ports of outgoing connections (and of a
 # bind to port 0) when /proc does not say.
 _DEFAULT_EPHEMERAL_PORTS = (32768, 60999)
-# The lowest port handed out: below it are the well-known and the commonly
-# configured services' ports.
-_LOWEST_PORT = 10000
+# The ports handed out, when the kernel's ephemeral range starts above
+# them: above Ray's worker ports (10002-19999 by default, which a Ray head
+# refuses to overlap) and below Kubernetes' NodePorts (30000-32767).
+_CHOSEN_PORTS = (20000, 30000)
 
 
 def _ephemeral_ports() -> Tuple[int, int]:
@@ -124,36 +125,44 @@ def _ephemeral_ports() -> Tuple[int, int]:
     return _DEFAULT_EPHEMERAL_PORTS
 
 
-def free_ports(count: int) -> List[int]:
-  """`count` distinct free TCP ports on 127.0.0.1, for tasks to bind later.
+def reserve_port(host: str = '127.0.0.1', *,
+                 chooser: Optional[random.Random] = None) -> socket.socket:
+  """A TCP socket bound to a free port of `host`, for a task to bind later.
 
-  They are chosen at random below the kernel's ephemeral range: a port in
-  that range can be taken, between the choice and the task's bind, by any
-  outgoing connection on the machine (the local end of every gRPC
-  client's connection is one), and the task then fails with "Could not
-  start gRPC server". The sockets are held open until all ports are
-  chosen, so the same port is never handed out twice. When too few ports
-  below the range are free, the rest come from the kernel (port 0).
+  The port is chosen at random in `_CHOSEN_PORTS`, below the kernel's
+  ephemeral range: a port in that range can be taken, between the choice
+  and the task's bind, by any outgoing connection on the machine (the
+  local end of every gRPC client's connection is one), and the task then
+  fails with "Could not start gRPC server". When no port tried there is
+  free, the kernel picks one (port 0). The caller closes the socket just
+  before the task starts.
   """
-  low, _ = _ephemeral_ports()
-  candidates = range(_LOWEST_PORT, low)
-  chooser = random.Random()  # Seeded from os.urandom, not the program's seed.
+  chooser = chooser or random.Random()  # From os.urandom, not the seed.
+  candidates = range(_CHOSEN_PORTS[0],
+                     min(_CHOSEN_PORTS[1], _ephemeral_ports()[0]))
+  for port in chooser.sample(candidates, min(len(candidates), 50)) + [0]:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+      s.bind((host, port))
+      return s
+    except OSError:
+      s.close()
+      if port == 0:
+        raise
+  raise AssertionError('unreachable: port 0 binds or raises')
+
+
+def free_ports(count: int) -> List[int]:
+  """`count` distinct free TCP ports on 127.0.0.1 (see `reserve_port`).
+
+  The sockets are held open until all ports are chosen, so the same port
+  is never handed out twice.
+  """
+  chooser = random.Random()
   sockets = []
   try:
-    for port in chooser.sample(candidates, min(len(candidates), 50 * count)):
-      if len(sockets) == count:
-        break
-      s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-      try:
-        s.bind(('127.0.0.1', port))
-      except OSError:
-        s.close()
-        continue
-      sockets.append(s)
-    while len(sockets) < count:
-      s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-      s.bind(('127.0.0.1', 0))
-      sockets.append(s)
+    for _ in range(count):
+      sockets.append(reserve_port(chooser=chooser))
     return [s.getsockname()[1] for s in sockets]
   finally:
     for s in sockets:

@@ -2,14 +2,14 @@
 
 One Ray actor per task (chief, worker, ps, evaluator), holding the task's
 Ray resources (`num_cpus`, `num_gpus`) for the whole run. Each actor picks
-a free port on its own node (the node's Ray IP address, 127.0.0.1 on a
-cluster started with that address) and keeps it reserved until every
-actor has one, so no two tasks of a node get the same port; the driver
-lays the addresses out as a TF_CONFIG cluster. Each actor then runs the
-task's command as a subprocess with its TF_CONFIG, in its own process
-group, and keeps its output lines; the driver polls every actor, prints
-each line prefixed with the task's role (`[worker:1] ...`) and learns the
-exit codes.
+a free port on its own node (`layout.reserve_port`, on the node's Ray IP
+address, 127.0.0.1 on a cluster started with that address) and keeps it
+reserved until every actor has one, so no two tasks of a node get the
+same port; the driver lays the addresses out as a TF_CONFIG cluster. Each
+actor then runs the task's command as a subprocess with its TF_CONFIG, in
+its own process group, and keeps its output lines; the driver polls every
+actor, prints each line prefixed with the task's role (`[worker:1] ...`)
+and learns the exit codes.
 
 `RayCluster` has the task-group interface `supervisor.Supervisor` drives
 (see that module), so restarts, preemptions and bad input are handled as
@@ -46,6 +46,7 @@ from estimator_rt.launch.layout import TaskKey
 from estimator_rt.launch.layout import chief_of
 from estimator_rt.launch.layout import cluster_dict
 from estimator_rt.launch.layout import port_is_free
+from estimator_rt.launch.layout import reserve_port
 from estimator_rt.launch.layout import start_order
 from estimator_rt.launch.layout import task_keys
 from estimator_rt.launch.layout import task_name
@@ -97,8 +98,7 @@ class TaskProcess:
       node_id = ray.get_runtime_context().get_node_id()
       host = next(node['NodeManagerAddress'] for node in ray.nodes()
                   if node['NodeID'] == node_id)
-    self._reserved = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    self._reserved.bind((host, 0))
+    self._reserved = reserve_port(host)
     return f'{host}:{self._reserved.getsockname()[1]}'
 
   def start(self, command: List[str], env: Dict[str, str],
