@@ -106,23 +106,22 @@ def start_order(cluster: Dict[str, List[str]]) -> List[TaskKey]:
                 key=lambda k: (k == chief, k))
 
 
-# Where the kernel takes the local ports of outgoing connections (and of a
-# bind to port 0) when /proc does not say.
-_DEFAULT_EPHEMERAL_PORTS = (32768, 60999)
+# The first port the kernel gives the local end of an outgoing connection
+# (and a bind to port 0) when /proc does not say.
+_DEFAULT_FIRST_EPHEMERAL_PORT = 32768
 # The ports handed out, when the kernel's ephemeral range starts above
 # them: above Ray's worker ports (10002-19999 by default, which a Ray head
 # refuses to overlap) and below Kubernetes' NodePorts (30000-32767).
 _CHOSEN_PORTS = (20000, 30000)
 
 
-def _ephemeral_ports() -> Tuple[int, int]:
-  """The kernel's range for the local ports of outgoing connections."""
+def _first_ephemeral_port() -> int:
+  """Where the kernel's range for outgoing connections' ports starts."""
   try:
     with open('/proc/sys/net/ipv4/ip_local_port_range') as f:
-      low, high = (int(part) for part in f.read().split())
-    return low, high
-  except (OSError, ValueError):
-    return _DEFAULT_EPHEMERAL_PORTS
+      return int(f.read().split()[0])
+  except (OSError, ValueError, IndexError):
+    return _DEFAULT_FIRST_EPHEMERAL_PORT
 
 
 def reserve_port(host: str = '127.0.0.1', *,
@@ -139,7 +138,7 @@ def reserve_port(host: str = '127.0.0.1', *,
   """
   chooser = chooser or random.Random()  # From os.urandom, not the seed.
   candidates = range(_CHOSEN_PORTS[0],
-                     min(_CHOSEN_PORTS[1], _ephemeral_ports()[0]))
+                     min(_CHOSEN_PORTS[1], _first_ephemeral_port()))
   for port in chooser.sample(candidates, min(len(candidates), 50)) + [0]:
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
@@ -147,9 +146,9 @@ def reserve_port(host: str = '127.0.0.1', *,
       return s
     except OSError:
       s.close()
-      if port == 0:
+      if port == 0:  # Nothing free at all: the kernel's own error.
         raise
-  raise AssertionError('unreachable: port 0 binds or raises')
+  raise AssertionError('unreachable: the bind to port 0 returns or raises')
 
 
 def free_ports(count: int) -> List[int]:
