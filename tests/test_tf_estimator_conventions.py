@@ -465,6 +465,53 @@ def test_tf1_layers_right_after_import_estimator_rt(tmp_path, first):
   assert 'tf.keras keras' in result.stdout
 
 
+_REPEATED_LAYER_SWAPS_PROGRAM = '''
+import json
+import tensorflow as tf
+tf1 = tf.compat.v1
+
+def graph_layer():
+  with tf.Graph().as_default():
+    x = tf1.placeholder(tf.float32, [None, 3])
+    layer = tf1.layers.Dense(2)
+    layer(x)
+    return type(layer)
+
+from tf_keras.src.engine import base_layer_v1
+first = graph_layer()
+bases = [(c, c.__bases__) for c in first.__mro__]
+again = graph_layer()
+kept = all(c.__bases__ is b for c, b in bases)
+eager = tf1.layers.Dense(2)  # Eager: tf_keras swaps to its v2 bases.
+eager_v1 = issubclass(type(eager), base_layer_v1.Layer)
+back = graph_layer()
+print(json.dumps({
+    'same_class': first is again is back,
+    'graph_v1': [issubclass(c, base_layer_v1.Layer) for c in (first, back)],
+    'eager_v1': eager_v1, 'bases_kept': kept,
+    'skips': getattr(__import__('tf_keras.src.utils.version_utils',
+                                fromlist=['x']).swap_class,
+                     'estimator_rt_skips_repeats', False)}))
+'''
+
+
+def test_tf1_layers_are_not_swapped_again_when_already_swapped(tmp_path):
+  """tf_keras swaps a layer's class to its v1 or v2 bases at each
+  construction; a repeat of the last swap on the hierarchy it left is
+  skipped (the bases tuples are the same objects, not assigned again),
+  while a change of mode still swaps: v1 bases in a graph, v2 eagerly, v1
+  again. In a fresh process, with the installed hook."""
+  program = tmp_path / 'program.py'
+  program.write_text(_REPEATED_LAYER_SWAPS_PROGRAM)
+  result = run_python([str(program)], timeout=120, cwd=str(tmp_path),
+                      env={'TF_CPP_MIN_LOG_LEVEL': '2',
+                           'TF_USE_LEGACY_KERAS': None})
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert json.loads(result.stdout.splitlines()[-1]) == {
+      'same_class': True, 'graph_v1': [True, True], 'eager_v1': False,
+      'bases_kept': True, 'skips': True}
+
+
 _SESSION_THREADS_PROGRAM = '''
 import sys
 import tensorflow as tf
