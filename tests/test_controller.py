@@ -385,3 +385,52 @@ def test_fast_loops_keep_their_length(tmp_path, monkeypatch):
   make_controller(tmp_path, loop, every_steps=1000, steps_per_loop=100,
                   max_loop_secs=5.0).run(max_steps=300)
   assert loop.calls == [100, 100, 100]
+
+
+class SharedStepLoop(FakeLoop):
+  """A between-graph task's inner loop (graph/session_loop.SessionLoop's
+  contract): the global step is shared with other tasks; `read` is this
+  task's newest view of it, moved up by every read of the global step and
+  every step it runs, and a call runs until the global step reaches that
+  view plus `num_steps`."""
+
+  def __init__(self):
+    super().__init__()
+    self.view = 0
+
+  def read(self) -> int:
+    self.view = max(self.view, self.step)
+    return self.step
+
+  def __call__(self, iterator, num_steps):
+    target = self.view + num_steps
+    loss, ran, finite, weights_finite, _ = super().__call__(
+        iterator, max(target - self.step, 0) or 1)
+    self.view = self.step
+    return loss, ran, finite, weights_finite, self.step
+
+
+def test_between_graph_training_counts_from_the_step_its_saves_read(
+    tmp_path):
+  """Another worker's steps land between a loop's end and the save after
+  it (here: 20 of them, at step 10). The save names the checkpoint by the
+  global step it reads (30); the next loop is asked for from that step too,
+  so this task stops at max_steps instead of training 10 steps past it
+  alone (a checkpoint at 40 of max_steps=30 was once seen so)."""
+  loop = SharedStepLoop()
+
+  def other_worker(result):
+    if result.global_step == 10:
+      loop.step += 20
+
+  saver = checkpoints.CheckpointSaver(
+      checkpoint=FakeCheckpoint(loop), directory=str(tmp_path),
+      max_to_keep=0, every_steps=10, every_secs=None)
+  controller = controller_lib.TrainController(
+      train_loop=loop, iterator='the iterator', global_step=loop.read,
+      steps_per_loop=100, hooks=[hooks_lib.as_hook(other_worker)],
+      saver=saver, summary_writer=None, save_summary_steps=0,
+      asynchronous=True)
+  assert controller.run(max_steps=30) == 30
+  assert saved_steps(str(tmp_path)) == [0, 30]
+  assert loop.calls == [10]

@@ -203,7 +203,8 @@ class TrainController:
     asynchronous: other tasks move the global step between this task's
       loops (between-graph parameter-server training): a checkpoint is
       named by the global step read right before it is written, the step
-      it holds, not by the end of the last loop.
+      it holds, not by the end of the last loop, and the next loop counts
+      from that step.
     listener_session: returns the session CheckpointSaverListeners are
       given (see hooks.SavingListener; None where there is none).
     logs_updated_step: the step log line names the global step after the
@@ -465,6 +466,13 @@ class TrainController:
         raise self._preempt(step)
       if decisions.save:
         stop = self._save(step) or stop
+        if self._asynchronous:
+          # The save read the global step anew (other tasks' steps since
+          # the loop ended) and named the checkpoint by it; the inner loop
+          # counts its next target from the newest step it saw, so the next
+          # loop is asked for from that step too (else it ran past
+          # max_steps by what the others did meanwhile).
+          step = max(step, self._saver.last_saved_step)
       # After the save, as 2.15's hooks ran: its CheckpointSaverHook (and
       # the listeners) first, then StepCounterHook, then LoggingTensorHook.
       if self._counts.due(step):
