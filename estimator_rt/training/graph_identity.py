@@ -56,8 +56,11 @@ class _Canonical:
       return False
     for attr_map in attr_maps(message):
       for key, value in attr_map.items():
-        if (value.HasField('func') or value.list.func or
-            (key in _NUMBERED_STRINGS and value.s) or
+        # One look at which value the attribute holds: reading `list` or
+        # `s` of an attribute holding something else costs a message each.
+        kind = value.WhichOneof('value')
+        if (kind == 'func' or (kind == 'list' and value.list.func) or
+            (kind == 's' and key in _NUMBERED_STRINGS and value.s) or
             (key == _COLOCATION and self._derived)):
           return False
     return True
@@ -113,7 +116,8 @@ def fingerprint(graph_def: tf.compat.v1.GraphDef, *, first_node: int = 0,
   for node in graph_def.node[first_node:end_node]:
     serialized = canonical.serialized(node, lambda n: [n.attr])
     digest.update(len(serialized).to_bytes(8, 'little') + serialized)
-    pending.extend(_functions_used(node.attr))
+    if library:  # Only the library's functions are hashed.
+      pending.extend(_functions_used(node.attr))
   seen = set()
   while pending:  # The functions used, in order of first use.
     name = pending.pop(0)
