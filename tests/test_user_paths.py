@@ -283,6 +283,11 @@ def test_a_cluster_of_mixed_entry_points(tmp_path, layout, rotation, model,
   # final checkpoint was seen at 34 of 30 once: a fifth of the run past at
   # most.
   between_graph = layout != 'multi_worker_mirrored' and model != 'tf2'
-  _check_model_dir(str(tmp_path / model), final_step=CLUSTER_STEPS,
-                   where=f'{layout} {model}',
-                   overshoot=CLUSTER_STEPS // 5 if between_graph else 0)
+  try:
+    _check_model_dir(str(tmp_path / model), final_step=CLUSTER_STEPS,
+                     where=f'{layout} {model}',
+                     overshoot=CLUSTER_STEPS // 5 if between_graph else 0)
+  except AssertionError as e:
+    # What each task logged: a wrong final step or evaluation is a timing
+    # of the tasks against one another, seen once in many runs.
+    raise AssertionError(f'{e}\n{_tails(processes)}') from e
