@@ -23,7 +23,8 @@ process's, where it exists on the node.
 `--address`: `auto` (the Ray cluster this machine belongs to, or
 RAY_ADDRESS), `host:port` (its GCS address), or `local` (a new Ray
 instance on this machine, stopped at the end; `--ray_num_cpus` sets its
-CPU count, and the tasks listen on 127.0.0.1). Each task's address is its
+CPU count, and the tasks listen on 127.0.0.1; started once more if Ray's
+fixed 30 s startup wait runs out on a loaded machine). Each task's address is its
 node's address in the Ray cluster unless `--task_host` says otherwise.
 
 What happens when a task ends is what `estimator_rt.launch.local` does
@@ -63,6 +64,7 @@ from estimator_rt.launch.arguments import check_supervision_flags
 from estimator_rt.launch.arguments import take_command
 from estimator_rt.launch.exit_policy import BAD_INPUT_EXIT_CODE
 from estimator_rt.launch.layout import add_role_flags
+from estimator_rt.launch import ray_local
 
 _GCS_CONNECT_SECS = 10
 
@@ -151,7 +153,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f'error: --address={args.address}: {problem}', file=sys.stderr)
     return BAD_INPUT_EXIT_CODE
   try:
-    ray.init(address=args.address, **init_kwargs)
+    if args.address == 'local':
+      ray_local.start_local_ray(ray.init, **init_kwargs)
+    else:
+      ray.init(address=args.address, **init_kwargs)
   except ConnectionError as e:  # No Ray cluster at --address.
     print(f'error: --address={args.address}: {e}', file=sys.stderr)
     return BAD_INPUT_EXIT_CODE
