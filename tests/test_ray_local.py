@@ -16,6 +16,7 @@ import time
 import pytest
 
 from estimator_rt.launch import ray_local
+from estimator_rt.launch import stopping
 
 # A process that starts a grandchild and then sleeps, both until killed.
 _TREE = ('import subprocess, sys, time; '
@@ -51,7 +52,7 @@ class _Starts:
 
   def stop_all(self):
     for _, pids in self.trees:
-      ray_local.stop_processes(pids)
+      stopping.stop_pids(pids, grace_secs=5)
 
 
 def _running(pids):

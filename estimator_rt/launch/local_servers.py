@@ -23,12 +23,12 @@ pid file, prints how many servers it stopped and exits 0.
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 from typing import Optional, Sequence
 
+from estimator_rt.launch import stopping
 from estimator_rt.launch.layout import make_cluster
 
 # The directory holding this estimator_rt package: the servers import the
@@ -75,30 +75,16 @@ def start(args: argparse.Namespace) -> int:
   return 0
 
 
-def _alive(pid: int) -> bool:
-  try:
-    os.kill(pid, 0)
-  except ProcessLookupError:
-    return False
-  return True
-
-
 def stop(args: argparse.Namespace) -> int:
   """Stops the servers `start` started for `args.cluster_file`."""
   pid_file = _pid_file(args.cluster_file)
   with open(pid_file) as f:
     pids = json.load(f)
-  for pid in pids.values():
-    if _alive(pid):
-      os.kill(pid, signal.SIGTERM)
-  deadline = time.time() + args.timeout_secs
-  while any(_alive(p) for p in pids.values()) and time.time() < deadline:
-    time.sleep(0.2)
+  killed = stopping.stop_pids(pids.values(), grace_secs=args.timeout_secs)
   for task, pid in pids.items():
-    if _alive(pid):
-      print(f'{task} (pid {pid}) ignored SIGTERM; killing it',
+    if pid in killed:
+      print(f'{task} (pid {pid}) ignored SIGTERM; killed it',
             file=sys.stderr)
-      os.kill(pid, signal.SIGKILL)
   os.remove(pid_file)
   print(f'stopped {len(pids)} server(s)')
   return 0
@@ -119,10 +105,10 @@ def _parse_args(argv) -> argparse.Namespace:
                         'evaluate on it.')
   starting.add_argument('--cluster_file', required=True)
   starting.add_argument('--startup_timeout_secs', type=float, default=120)
-  stopping = commands.add_parser(
+  stop_parser = commands.add_parser(
       'stop', help='stop the servers `start` started')
-  stopping.add_argument('--cluster_file', required=True)
-  stopping.add_argument('--timeout_secs', type=float, default=10)
+  stop_parser.add_argument('--cluster_file', required=True)
+  stop_parser.add_argument('--timeout_secs', type=float, default=10)
   args = parser.parse_args(argv)
   if args.action == 'start' and (args.workers < 1 or args.ps < 0):
     starting.error(f'--workers={args.workers} --ps={args.ps}: need at '

@@ -12,10 +12,10 @@ before the one retry, so the retry competes with nothing of its own.
 """
 
 import os
-import signal
 import sys
-import time
 from typing import Callable, Dict, Set
+
+from estimator_rt.launch import stopping
 
 # Ray's message when its raylet did not register in time (Ray 2.x).
 _STARTUP_TIMEOUT_MESSAGE = 'timed out during startup'
@@ -51,7 +51,8 @@ def start_local_ray(init: Callable[..., object], **init_kwargs) -> None:
       if (_STARTUP_TIMEOUT_MESSAGE not in str(e)
           or attempt == START_ATTEMPTS):
         raise
-      stop_processes(descendant_pids(os.getpid()) - before)
+      stopping.stop_pids(descendant_pids(os.getpid()) - before,
+                         grace_secs=_STOP_GRACE_SECS)
       print(f'warning: --address=local: Ray did not start in time ({e}); '
             f'stopped what it started, starting it again '
             f'(attempt {attempt + 1} of {START_ATTEMPTS})',
@@ -85,41 +86,3 @@ def descendant_pids(pid: int) -> Set[int]:
         found.add(child)
         stack.append(child)
   return found
-
-
-def stop_processes(pids: Set[int]) -> None:
-  """SIGTERM to each of `pids`, then SIGKILL to those alive after a grace
-  period; reaps those that are this process's children."""
-  for pid in pids:
-    _signal(pid, signal.SIGTERM)
-  deadline = time.monotonic() + _STOP_GRACE_SECS
-  alive = set(pids)
-  while alive and time.monotonic() < deadline:
-    alive = {pid for pid in alive if _alive(pid)}
-    if alive:
-      time.sleep(0.1)
-  for pid in alive:
-    _signal(pid, signal.SIGKILL)
-  for pid in pids:
-    _alive(pid)  # Reaps a child that exited since.
-
-
-def _signal(pid: int, signum: int) -> None:
-  try:
-    os.kill(pid, signum)
-  except OSError:  # Gone already.
-    pass
-
-
-def _alive(pid: int) -> bool:
-  """Whether `pid` still runs (a zombie child is reaped, and does not)."""
-  try:
-    if os.waitpid(pid, os.WNOHANG)[0] == pid:
-      return False
-  except ChildProcessError:  # Not our child: ask the kernel.
-    pass
-  try:
-    with open(f'/proc/{pid}/stat') as f:
-      return f.read().rpartition(')')[2].split()[0] != 'Z'
-  except OSError:
-    return False
