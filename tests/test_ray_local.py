@@ -41,17 +41,19 @@ class _Starts:
   def __call__(self, **kwargs):
     self.calls.append(kwargs)
     root = subprocess.Popen([sys.executable, '-c', _TREE])
-    self.trees.append(root)
     deadline = time.monotonic() + 30
     while not ray_local.descendant_pids(root.pid):  # The grandchild.
-      assert time.monotonic() < deadline, 'grandchild did not start'
+      if time.monotonic() > deadline:
+        root.kill()
+        root.wait()
+        raise AssertionError('grandchild did not start')
       time.sleep(0.05)
-    self.trees[-1] = (root, ray_local.descendant_pids(root.pid) | {root.pid})
+    self.trees.append(ray_local.descendant_pids(root.pid) | {root.pid})
     if len(self.calls) <= self.failures:
       raise Exception(self.error)  # pylint: disable=broad-exception-raised
 
   def stop_all(self):
-    for _, pids in self.trees:
+    for pids in self.trees:
       stopping.stop_pids(pids, grace_secs=5)
 
 
@@ -66,7 +68,7 @@ def test_a_startup_timeout_stops_what_the_start_left_and_starts_again(
   starts = _Starts(failures=1)
   try:
     ray_local.start_local_ray(starts, num_cpus=2, include_dashboard=False)
-    (_, first), (_, second) = starts.trees
+    first, second = starts.trees
     assert starts.calls == [
         {'address': 'local', 'num_cpus': 2, 'include_dashboard': False}] * 2
     assert len(first) == 2 and not _running(first)

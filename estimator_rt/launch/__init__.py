@@ -15,8 +15,9 @@ Entry points:
 
 Shared parts: role layout (`layout`), exit-code policy (`exit_policy`),
 flags (`arguments`), supervision (`supervisor`, `local_processes`,
-`ray_cluster`), a local Ray instance's start (`ray_local`). Nothing here imports TensorFlow at the top: launchers
-start and watch the binary, they do not run it. The one exception is
-`ray_train`'s training function, which runs the runtime inside each Ray
-Train worker (Ray Train owns those processes).
+`ray_cluster`), a local Ray instance's start (`ray_local`), stopping
+processes known by pid (`stopping`). Nothing here imports TensorFlow at
+the top: launchers start and watch the binary, they do not run it. The
+one exception is `ray_train`'s training function, which runs the runtime
+inside each Ray Train worker (Ray Train owns those processes).
 """

@@ -24,8 +24,9 @@ process's, where it exists on the node.
 RAY_ADDRESS), `host:port` (its GCS address), or `local` (a new Ray
 instance on this machine, stopped at the end; `--ray_num_cpus` sets its
 CPU count, and the tasks listen on 127.0.0.1; started once more if Ray's
-fixed 30 s startup wait runs out on a loaded machine). Each task's address is its
-node's address in the Ray cluster unless `--task_host` says otherwise.
+fixed 30 s startup wait runs out on a loaded machine). Each task's address
+is its node's address in the Ray cluster unless `--task_host` says
+otherwise.
 
 What happens when a task ends is what `estimator_rt.launch.local` does
 (see its docstring and docs/launchers.md): 2 is bad input, never restarted; 143

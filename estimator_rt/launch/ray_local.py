@@ -72,12 +72,11 @@ def descendant_pids(pid: int) -> Set[int]:
       continue
     try:
       with open(f'/proc/{entry}/stat') as f:
-        stat = f.read()
-    except OSError:  # Exited meanwhile.
+        # The command name (field 2) is in parentheses and may hold
+        # spaces; the parent pid is the second field after it.
+        parent = int(f.read().rpartition(')')[2].split()[1])
+    except (OSError, IndexError, ValueError):  # Exited meanwhile.
       continue
-    # The command name (field 2) is in parentheses and may hold spaces;
-    # the parent pid is the second field after it.
-    parent = int(stat.rpartition(')')[2].split()[1])
     children.setdefault(parent, set()).add(int(entry))
   found, stack = set(), [pid]
   while stack:
