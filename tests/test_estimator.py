@@ -233,6 +233,56 @@ def test_predict_reads_its_input_once_as_2_15_did(tmp_path):
       rtol=1e-5, atol=1e-5)
 
 
+def test_train_and_evaluate_read_a_stream_once_as_2_15_did(tmp_path):
+  """train and evaluate on a generator over a stream (shared state, as a
+  queue or socket reader is): its generator starts once per call and every
+  batch reaches the loop, the one read to build the model too. Training
+  ends with the weights, and evaluation with the figures, of the same
+  batches read from tensors (which are read on a separate pass)."""
+  x, y = M.make_data(48, seed=3)
+  batches = [(x[i:i + 8], y[i:i + 8]) for i in range(0, 48, 8)]
+  starts = []
+
+  def stream_input_fn():
+    queue = collections.deque(batches)
+
+    def stream():
+      starts.append(1)
+      while queue:
+        features, labels = queue.popleft()
+        yield {'x': features}, labels
+
+    def input_fn():
+      return tf.data.Dataset.from_generator(stream, output_signature=(
+          {'x': tf.TensorSpec([None, x.shape[1]], tf.float32)},
+          tf.TensorSpec([None, 1], tf.float32)))
+    return input_fn, queue
+
+  results = {}
+  for kind in ('stream', 'tensors'):
+    est = ert.Estimator(M.make_model_fn(optimizer='sgd', lr=0.1),
+                        model_dir=str(tmp_path / kind),
+                        config=M.quiet_config(engine='eager'))
+    if kind == 'stream':
+      train_fn, train_queue = stream_input_fn()
+      eval_fn, eval_queue = stream_input_fn()
+    else:
+      train_fn = eval_fn = M.global_input_fn(x, y, batch_size=8,
+                                             repeat=False)
+    est.train(train_fn)
+    metrics = est.evaluate(eval_fn)
+    results[kind] = (M.read_model_variables(est.latest_checkpoint()),
+                     metrics)
+  assert len(starts) == 2 and not train_queue and not eval_queue
+  (stream_weights, stream_metrics), (weights, metrics) = (
+      results['stream'], results['tensors'])
+  assert stream_metrics['global_step'] == metrics['global_step'] == 6
+  for got, want in zip(stream_weights, weights):
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+  for key in ('loss', 'mae', 'mean_prediction'):
+    np.testing.assert_allclose(stream_metrics[key], metrics[key], rtol=1e-6)
+
+
 def test_an_input_fn_taking_input_context_is_called_once_per_call(tmp_path):
   """Under the default strategy an input_fn that declares input_context (as
   the ready-made input_fns do) is called once per train, evaluate and

@@ -5,6 +5,8 @@
     the strategy, its position saved in checkpoints (`checkpoint_input`).
   - `overlap`: training input prefetched so that it overlaps the step.
   - `slice_batches`: in-memory data read a batch at a time.
+  - `read_once`: a dataset over Python state (a generator) read once, its
+    first batch, read to build the model, on the loop's own iterator.
   - `numpy_io`: tf.compat.v1.estimator.inputs' `numpy_input_fn` and
     `pandas_input_fn`.
 

@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from estimator_rt.core import checkpoints
 from estimator_rt.inputs import overlap as input_overlap
+from estimator_rt.inputs import read_once
 from estimator_rt.inputs import slice_batches
 from estimator_rt.core import user_fns
 from estimator_rt.core.errors import InputFnError
@@ -143,6 +144,10 @@ def make_input(strategy: tf.distribute.Strategy,
       `sample` came from, `sample`'s element first (iterable once): the
       dataset is read once, as 2.15 read it (a stream's first element not
       twice). Prediction passes True; ignored where the data is distributed.
+      Without it, under the default strategy, a dataset over Python state
+      (`read_once.reads_python_state`: a generator, a py_function) is read
+      once too: `dataset` is then a dataset of `sample`'s element and the
+      rest of the iterator it came from (`read_once.read_on`).
 
   Raises:
     InputFnError: the input_fn returned no dataset or an empty one.
@@ -153,15 +158,23 @@ def make_input(strategy: tf.distribute.Strategy,
   call = _dataset_maker(strategy, input_fn, params, role=role, config=config,
                         overlap=overlap, coordinator=coordinator)
   local = call(_one_pipeline(strategy) if takes_context else None)
-  one_pass = (one_pass and not (sample_only or replicate) and
-              coordinator is None and _undistributed(strategy))
-  reader = local if one_pass else local.take(1)
+  undistributed = (not (sample_only or replicate) and coordinator is None
+                   and _undistributed(strategy))
+  one_pass = one_pass and undistributed
+  # A dataset over Python state (a generator, a stream) is read once: the
+  # loop's dataset goes on from the iterator the first batch came from.
+  reads_on = (undistributed and not one_pass and
+              read_once.reads_python_state(local) and
+              read_once.can_read_on(local))
+  reader = local if one_pass or reads_on else local.take(1)
   first, iterator = _first_element(reader, role, input_fn)
   sample = split_element(first)
   infinite = int(local.cardinality()) == int(tf.data.INFINITE_CARDINALITY)
   distributed = None
   if one_pass:
     distributed = itertools.chain([first], iterator)
+  elif reads_on:
+    distributed = read_once.read_on(first, iterator, local)
   elif sample_only:
     pass
   elif coordinator is not None:
