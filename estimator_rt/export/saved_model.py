@@ -13,6 +13,7 @@ MetaGraph. The outputs a signature returns are core/export_outputs.py's.
 """
 
 import collections
+import contextlib
 import os
 from typing import Any, Callable, Dict, Mapping, Optional
 
@@ -542,15 +543,32 @@ def save(graph, receiver: ServingInputReceiver, export_dir_base: str) -> str:
   if graph.mode != ModeKeys.PREDICT:
     raise ValueError(f'export needs a PREDICT graph, got {graph.mode!r}.')
   functions = _serving_functions(graph, receiver)
-  signatures = {key: surface_user_errors(function.get_concrete_function)()
-                for key, function in functions.items()}
+  options = tf.saved_model.SaveOptions()
+  # Traced here, so that a model_fn's error is raised in its own words
+  # before anything is written, and as `tf.saved_model.save` will look them
+  # up (in its save context: outside one, it traces them all again).
+  with _save_context(options):
+    signatures = {key: surface_user_errors(function.get_concrete_function)()
+                  for key, function in functions.items()}
   module = tf.Module()
   module.model_variables = list(graph.model_variables)
   module.global_step = graph.global_step
   module.serve = list(functions.values())
   return export_dirs.write_export(
       export_dir_base,
-      lambda path: tf.saved_model.save(module, path, signatures=signatures))
+      lambda path: tf.saved_model.save(module, path, signatures=signatures,
+                                       options=options))
+
+
+def _save_context(options: tf.saved_model.SaveOptions):
+  """The context `tf.saved_model.save(..., options=options)` traces
+  functions in (a tf.function's traces are cached per context), or no
+  context where TensorFlow has no such module."""
+  try:
+    from tensorflow.python.saved_model import save_context  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+    return save_context.save_context(options)
+  except (ImportError, AttributeError):
+    return contextlib.nullcontext()
 
 
 def add_extras(export_dir: str, *, assets_extra: Optional[Mapping[str, str]],
