@@ -144,10 +144,7 @@ def make_input(strategy: tf.distribute.Strategy,
       `sample` came from, `sample`'s element first (iterable once): the
       dataset is read once, as 2.15 read it (a stream's first element not
       twice). Prediction passes True; ignored where the data is distributed.
-      Without it, under the default strategy, a dataset over Python state
-      (`read_once.reads_python_state`: a generator, a py_function) is read
-      once too: `dataset` is then a dataset of `sample`'s element and the
-      rest of the iterator it came from (`read_once.read_on`).
+      Without it, a dataset over Python state is read once too (read_once).
 
   Raises:
     InputFnError: the input_fn returned no dataset or an empty one.
@@ -161,11 +158,7 @@ def make_input(strategy: tf.distribute.Strategy,
   undistributed = (not (sample_only or replicate) and coordinator is None
                    and _undistributed(strategy))
   one_pass = one_pass and undistributed
-  # A dataset over Python state (a generator, a stream) is read once: the
-  # loop's dataset goes on from the iterator the first batch came from.
-  reads_on = (undistributed and not one_pass and
-              read_once.reads_python_state(local) and
-              read_once.can_read_on(local))
+  reads_on = _reads_on(local, undistributed=undistributed, one_pass=one_pass)
   cardinality = int(local.cardinality())
   if one_pass:
     local = _started_quickly(local, cardinality)
@@ -173,28 +166,49 @@ def make_input(strategy: tf.distribute.Strategy,
   first, iterator = _first_element(reader, role, input_fn)
   sample = split_element(first)
   infinite = cardinality == int(tf.data.INFINITE_CARDINALITY)
-  distributed = None
   if one_pass:
     distributed = itertools.chain([first], iterator)
   elif reads_on:
     distributed = read_once.read_on(first, iterator, local)
   elif sample_only:
-    pass
-  elif coordinator is not None:
-    require_repeating(infinite, what='parameter-server training')
-    distributed = coordinator.create_per_worker_dataset(
-        lambda: strategy.distribute_datasets_from_function(
-            lambda context: call(context if takes_context else None)))
-  elif replicate:
-    if not takes_context:
-      _check_splittable(local.element_spec, role, input_fn)
-    distributed = local  # Its batch is the global batch.
+    distributed = None
   else:
-    distributed = _distribute(strategy, local, call,
-                              takes_context=takes_context,
-                              auto_shard_policy=auto_shard_policy)
+    distributed = _for_the_strategy(
+        strategy, local, call, takes_context=takes_context,
+        coordinator=coordinator, replicate=replicate, infinite=infinite,
+        auto_shard_policy=auto_shard_policy, role=role, input_fn=input_fn)
   return DistributedInput(dataset=distributed, sample=sample,
                           element_spec=local.element_spec, infinite=infinite)
+
+
+def _for_the_strategy(strategy: tf.distribute.Strategy,
+                      local: tf.data.Dataset, call: Callable, *,
+                      takes_context: bool, coordinator, replicate: bool,
+                      infinite: bool, auto_shard_policy: str, role: str,
+                      input_fn: Callable):
+  """make_input's `dataset` read afresh by the loop: per worker
+  (`coordinator`), undistributed (`replicate`) or distributed."""
+  if coordinator is not None:
+    require_repeating(infinite, what='parameter-server training')
+    return coordinator.create_per_worker_dataset(
+        lambda: strategy.distribute_datasets_from_function(
+            lambda context: call(context if takes_context else None)))
+  if replicate:
+    if not takes_context:
+      _check_splittable(local.element_spec, role, input_fn)
+    return local  # Its batch is the global batch.
+  return _distribute(strategy, local, call, takes_context=takes_context,
+                     auto_shard_policy=auto_shard_policy)
+
+
+def _reads_on(local: tf.data.Dataset, *, undistributed: bool,
+              one_pass: bool) -> bool:
+  """Whether the loop's dataset goes on from the iterator the first batch
+  came from: a dataset over Python state (a generator, a stream) under the
+  default strategy, read once as 2.15 read it (read_once.py)."""
+  return (undistributed and not one_pass and
+          read_once.reads_python_state(local) and
+          read_once.can_read_on(local))
 
 
 # Datasets of at most this many elements (known from their cardinality) are
