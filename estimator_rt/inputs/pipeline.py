@@ -409,21 +409,14 @@ def check_checkpointable(iterator, *, role: str) -> None:
     shutil.rmtree(directory, ignore_errors=True)
 
 
-# Stateful ops TensorFlow cannot save in an iterator, by the transformation
-# a user writes that puts them in the pipeline.
-_STATEFUL_OP_SOURCES = {
-    'PyFunc': 'Dataset.from_generator or tf.numpy_function',
-    'EagerPyFunc': 'tf.py_function',
-}
-
-
 def _uncheckpointable_part(message: str) -> str:
   """' (names it)' for what in the pipeline TensorFlow refused to save,
   read from its error message; '' if the message does not say."""
   stateful = re.search(r'\b([A-Za-z0-9_]+) is stateful', message)
   if stateful:
     op = stateful.group(1)
-    source = _STATEFUL_OP_SOURCES.get(op)
+    # Stateful ops TensorFlow cannot save in an iterator: Python's.
+    source = read_once.PYTHON_STATE_OPS.get(op)
     return (f' (it uses {source}: TensorFlow cannot save the state of its '
             f'{op} op)' if source else f' (its stateful op {op})')
   dataset = re.search(r'\b([A-Za-z0-9_]*Dataset[A-Za-z0-9_]*)\b', message)

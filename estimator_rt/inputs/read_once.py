@@ -24,11 +24,13 @@ from typing import Any, Iterator
 
 import tensorflow as tf
 
-# The ops that run Python with state of its own: `Dataset.from_generator`
-# and `tf.numpy_function` (PyFunc), `tf.py_function` (EagerPyFunc). A
-# numpy_function declared stateless (PyFuncStateless) gives the same
-# elements on every pass.
-PYTHON_STATE_OPS = frozenset({'PyFunc', 'EagerPyFunc'})
+# The ops that run Python with state of its own, by the transformation a
+# user writes that puts them in a pipeline. A numpy_function declared
+# stateless (PyFuncStateless) gives the same elements on every pass.
+PYTHON_STATE_OPS = {
+    'PyFunc': 'Dataset.from_generator or tf.numpy_function',
+    'EagerPyFunc': 'tf.py_function',
+}
 
 # The element specs `from_generator` can yield.
 _YIELDABLE_SPECS = (tf.TensorSpec, tf.RaggedTensorSpec, tf.SparseTensorSpec)
@@ -59,7 +61,7 @@ def reads_python_state(dataset: tf.data.Dataset) -> bool:
         continue
       seen.add(id(current))
       for function in current._functions():  # pylint: disable=protected-access
-        if _function_ops(function) & PYTHON_STATE_OPS:
+        if _function_ops(function) & PYTHON_STATE_OPS.keys():
           return True
       pending.extend(current._inputs())  # pylint: disable=protected-access
   except (AttributeError, TypeError, ValueError):
