@@ -330,7 +330,10 @@ def test_multi_worker_mirrored_job_preempted_runs_its_step_again(
   exits 0 and every line says whose it is."""
   module = _cluster.write_tiny_model(tmp_path)
   model_dir = tmp_path / 'model'
-  max_steps = 4000
+  # Long enough for the SIGTERM to land mid-run (it is sent at step 101;
+  # MWMS here runs at most ~350 steps/s), short enough that the job's two
+  # runs do not dominate the suite's CPU.
+  max_steps = 2500
   submitted = jobs.submit(ntasks=3, script_args=[
       '--workers', '2', '--evaluator', '--'] + _training_args(
           module, str(model_dir), 'multi_worker_mirrored',
