@@ -35,6 +35,24 @@ def family():
   return keras.metrics
 
 
+def _as_built_in(cls, base):
+  """`cls` (a subclass of Keras metric class `base` that adds no state and
+  no update ops of its own) made to be built as `base` is.
+
+  In a graph, tf_keras builds the `update_state` of a metric class defined
+  outside its own `metrics` package inside a `tf.function` (so that its
+  users' TF1 metrics need no control dependencies): a function traced,
+  AutoGraph-converted and called through a function op at every
+  evaluation's build, where its own classes' updates are plain ops. 2.15's
+  heads built these two metrics from plain ops (its accuracy baseline a
+  built-in Mean, its v1 heads' AUC `tf.compat.v1.metrics.auc`), so `cls`
+  is built as tf_keras' own: tf_keras tells those by their module.
+  Keras 3 (the eager engine) wraps no metric: `cls` is left as it is."""
+  if in_graph_engine():
+    cls.__module__ = base.__module__
+  return cls
+
+
 def _baseline(label_mean):
   return tf.math.maximum(label_mean, 1. - label_mean)
 
@@ -55,7 +73,7 @@ def accuracy_baseline(*, name: str):
     def result(self):
       return _baseline(super().result())
 
-  return AccuracyBaseline(name=name)
+  return _as_built_in(AccuracyBaseline, base)(name=name)
 
 
 def trapezoidal_auc(*, curve: str, name: str):
@@ -69,11 +87,6 @@ def trapezoidal_auc(*, curve: str, name: str):
 
   class TrapezoidalAUC(base):
 
-    def update_state(self, *args, **kwargs):
-      # Keras 2 runs a metric class of its users' in a tf.function in a
-      # graph, which may not return the update Operation AUC returns.
-      super().update_state(*args, **kwargs)
-
     def result(self):
       epsilon = 1.0e-6  # As tf.compat.v1.metrics.auc's compute_auc.
       tp, fp = self.true_positives, self.false_positives
@@ -84,7 +97,7 @@ def trapezoidal_auc(*, curve: str, name: str):
         x, y = recall, (tp + epsilon) / (tp + fp + epsilon)
       return tf.reduce_sum((x[:-1] - x[1:]) * (y[:-1] + y[1:]) / 2.)
 
-  return TrapezoidalAUC(curve=curve, name=name)
+  return _as_built_in(TrapezoidalAUC, base)(curve=curve, name=name)
 
 
 def update_auc(metric, labels, predictions, weights) -> None:
