@@ -241,14 +241,26 @@ def first_predictions(estimator, predict_input_fn, count: int = 4):
 
 
 def signatures(export_path: str):
-  """name -> {inputs: sorted keys, outputs: {key: dtype}} of an export."""
-  loaded = tf.saved_model.load(export_path)
+  """name -> {inputs: sorted keys, outputs: {key: dtype}} of an export.
+
+  Read from saved_model.pb's serving meta graph, as `tf.saved_model.load`
+  would build its `signatures` (the same keys and dtypes) without loading
+  the graph and its variables: a second or more per export.
+  """
+  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  saved = saved_model_pb2.SavedModel()
+  with open(os.path.join(export_path, 'saved_model.pb'), 'rb') as f:
+    saved.ParseFromString(f.read())
+  (meta_graph,) = [m for m in saved.meta_graphs
+                   if set(m.meta_info_def.tags) == {'serve'}]
   found = {}
-  for name, function in loaded.signatures.items():
+  for name, signature in meta_graph.signature_def.items():
+    if name == '__saved_model_init_op':
+      continue  # Not a signature: the init op tf.saved_model.load runs.
     found[name] = {
-        'inputs': sorted(function.structured_input_signature[1]),
-        'outputs': {k: v.dtype.name
-                    for k, v in sorted(function.structured_outputs.items())}}
+        'inputs': sorted(signature.inputs),
+        'outputs': {k: tf.as_dtype(v.dtype).name
+                    for k, v in sorted(signature.outputs.items())}}
   return found
 
 
