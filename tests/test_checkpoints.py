@@ -412,3 +412,26 @@ def test_a_checkpoint_the_state_file_names_in_another_scheme_is_taken(
   assert checkpoints.checkpoint_step(latest) == 10
   assert checkpoints.checkpoint_step(
       os.path.join(model_dir, 'model.ckpt-10')) == 10
+
+
+def test_a_checkpoints_data_files_are_its_own_shards_wherever_it_is(tmp_path):
+  """`data_files` lists one prefix's `.data-*` shards, sorted: not those
+  of a prefix it starts (step 10's beside step 1's), its directory's name
+  taken as it is (glob's `[` and `]` in it), nothing for a missing
+  directory; a remote prefix (TensorFlow's `ram://`) through gfile."""
+  from estimator_rt.core import checkpoints  # pylint: disable=g-import-not-at-top
+  directory = tmp_path / 'run[1]'
+  directory.mkdir()
+  for name in ('model.ckpt-1.data-00001-of-00002',
+               'model.ckpt-1.data-00000-of-00002', 'model.ckpt-1.index',
+               'model.ckpt-1.meta', 'model.ckpt-10.data-00000-of-00001'):
+    (directory / name).write_bytes(b'')
+  prefix = str(directory / 'model.ckpt-1')
+  assert checkpoints.data_files(prefix) == [
+      prefix + '.data-00000-of-00002', prefix + '.data-00001-of-00002']
+  assert checkpoints.data_files(str(directory / 'model.ckpt-2')) == []
+  assert checkpoints.data_files(str(tmp_path / 'gone' / 'model.ckpt-1')) == []
+  remote = 'ram://data_files_test/model.ckpt-3'
+  with tf.io.gfile.GFile(remote + '.data-00000-of-00001', 'wb') as f:
+    f.write(b'')
+  assert checkpoints.data_files(remote) == [remote + '.data-00000-of-00001']

@@ -176,11 +176,33 @@ def checkpoint_candidates(directory: Optional[str]) -> List[str]:
                 reverse=True)
 
 
+def data_files(prefix: str) -> List[str]:
+  """The data files (`<prefix>.data-*`) of the checkpoint at `prefix`, sorted.
+
+  A local directory is listed by Python, a remote one (`scheme://`) by
+  `tf.io.gfile.glob`: TensorFlow's glob starts a thread pool per call,
+  0.3-0.8 ms against 0.02 for a listing, and a call that finds the newest
+  checkpoint and tells whether its session holds it globs several times
+  (a repeated `predict` paid 3-4 ms for it). The prefix is matched as it
+  is, never as a pattern.
+  """
+  if '://' in prefix:
+    return sorted(tf.io.gfile.glob(prefix + '.data-*'))
+  directory, base = os.path.split(prefix)
+  try:
+    names = os.listdir(directory or '.')
+  except OSError:
+    return []
+  start = base + '.data-'
+  return sorted(os.path.join(directory, name) for name in names
+                if name.startswith(start))
+
+
 def _files_of(prefix: str) -> List[str]:
   """The files of the checkpoint at `prefix` that exist: its index first
   (without it the rest is no longer a checkpoint), its data, its .meta."""
   return ([prefix + '.index'] if tf.io.gfile.exists(prefix + '.index') else []
-          ) + tf.io.gfile.glob(prefix + '.data-*') + (
+          ) + data_files(prefix) + (
               [prefix + META_SUFFIX]
               if tf.io.gfile.exists(prefix + META_SUFFIX) else [])
 
@@ -295,7 +317,7 @@ def _unusable_error(message: str, problem: str) -> Exception:
 def _find_problem(path: str) -> Optional[str]:
   if not tf.io.gfile.exists(path + '.index'):
     return 'its .index file is missing'
-  if not tf.io.gfile.glob(path + '.data-*'):
+  if not data_files(path):
     return 'its .data file is missing'
   try:
     opened = reader(path)

@@ -26,7 +26,7 @@ POLL_SECS = 0.5
 def _complete(checkpoint_path: str) -> bool:
   """Whether a checkpoint's index and data files are all still there."""
   return (tf.io.gfile.exists(checkpoint_path + '.index') and
-          bool(tf.io.gfile.glob(checkpoint_path + '.data-*')))
+          bool(checkpoints.data_files(checkpoint_path)))
 
 
 def vanished(checkpoint_path) -> bool:
