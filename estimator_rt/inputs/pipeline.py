@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from estimator_rt.core import checkpoints
 from estimator_rt.inputs import overlap as input_overlap
+from estimator_rt.inputs import quick_start
 from estimator_rt.inputs import read_once
 from estimator_rt.inputs import slice_batches
 from estimator_rt.core import user_fns
@@ -161,8 +162,12 @@ def make_input(strategy: tf.distribute.Strategy,
   reads_on = _reads_on(local, undistributed=undistributed, one_pass=one_pass)
   cardinality = int(local.cardinality())
   if one_pass:
-    local = _started_quickly(local, cardinality)
-  reader = local if one_pass or reads_on else local.take(1)
+    local = quick_start.started_quickly(local, cardinality)
+  # The model is built from the first batch alone: reading it needs none of
+  # tf.data's rewrites (prefetching ahead, parallel maps), which cost more
+  # than that one batch.
+  reader = (local if one_pass or reads_on else
+            quick_start.started_quickly(local.take(1), 1))
   first, iterator = _first_element(reader, role, input_fn)
   sample = split_element(first)
   infinite = cardinality == int(tf.data.INFINITE_CARDINALITY)
@@ -209,32 +214,6 @@ def _reads_on(local: tf.data.Dataset, *, undistributed: bool,
   return (undistributed and not one_pass and
           read_once.reads_python_state(local) and
           read_once.can_read_on(local))
-
-
-# Datasets of at most this many elements (known from their cardinality) are
-# read without tf.data's default static optimizations (_started_quickly).
-FEW_ELEMENTS = 4
-
-
-def _started_quickly(dataset: tf.data.Dataset,
-                     cardinality: int) -> tf.data.Dataset:
-  """`dataset`, read without tf.data's default static optimizations when
-  it has at most FEW_ELEMENTS elements and its options leave them unset.
-
-  Starting an iterator rewrites the dataset's graph with those
-  optimizations (fusions, parallel maps, an injected prefetch): about 4 ms
-  on 2 cores, most of the cost of reading a one-example prediction's input
-  (a service's `predict` per request) and worth nothing over a few
-  elements. They change how fast elements come, never which: the same
-  elements, in the same order."""
-  if not 0 < cardinality <= FEW_ELEMENTS:
-    return dataset
-  optimization = dataset.options().experimental_optimization
-  if optimization.apply_default_optimizations is not None:
-    return dataset  # The program chose.
-  options = tf.data.Options()
-  options.experimental_optimization.apply_default_optimizations = False
-  return dataset.with_options(options)
 
 
 def _one_pipeline(strategy: tf.distribute.Strategy

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from estimator_rt.core import checkpoints
 from estimator_rt.inputs import overlap as input_overlap
+from estimator_rt.inputs import quick_start
 from estimator_rt.inputs import slice_batches
 from estimator_rt.inputs import pipeline as inputs
 from estimator_rt.core import user_fns
@@ -126,6 +127,8 @@ def read_input(input_fn: Callable, params: dict, *, role: str, config,
   `stop_after_call`: called once the input_fn has returned (the graph
   holds its ops alone); True stops there, and None is returned (a kept
   graph reads the same input already: graph/kept_sessions.py).
+  A dataset of at most a few elements is read without tf.data's default
+  static optimizations (inputs/quick_start.py).
 
   Raises:
     InputFnError: the input_fn failed or returned no dataset.
@@ -148,6 +151,9 @@ def read_input(input_fn: Callable, params: dict, *, role: str, config,
                       from_dataset=False)
   dataset = result
   with runtime_scope():
+    # A request's few examples: its iterator starts without the default
+    # tf.data rewrite (the same elements, in the same order).
+    dataset = quick_start.graph_started_quickly(dataset)
     if placement is not None and context is None:
       dataset = placement.shard(dataset)
     if overlap if isinstance(overlap, bool) else overlap():
