@@ -163,11 +163,7 @@ def make_input(strategy: tf.distribute.Strategy,
   cardinality = int(local.cardinality())
   if one_pass:
     local = quick_start.started_quickly(local, cardinality)
-  # The model is built from the first batch alone: reading it needs none of
-  # tf.data's rewrites (prefetching ahead, parallel maps), which cost more
-  # than that one batch.
-  reader = (local if one_pass or reads_on else
-            quick_start.started_quickly(local.take(1), 1))
+  reader = _first_batch_reader(local, read_on=one_pass or reads_on)
   first, iterator = _first_element(reader, role, input_fn)
   sample = split_element(first)
   infinite = cardinality == int(tf.data.INFINITE_CARDINALITY)
@@ -184,6 +180,17 @@ def make_input(strategy: tf.distribute.Strategy,
         auto_shard_policy=auto_shard_policy, role=role, input_fn=input_fn)
   return DistributedInput(dataset=distributed, sample=sample,
                           element_spec=local.element_spec, infinite=infinite)
+
+
+def _first_batch_reader(local: tf.data.Dataset, *,
+                        read_on: bool) -> tf.data.Dataset:
+  """What make_input reads the first batch from: `local` itself where the
+  loop reads on from that iterator (`read_on`), else a take(1) of it
+  started without tf.data's rewrites (prefetching ahead, parallel maps),
+  which cost more than that one batch."""
+  if read_on:
+    return local
+  return quick_start.started_quickly(local.take(1), 1)
 
 
 def _for_the_strategy(strategy: tf.distribute.Strategy,
