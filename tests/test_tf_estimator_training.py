@@ -354,6 +354,21 @@ def test_train_and_evaluate_goes_through_the_executor(monkeypatch):
     tf.estimator.train_and_evaluate(est, train_spec, None)
 
 
+def test_run_local_asks_a_mock_estimator_only_what_2_15_asked():
+  """2.15's own tests run `run_local` on a Mock(spec=Estimator), which has
+  every attribute of estimator_rt's Estimator: the runtime's own protocol
+  (building the evaluation within the training) is not asked of it."""
+  est = mock.Mock(spec=tf.estimator.Estimator, model_dir='path/')
+  est.latest_checkpoint.return_value = 'checkpoint_path/'
+  train_spec = training.TrainSpec(lambda: 1, max_steps=300)
+  eval_spec = training.EvalSpec(lambda: 1, steps=2)
+  est.evaluate.return_value = {'global_step': 300}
+  training._TrainingExecutor(est, train_spec, eval_spec).run_local()  # pylint: disable=protected-access
+  assert est.train.call_args[1]['max_steps'] == 300
+  assert est.evaluate.call_args[1]['steps'] == 2
+  assert not est.evaluation_checked_in_training.called
+
+
 def test_local_input_ending_early_still_exports_the_final_checkpoint(
     tmp_path):
   """2.15 gave a FinalExporter nothing when the input ended before

@@ -576,15 +576,16 @@ class _TrainingExecutor(object):
     evaluation, what each exporter returned at it), as 2.15's did, and
     sets `outcome`."""
     _assert_eval_spec(self._eval_spec)
-    checked = getattr(self._estimator, 'evaluation_checked_in_training',
-                      None)
     # A bad eval input_fn or EVAL-mode model_fn fails once the training is
-    # built, before it writes anything to model_dir.
-    checking = (checked(self._eval_spec.input_fn,
-                        steps=self._eval_spec.steps,
-                        name=self._eval_spec.name,
-                        hooks=self._eval_spec.hooks)
-                if callable(checked) else contextlib.nullcontext())
+    # built, before it writes anything to model_dir. Asked of the estimator's
+    # class: a stand-in for an Estimator (a program's Mock(spec=Estimator),
+    # as 2.15's own tests pass) has every attribute, and is not asked.
+    checking = (self._estimator.evaluation_checked_in_training(
+        self._eval_spec.input_fn, steps=self._eval_spec.steps,
+        name=self._eval_spec.name, hooks=self._eval_spec.hooks)
+                if callable(getattr(type(self._estimator),
+                                    'evaluation_checked_in_training', None))
+                else contextlib.nullcontext())
     train_hooks = list(self._train_spec.hooks) + list(self._train_hooks)
     config = self._estimator.config
     tf_log.info(
