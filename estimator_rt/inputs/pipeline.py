@@ -101,17 +101,11 @@ def _undistributed(strategy: tf.distribute.Strategy) -> bool:
           strategy is tf.distribute.get_strategy())
 
 
-def make_input(strategy: tf.distribute.Strategy,
-               input_fn: Callable,
-               params: dict,
-               *,
-               auto_shard_policy: str = 'AUTO',
-               role: str = 'input_fn',
-               sample_only: bool = False,
-               coordinator=None,
-               replicate: bool = False,
-               overlap: bool = False,
-               one_pass: bool = False,
+def make_input(strategy: tf.distribute.Strategy, input_fn: Callable,
+               params: dict, *, auto_shard_policy: str = 'AUTO',
+               role: str = 'input_fn', sample_only: bool = False,
+               coordinator=None, replicate: bool = False,
+               overlap: bool = False, one_pass: bool = False,
                config: Any = None) -> DistributedInput:
   """Calls `input_fn` and distributes its dataset with `strategy`.
 
@@ -145,7 +139,8 @@ def make_input(strategy: tf.distribute.Strategy,
       `sample` came from, `sample`'s element first (iterable once): the
       dataset is read once, as 2.15 read it (a stream's first element not
       twice). Prediction passes True; ignored where the data is distributed.
-      Without it, a dataset over Python state is read once too (read_once).
+      Without it, a dataset over Python state is read once too (read_once),
+      also where a strategy splits its batches in this process.
 
   Raises:
     InputFnError: the input_fn returned no dataset or an empty one.
@@ -159,7 +154,9 @@ def make_input(strategy: tf.distribute.Strategy,
   undistributed = (not (sample_only or replicate) and coordinator is None
                    and _undistributed(strategy))
   one_pass = one_pass and undistributed
-  reads_on = _reads_on(local, undistributed=undistributed, one_pass=one_pass)
+  reads_on = not one_pass and _reads_on(local, _iterates_this_pipeline(
+      strategy, local, takes_context=takes_context, sample_only=sample_only,
+      replicate=replicate, coordinator=coordinator))
   cardinality = int(local.cardinality())
   if one_pass:
     local = quick_start.started_quickly(local, cardinality)
@@ -169,12 +166,14 @@ def make_input(strategy: tf.distribute.Strategy,
   infinite = cardinality == int(tf.data.INFINITE_CARDINALITY)
   if one_pass:
     distributed = itertools.chain([first], iterator)
-  elif reads_on:
-    distributed = read_once.read_on(first, iterator, local)
   elif sample_only:
     distributed = None
   else:
-    distributed = _for_the_strategy(
+    if reads_on:
+      # The loop, or the strategy that splits its batches, goes on from the
+      # iterator the first batch came from.
+      local = read_once.read_on(first, iterator, local)
+    distributed = local if reads_on and undistributed else _for_the_strategy(
         strategy, local, call, takes_context=takes_context,
         coordinator=coordinator, replicate=replicate, infinite=infinite,
         auto_shard_policy=auto_shard_policy, role=role, input_fn=input_fn)
@@ -213,14 +212,33 @@ def _for_the_strategy(strategy: tf.distribute.Strategy,
                      auto_shard_policy=auto_shard_policy)
 
 
-def _reads_on(local: tf.data.Dataset, *, undistributed: bool,
-              one_pass: bool) -> bool:
+def _reads_on(local: tf.data.Dataset, same_pipeline: bool) -> bool:
   """Whether the loop's dataset goes on from the iterator the first batch
-  came from: a dataset over Python state (a generator, a stream) under the
-  default strategy, read once as 2.15 read it (read_once.py)."""
-  return (undistributed and not one_pass and
-          read_once.reads_python_state(local) and
+  came from: a dataset over Python state (a generator, a stream) that the
+  loop reads as this process's one pipeline (`same_pipeline`), read once as
+  2.15 read it (read_once.py)."""
+  return (same_pipeline and read_once.reads_python_state(local) and
           read_once.can_read_on(local))
+
+
+def _iterates_this_pipeline(strategy: tf.distribute.Strategy,
+                            local: tf.data.Dataset, *, takes_context: bool,
+                            sample_only: bool, replicate: bool,
+                            coordinator) -> bool:
+  """Whether the loop reads `local` itself, in this process: under the
+  default strategy, or split across replicas by a strategy in this process
+  (`_distribute`'s experimental_distribute_dataset). Not where the input_fn
+  is called again for the loop (once per input pipeline, or per replica for
+  elements with a part that cannot be split), where parameter servers' workers
+  make their own, or with checkpoint_input (`replicate`: its iterator is
+  saved, which a dataset over a Python iterator cannot be)."""
+  if sample_only or replicate or coordinator is not None:
+    return False
+  if _undistributed(strategy):
+    return True
+  return not takes_context and not (
+      strategy.num_replicas_in_sync > 1 and
+      _has_unbatched_part(local.element_spec))
 
 
 def _one_pipeline(strategy: tf.distribute.Strategy
