@@ -151,12 +151,14 @@ def make_input(strategy: tf.distribute.Strategy, input_fn: Callable,
   call = _dataset_maker(strategy, input_fn, params, role=role, config=config,
                         overlap=overlap, coordinator=coordinator)
   local = call(_one_pipeline(strategy) if takes_context else None)
-  undistributed = (not (sample_only or replicate) and coordinator is None
-                   and _undistributed(strategy))
+  # The loop reads this call's dataset, in this process (not export's
+  # sample alone, checkpoint_input's saved iterator or parameter servers'
+  # per-worker datasets).
+  in_process = not (sample_only or replicate) and coordinator is None
+  undistributed = in_process and _undistributed(strategy)
   one_pass = one_pass and undistributed
-  reads_on = not one_pass and _reads_on(local, _iterates_this_pipeline(
-      strategy, local, takes_context=takes_context, sample_only=sample_only,
-      replicate=replicate, coordinator=coordinator))
+  reads_on = in_process and not one_pass and _reads_on(
+      local, undistributed or _split_here(strategy, local, takes_context))
   cardinality = int(local.cardinality())
   if one_pass:
     local = quick_start.started_quickly(local, cardinality)
@@ -221,24 +223,23 @@ def _reads_on(local: tf.data.Dataset, same_pipeline: bool) -> bool:
           read_once.can_read_on(local))
 
 
-def _iterates_this_pipeline(strategy: tf.distribute.Strategy,
-                            local: tf.data.Dataset, *, takes_context: bool,
-                            sample_only: bool, replicate: bool,
-                            coordinator) -> bool:
-  """Whether the loop reads `local` itself, in this process: under the
-  default strategy, or split across replicas by a strategy in this process
-  (`_distribute`'s experimental_distribute_dataset). Not where the input_fn
-  is called again for the loop (once per input pipeline, or per replica for
-  elements with a part that cannot be split), where parameter servers' workers
-  make their own, or with checkpoint_input (`replicate`: its iterator is
-  saved, which a dataset over a Python iterator cannot be)."""
-  if sample_only or replicate or coordinator is not None:
-    return False
-  if _undistributed(strategy):
-    return True
-  return not takes_context and not (
-      strategy.num_replicas_in_sync > 1 and
-      _has_unbatched_part(local.element_spec))
+def _split_here(strategy: tf.distribute.Strategy, local: tf.data.Dataset,
+                takes_context: bool) -> bool:
+  """Whether a strategy splits `local`'s own batches across its replicas
+  (`_distribute`'s experimental_distribute_dataset), rather than have the
+  input_fn called again for its loop: once per input pipeline (it takes an
+  input_context) or once per replica (`_per_replica_call`)."""
+  return not takes_context and not _per_replica_call(strategy,
+                                                     local.element_spec)
+
+
+def _per_replica_call(strategy: tf.distribute.Strategy,
+                      element_spec) -> bool:
+  """Whether elements with a part that has no batch dimension (a scalar)
+  are made by calling the input_fn once per replica: such a part cannot be
+  split across several replicas."""
+  return (strategy.num_replicas_in_sync > 1 and
+          _has_unbatched_part(element_spec))
 
 
 def _one_pipeline(strategy: tf.distribute.Strategy
@@ -291,8 +292,7 @@ def _distribute(strategy: tf.distribute.Strategy, local: tf.data.Dataset,
       return local
     # The input_fn shards and batches itself, once per input pipeline.
     return strategy.distribute_datasets_from_function(call)
-  if (strategy.num_replicas_in_sync > 1 and
-      _has_unbatched_part(local.element_spec)):
+  if _per_replica_call(strategy, local.element_spec):
     # Elements without a batch dimension cannot be split across replicas:
     # each replica takes its own element instead, as tf.estimator's
     # replicas did.
