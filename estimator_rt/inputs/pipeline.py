@@ -172,10 +172,10 @@ def make_input(strategy: tf.distribute.Strategy, input_fn: Callable,
     distributed = None
   else:
     if reads_on:
-      # The loop, or the strategy that splits its batches, goes on from the
-      # iterator the first batch came from.
+      # The loop (or the strategy splitting its batches) goes on from the
+      # iterator the first batch came from; a default strategy hands it on.
       local = read_once.read_on(first, iterator, local)
-    distributed = local if reads_on and undistributed else _for_the_strategy(
+    distributed = _for_the_strategy(
         strategy, local, call, takes_context=takes_context,
         coordinator=coordinator, replicate=replicate, infinite=infinite,
         auto_shard_policy=auto_shard_policy, role=role, input_fn=input_fn)
