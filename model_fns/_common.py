@@ -28,6 +28,18 @@ FEATURES_KEY = 'x'
 MAX_LAYER_WEIGHTS = 2**28
 
 
+def eager_engine_model_fn(model_fn):
+  """Marks a bundled model_fn as estimator_rt's TF2 API (it returns a Keras
+  optimizer in TRAIN mode, which only the eager engine applies), so that on
+  a fresh model_dir its first call is the eager engine's build call, not a
+  graph build whose only outcome would be to send it there (see
+  `estimator_rt.training.engine_choice`, rule 3). Returns `model_fn`."""
+  model_fn.eager_engine_reason = (
+      f'it is {model_fn.__module__}.{model_fn.__name__}, a TF2 model_fn '
+      'of estimator_rt')
+  return model_fn
+
+
 def merge_params(name: str, defaults: Mapping[str, Any],
                  params: Optional[Mapping[str, Any]]) -> dict:
   """Returns `defaults` overridden by `params`, after checking `params`.

@@ -79,6 +79,7 @@ def build_model(*, n_classes: int) -> keras.Sequential:
   ], name='cnn')
 
 
+@_common.eager_engine_model_fn
 def model_fn(features: Any, labels: Any, mode: str,
              params: Optional[Mapping[str, Any]]) -> EstimatorSpec:
   """Builds the CNN classifier for `mode`.

@@ -28,6 +28,7 @@ _NAME = 'model_fns.linear.model_fn'
 DEFAULT_PARAMS = {'learning_rate': 0.2}
 
 
+@_common.eager_engine_model_fn
 def model_fn(features: Any, labels: Any, mode: str,
              params: Optional[Mapping[str, Any]]) -> EstimatorSpec:
   """Builds the linear regressor for `mode`.

@@ -91,6 +91,7 @@ def build_model(*, hidden_units, n_classes: int,
   return keras.Sequential(layers, name='mlp')
 
 
+@_common.eager_engine_model_fn
 def model_fn(features: Any, labels: Any, mode: str,
              params: Optional[Mapping[str, Any]]) -> EstimatorSpec:
   """Builds the MLP classifier for `mode`.

@@ -214,6 +214,23 @@ def test_variable_store_names_the_first_mismatching_variable():
       tf.Variable(0.0, name='extra')
 
 
+def test_variable_store_knows_a_keras_3_variables_shape():
+  """Keras 3 makes its tf.Variable from an initializer function; the
+  reusing creator learns the shape Keras asked for all the same."""
+  store = variable_store.VariableStore(owner='model_fn my_model_fn')
+  with store.recording():
+    keras.layers.Dense(3, name='dense').build((None, 4))
+  with store.reusing():
+    layer = keras.layers.Dense(3, name='dense')
+    layer.build((None, 4))
+    assert layer.kernel.value is store.variables[0]
+  with pytest.raises(ert.ModelFnError) as info:
+    with store.reusing():
+      keras.layers.Dense(5, name='wider').build((None, 4))
+  message = str(info.value)
+  assert '(4, 5)' in message and '(4, 3)' in message, message
+
+
 # ---------------------------------------------------------------- train_op
 def _train_op_model_fn(optimizer_name, lr, *, optimizer_first=False):
   """A model_fn that differentiates and applies its own optimizer.

@@ -163,7 +163,8 @@ def keras3_state_reason(model_fn: Callable) -> Optional[str]:
   attribute), whose weights a call in a graph would build there, out of
   the eager engine's reach. tf.estimator's model_fns use Keras 2. A
   model_fn may say so itself (`model_fn.eager_engine_reason`, as
-  model_to_estimator's does for a Keras 3 model)."""
+  model_to_estimator's does for a Keras 3 model and the bundled model_fns
+  do)."""
   declared = getattr(model_fn, 'eager_engine_reason', None)
   if declared:
     return declared
