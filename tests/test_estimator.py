@@ -233,22 +233,37 @@ def test_predict_reads_its_input_once_as_2_15_did(tmp_path):
       rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize('mirrored', [False, True])
+def _aligned_copy(array: np.ndarray) -> np.ndarray:
+  """`array` copied to memory that starts on a 64-byte boundary, where
+  TensorFlow takes a NumPy array's buffer as it is rather than copying it
+  (the generator's 8-row slices of the labels start on one every 2nd)."""
+  raw = np.empty(array.nbytes + 64, np.uint8)
+  start = -raw.ctypes.data % 64
+  aligned = raw[start:start + array.nbytes].view(array.dtype)
+  aligned = aligned.reshape(array.shape)
+  aligned[...] = array
+  return aligned
+
+
+@pytest.mark.parametrize('replicas', [0, 1, 2])
 def test_train_and_evaluate_read_a_stream_once_as_2_15_did(tmp_path,
-                                                           mirrored):
+                                                           replicas):
   """train and evaluate on a generator over a stream (shared state, as a
   queue or socket reader is): its generator starts once per call and every
   batch reaches the loop, the one read to build the model too. Training
   ends with the weights, and evaluation with the figures, of the same
   batches read from tensors (which are read on a separate pass). Under a
-  strategy that splits the batches in this process (Mirrored, here on one
-  CPU device: two replicas meet a fault of their own, see docs/engines.md)
-  as under the default one: the strategy's loop used to make its own
-  iterator, and lost the batch read for the build and what was prefetched
-  after it (3 of the 6 steps)."""
-  strategy = (tf.distribute.MirroredStrategy(['/cpu:0']) if mirrored else
-              'default')
-  x, y = M.make_data(48, seed=3)
+  strategy that splits the batches in this process (Mirrored on one and on
+  two CPU devices) as under the default one (`replicas` 0): the strategy's
+  loop used to make its own iterator, and lost the batch read for the
+  build and what was prefetched after it (3 of the 6 steps). The arrays the
+  generator slices are the program's and stay as they were: two replicas
+  used to write into the labels' rows of each replica-0 share whose slice
+  TensorFlow did not copy, and every later run on them went wrong."""
+  strategy = (tf.distribute.MirroredStrategy(
+      [f'/cpu:{i}' for i in range(replicas)]) if replicas else 'default')
+  x, y = (_aligned_copy(a) for a in M.make_data(48, seed=3))
+  x_before, y_before = x.copy(), y.copy()
   batches = [(x[i:i + 8], y[i:i + 8]) for i in range(0, 48, 8)]
   starts = []
 
@@ -285,6 +300,8 @@ def test_train_and_evaluate_read_a_stream_once_as_2_15_did(tmp_path,
     results[kind] = (M.read_model_variables(est.latest_checkpoint()),
                      metrics)
   assert len(starts) == 2 and not train_queue and not eval_queue
+  np.testing.assert_array_equal(x, x_before)
+  np.testing.assert_array_equal(y, y_before)
   (stream_weights, stream_metrics), (weights, metrics) = (
       results['stream'], results['tensors'])
   assert stream_metrics['global_step'] == metrics['global_step'] == 6

@@ -76,6 +76,22 @@ def can_read_on(dataset: tf.data.Dataset) -> bool:
              for spec in tf.nest.flatten(dataset.element_spec))
 
 
+def _copied(element: Any) -> Any:
+  """`element` with each tensor in a buffer of its own.
+
+  `from_generator` hands TensorFlow back the buffers of the eager tensors
+  it is given, and the loop's ops may then write their results into them
+  in place (TensorFlow reuses a buffer it counts as its alone). Those
+  buffers are the source dataset's elements, which can be the program's
+  own NumPy arrays (a generator yielding slices of them): under two
+  Mirrored replicas the loop overwrote the labels array a program's
+  generator sliced, and every later training and evaluation of those
+  arrays computed wrong values (tests/test_estimator.py). A copy per
+  element keeps what the loop may overwrite the runtime's own."""
+  return tf.nest.map_structure(lambda tensor: tf.raw_ops.DeepCopy(x=tensor),
+                               element, expand_composites=True)
+
+
 def read_on(first: Any, iterator: Iterator[Any],
             dataset: tf.data.Dataset) -> tf.data.Dataset:
   """A dataset of `first` and then the rest of `iterator`, the iterator of
@@ -87,7 +103,7 @@ def read_on(first: Any, iterator: Iterator[Any],
   unread = [itertools.chain([first], iterator)]
 
   def elements():
-    return unread.pop() if unread else iter(dataset)
+    return map(_copied, unread.pop() if unread else iter(dataset))
 
   return tf.data.Dataset.from_generator(
       elements, output_signature=dataset.element_spec)
