@@ -51,3 +51,20 @@ def test_read_on_yields_the_first_element_then_the_rest_once():
   assert read_once.can_read_on(dataset)
   assert not read_once.can_read_on(
       tf.data.Dataset.range(2).window(1))  # Elements that are datasets.
+
+
+def test_read_on_copies_ragged_and_sparse_elements_whole():
+  """Each element read on is copied (`read_once._copied`) component by
+  component: ragged and sparse elements come through with their values."""
+  ragged = tf.ragged.constant([[1, 2], [3], [4, 5, 6]])
+  sparse = tf.sparse.from_dense([[0.0, 1.5], [2.5, 0.0], [0.0, 0.0]])
+  dataset = tf.data.Dataset.from_tensor_slices(
+      {'r': ragged, 's': sparse}).batch(2)
+  iterator = iter(dataset)
+  first = next(iterator)
+  resumed = list(read_once.read_on(first, iterator, dataset))
+  assert [e['r'].to_list() for e in resumed] == [[[1, 2], [3]], [[4, 5, 6]]]
+  np.testing.assert_array_equal(
+      tf.sparse.to_dense(resumed[0]['s']).numpy(), [[0.0, 1.5], [2.5, 0.0]])
+  np.testing.assert_array_equal(
+      tf.sparse.to_dense(resumed[1]['s']).numpy(), [[0.0, 0.0]])
