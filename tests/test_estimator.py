@@ -260,8 +260,10 @@ def test_train_and_evaluate_read_a_stream_once_as_2_15_did(tmp_path,
   generator slices are the program's and stay as they were: two replicas
   used to write into the labels' rows of each replica-0 share whose slice
   TensorFlow did not copy, and every later run on them went wrong."""
-  strategy = (tf.distribute.MirroredStrategy(
-      [f'/cpu:{i}' for i in range(replicas)]) if replicas else 'default')
+  # Two replicas by name: the process's one two-device Mirrored strategy
+  # (a second one would share its collective keys, see strategies.py).
+  strategy = {0: 'default', 1: tf.distribute.MirroredStrategy(['/cpu:0']),
+              2: 'mirrored'}[replicas]
   x, y = (_aligned_copy(a) for a in M.make_data(48, seed=3))
   x_before, y_before = x.copy(), y.copy()
   batches = [(x[i:i + 8], y[i:i + 8]) for i in range(0, 48, 8)]
