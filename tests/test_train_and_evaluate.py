@@ -3,6 +3,7 @@ final evaluation, and the exporters' rules, read back from event files and
 the exports on disk."""
 
 import os
+import threading
 import types
 
 import numpy as np
@@ -320,3 +321,48 @@ def test_a_subclass_evaluate_is_left_to_evaluate_as_in_2_15(tmp_path):
       ert.EvalSpec(eval_input_fn, steps=2, throttle_secs=0))
   assert metrics['global_step'] == 20
   assert M.eval_steps(str(tmp_path / 'eval')) == [10, 20]
+
+
+def test_first_evaluation_is_compiled_beside_the_first_training_loop(
+    tmp_path):
+  # The evaluation's trace runs while the first training loop's call runs
+  # (training/eager/first_call.py): on the main thread, as every model_fn
+  # call, before the step-10 checkpoint exists, and once (the first
+  # evaluation finds it).
+  calls = []
+  model_fn = M.make_model_fn(optimizer='adam', lr=0.02)
+
+  def recorded(features, labels, mode):
+    calls.append((mode, 'eager' if tf.executing_eagerly() else
+                  type(tf.compat.v1.get_default_graph()).__name__,
+                  threading.current_thread() is threading.main_thread(),
+                  M.checkpoint_steps(str(tmp_path))))
+    return model_fn(features, labels, mode)
+
+  est, train_fn, eval_fn = _setup(tmp_path, model_fn=recorded)
+  ert.train_and_evaluate(est, ert.TrainSpec(train_fn, max_steps=30),
+                         ert.EvalSpec(eval_fn, steps=2, throttle_secs=0))
+  assert all(main for _, _, main, _ in calls), calls
+  traces = [on_disk for mode, where, _, on_disk in calls
+            if mode == 'eval' and where.endswith('FuncGraph')]
+  assert traces == [[0]], calls
+  assert M.eval_steps(str(tmp_path / 'eval')) == [10, 20, 30]
+
+
+def test_an_evaluation_that_fails_to_compile_fails_at_its_first_run(
+    tmp_path):
+  # Compiling the evaluation ahead stops nothing: a model_fn whose EVAL
+  # trace fails trains to the first checkpoint and fails at the first
+  # evaluation, as before (and as 2.15 built each evaluation's graph then).
+  model_fn = M.make_model_fn(optimizer='adam', lr=0.02)
+
+  def fails_compiled(features, labels, mode):
+    if mode == 'eval' and not tf.executing_eagerly():
+      raise ValueError('no compiled evaluation here')
+    return model_fn(features, labels, mode)
+
+  est, train_fn, eval_fn = _setup(tmp_path, model_fn=fails_compiled)
+  with pytest.raises(Exception, match='no compiled evaluation here'):
+    ert.train_and_evaluate(est, ert.TrainSpec(train_fn, max_steps=30),
+                           ert.EvalSpec(eval_fn, steps=2, throttle_secs=0))
+  assert M.checkpoint_steps(str(tmp_path)) == [0, 10]

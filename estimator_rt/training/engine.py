@@ -34,6 +34,7 @@ from estimator_rt.training import controller as controller_lib
 from estimator_rt.export import saved_model as export_lib
 from estimator_rt.training import hooks as hooks_lib
 from estimator_rt.inputs import pipeline as inputs
+from estimator_rt.inputs import release
 from estimator_rt.cluster import preemption
 from estimator_rt.core import summaries
 from estimator_rt.core import tf_log
@@ -78,6 +79,8 @@ class TrainingSetup:
       training hooks), or None. It saves, and the runtime does not: 2.15's
       Estimator made its own CheckpointSaverHook only when none was given,
       and gave the first one the saving listeners.
+    input_let_go: once training ended normally, `iterator` ends on a
+      thread of its own (inputs/release.py), not on the caller's.
   """
 
   train_loop: controller_lib.TrainLoop
@@ -95,6 +98,7 @@ class TrainingSetup:
   logs_updated_step: bool = False
   saver_hook: Any = None
   raw_session: Callable[[], Any] = lambda: None
+  input_let_go: bool = False
 
 
 def _listen_to_saver_hook(saver_hook, saving_listeners: Sequence[Any]
@@ -333,6 +337,10 @@ class Engine(abc.ABC):
         _remove_if_empty(self.model_dir)
     logging.info('Training ended at global step %d (started at %d).',
                  final_step, start_step)
+    if setup.input_let_go:
+      # `setup` holds the last reference (the controller is gone).
+      box, setup.iterator = [setup.iterator], None
+      release.let_go(box)
 
   def _prepare_checkpoint_dir(self, choice: checkpoints.Choice,
                               setup: TrainingSetup) -> Optional[str]:

@@ -28,6 +28,7 @@ from estimator_rt.training import graph_files
 from estimator_rt.training import graph_identity
 from estimator_rt.training import kept_state
 from estimator_rt.inputs import pipeline as inputs
+from estimator_rt.inputs import release
 from estimator_rt.cluster import strategies
 from estimator_rt.core import summaries
 from estimator_rt.training.eager import loops
@@ -88,6 +89,22 @@ class _EvalState:
     # (the loop's traced graph, whether it holds a seeded stateful random
     # op): see random_state.py.
     self.random_state = (None, False)
+    # An empty dataset of the element spec train_and_evaluate's check of
+    # the evaluation read (None once used): see `warm_up`.
+    self.checked_input: Optional[tf.data.Dataset] = None
+
+  def warm_up(self) -> None:
+    """Traces and compiles the loop for the checked input's iterators,
+    running it for 0 steps on an empty dataset (nothing is read, no metric
+    moves), so that the first evaluation finds both done. A failure is left
+    to the first evaluation, which traces again and reports it there, after
+    the training 2.15 would have done first."""
+    empty, self.checked_input = self.checked_input, None
+    try:
+      self.loop(iter(empty), tf.constant(0, tf.int32))
+    except Exception as e:  # pylint: disable=broad-except
+      logging.debug('Compiling the evaluation ahead failed (%s); the first '
+                    'evaluation compiles it.', e)
 
   def note_random_state(self, traced: tf.Graph) -> None:
     """After a run of the loop traced as `traced`: marks if it holds a
@@ -217,9 +234,10 @@ class EagerEngine(engine_lib.Engine):
     self._remember_features(data.element_spec)
     if replicate:
       path.check_same_input_everywhere(data.sample)
-    keeps = (not replicate and latest is not None and self._keeps and
-             self._config.task_info is None and
+    local = (not replicate and self._config.task_info is None and
              type(path) is train_paths.StrategyPath)  # pylint: disable=unidiomatic-typecheck
+    keeps = local and latest is not None and self._keeps
+    let_go = local and release.can_let_go(data.dataset)
     kept, self._kept_training = self._kept_training, None
     if keeps and kept is not None and kept.element_spec == data.element_spec:
       model, train_loop = kept.model, kept.loop
@@ -229,7 +247,7 @@ class EagerEngine(engine_lib.Engine):
       train_loop.trace(iterator)  # Found traced: the same iterator's type.
       return self._training_setup(path, model, train_loop, iterator,
                                   session_hooks, summary_writer,
-                                  kept=data.element_spec)
+                                  kept=data.element_spec, let_go=let_go)
     with path.placement():
       model = EagerModel(model_fn=self._model_fn, mode=ModeKeys.TRAIN,
                          params=self._params, config=self._config,
@@ -245,19 +263,25 @@ class EagerEngine(engine_lib.Engine):
     train_loop, iterator = path.make_loop(
         model, data, input_fn, self._params, iterator=input_iterator,
         replicate=replicate)
+    if (local and isinstance(train_loop, loops.CompiledTrainLoop) and
+        path.strategy.num_replicas_in_sync == 1):
+      train_loop.first_call_work = self._evaluation_warm_up
     if input_iterator is not None:
       # Saved (and restored, above) under this name with the model.
       setattr(model.checkpoint, inputs.ITERATOR_KEY, input_iterator)
     return self._training_setup(
         path, model, train_loop, iterator, session_hooks, summary_writer,
-        kept=data.element_spec if keeps else None)
+        kept=data.element_spec if keeps else None, let_go=let_go)
 
   def _training_setup(self, path, model: EagerModel, train_loop, iterator,
-                      session_hooks, summary_writer, *, kept
+                      session_hooks, summary_writer, *, kept, let_go: bool
                       ) -> engine_lib.TrainingSetup:
     """The TrainingSetup of `train_loop` over `model`; `kept`: the input's
     element spec, to keep both for the next training of such an input
-    (None: not kept)."""
+    (None: not kept); `let_go`: see `TrainingSetup.input_let_go`."""
+    # What finds the loop's trace without holding the iterator, which
+    # `setup` alone then holds (see Engine.train).
+    traced_for = loops.CompiledTrainLoop.signature_of(iterator)
     return engine_lib.TrainingSetup(
         train_loop=train_loop, iterator=iterator,
         checkpoint=model.checkpoint,
@@ -267,22 +291,25 @@ class EagerEngine(engine_lib.Engine):
         # No SessionRunHook session here (see eager/session_hooks.py): what
         # opens around training writes the graph files.
         session=lambda: self._training_run(
-            train_loop, iterator, summary_writer,
+            train_loop, traced_for, summary_writer,
             keep=None if kept is None else _KeptTraining(
                 element_spec=kept, model=model, loop=train_loop)),
-        hooks=session_hooks_lib.as_runtime_hooks(session_hooks))
+        hooks=session_hooks_lib.as_runtime_hooks(session_hooks),
+        input_let_go=let_go)
 
   @contextlib.contextmanager
-  def _training_run(self, train_loop, iterator, summary_writer, *,
+  def _training_run(self, train_loop, traced_for, summary_writer, *,
                     keep: Optional['_KeptTraining']):
     """Around training: the graph files written, and afterwards, if it
     ended normally, the model and its compiled loop kept for the next
-    training (`keep`), holding the checkpoint saved at its last step."""
-    with self._write_graph_files(train_loop, iterator, summary_writer):
+    training (`keep`), holding the checkpoint saved at its last step.
+    `traced_for`: the loop's iterator or its signature (see
+    `CompiledTrainLoop.signature_of`)."""
+    with self._write_graph_files(train_loop, traced_for, summary_writer):
       yield
     if keep is None or not self._fits(keep.model) or (
         graph_identity.runs_seeded_random_ops(
-            train_loop.traced_graph(iterator))):
+            train_loop.traced_graph(traced_for))):
       return
     newest = checkpoints.checkpoint_candidates(self.model_dir)[:1]
     step = int(keep.model.global_step.numpy())
@@ -291,7 +318,7 @@ class EagerEngine(engine_lib.Engine):
     self._kept_training = keep
 
   @contextlib.contextmanager
-  def _write_graph_files(self, train_loop, iterator,
+  def _write_graph_files(self, train_loop, traced_for,
                          summary_writer: Optional[summaries.ScalarWriter]):
     """Once training starts, by the writer of model_dir (`summary_writer`
     is None elsewhere): the compiled loop's graph to the training event
@@ -304,7 +331,7 @@ class EagerEngine(engine_lib.Engine):
                                                 loops.CompiledTrainLoop):
       yield
       return
-    graph = train_loop.traced_graph(iterator)
+    graph = train_loop.traced_graph(traced_for)
     files = train_loop.graph_files
     if files is None or files.graph is not graph:
       # Made once per trace: a kept loop's next calls write the same graph.
@@ -391,7 +418,22 @@ class EagerEngine(engine_lib.Engine):
       # EVAL graph built before would hold variables on a device that is
       # gone. Only training tasks call this (an evaluator must not join).
       _ = self.train_strategy
-    self._evaluation(input_fn, steps=steps, name=name)
+    data, state = self._evaluation(input_fn, steps=steps, name=name)
+    if (isinstance(data.dataset, tf.data.Dataset) and
+        state.graph.strategy.num_replicas_in_sync == 1):
+      # take(0) starts no iterator of the input_fn's pipeline: compiling
+      # ahead reads nothing of it (no prefetch, no generator).
+      state.checked_input = data.dataset.take(0)
+
+  def _evaluation_warm_up(self) -> Optional[Callable[[], None]]:
+    """The work the first training loop's call runs beside (see
+    first_call.py): compiling the evaluation train_and_evaluate checked,
+    if it has not been compiled. The loop is on a helper thread; the
+    model_fn's EVAL trace runs here, on the main thread."""
+    for state in self._eval_states.values():
+      if state.checked_input is not None:
+        return state.warm_up
+    return None
 
   @random_state.watched
   def evaluate(self, input_fn: Callable, *, steps: Optional[int] = None,
@@ -408,6 +450,7 @@ class EagerEngine(engine_lib.Engine):
       self._eval_states = {}
       self._seed()
     data, state = self._evaluation(input_fn, steps=steps, name=name)
+    state.checked_input = None  # Its own call compiles the loop.
     graph = state.graph
     if path is None or not checkpoints.still_holds(state.holds, path):
       self._restore_or_initialize(graph, path)

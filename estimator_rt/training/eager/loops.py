@@ -7,7 +7,7 @@ functions only run them. Training runs `num_steps` steps per call in a
 call is paid once per loop, not once per step.
 """
 
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
@@ -17,6 +17,7 @@ from estimator_rt.inputs.pipeline import batch_size_of
 from estimator_rt.inputs.pipeline import split_across_replicas
 from estimator_rt.inputs.pipeline import split_element
 from estimator_rt.training import divergence
+from estimator_rt.training.eager import first_call
 from estimator_rt.training.eager.model import EagerModel
 
 # Loop bound for "until the input ends": large, but an int32 for tf.range.
@@ -150,9 +151,23 @@ class CompiledTrainLoop:
     # The graph_files.GraphFiles of its trace, once the engine made them
     # (a kept loop writes the same graph at its next calls).
     self.graph_files = None
+    # Returns what the main thread does while the next call runs, or None
+    # (first_call.py); asked once, at the first call.
+    self.first_call_work: Callable[[], Optional[Callable[[], None]]] = (
+        lambda: None)
 
   def __call__(self, iterator, num_steps: int):
-    return self._call(iterator, tf.constant(num_steps, tf.int32))
+    num_steps = tf.constant(num_steps, tf.int32)
+    work = self.first_call_work()
+    if work is None:
+      return self._call(iterator, num_steps)
+    self.first_call_work = lambda: None
+    # The trace `trace` made: the helper thread must not trace (it would
+    # call the model_fn off the main thread).
+    concrete = surface_user_errors(self.function.get_concrete_function(
+        iterator, self.NUM_STEPS_SPEC))
+    return first_call.run_alongside(lambda: concrete(iterator, num_steps),
+                                    work)
 
   def trace(self, iterator) -> None:
     """Traces the loop for `iterator` now, so that what only tracing finds
@@ -163,9 +178,19 @@ class CompiledTrainLoop:
         iterator, self.NUM_STEPS_SPEC)
 
   def traced_graph(self, iterator) -> tf.Graph:
-    """The graph of the loop's trace for `iterator` (`trace` made it)."""
+    """The graph of the loop's trace for `iterator` (`trace` made it), or
+    for an iterator of signature `iterator` (see `signature_of`)."""
     return self.function.get_concrete_function(
         iterator, self.NUM_STEPS_SPEC).graph
+
+  @staticmethod
+  def signature_of(iterator) -> Any:
+    """What `traced_graph` takes for `iterator` without holding it: its
+    TypeSpec, or the iterator itself if it has none."""
+    try:
+      return tf.type_spec_from_value(iterator)
+    except (TypeError, ValueError):
+      return iterator
 
 
 def make_train_loop(graph: EagerModel, *, infinite_input: bool,
