@@ -30,9 +30,12 @@ def can_let_go(dataset: Any) -> bool:
 
 
 def let_go(box: List[Any]) -> None:
-  """Empties `box` on a daemon thread: the iterator in it, if `box` held
-  its last reference, ends there (its destructor's wait off the caller's
-  thread). The caller keeps no reference of its own; if anything else
-  does, the iterator ends where that one goes, as it would have anyway."""
-  threading.Thread(target=box.clear, name='estimator_rt-input-release',
-                   daemon=True).start()
+  """Empties `box` on a thread of its own: the iterator in it, if `box`
+  held its last reference, ends there (its destructor's wait off the
+  caller's thread). The caller keeps no reference of its own; if anything
+  else does, the iterator ends where that one goes, as it would have
+  anyway. Not a daemon thread: a program that exits right after training
+  waits for the iterator's end at exit, where it waited for it inside
+  `train` before, rather than leave TensorFlow's threads mid-destructor."""
+  threading.Thread(target=box.clear, name='estimator_rt-input-release'
+                   ).start()
