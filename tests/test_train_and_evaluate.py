@@ -2,8 +2,10 @@
 final evaluation, and the exporters' rules, read back from event files and
 the exports on disk."""
 
+import logging
 import os
 import threading
+import time
 import types
 
 import numpy as np
@@ -326,7 +328,7 @@ def test_a_subclass_evaluate_is_left_to_evaluate_as_in_2_15(tmp_path):
 def test_first_evaluation_is_compiled_beside_the_first_training_loop(
     tmp_path):
   # The evaluation's trace runs while the first training loop's call runs
-  # (training/eager/first_call.py): on the main thread, as every model_fn
+  # (training/eager/loop_beside.py): on the main thread, as every model_fn
   # call, before the step-10 checkpoint exists, and once (the first
   # evaluation finds it).
   calls = []
@@ -347,6 +349,88 @@ def test_first_evaluation_is_compiled_beside_the_first_training_loop(
             if mode == 'eval' and where.endswith('FuncGraph')]
   assert traces == [[0]], calls
   assert M.eval_steps(str(tmp_path / 'eval')) == [10, 20, 30]
+
+
+def test_evaluations_run_beside_the_training_loop_after_them(tmp_path):
+  # Each evaluation before the last runs on the main thread while the
+  # training loop after its checkpoint runs (training/eager/loop_beside.py):
+  # the eval input_fn, called on the main thread by each evaluation, sees
+  # training's global step move past the checkpoint meanwhile. The last evaluation has no loop after it. The
+  # program's log keeps 2.15's order: the evaluation's lines, then the step
+  # log of the checkpoint's step.
+  global_steps, seen, lines = [], [], []
+  model_fn = M.make_model_fn(optimizer='adam', lr=0.02)
+
+  def training_step_kept(features, labels, mode):
+    if mode == ert.ModeKeys.TRAIN and tf.executing_eagerly():
+      global_steps.append(tf.compat.v1.train.get_global_step())
+    return model_fn(features, labels, mode)
+
+  est, train_fn, eval_fn = _setup(tmp_path, model_fn=training_step_kept,
+                                  log_step_count_steps=10)
+
+  def trained_past(step):
+    return bool(global_steps) and int(global_steps[-1].numpy()) > step
+
+  def eval_input_fn():
+    on_disk = M.checkpoint_steps(str(tmp_path))[-1:]
+    if on_disk and on_disk[0] < 30:
+      # Beside a loop, its steps go on now; after it, none would.
+      deadline = time.monotonic() + 10
+      while not trained_past(on_disk[0]) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    seen.append((threading.current_thread() is threading.main_thread(),
+                 on_disk, trained_past((on_disk or [0])[0])))
+    return eval_fn()
+
+  class Lines(logging.Handler):
+
+    def emit(self, record):
+      text = record.getMessage()
+      if text.startswith(('Saving dict for global step', 'loss = ')):
+        lines.append(text.split(':')[0].split(' (')[0])
+
+  handler, logger = Lines(), logging.getLogger('tensorflow')
+  level = logger.level
+  logger.addHandler(handler)
+  logger.setLevel(logging.INFO)
+  try:
+    ert.train_and_evaluate(est, ert.TrainSpec(train_fn, max_steps=30),
+                           ert.EvalSpec(eval_input_fn, steps=2,
+                                        throttle_secs=0))
+  finally:
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+  assert seen == [(True, [], False), (True, [10], True), (True, [20], True),
+                  (True, [30], False)], seen
+  assert [line.rsplit(' ', 1)[-1] for line in lines] == [
+      '0', '10', '10', '20', '20', '30'], lines
+  assert lines[1::2] == ['Saving dict for global step %d' % step
+                         for step in (10, 20, 30)], lines
+  assert M.eval_steps(str(tmp_path / 'eval')) == [10, 20, 30]
+
+
+def test_an_evaluation_that_fails_beside_training_ends_it_at_its_checkpoint(
+    tmp_path):
+  # The loop beside a failing evaluation runs to its end and saves nothing:
+  # model_dir is as 2.15 left it, whose training waited for the evaluation.
+  model_fn = M.make_model_fn(optimizer='adam', lr=0.02)
+  est, train_fn, eval_fn = _setup(tmp_path, model_fn=model_fn)
+  calls = []
+
+  def fails_second():
+    calls.append(M.checkpoint_steps(str(tmp_path))[-1:])
+    if len(calls) == 3:
+      raise ValueError('the second evaluation fails')
+    return eval_fn()
+
+  with pytest.raises(Exception, match='the second evaluation fails'):
+    ert.train_and_evaluate(est, ert.TrainSpec(train_fn, max_steps=50),
+                           ert.EvalSpec(fails_second, steps=2,
+                                        throttle_secs=0))
+  assert calls == [[], [10], [20]]
+  assert M.checkpoint_steps(str(tmp_path)) == [0, 10, 20]
+  assert M.eval_steps(str(tmp_path / 'eval')) == [10]
 
 
 def test_an_evaluation_that_fails_to_compile_fails_at_its_first_run(

@@ -405,6 +405,14 @@ class _NewCheckpointListenerForEvaluate(
                    '(%s secs).', self._eval_throttle_secs)
     return None
 
+  def runs_beside_training(self) -> bool:
+    """Its evaluations may run while training goes on (see
+    controller.TrainController's `loop_beside`): they read the checkpoint
+    just saved, into variables of their own, and only a continuous
+    evaluation listener of a program's own (which may ask to stop) needs
+    training to wait for them."""
+    return type(self._continuous_eval_listener) is _ContinuousEvalListener  # pylint: disable=unidiomatic-typecheck
+
   def end(self, session, global_step_value):
     del session
     if global_step_value != self._timer.last_triggered_step():

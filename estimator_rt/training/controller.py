@@ -207,6 +207,14 @@ class TrainController:
       from that step.
     listener_session: returns the session CheckpointSaverListeners are
       given (see hooks.SavingListener; None where there is none).
+    loop_beside: `loop_beside(iterator, num_steps, work)` runs the inner
+      loop as `train_loop` does, beside `work()` on this thread (the eager
+      engine's local loop, eager/loop_beside.py), or None. With it, what a
+      save's last listeners do when they say they may run beside training
+      (`SavingListener.runs_beside_training`: train_and_evaluate's
+      evaluation), and the step log after it, run beside the next loop:
+      in the order they ran before, on this thread, all of it done before
+      anything after that loop (hooks, summaries, the next save).
     logs_updated_step: the step log line names the global step after the
       step it logs, not the one it started from: 2.15's LoggingTensorHook
       fetched the global step beside the train op, and a reference
@@ -227,8 +235,10 @@ class TrainController:
                max_loop_secs: Optional[float] = DEFAULT_MAX_LOOP_SECS,
                asynchronous: bool = False,
                logs_updated_step: bool = False,
-               listener_session: Callable[[], Any] = lambda: None):
+               listener_session: Callable[[], Any] = lambda: None,
+               loop_beside: Optional[Callable[..., LoopOutput]] = None):
     self._train_loop = train_loop
+    self._loop_beside = loop_beside
     self._logs_updated_step = logs_updated_step
     self._asynchronous = asynchronous
     self._iterator = iterator
@@ -288,6 +298,15 @@ class TrainController:
     `notify=False` skips the listeners (an evaluation after a preemption
     save would eat the grace period). The step saved at is then the saver's
     `last_saved_step` (later than `step` when asynchronous)."""
+    stop, deferred = self._save_deferring(step, notify=notify, defer=False)
+    assert deferred is None
+    return stop
+
+  def _save_deferring(self, step: int, *, notify: bool, defer: bool
+                      ) -> Tuple[bool, Optional[Callable[[], bool]]]:
+    """`_save`; with `defer`, the after_save calls of its last listeners
+    that may run beside training are returned instead of made (see
+    `loop_beside`): (stop, what is left to call, or None)."""
     listeners = self._listeners if notify else ()
     if self._asynchronous:
       step = max(step, self._global_step())
@@ -299,19 +318,31 @@ class TrainController:
         listener.before_save(step)
     path = self._saver.save(step)
     if path is None:
-      return False
+      return False, None
     tf_log.info('Saving checkpoints for %d into %s.', step,
                 path.rsplit('-', 1)[0])
     logging.info('Saved checkpoint %s', path)
     if self._writer is not None:
       self._writer.write_session_log('CHECKPOINT', step, checkpoint_path=path)
-    stop = False
     if listeners:
       tf_log.info('Calling checkpoint listeners after saving checkpoint '
                   '%d...', step)
-    for listener in listeners:
+    now = list(listeners)
+    if defer and self._loop_beside is not None:
+      while now and now[-1].runs_beside_training():
+        now.pop()
+    later = listeners[len(now):]
+    stop = False
+    for listener in now:
       stop = listener.after_save(path, step) or stop
-    return stop
+    if not later:
+      return stop, None
+    def after_save():
+      stopped = False
+      for listener in later:
+        stopped = listener.after_save(path, step) or stopped
+      return stopped
+    return stop, after_save
 
   def _preempt(self, step: int) -> PreemptedError:
     """Saves at `step` (every synchronous worker does, at the same step)
@@ -325,15 +356,20 @@ class TrainController:
         signal_name=self._stop_signal() if self._stop_signal else None,
         step=step)
 
-  def _run_loop(self, step: int, requested: int):
-    """Runs one inner loop; returns (LoopResult, ended early).
+  def _run_loop(self, step: int, requested: int,
+                beside: Optional[Callable[[], None]] = None):
+    """Runs one inner loop (beside `beside()`, see `loop_beside`); returns
+    (LoopResult, ended early).
 
     Raises:
       NanLossError: the loop diverged (checked before any hook or save).
     """
     start = time.time()
-    loss, steps_run, loss_finite, state_finite, new_step = (
-        self._train_loop(self._iterator, requested))
+    if beside is None:
+      output = self._train_loop(self._iterator, requested)
+    else:
+      output = self._loop_beside(self._iterator, requested, beside)
+    loss, steps_run, loss_finite, state_finite, new_step = output
     elapsed = time.time() - start
     raw_loss = loss
     loss, steps_run, new_step = float(loss), int(steps_run), int(new_step)
@@ -401,6 +437,39 @@ class TrainController:
     log_progress(step=step, max_steps=max_steps, loss=loss, rate=rate)
     self._last_count = (step, now)
 
+  def _save_and_count(self, step: int, max_steps: Optional[int], *,
+                      save: bool, stopped: List[bool]
+                      ) -> Tuple[int, bool, Optional[Callable[[], None]]]:
+    """After a loop's hooks: the save if `save`, then the step log if it is
+    due. Returns (the step the next loop starts from, whether a listener
+    asked to stop, what runs beside the next loop or None: the after_save
+    calls `_save_deferring` left and the step log after them, appending to
+    `stopped` whether one of those listeners asked to stop)."""
+    stop, after_save = False, None
+    if save:
+      stop, after_save = self._save_deferring(
+          step, notify=True, defer=not self._asynchronous)
+      if self._asynchronous:
+        # The save read the global step anew (other tasks' steps since the
+        # loop ended) and named the checkpoint by it; the inner loop counts
+        # its next target from the newest step it saw, so the next loop is
+        # asked for from that step too (else it ran past max_steps by what
+        # the others did meanwhile).
+        step = max(step, self._saver.last_saved_step)
+    # After the save, as 2.15's hooks ran: its CheckpointSaverHook (and the
+    # listeners) first, then StepCounterHook, then LoggingTensorHook.
+    counts = self._counts.due(step)
+    if after_save is None:
+      if counts:
+        self._count_steps(step, max_steps)
+      return step, stop, None
+
+    def after_save_and_count():
+      stopped.append(after_save())
+      if counts:
+        self._count_steps(step, max_steps)
+    return step, stop, after_save_and_count
+
   def _log_last_progress(self, step: int, max_steps: Optional[int]) -> None:
     """The runtime's progress line once more when training reached
     `max_steps` off the counting schedule (2.15 logged nothing there)."""
@@ -451,9 +520,16 @@ class TrainController:
     stop = False
     cap = self._steps_per_loop
     first = True
+    # What runs beside the next loop (see `loop_beside`): sets `stopped`.
+    beside, stopped = None, []
     while not stop and (max_steps is None or step < max_steps):
       requested = self._loop_end(step, max_steps, cap) - step
-      result, stop = self._run_loop(step, requested)
+      result, stop = self._run_loop(step, requested, beside)
+      # A loop's time holds what ran beside it: it says nothing of the
+      # steps' pace then, and the cap stays.
+      paced = beside is None
+      if beside is not None:
+        stop, beside = stopped.pop() or stop, None
       if result.steps == 0:
         break
       result = dataclasses.replace(result, max_steps=max_steps)
@@ -461,22 +537,16 @@ class TrainController:
       step, first = result.global_step, False
       if self._agree is not None:
         decisions = self._agree(decisions)
-      stop, cap = decisions.stop, decisions.loop_cap
+      stop = decisions.stop
+      cap = decisions.loop_cap if paced else cap
       if decisions.preempt:
         raise self._preempt(step)
-      if decisions.save:
-        stop = self._save(step) or stop
-        if self._asynchronous:
-          # The save read the global step anew (other tasks' steps since
-          # the loop ended) and named the checkpoint by it; the inner loop
-          # counts its next target from the newest step it saw, so the next
-          # loop is asked for from that step too (else it ran past
-          # max_steps by what the others did meanwhile).
-          step = max(step, self._saver.last_saved_step)
-      # After the save, as 2.15's hooks ran: its CheckpointSaverHook (and
-      # the listeners) first, then StepCounterHook, then LoggingTensorHook.
-      if self._counts.due(step):
-        self._count_steps(step, max_steps)
+      step, saved_stop, beside = self._save_and_count(
+          step, max_steps, save=decisions.save, stopped=stopped)
+      stop = saved_stop or stop
+    if beside is not None:
+      # No loop followed: it runs now, where it ran before.
+      beside()
     self._log_last_progress(step, max_steps)
     if self._saver is not None:
       self._save(step)

@@ -81,6 +81,8 @@ class TrainingSetup:
       and gave the first one the saving listeners.
     input_let_go: once training ended normally, `iterator` ends on a
       thread of its own (inputs/release.py), not on the caller's.
+    loop_beside: runs `train_loop` beside work of this thread (see
+      controller.TrainController), or None.
   """
 
   train_loop: controller_lib.TrainLoop
@@ -99,6 +101,7 @@ class TrainingSetup:
   saver_hook: Any = None
   raw_session: Callable[[], Any] = lambda: None
   input_let_go: bool = False
+  loop_beside: Optional[Callable[..., Any]] = None
 
 
 def _listen_to_saver_hook(saver_hook, saving_listeners: Sequence[Any]
@@ -403,7 +406,8 @@ class Engine(abc.ABC):
           max_loop_secs=controller_lib.DEFAULT_MAX_LOOP_SECS,
           asynchronous=setup.asynchronous,
           logs_updated_step=setup.logs_updated_step,
-          listener_session=setup.raw_session)
+          listener_session=setup.raw_session,
+          loop_beside=setup.loop_beside)
       final_step = controller.run(max_steps=max_steps)
     # Once the session is closed (its hooks' `end` run), as 2.15 logged it.
     tf_log.info('Loss for final step: %s.', controller.last_loss)

@@ -337,6 +337,14 @@ class SavingListener:
     if self._tf_listener:
       self._listener.end(self._session(), np.int64(step))
 
+  def runs_beside_training(self) -> bool:
+    """Whether its `after_save` may run beside the next training loop
+    (see controller.TrainController's `loop_beside`): only a listener of
+    the runtime's own that says so (train_and_evaluate's evaluation, which
+    never asks to stop and touches nothing training uses)."""
+    says = getattr(self._listener, 'runs_beside_training', None)
+    return bool(says()) if callable(says) else False
+
 
 def check_saving_listeners(saving_listeners) -> list:
   """`saving_listeners` as a list, each one SavingListener takes; checked

@@ -247,7 +247,8 @@ class EagerEngine(engine_lib.Engine):
       train_loop.trace(iterator)  # Found traced: the same iterator's type.
       return self._training_setup(path, model, train_loop, iterator,
                                   session_hooks, summary_writer,
-                                  kept=data.element_spec, let_go=let_go)
+                                  kept=data.element_spec, let_go=let_go,
+                                  beside=self._runs_beside(path, train_loop))
     with path.placement():
       model = EagerModel(model_fn=self._model_fn, mode=ModeKeys.TRAIN,
                          params=self._params, config=self._config,
@@ -263,22 +264,32 @@ class EagerEngine(engine_lib.Engine):
     train_loop, iterator = path.make_loop(
         model, data, input_fn, self._params, iterator=input_iterator,
         replicate=replicate)
-    if (local and isinstance(train_loop, loops.CompiledTrainLoop) and
-        path.strategy.num_replicas_in_sync == 1):
+    beside = local and self._runs_beside(path, train_loop)
+    if beside:
       train_loop.first_call_work = self._evaluation_warm_up
     if input_iterator is not None:
       # Saved (and restored, above) under this name with the model.
       setattr(model.checkpoint, inputs.ITERATOR_KEY, input_iterator)
     return self._training_setup(
         path, model, train_loop, iterator, session_hooks, summary_writer,
-        kept=data.element_spec if keeps else None, let_go=let_go)
+        kept=data.element_spec if keeps else None, let_go=let_go,
+        beside=beside)
+
+  @staticmethod
+  def _runs_beside(path, train_loop) -> bool:
+    """Whether the local `train_loop` may run beside work of the main
+    thread (loop_beside.py): one compiled function on one replica."""
+    return (isinstance(train_loop, loops.CompiledTrainLoop) and
+            path.strategy.num_replicas_in_sync == 1)
 
   def _training_setup(self, path, model: EagerModel, train_loop, iterator,
-                      session_hooks, summary_writer, *, kept, let_go: bool
-                      ) -> engine_lib.TrainingSetup:
+                      session_hooks, summary_writer, *, kept, let_go: bool,
+                      beside: bool = False) -> engine_lib.TrainingSetup:
     """The TrainingSetup of `train_loop` over `model`; `kept`: the input's
     element spec, to keep both for the next training of such an input
-    (None: not kept); `let_go`: see `TrainingSetup.input_let_go`."""
+    (None: not kept); `let_go`: see `TrainingSetup.input_let_go`;
+    `beside`: the loop may run beside work of the caller's thread
+    (`TrainingSetup.loop_beside`)."""
     # What finds the loop's trace without holding the iterator, which
     # `setup` alone then holds (see Engine.train).
     traced_for = loops.CompiledTrainLoop.signature_of(iterator)
@@ -295,7 +306,8 @@ class EagerEngine(engine_lib.Engine):
             keep=None if kept is None else _KeptTraining(
                 element_spec=kept, model=model, loop=train_loop)),
         hooks=session_hooks_lib.as_runtime_hooks(session_hooks),
-        input_let_go=let_go)
+        input_let_go=let_go,
+        loop_beside=train_loop.call_beside if beside else None)
 
   @contextlib.contextmanager
   def _training_run(self, train_loop, traced_for, summary_writer, *,
@@ -428,7 +440,7 @@ class EagerEngine(engine_lib.Engine):
 
   def _evaluation_warm_up(self) -> Optional[Callable[[], None]]:
     """The work the first training loop's call runs beside (see
-    first_call.py): compiling the evaluation train_and_evaluate checked,
+    loop_beside.py): compiling the evaluation train_and_evaluate checked,
     if it has not been compiled. The loop is on a helper thread; the
     model_fn's EVAL trace runs here, on the main thread."""
     for state in self._eval_states.values():

@@ -17,7 +17,7 @@ from estimator_rt.inputs.pipeline import batch_size_of
 from estimator_rt.inputs.pipeline import split_across_replicas
 from estimator_rt.inputs.pipeline import split_element
 from estimator_rt.training import divergence
-from estimator_rt.training.eager import first_call
+from estimator_rt.training.eager import loop_beside
 from estimator_rt.training.eager.model import EagerModel
 
 # Loop bound for "until the input ends": large, but an int32 for tf.range.
@@ -152,22 +152,31 @@ class CompiledTrainLoop:
     # (a kept loop writes the same graph at its next calls).
     self.graph_files = None
     # Returns what the main thread does while the next call runs, or None
-    # (first_call.py); asked once, at the first call.
+    # (loop_beside.py); asked once, at the first call.
     self.first_call_work: Callable[[], Optional[Callable[[], None]]] = (
         lambda: None)
 
   def __call__(self, iterator, num_steps: int):
+    return self.call_beside(iterator, num_steps, work=None)
+
+  def call_beside(self, iterator, num_steps: int,
+                  work: Optional[Callable[[], None]]):
+    """The loop's call, run beside `work` on this thread when there is work
+    (`work`, or the first call's: see `first_call_work`): the call then
+    runs the trace `trace` made on a helper thread (loop_beside.py)."""
     num_steps = tf.constant(num_steps, tf.int32)
-    work = self.first_call_work()
-    if work is None:
+    first_work = self.first_call_work()
+    if first_work is not None:
+      self.first_call_work = lambda: None
+    works = [w for w in (first_work, work) if w is not None]
+    if not works:
       return self._call(iterator, num_steps)
-    self.first_call_work = lambda: None
     # The trace `trace` made: the helper thread must not trace (it would
     # call the model_fn off the main thread).
     concrete = surface_user_errors(self.function.get_concrete_function(
         iterator, self.NUM_STEPS_SPEC))
-    return first_call.run_alongside(lambda: concrete(iterator, num_steps),
-                                    work)
+    return loop_beside.run_alongside(lambda: concrete(iterator, num_steps),
+                                     lambda: [w() for w in works])
 
   def trace(self, iterator) -> None:
     """Traces the loop for `iterator` now, so that what only tracing finds
