@@ -146,7 +146,9 @@ _WAIT_SECS = 600
 @contextlib.contextmanager
 def written_in_background(files: GraphFiles, *, directory: str,
                           summary_writer, graph_file: bool,
-                          by_saver: bool = True) -> Iterator[None]:
+                          by_saver: bool = True,
+                          begin: Optional[threading.Event] = None
+                          ) -> Iterator[None]:
   """Around training: writes `files`' graph to `summary_writer` (the
   event file) and, with `graph_file`, graph.pbtxt into `directory`, in a
   thread while training runs, and waits for it at the end. A GraphDef
@@ -161,11 +163,20 @@ def written_in_background(files: GraphFiles, *, directory: str,
   process started (`summaries.directory_writer`) gets it once more.
   `by_saver` False: a program's CheckpointSaverHook saves instead of the
   runtime (2.15 then made none of its own), which writes graph.pbtxt and
-  its graph itself: only a new file's first graph is written."""
+  its graph itself: only a new file's first graph is written.
+
+  `begin`: the thread starts writing once it is set (at the latest when
+  training ends): the eager engine sets it when its first loop call ended,
+  so that the writing, Python under the interpreter lock, does not slow
+  the main thread's work beside that call (the step-0 save, the first
+  evaluation's compilation) but runs while later loops' steps leave the
+  lock free."""
   copies = (0 if summary_writer.has_file() else 1) + int(by_saver)
   graph_file = graph_file and by_saver
 
   def write():
+    if begin is not None:
+      begin.wait(_WAIT_SECS)
     try:
       for _ in range(copies):
         summary_writer.write_graph(*files.for_events())
@@ -180,6 +191,8 @@ def written_in_background(files: GraphFiles, *, directory: str,
   try:
     yield
   finally:
+    if begin is not None:
+      begin.set()
     thread.join(_WAIT_SECS)
     if thread.is_alive():
       logging.warning('Writing the graph to %s took more than %d s; going '

@@ -351,7 +351,8 @@ class EagerEngine(engine_lib.Engine):
       train_loop.graph_files = files
     with graph_files.written_in_background(
         files, directory=self.model_dir, summary_writer=summary_writer,
-        graph_file=self._config.checkpoint_save_graph_def):
+        graph_file=self._config.checkpoint_save_graph_def,
+        begin=train_loop.called):
       yield
 
   def _restore_for_training(self, model: EagerModel, latest: Optional[str],

@@ -7,6 +7,7 @@ functions only run them. Training runs `num_steps` steps per call in a
 call is paid once per loop, not once per step.
 """
 
+import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
@@ -155,6 +156,9 @@ class CompiledTrainLoop:
     # (loop_beside.py); asked once, at the first call.
     self.first_call_work: Callable[[], Optional[Callable[[], None]]] = (
         lambda: None)
+    # Set once a call ended: what waits for the first call's work to be
+    # done (graph_files.written_in_background) starts then.
+    self.called = threading.Event()
 
   def __call__(self, iterator, num_steps: int):
     return self.call_beside(iterator, num_steps, work=None)
@@ -170,13 +174,17 @@ class CompiledTrainLoop:
       self.first_call_work = lambda: None
     works = [w for w in (first_work, work) if w is not None]
     if not works:
-      return self._call(iterator, num_steps)
-    # The trace `trace` made: the helper thread must not trace (it would
-    # call the model_fn off the main thread).
-    concrete = surface_user_errors(self.function.get_concrete_function(
-        iterator, self.NUM_STEPS_SPEC))
-    return loop_beside.run_alongside(lambda: concrete(iterator, num_steps),
-                                     lambda: [w() for w in works])
+      output = self._call(iterator, num_steps)
+    else:
+      # The trace `trace` made: the helper thread must not trace (it would
+      # call the model_fn off the main thread).
+      concrete = surface_user_errors(self.function.get_concrete_function(
+          iterator, self.NUM_STEPS_SPEC))
+      output = loop_beside.run_alongside(
+          lambda: concrete(iterator, num_steps), lambda: [w() for w in works])
+    if not self.called.is_set():
+      self.called.set()
+    return output
 
   def trace(self, iterator) -> None:
     """Traces the loop for `iterator` now, so that what only tracing finds
