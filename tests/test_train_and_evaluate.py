@@ -410,6 +410,32 @@ def test_evaluations_run_beside_the_training_loop_after_them(tmp_path):
   assert M.eval_steps(str(tmp_path / 'eval')) == [10, 20, 30]
 
 
+def test_a_loss_that_turns_nan_right_after_a_checkpoint_follows_its_evaluation(
+    tmp_path):
+  # After a checkpoint, the short loop to the step-log step runs before the
+  # evaluation, which then runs beside the loop after it (the controller's
+  # `_short_loop_first`). A loss that turns NaN in that short loop stops
+  # training after the evaluation, as 2.15's did (it evaluated before its
+  # next step), and model_dir keeps the checkpoint evaluated.
+  model_fn = M.make_model_fn(optimizer='adam', lr=0.02)
+
+  def diverges_from_step_10(features, labels, mode):
+    spec = model_fn(features, labels, mode)
+    if mode != ert.ModeKeys.TRAIN:
+      return spec
+    step = tf.compat.v1.train.get_global_step()
+    return spec._replace(loss=spec.loss * tf.where(
+        step >= 10, float('nan'), 1.0))
+
+  est, train_fn, eval_fn = _setup(tmp_path, model_fn=diverges_from_step_10,
+                                  log_step_count_steps=10)
+  with pytest.raises(ert.NanLossError, match='global step 11'):
+    ert.train_and_evaluate(est, ert.TrainSpec(train_fn, max_steps=30),
+                           ert.EvalSpec(eval_fn, steps=2, throttle_secs=0))
+  assert M.checkpoint_steps(str(tmp_path)) == [0, 10]
+  assert M.eval_steps(str(tmp_path / 'eval')) == [10]
+
+
 def test_an_evaluation_that_fails_beside_training_ends_it_at_its_checkpoint(
     tmp_path):
   # The loop beside a failing evaluation runs to its end and saves nothing:

@@ -402,9 +402,7 @@ class TrainController:
     for hook in self._hooks:
       stop = bool(hook.after_loop(result)) or stop
     step = result.global_step
-    if (self._writer is not None and not self._model_writes_loss and
-        self._summaries.due(step)):
-      self._writer.write({'loss': result.loss}, step)
+    self._write_loss(result)
     return Decisions(
         stop=stop, save=self._saver is not None and self._saver.is_due(step),
         preempt=bool(self._stop_signal and self._stop_signal()),
@@ -412,17 +410,26 @@ class TrainController:
         loop_cap=(self._steps_per_loop if first else
                   self._loop_cap(result.steps, result.elapsed_secs)))
 
-  def _count_steps(self, step: int, max_steps: Optional[int]) -> None:
+  def _write_loss(self, result: LoopResult) -> None:
+    """The `loss` scalar of the loop that gave `result`, if due."""
+    if (self._writer is not None and not self._model_writes_loss and
+        self._summaries.due(result.global_step)):
+      self._writer.write({'loss': result.loss}, result.global_step)
+
+  def _count_steps(self, step: int, max_steps: Optional[int],
+                   raw_loss: Any = None) -> None:
     """At a step of the step-counting schedule: 2.15's LoggingTensorHook
     line (the loss of the step, and the global step it started from, or
     ended at: see `logs_updated_step`), and from the second on
     `global_step/sec` since the previous one, logged and written (2.15's
     StepCounterHook); and the runtime's own progress line
     (`hooks.log_progress`). All of them at the same loop ends, so that
-    logging costs no loop of its own."""
+    logging costs no loop of its own. `raw_loss`: the loss of the loop
+    that ended at `step`, as it returned it (None: the last loop's)."""
     now = time.time()
     logged = step if self._logs_updated_step else step - 1
-    loss = self.last_loss  # As 2.15 printed it.
+    # As 2.15 printed it.
+    loss = self.last_loss if raw_loss is None else tf_log.number(raw_loss)
     rate = None
     if self._last_count is None:
       tf_log.info('loss = %s, step = %s', loss, logged)
@@ -464,11 +471,61 @@ class TrainController:
         self._count_steps(step, max_steps)
       return step, stop, None
 
+    raw_loss = self._last_loss
+
     def after_save_and_count():
       stopped.append(after_save())
       if counts:
-        self._count_steps(step, max_steps)
+        self._count_steps(step, max_steps, raw_loss)
     return step, stop, after_save_and_count
+
+  def _loop_beside_or_not(self, step: int, requested: int,
+                          beside: Optional[Callable[[], None]],
+                          stopped: List[bool]):
+    """`_run_loop` beside `beside` (or alone): (its LoopResult, whether it
+    ended early or a listener beside it asked to stop, whether its time is
+    its steps' alone: a loop's time that holds what ran beside it says
+    nothing of the steps' pace, and the cap then stays)."""
+    result, stop = self._run_loop(step, requested, beside)
+    if beside is None:
+      return result, stop, True
+    return result, stopped.pop() or stop, False
+
+  def _short_loop_first(self, step: int, requested: int,
+                        beside: Callable[[], None],
+                        max_steps: Optional[int], stopped: List[bool]):
+    """Runs a short loop now, before `beside` (what follows a save, see
+    `_save_and_count`), which the loop could hide little of (to a summary
+    or step-log step: 2.15's schedules end one step after a save). Returns
+    (its LoopResult, whether it ended early, what runs beside the next loop
+    or None): `beside`, then this loop's summary and step log, when nothing
+    of that work can change the next loop (no hooks, no save due, no end);
+    else None, and `beside` and its stop were run and folded in here.
+
+    What `beside` does (an evaluation) comes before this loop's steps in
+    2.15's order: a loop that fails has it run before its error is raised.
+    """
+    try:
+      result, ended = self._run_loop(step, requested)
+    except BaseException:
+      beside()
+      raise
+    new_step = result.global_step
+    if (ended or result.steps == 0 or self._hooks or
+        self._agree is not None or
+        (max_steps is not None and new_step >= max_steps) or
+        (self._saver is not None and self._saver.is_due(new_step))):
+      beside()
+      return result, stopped.pop() or ended, None
+    raw_loss = self._last_loss
+    result = dataclasses.replace(result, max_steps=max_steps)
+
+    def beside_then_this_loops_work():
+      beside()
+      self._write_loss(result)
+      if self._counts.due(new_step):
+        self._count_steps(new_step, max_steps, raw_loss)
+    return result, ended, beside_then_this_loops_work
 
   def _log_last_progress(self, step: int, max_steps: Optional[int]) -> None:
     """The runtime's progress line once more when training reached
@@ -520,16 +577,21 @@ class TrainController:
     stop = False
     cap = self._steps_per_loop
     first = True
-    # What runs beside the next loop (see `loop_beside`): sets `stopped`.
-    beside, stopped = None, []
+    # What runs beside the next loop (`loop_beside`); `after_save`: a save
+    # left it (`_short_loop_first` may carry it on). Sets `stopped`.
+    beside, stopped, after_save = None, [], False
     while not stop and (max_steps is None or step < max_steps):
       requested = self._loop_end(step, max_steps, cap) - step
-      result, stop = self._run_loop(step, requested, beside)
-      # A loop's time holds what ran beside it: it says nothing of the
-      # steps' pace then, and the cap stays.
-      paced = beside is None
-      if beside is not None:
-        stop, beside = stopped.pop() or stop, None
+      if beside is not None and after_save and 2 * requested < cap:
+        result, stop, beside = self._short_loop_first(
+            step, requested, beside, max_steps, stopped)
+        step, after_save, paced = result.global_step, False, True
+        if beside is not None:
+          continue
+      else:
+        result, stop, paced = self._loop_beside_or_not(
+            step, requested, beside, stopped)
+        beside = None
       if result.steps == 0:
         break
       result = dataclasses.replace(result, max_steps=max_steps)
@@ -543,10 +605,9 @@ class TrainController:
         raise self._preempt(step)
       step, saved_stop, beside = self._save_and_count(
           step, max_steps, save=decisions.save, stopped=stopped)
-      stop = saved_stop or stop
+      stop, after_save = saved_stop or stop, beside is not None
     if beside is not None:
-      # No loop followed: it runs now, where it ran before.
-      beside()
+      beside()  # No loop followed: it runs now, where it ran before.
     self._log_last_progress(step, max_steps)
     if self._saver is not None:
       self._save(step)

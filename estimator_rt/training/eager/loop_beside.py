@@ -11,11 +11,12 @@ would otherwise do on the main thread alone, between two calls:
   train_and_evaluate (see `EagerEngine._evaluation_warm_up`). Local
   train_and_evaluate of W2's MLP: its first evaluation took about 0.15 s
   after the first checkpoint, of which this leaves about 0.03 s.
-- beside the call after a checkpoint, train_and_evaluate's evaluation of
-  that checkpoint (see controller.TrainController's `loop_beside`). It
-  reads the checkpoint's files into variables of its own, which the
-  training loop does not touch; W2's evaluations then cost about 5 ms of
-  wall time each instead of 25 ms.
+- beside the call after a checkpoint (or after the short loop that
+  follows it), train_and_evaluate's evaluation of that checkpoint (see
+  controller.TrainController's `loop_beside`). It reads the checkpoint's
+  files into variables of its own, which the training loop does not
+  touch; W2's evaluations then cost about 5-10 ms of wall time each
+  instead of 25-30 ms.
 
 The call runs on a helper thread; the work stays on the main thread, so a
 model_fn the work calls runs where every other call of it runs, with the
