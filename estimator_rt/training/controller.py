@@ -507,7 +507,7 @@ class TrainController:
     """
     try:
       result, ended = self._run_loop(step, requested)
-    except BaseException:
+    except Exception:  # An interrupt goes at once.
       beside()
       raise
     new_step = result.global_step
@@ -577,15 +577,15 @@ class TrainController:
     stop = False
     cap = self._steps_per_loop
     first = True
-    # What runs beside the next loop (`loop_beside`); `after_save`: a save
+    # What runs beside the next loop (`loop_beside`); `from_save`: a save
     # left it (`_short_loop_first` may carry it on). Sets `stopped`.
-    beside, stopped, after_save = None, [], False
+    beside, stopped, from_save = None, [], False
     while not stop and (max_steps is None or step < max_steps):
       requested = self._loop_end(step, max_steps, cap) - step
-      if beside is not None and after_save and 2 * requested < cap:
+      if beside is not None and from_save and 2 * requested < cap:
         result, stop, beside = self._short_loop_first(
             step, requested, beside, max_steps, stopped)
-        step, after_save, paced = result.global_step, False, True
+        step, from_save, paced = result.global_step, False, True
         if beside is not None:
           continue
       else:
@@ -605,7 +605,7 @@ class TrainController:
         raise self._preempt(step)
       step, saved_stop, beside = self._save_and_count(
           step, max_steps, save=decisions.save, stopped=stopped)
-      stop, after_save = saved_stop or stop, beside is not None
+      stop, from_save = saved_stop or stop, beside is not None
     if beside is not None:
       beside()  # No loop followed: it runs now, where it ran before.
     self._log_last_progress(step, max_steps)
