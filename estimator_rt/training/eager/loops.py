@@ -169,9 +169,7 @@ class CompiledTrainLoop:
     (`work`, or the first call's: see `first_call_work`): the call then
     runs the trace `trace` made on a helper thread (loop_beside.py)."""
     num_steps = tf.constant(num_steps, tf.int32)
-    first_work = self.first_call_work()
-    if first_work is not None:
-      self.first_call_work = lambda: None
+    first_work, self.first_call_work = self.first_call_work(), lambda: None
     works = [w for w in (first_work, work) if w is not None]
     if not works:
       output = self._call(iterator, num_steps)
