@@ -300,6 +300,39 @@ def test_the_graph_engine_saves_summarizes_and_notifies_on_the_exact_step(
   assert len(glob.glob(os.path.join(model_dir, 'events.out.tfevents.*'))) == 1
 
 
+class _StepsSeen(tf.compat.v1.train.SessionRunHook):
+
+  def __init__(self):
+    self.steps = 0
+
+  def after_run(self, run_context, run_values):
+    del run_context, run_values
+    self.steps += 1
+
+
+def test_steps_no_hook_sees_train_as_steps_in_the_monitored_session(
+    tmp_path):
+  """A step no hook acts around runs as a callable of the raw session
+  (session_loop._plain_step_or_none); one a hook sees, in the monitored
+  session. Both give the same variables and the same summaries."""
+  seen = _StepsSeen()
+  results = []
+  for name, hooks in (('plain', []), ('seen', [seen])):
+    model_dir = str(tmp_path / name)
+    estimator = estimator_rt.Estimator(
+        _tf1_model_fn, model_dir=model_dir, config=estimator_rt.RunConfig(
+            steps_per_loop=1, save_summary_steps=5, tf_random_seed=1))
+    estimator.train(_input_fn, max_steps=12, hooks=hooks)
+    assert estimator.chosen_engine == engine_choice.GRAPH
+    results.append((estimator.get_variable_value('w'),
+                    summaries.read_scalars(model_dir)['loss']))
+  assert seen.steps == 12
+  (plain_w, plain_losses), (seen_w, seen_losses) = results
+  np.testing.assert_array_equal(plain_w, seen_w)
+  assert [step for step, _ in plain_losses] == [1, 6, 11]
+  assert plain_losses == seen_losses
+
+
 def _is_name_based(model_dir):
   return not engine_choice.is_object_based(tf.train.latest_checkpoint(model_dir))
 

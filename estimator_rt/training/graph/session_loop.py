@@ -61,6 +61,14 @@ class RunOnceHook(SessionRunHook):
     session.run(self._op)
 
 
+def _acts_around_steps(hook: SessionRunHook) -> bool:
+  """Whether `hook` does anything around a step: its `before_run` or
+  `after_run` is not SessionRunHook's, which does nothing."""
+  return any(getattr(getattr(hook, name), '__func__', None) is not
+             getattr(SessionRunHook, name)
+             for name in ('before_run', 'after_run'))
+
+
 class SaverWriter:
   """Gives a name-based `Saver` the `write(prefix, options)` method
   `checkpoints.CheckpointSaver` calls, on the training session.
@@ -133,6 +141,9 @@ class SessionLoop:
     self._sound_at_open = None
     self._session = None
     self.raw_session = None
+    # One step on the raw session, fetching (step, loss), where nothing
+    # sees a step: set at open() (see there).
+    self._plain_step = None
     self._step = None
     self._steps_run = 0
     self._summaries = controller.Schedule(0, 0)  # Set at open().
@@ -159,6 +170,7 @@ class SessionLoop:
     loop._hooks = list(hooks)  # pylint: disable=protected-access
     loop._writer = summary_writer  # pylint: disable=protected-access
     loop._session = loop.raw_session = loop._step = None  # pylint: disable=protected-access
+    loop._plain_step = None  # pylint: disable=protected-access
     loop._sound_at_open = None  # pylint: disable=protected-access
     loop._steps_run = 0  # pylint: disable=protected-access
     return loop
@@ -205,6 +217,7 @@ class SessionLoop:
       return step_context.session
 
     self.raw_session = self._session.run_step_fn(raw)
+    self._plain_step = self._plain_step_or_none()
     self._step = int(self.run(self._global_step))
     self._sound_at_open = self.run(self._sound_each)
     # The controller's schedule starts where training starts, here.
@@ -224,11 +237,18 @@ class SessionLoop:
     logging.info('This task ran %d steps of its own.', self._steps_run)
     self._close_within((None, None, None))
 
-  def _summary_due(self, target: int) -> bool:
-    """Whether the next step should run the summary op: it is expected to
-    end the loop, and the loop ends at a summary step."""
-    return (self._summary_op is not None and self._summaries.due(target) and
-            self._step + 1 >= target)
+  def _plain_step_or_none(self):
+    """A callable of the raw session running one step, when the monitored
+    session would add nothing to it: no hook acts around a step and no
+    queue runner's thread can ask the session to stop. It runs the same
+    ops and raises the same errors; it saves the monitored session's and
+    `Session.run`'s per-call work (about 0.14 ms of a small model's
+    0.33 ms step here)."""
+    if any(map(_acts_around_steps, self._hooks)) or tf.compat.v1.get_collection(
+        tf.compat.v1.GraphKeys.QUEUE_RUNNERS):
+      return None
+    return self.raw_session.make_callable(
+        [self._fetches['step'], self._fetches['loss']])
 
   def __call__(self, iterator, num_steps: int):
     """Runs steps until the global step reaches its value now plus
@@ -242,26 +262,42 @@ class SessionLoop:
     del iterator  # The input is read by the graph itself.
     target = self._step + num_steps
     loss, ran, loss_finite = float('nan'), 0, True
-    while self._step < target and not self._session.should_stop():
-      fetches = self._fetches
-      if self._summary_due(target):
-        fetches = dict(fetches, summary=self._summary_op)
+    summary_at_end = (self._summary_op is not None and
+                      self._summaries.due(target))
+    plain_step = self._plain_step
+    # Only a hook or a queue runner's thread can ask a session to stop.
+    while self._step < target and (plain_step is not None or
+                                   not self._session.should_stop()):
+      # The summary op runs with the step expected to end the loop.
+      with_summary = summary_at_end and self._step + 1 >= target
       try:
-        results = self._session.run(fetches)
+        if plain_step is not None and not with_summary:
+          step, loss = plain_step()
+        else:
+          step, loss = self._monitored_step(with_summary)
       except tf.errors.OutOfRangeError:
         break  # The input ended.
       # The loss as the run gave it, a NumPy scalar of its dtype: the step
       # log prints it as 2.15 did (tf_log.number).
-      self._step, loss = int(results['step']), results['loss']
+      self._step = int(step)
       ran += 1
-      if 'summary' in results and self._writer is not None:
-        self._writer.write_summary(results['summary'], self._step)
       if not divergence.loss_value_is_sound(loss):
         loss_finite = False
         break
     self._steps_run += ran
     return (loss, ran, loss_finite, self.state_finite(),
             self._step)
+
+  def _monitored_step(self, with_summary: bool):
+    """One step in the monitored session (its hooks see it), the summary
+    op's result written if `with_summary`: (global step, loss)."""
+    fetches = self._fetches
+    if with_summary:
+      fetches = dict(fetches, summary=self._summary_op)
+    results = self._session.run(fetches)
+    if with_summary and self._writer is not None:
+      self._writer.write_summary(results['summary'], int(results['step']))
+    return results['step'], results['loss']
 
   def _close_within(self, exc_info) -> None:
     """Closes the session (the hooks' `end` only without an exception) in
@@ -317,6 +353,10 @@ class InGraphSessionLoop(SessionLoop):
     self._loop = loop
     self._fetches = dict(self._fetches, ran=loop.steps_run,
                          finite=loop.loss_finite)
+
+  def _plain_step_or_none(self):
+    """None: a call is one run already."""
+    return None
 
   def __call__(self, iterator, num_steps: int):
     """See `SessionLoop.__call__`: the same five values, from one run."""
