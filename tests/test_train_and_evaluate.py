@@ -15,6 +15,7 @@ import tensorflow as tf
 import estimator_rt as ert
 from estimator_rt.export import export_dirs
 from estimator_rt.core import summaries
+from estimator_rt.training.eager import loop_beside
 import _legacy_fns
 import _models as M
 
@@ -326,11 +327,25 @@ def test_a_subclass_evaluate_is_left_to_evaluate_as_in_2_15(tmp_path):
 
 
 def test_first_evaluation_is_compiled_beside_the_first_training_loop(
-    tmp_path):
+    tmp_path, monkeypatch):
   # The evaluation's trace runs while the first training loop's call runs
   # (training/eager/loop_beside.py): on the main thread, as every model_fn
   # call, before the step-10 checkpoint exists, and once (the first
-  # evaluation finds it).
+  # evaluation finds it). The training loop and the evaluation are both
+  # compiled ahead (a 0-step call of their trace) on helper threads.
+  compiled_ahead = []
+  compiling = loop_beside.CompilingAhead
+
+  def recorded_compiling(call, *, what):
+
+    def recorded_call():
+      compiled_ahead.append(
+          (what, threading.current_thread() is threading.main_thread()))
+      call()
+
+    return compiling(recorded_call, what=what)
+
+  monkeypatch.setattr(loop_beside, 'CompilingAhead', recorded_compiling)
   calls = []
   model_fn = M.make_model_fn(optimizer='adam', lr=0.02)
 
@@ -348,6 +363,8 @@ def test_first_evaluation_is_compiled_beside_the_first_training_loop(
   traces = [on_disk for mode, where, _, on_disk in calls
             if mode == 'eval' and where.endswith('FuncGraph')]
   assert traces == [[0]], calls
+  assert compiled_ahead == [('the training loop', False),
+                            ('the evaluation', False)], compiled_ahead
   assert M.eval_steps(str(tmp_path / 'eval')) == [10, 20, 30]
 
 

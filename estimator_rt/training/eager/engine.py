@@ -31,6 +31,7 @@ from estimator_rt.inputs import pipeline as inputs
 from estimator_rt.inputs import release
 from estimator_rt.cluster import strategies
 from estimator_rt.core import summaries
+from estimator_rt.training.eager import loop_beside
 from estimator_rt.training.eager import loops
 from estimator_rt.training.eager import random_state
 from estimator_rt.training.eager import restore as restore_lib
@@ -92,19 +93,32 @@ class _EvalState:
     # An empty dataset of the element spec train_and_evaluate's check of
     # the evaluation read (None once used): see `warm_up`.
     self.checked_input: Optional[tf.data.Dataset] = None
+    self._compiling: Optional[loop_beside.CompilingAhead] = None
 
   def warm_up(self) -> None:
-    """Traces and compiles the loop for the checked input's iterators,
-    running it for 0 steps on an empty dataset (nothing is read, no metric
-    moves), so that the first evaluation finds both done. A failure is left
-    to the first evaluation, which traces again and reports it there, after
-    the training 2.15 would have done first."""
+    """Traces the loop for the checked input's iterators, here, and starts
+    compiling it on a helper thread (loop_beside.CompilingAhead: a run of
+    0 steps on an empty dataset; nothing is read, no metric moves), so
+    that the first evaluation finds both done (see `await_compiled`). A
+    failure is left to the first evaluation, which traces again and
+    reports it there, after the training 2.15 would have done first."""
     empty, self.checked_input = self.checked_input, None
+    iterator = iter(empty)
     try:
-      self.loop(iter(empty), tf.constant(0, tf.int32))
+      concrete = self.loop.concrete(iterator, loops.NUM_STEPS_SPEC)
     except Exception as e:  # pylint: disable=broad-except
-      logging.debug('Compiling the evaluation ahead failed (%s); the first '
-                    'evaluation compiles it.', e)
+      logging.debug('Tracing the evaluation ahead failed (%s); the first '
+                    'evaluation traces it.', e)
+      return
+    no_steps = tf.constant(0, tf.int32)
+    self._compiling = loop_beside.CompilingAhead(
+        lambda: concrete(iterator, no_steps), what='the evaluation')
+
+  def await_compiled(self) -> None:
+    """Returns once the compiling `warm_up` started (if any) ended."""
+    if self._compiling is not None:
+      self._compiling.wait()
+      self._compiling = None
 
   def note_random_state(self, traced: tf.Graph) -> None:
     """After a run of the loop traced as `traced`: marks if it holds a
@@ -266,6 +280,7 @@ class EagerEngine(engine_lib.Engine):
         replicate=replicate)
     beside = local and self._runs_beside(path, train_loop)
     if beside:
+      train_loop.compile_ahead(iterator)
       train_loop.first_call_work = self._evaluation_warm_up
     if input_iterator is not None:
       # Saved (and restored, above) under this name with the model.
@@ -472,6 +487,7 @@ class EagerEngine(engine_lib.Engine):
     graph.reset_metrics()
     iterator = iter(data.dataset)
     num_steps = tf.constant(steps or loops.UNTIL_END_OF_INPUT, tf.int32)
+    state.await_compiled()
     loss_sum, count, steps_run, pair_values = state.loop(iterator, num_steps)
     state.note_random_state(state.loop.traced_graph(iterator, num_steps))
     count = float(count)

@@ -7,10 +7,14 @@ lock; the machine's other cores and the Python interpreter sit idle
 meanwhile. The eager engine's local training uses that time for what it
 would otherwise do on the main thread alone, between two calls:
 
-- beside the first call, tracing and compiling the first evaluation of
-  train_and_evaluate (see `EagerEngine._evaluation_warm_up`). Local
-  train_and_evaluate of W2's MLP: its first evaluation took about 0.15 s
-  after the first checkpoint, of which this leaves about 0.03 s.
+- beside the first call, tracing the first evaluation of
+  train_and_evaluate (see `EagerEngine._evaluation_warm_up`), whose
+  compilation then goes on beside the next calls (`CompilingAhead`).
+  Local train_and_evaluate of W2's MLP: its first evaluation took about
+  0.15 s after the first checkpoint, of which this leaves about 0.03 s.
+- before the first call, the training loop's own compilation
+  (`CompilingAhead`, a call of 0 steps) beside the first checkpoint and
+  train_and_evaluate's check of the evaluation.
 - beside the call after a checkpoint (or after the short loop that
   follows it), train_and_evaluate's evaluation of that checkpoint (see
   controller.TrainController's `loop_beside`). It reads the checkpoint's
@@ -28,13 +32,28 @@ code.
 
 import contextlib
 import threading
-from typing import Callable, TypeVar
+from typing import Callable, Optional, TypeVar
 
+from absl import logging
 from tensorflow.python.eager import context  # pylint: disable=g-direct-tensorflow-import
 
 import tensorflow as tf
 
 T = TypeVar('T')
+
+
+def _start(call: Callable[[], None]) -> threading.Thread:
+  """`call()` started on a helper thread, in this thread's device scope."""
+  device = context.context().device_name
+
+  def run():
+    with tf.device(device) if device else contextlib.nullcontext():
+      call()
+
+  helper = threading.Thread(target=run, name='estimator_rt-loop-beside',
+                            daemon=True)
+  helper.start()
+  return helper
 
 
 def run_alongside(call: Callable[[], T], work: Callable[[], None]) -> T:
@@ -46,19 +65,15 @@ def run_alongside(call: Callable[[], T], work: Callable[[], None]) -> T:
   error propagates once `call` has ended, so that nothing runs the loop
   behind the caller's back.
   """
-  device = context.context().device_name
   outcome = {}
 
   def run():
     try:
-      with tf.device(device) if device else contextlib.nullcontext():
-        outcome['result'] = call()
+      outcome['result'] = call()
     except BaseException as e:  # pylint: disable=broad-except
       outcome['error'] = e  # Raised on the caller's thread, below.
 
-  helper = threading.Thread(target=run, name='estimator_rt-loop-beside',
-                            daemon=True)
-  helper.start()
+  helper = _start(run)
   try:
     work()
   finally:
@@ -66,3 +81,37 @@ def run_alongside(call: Callable[[], T], work: Callable[[], None]) -> T:
   if 'error' in outcome:
     raise outcome['error']
   return outcome['result']
+
+
+class CompilingAhead:
+  """A compiled function's first call made ahead, for 0 steps, on a helper
+  thread: TensorFlow instantiates the function and runs Grappler's
+  rewrites at its first call (C++ that releases the interpreter lock),
+  which then overlaps what the main thread does until the function's
+  first real call. A loop of 0 steps reads no input and changes no
+  variable. Its error is only logged: the first real call meets it again
+  and reports it as it always did.
+
+  Args:
+    call: the 0-step call of an already traced concrete function (the
+      helper must not trace: see the module docstring).
+    what: what is compiled, for the log.
+  """
+
+  def __init__(self, call: Callable[[], None], *, what: str):
+
+    def quietly():
+      try:
+        call()
+      except Exception as e:  # pylint: disable=broad-except
+        logging.debug('Compiling %s ahead failed (%s); its first call '
+                      'compiles it.', what, e)
+
+    self._helper: Optional[threading.Thread] = _start(quietly)
+
+  def wait(self) -> None:
+    """Returns once the 0-step call ended (at once after the first time).
+    Not bounded: the call reads no input, so it waits on no other task."""
+    if self._helper is not None:
+      self._helper.join()
+      self._helper = None

@@ -134,6 +134,11 @@ def _step_of_finite_input(run_step, iterator, steps, loss, loss_sound,
   return steps, loss, loss_sound, ran
 
 
+# The number of steps a compiled loop takes: an int32 tensor, so that every
+# length runs the same trace.
+NUM_STEPS_SPEC = tf.TensorSpec([], tf.int32)
+
+
 class CompiledTrainLoop:
   """A compiled training loop as the controller calls it (see
   `controller.TrainLoop`): `loop(iterator, num_steps)` with a Python int,
@@ -144,7 +149,7 @@ class CompiledTrainLoop:
       loss_finite, state_finite, global_step)`.
   """
 
-  NUM_STEPS_SPEC = tf.TensorSpec([], tf.int32)
+  NUM_STEPS_SPEC = NUM_STEPS_SPEC
 
   def __init__(self, function):
     self.function = function
@@ -159,6 +164,7 @@ class CompiledTrainLoop:
     # Set once a call ended: what waits for the first call's work to be
     # done (graph_files.written_in_background) starts then.
     self.called = threading.Event()
+    self._compiling: Optional[loop_beside.CompilingAhead] = None
 
   def __call__(self, iterator, num_steps: int):
     return self.call_beside(iterator, num_steps, work=None)
@@ -169,17 +175,25 @@ class CompiledTrainLoop:
     (`work`, or the first call's: see `first_call_work`): the call then
     runs the trace `trace` made on a helper thread (loop_beside.py)."""
     num_steps = tf.constant(num_steps, tf.int32)
+    compiling, self._compiling = self._compiling, None
     first_work, self.first_call_work = self.first_call_work(), lambda: None
     works = [w for w in (first_work, work) if w is not None]
     if not works:
+      if compiling is not None:
+        compiling.wait()
       output = self._call(iterator, num_steps)
     else:
       # The trace `trace` made: the helper thread must not trace (it would
       # call the model_fn off the main thread).
       concrete = surface_user_errors(self.function.get_concrete_function(
           iterator, self.NUM_STEPS_SPEC))
-      output = loop_beside.run_alongside(
-          lambda: concrete(iterator, num_steps), lambda: [w() for w in works])
+
+      def call():
+        if compiling is not None:
+          compiling.wait()  # The work goes on meanwhile.
+        return concrete(iterator, num_steps)
+
+      output = loop_beside.run_alongside(call, lambda: [w() for w in works])
     if not self.called.is_set():
       self.called.set()
     return output
@@ -191,6 +205,19 @@ class CompiledTrainLoop:
     written; the first call then reuses this trace."""
     surface_user_errors(self.function.get_concrete_function)(
         iterator, self.NUM_STEPS_SPEC)
+
+  def compile_ahead(self, iterator) -> None:
+    """Starts compiling the trace `trace` made for `iterator` on a helper
+    thread (loop_beside.CompilingAhead), beside what the main thread does
+    before the first call (the first checkpoint, train_and_evaluate's
+    check of the evaluation); the first call waits for it. For a local
+    loop on one replica only: on several, a call is a collective of every
+    replica and worker."""
+    concrete = self.function.get_concrete_function(iterator,
+                                                   self.NUM_STEPS_SPEC)
+    no_steps = tf.constant(0, tf.int32)
+    self._compiling = loop_beside.CompilingAhead(
+        lambda: concrete(iterator, no_steps), what='the training loop')
 
   def traced_graph(self, iterator) -> tf.Graph:
     """The graph of the loop's trace for `iterator` (`trace` made it), or
@@ -423,6 +450,8 @@ def make_eval_loop(graph: EagerModel) -> Callable:
 
   wrapped = surface_user_errors(eval_loop)
   wrapped.pair_names = pair_names
+  wrapped.concrete = lambda iterator, num_steps: surface_user_errors(
+      eval_loop.get_concrete_function(iterator, num_steps))
   wrapped.traced_graph = lambda iterator, num_steps: (
       eval_loop.get_concrete_function(iterator, num_steps).graph)
   return wrapped
