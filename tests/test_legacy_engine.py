@@ -310,14 +310,16 @@ class _StepsSeen(tf.compat.v1.train.SessionRunHook):
     self.steps += 1
 
 
-def test_steps_no_hook_sees_train_as_steps_in_the_monitored_session(
+def test_steps_no_hook_sees_run_as_steps_in_the_monitored_session(
     tmp_path):
-  """A step no hook acts around runs as a callable of the raw session
-  (session_loop._plain_step_or_none); one a hook sees, in the monitored
-  session. Both give the same variables and the same summaries."""
-  seen = _StepsSeen()
+  """A training or evaluation step no hook acts around runs as a callable
+  of the raw session (session_loop.plain_run); one a hook sees, in the
+  monitored session. Both give the same variables, summaries and
+  metrics."""
+  seen, seen_evaluating = _StepsSeen(), _StepsSeen()
   results = []
-  for name, hooks in (('plain', []), ('seen', [seen])):
+  for name, hooks, eval_hooks in (('plain', [], []),
+                                  ('seen', [seen], [seen_evaluating])):
     model_dir = str(tmp_path / name)
     estimator = estimator_rt.Estimator(
         _tf1_model_fn, model_dir=model_dir, config=estimator_rt.RunConfig(
@@ -325,12 +327,15 @@ def test_steps_no_hook_sees_train_as_steps_in_the_monitored_session(
     estimator.train(_input_fn, max_steps=12, hooks=hooks)
     assert estimator.chosen_engine == engine_choice.GRAPH
     results.append((estimator.get_variable_value('w'),
-                    summaries.read_scalars(model_dir)['loss']))
-  assert seen.steps == 12
-  (plain_w, plain_losses), (seen_w, seen_losses) = results
+                    summaries.read_scalars(model_dir)['loss'],
+                    estimator.evaluate(_input_fn, steps=3, hooks=eval_hooks)))
+  assert (seen.steps, seen_evaluating.steps) == (12, 3)
+  (plain_w, plain_losses, plain_metrics), (seen_w, seen_losses,
+                                           seen_metrics) = results
   np.testing.assert_array_equal(plain_w, seen_w)
   assert [step for step, _ in plain_losses] == [1, 6, 11]
   assert plain_losses == seen_losses
+  assert plain_metrics == seen_metrics
 
 
 def _is_name_based(model_dir):

@@ -1084,8 +1084,11 @@ class GraphEngine(engine_lib.Engine):
       ran = 0
       with tf.compat.v1.train.MonitoredSession(
           session_creator=creator, hooks=all_hooks) as session:
+        run = session_loop.plain_run(
+            session_loop.raw_session_of(session), evaluation.update,
+            all_hooks) or (lambda: session.run(evaluation.update))
         while not session.should_stop() and (steps is None or ran < steps):
-          session.run(evaluation.update)
+          run()
           ran += 1
     self._keep(ModeKeys.EVAL, keys, kept=kept, creator=creator,
                graph=evaluation.graph,
