@@ -312,30 +312,45 @@ class _StepsSeen(tf.compat.v1.train.SessionRunHook):
 
 def test_steps_no_hook_sees_run_as_steps_in_the_monitored_session(
     tmp_path):
-  """A training or evaluation step no hook acts around runs as a callable
-  of the raw session (session_loop.plain_run); one a hook sees, in the
-  monitored session. Both give the same variables, summaries and
-  metrics."""
-  seen, seen_evaluating = _StepsSeen(), _StepsSeen()
+  """A training, evaluation or prediction step no hook acts around runs as
+  a callable of the raw session (session_loop.plain_run); one a hook sees,
+  in the monitored session. Both give the same variables, summaries,
+  metrics and predictions (of the graph's own input, and of a new input
+  fed to a kept graph)."""
+  seen = {'train': _StepsSeen(), 'evaluate': _StepsSeen(),
+          'predict': _StepsSeen()}
+
+  def predict_input(start):
+    return lambda: tf.data.Dataset.from_tensor_slices(
+        np.arange(start, start + 6, dtype=np.float32).reshape(6, 1)).batch(4)
+
   results = []
-  for name, hooks, eval_hooks in (('plain', [], []),
-                                  ('seen', [seen], [seen_evaluating])):
+  for name, hooks in (('plain', {}), ('seen', seen)):
     model_dir = str(tmp_path / name)
     estimator = estimator_rt.Estimator(
         _tf1_model_fn, model_dir=model_dir, config=estimator_rt.RunConfig(
             steps_per_loop=1, save_summary_steps=5, tf_random_seed=1))
-    estimator.train(_input_fn, max_steps=12, hooks=hooks)
+    hooks_of = lambda call: [hooks[call]] if call in hooks else []  # pylint: disable=cell-var-from-loop
+    estimator.train(_input_fn, max_steps=12, hooks=hooks_of('train'))
     assert estimator.chosen_engine == engine_choice.GRAPH
-    results.append((estimator.get_variable_value('w'),
-                    summaries.read_scalars(model_dir)['loss'],
-                    estimator.evaluate(_input_fn, steps=3, hooks=eval_hooks)))
-  assert (seen.steps, seen_evaluating.steps) == (12, 3)
-  (plain_w, plain_losses, plain_metrics), (seen_w, seen_losses,
-                                           seen_metrics) = results
+    results.append((
+        estimator.get_variable_value('w'),
+        summaries.read_scalars(model_dir)['loss'],
+        estimator.evaluate(_input_fn, steps=3, hooks=hooks_of('evaluate')),
+        [list(estimator.predict(predict_input(start),
+                                hooks=hooks_of('predict')))
+         for start in (0, 10)]))
+  assert [hook.steps for hook in seen.values()] == [12, 3, 4]
+  (plain_w, plain_losses, plain_metrics, plain_predictions), (
+      seen_w, seen_losses, seen_metrics, seen_predictions) = results
   np.testing.assert_array_equal(plain_w, seen_w)
   assert [step for step, _ in plain_losses] == [1, 6, 11]
   assert plain_losses == seen_losses
   assert plain_metrics == seen_metrics
+  np.testing.assert_array_equal(plain_predictions, seen_predictions)
+  np.testing.assert_allclose(
+      np.concatenate(plain_predictions[1]),
+      np.arange(10, 16, dtype=np.float32) * plain_w[0, 0], rtol=1e-6)
 
 
 def _is_name_based(model_dir):

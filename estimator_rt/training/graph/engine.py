@@ -196,20 +196,32 @@ class _Prediction:
 
 
 def _predicted_batches(prediction: _Prediction, fed: Optional[_Prediction],
-                       engine) -> Callable[[Any], Iterator[Any]]:
+                       engine, hooks) -> Callable[[Any], Iterator[Any]]:
   """The prediction batches of a MonitoredSession over `prediction`'s
-  graph: each from the graph's own input, or with `fed`'s input's batches
-  fed to its features (read in a session of `fed`'s graph, which runs only
-  its input part)."""
+  graph with `hooks`: each from the graph's own input, or with `fed`'s
+  input's batches fed to its features (read in a session of `fed`'s graph,
+  which runs only its input part). A batch runs as `session_loop.plain_run`
+  runs it where no hook acts around it."""
+  predictions = prediction.built.predictions
+  ours = tf.nest.flatten(prediction.features)
+
+  def runner(session, fed_to_features: bool):
+    """Runs a batch: `run(*values)`, `values` those of `ours` if fed."""
+    plain = session_loop.plain_run(
+        session_loop.raw_session_of(session), predictions, hooks,
+        feed_list=ours if fed_to_features else None)
+    return plain or (lambda *values: session.run(
+        predictions, feed_dict=dict(zip(ours, values)) or None))
 
   def own(session):
+    run = runner(session, False)
     # Ends with the OutOfRangeError of the input's end, which the monitored
     # session's exit takes as a normal end.
     while not session.should_stop():
-      yield session.run(prediction.built.predictions)
+      yield run()
 
   def fed_by_new_input(session):
-    ours = tf.nest.flatten(prediction.features)
+    run = runner(session, True)
     theirs = tf.nest.flatten(fed.features)
     with tf.compat.v1.Session(graph=fed.graph,
                               config=engine.input_session_config()) as reader:
@@ -219,8 +231,7 @@ def _predicted_batches(prediction: _Prediction, fed: Optional[_Prediction],
           values = reader.run(theirs)
         except tf.errors.OutOfRangeError:
           return
-        yield session.run(prediction.built.predictions,
-                          feed_dict=dict(zip(ours, values)))
+        yield run(*values)
 
   return own if fed is None else fed_by_new_input
 
@@ -1214,11 +1225,12 @@ class GraphEngine(engine_lib.Engine):
                      self._input_start(kept, prediction.data))
       creator = self._session_creator(kept, scaffold=scaffold, path=path,
                                       keeping=keys is not None)
-      batches = _predicted_batches(prediction, fed, self)
+      all_hooks = (initializer + session_hooks +
+                   list(built.spec.prediction_hooks))
+      batches = _predicted_batches(prediction, fed, self, all_hooks)
       try:
         with tf.compat.v1.train.MonitoredSession(
-            session_creator=creator, hooks=initializer + session_hooks +
-            list(built.spec.prediction_hooks)) as session:
+            session_creator=creator, hooks=all_hooks) as session:
           yield from engine_lib.yield_predictions(
               batches(session), single=single, keys=predict_keys,
               yield_single_examples=yield_single_examples)

@@ -70,11 +70,13 @@ def _acts_around_runs(hook: SessionRunHook) -> bool:
 
 
 def plain_run(raw_session: tf.compat.v1.Session, fetches,
-              hooks: List[SessionRunHook]) -> Optional[Callable[[], Any]]:
+              hooks: List[SessionRunHook], feed_list=None
+              ) -> Optional[Callable[..., Any]]:
   """A callable of `raw_session` (a monitored session's own) running
-  `fetches` (a tensor, an op or a list of them), when the monitored session
-  would add nothing to such a run: no hook of `hooks` acts around a run and
-  no queue runner's thread can ask the session to stop. Otherwise None.
+  `fetches` (a tensor, an op or a list of them) with the values of
+  `feed_list`'s tensors as its arguments, when the monitored session would
+  add nothing to such a run: no hook of `hooks` acts around a run and no
+  queue runner's thread can ask the session to stop. Otherwise None.
 
   It runs the same ops and raises the same errors (an input's end among
   them), and saves the monitored session's and `Session.run`'s per-call
@@ -83,7 +85,7 @@ def plain_run(raw_session: tf.compat.v1.Session, fetches,
   if any(map(_acts_around_runs, hooks)) or tf.compat.v1.get_collection(
       tf.compat.v1.GraphKeys.QUEUE_RUNNERS):
     return None
-  return raw_session.make_callable(fetches)
+  return raw_session.make_callable(fetches, feed_list=feed_list)
 
 
 def raw_session_of(session) -> tf.compat.v1.Session:
