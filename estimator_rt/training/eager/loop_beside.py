@@ -42,7 +42,7 @@ import tensorflow as tf
 T = TypeVar('T')
 
 
-def _start(call: Callable[[], None]) -> threading.Thread:
+def _start(call: Callable[[], None], *, daemon: bool) -> threading.Thread:
   """`call()` started on a helper thread, in this thread's device scope."""
   device = context.context().device_name
 
@@ -51,7 +51,7 @@ def _start(call: Callable[[], None]) -> threading.Thread:
       call()
 
   helper = threading.Thread(target=run, name='estimator_rt-loop-beside',
-                            daemon=True)
+                            daemon=daemon)
   helper.start()
   return helper
 
@@ -73,7 +73,7 @@ def run_alongside(call: Callable[[], T], work: Callable[[], None]) -> T:
     except BaseException as e:  # pylint: disable=broad-except
       outcome['error'] = e  # Raised on the caller's thread, below.
 
-  helper = _start(run)
+  helper = _start(run, daemon=True)  # Joined below.
   try:
     work()
   finally:
@@ -107,7 +107,11 @@ class CompilingAhead:
         logging.debug('Compiling %s ahead failed (%s); its first call '
                       'compiles it.', what, e)
 
-    self._helper: Optional[threading.Thread] = _start(quietly)
+    # Not a daemon: a program that ends before the first real call (a
+    # refused start, exit code 2) waits for it rather than tearing down
+    # TensorFlow's runtime under a compilation. It reads no input, so it
+    # ends on its own.
+    self._helper: Optional[threading.Thread] = _start(quietly, daemon=False)
 
   def wait(self) -> None:
     """Returns once the 0-step call ended (at once after the first time).
