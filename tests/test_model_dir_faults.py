@@ -11,6 +11,7 @@ nothing that was good was overwritten, nothing is left behind.
 """
 
 import ctypes
+import errno
 import os
 import re
 import signal
@@ -727,7 +728,19 @@ def mount_read_only_over(path):
   between, as the runtime's background writers may. Linux's mount API
   (5.12 and later) makes the copy detached, sets it read-only, then attaches
   it, so that nothing can open a file through it before it is read-only.
+  An older kernel gets the two steps.
   """
+  try:
+    _attach_read_only_copy(path)
+  except OSError as e:
+    if e.errno != errno.ENOSYS:
+      raise
+    for options in (['--bind'], ['-o', 'remount,ro,bind']):
+      subprocess.run(['mount', *options, path, path], check=True)
+
+
+def _attach_read_only_copy(path):
+  """`open_tree`, `mount_setattr` and `move_mount` (see above)."""
   libc = ctypes.CDLL(None, use_errno=True)
   libc.syscall.restype = ctypes.c_long
   at_fdcwd, at_empty_path = -100, 0x1000
