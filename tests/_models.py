@@ -242,6 +242,17 @@ def eval_steps(logdir, tag='loss'):
   return [step for step, _ in summaries.read_scalars(logdir).get(tag, [])]
 
 
+class SessionRunCounter(tf.compat.v1.train.SessionRunHook):
+  """A SessionRunHook that counts the session runs it sees (`runs`)."""
+
+  def __init__(self):
+    self.runs = 0
+
+  def after_run(self, run_context, run_values):
+    del run_context, run_values
+    self.runs += 1
+
+
 class LoopRecorder:
   """A plain-callable hook that keeps every LoopResult it is given."""
 

@@ -20,6 +20,7 @@ import estimator_rt as ert
 from estimator_rt.core import summaries
 from _models import checkpoint_steps
 from _models import ckpt_path
+from _models import SessionRunCounter
 
 BATCH, BATCHES = 16, 37
 LOOP_LINE = 'runs its steps in an in-graph loop'
@@ -63,16 +64,6 @@ def _input_fn(features, labels, *, repeat):
   return input_fn
 
 
-class _StepCounter(tf.compat.v1.train.SessionRunHook):
-
-  def __init__(self):
-    self.runs = 0
-
-  def after_run(self, run_context, run_values):
-    del run_context, run_values
-    self.runs += 1
-
-
 def _train(model_dir, input_fn, hooks, caplog):
   caplog.clear()
   _estimator(model_dir).train(input_fn, hooks=hooks)
@@ -94,7 +85,7 @@ def test_the_loop_computes_what_one_step_per_run_computes(tmp_path, caplog):
   caplog.set_level('INFO', logger='absl')
 
   looped_log = _train(looped, finite, [], caplog)
-  counter = _StepCounter()
+  counter = SessionRunCounter()
   stepped_log = _train(stepped, finite, [counter], caplog)
 
   assert LOOP_LINE in looped_log

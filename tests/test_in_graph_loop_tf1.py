@@ -22,6 +22,7 @@ from estimator_rt.training.graph import engine as graph_engine
 from _models import checkpoint_steps
 from _models import ckpt_path
 from _models import LoopRecorder
+from _models import SessionRunCounter
 from scripts.bench.workloads import tf1_model_fn
 from scripts.bench.workloads import WORKLOADS
 
@@ -128,15 +129,8 @@ def _linear(features, labels, mode, params):
   return ert.EstimatorSpec(mode, loss=loss, train_op=train_op)
 
 
-class _PerStep(tf.compat.v1.train.SessionRunHook):
-  """Counts the session runs it sees."""
-
-  def __init__(self):
-    self.runs = 0
-
-  def after_run(self, run_context, run_values):
-    del run_context, run_values
-    self.runs += 1
+class _PerStep(SessionRunCounter):
+  """Counts the session runs it sees; the refusals name it."""
 
 
 def _with(**spec_fields):

@@ -30,6 +30,7 @@ from estimator_rt.cluster import server as server_lib
 from estimator_rt.core import summaries
 
 from _models import checkpoint_steps
+from _models import SessionRunCounter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS_DIR = os.path.join(HERE, 'legacy_programs')
@@ -300,16 +301,6 @@ def test_the_graph_engine_saves_summarizes_and_notifies_on_the_exact_step(
   assert len(glob.glob(os.path.join(model_dir, 'events.out.tfevents.*'))) == 1
 
 
-class _StepsSeen(tf.compat.v1.train.SessionRunHook):
-
-  def __init__(self):
-    self.steps = 0
-
-  def after_run(self, run_context, run_values):
-    del run_context, run_values
-    self.steps += 1
-
-
 def test_steps_no_hook_sees_run_as_steps_in_the_monitored_session(
     tmp_path):
   """A training, evaluation or prediction step no hook acts around runs as
@@ -317,8 +308,8 @@ def test_steps_no_hook_sees_run_as_steps_in_the_monitored_session(
   in the monitored session. Both give the same variables, summaries,
   metrics and predictions (of the graph's own input, and of a new input
   fed to a kept graph)."""
-  seen = {'train': _StepsSeen(), 'evaluate': _StepsSeen(),
-          'predict': _StepsSeen()}
+  seen = {'train': SessionRunCounter(), 'evaluate': SessionRunCounter(),
+          'predict': SessionRunCounter()}
 
   def predict_input(start):
     return lambda: tf.data.Dataset.from_tensor_slices(
@@ -340,7 +331,7 @@ def test_steps_no_hook_sees_run_as_steps_in_the_monitored_session(
         [list(estimator.predict(predict_input(start),
                                 hooks=hooks_of('predict')))
          for start in (0, 10)]))
-  assert [hook.steps for hook in seen.values()] == [12, 3, 4]
+  assert [hook.runs for hook in seen.values()] == [12, 3, 4]
   (plain_w, plain_losses, plain_metrics, plain_predictions), (
       seen_w, seen_losses, seen_metrics, seen_predictions) = results
   np.testing.assert_array_equal(plain_w, seen_w)
