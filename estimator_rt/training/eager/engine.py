@@ -118,7 +118,6 @@ class _EvalState:
     """Returns once the compiling `warm_up` started (if any) ended."""
     if self._compiling is not None:
       self._compiling.wait()
-      self._compiling = None
 
   def note_random_state(self, traced: tf.Graph) -> None:
     """After a run of the loop traced as `traced`: marks if it holds a

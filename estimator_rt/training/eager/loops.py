@@ -149,8 +149,6 @@ class CompiledTrainLoop:
       loss_finite, state_finite, global_step)`.
   """
 
-  NUM_STEPS_SPEC = NUM_STEPS_SPEC
-
   def __init__(self, function):
     self.function = function
     self._call = surface_user_errors(function)
@@ -186,7 +184,7 @@ class CompiledTrainLoop:
       # The trace `trace` made: the helper thread must not trace (it would
       # call the model_fn off the main thread).
       concrete = surface_user_errors(self.function.get_concrete_function(
-          iterator, self.NUM_STEPS_SPEC))
+          iterator, NUM_STEPS_SPEC))
 
       def call():
         if compiling is not None:
@@ -204,7 +202,7 @@ class CompiledTrainLoop:
     each call, a Python `if` on a tensor) is refused before model_dir is
     written; the first call then reuses this trace."""
     surface_user_errors(self.function.get_concrete_function)(
-        iterator, self.NUM_STEPS_SPEC)
+        iterator, NUM_STEPS_SPEC)
 
   def compile_ahead(self, iterator) -> None:
     """Starts compiling the trace `trace` made for `iterator` on a helper
@@ -214,7 +212,7 @@ class CompiledTrainLoop:
     loop on one replica only: on several, a call is a collective of every
     replica and worker."""
     concrete = self.function.get_concrete_function(iterator,
-                                                   self.NUM_STEPS_SPEC)
+                                                   NUM_STEPS_SPEC)
     no_steps = tf.constant(0, tf.int32)
     self._compiling = loop_beside.CompilingAhead(
         lambda: concrete(iterator, no_steps), what='the training loop')
@@ -223,7 +221,7 @@ class CompiledTrainLoop:
     """The graph of the loop's trace for `iterator` (`trace` made it), or
     for an iterator of signature `iterator` (see `signature_of`)."""
     return self.function.get_concrete_function(
-        iterator, self.NUM_STEPS_SPEC).graph
+        iterator, NUM_STEPS_SPEC).graph
 
   @staticmethod
   def signature_of(iterator) -> Any:

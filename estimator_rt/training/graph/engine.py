@@ -208,7 +208,7 @@ def _predicted_batches(prediction: _Prediction, fed: Optional[_Prediction],
   def runner(session, fed_to_features: bool):
     """Runs a batch: `run(*values)`, `values` those of `ours` if fed."""
     plain = session_loop.plain_run(
-        session_loop.raw_session_of(session), predictions, hooks,
+        session, predictions, hooks,
         feed_list=ours if fed_to_features else None)
     return plain or (lambda *values: session.run(
         predictions, feed_dict=dict(zip(ours, values)) or None))
@@ -1095,9 +1095,8 @@ class GraphEngine(engine_lib.Engine):
       ran = 0
       with tf.compat.v1.train.MonitoredSession(
           session_creator=creator, hooks=all_hooks) as session:
-        run = session_loop.plain_run(
-            session_loop.raw_session_of(session), evaluation.update,
-            all_hooks) or (lambda: session.run(evaluation.update))
+        run = (session_loop.plain_run(session, evaluation.update, all_hooks)
+               or (lambda: session.run(evaluation.update)))
         while not session.should_stop() and (steps is None or ran < steps):
           run()
           ran += 1

@@ -69,14 +69,14 @@ def _acts_around_runs(hook: SessionRunHook) -> bool:
              for name in ('before_run', 'after_run'))
 
 
-def plain_run(raw_session: tf.compat.v1.Session, fetches,
-              hooks: List[SessionRunHook], feed_list=None
+def plain_run(session, fetches, hooks: List[SessionRunHook], feed_list=None
               ) -> Optional[Callable[..., Any]]:
-  """A callable of `raw_session` (a monitored session's own) running
-  `fetches` (a tensor, an op or a list of them) with the values of
-  `feed_list`'s tensors as its arguments, when the monitored session would
-  add nothing to such a run: no hook of `hooks` acts around a run and no
-  queue runner's thread can ask the session to stop. Otherwise None.
+  """A callable of the raw session inside the monitored `session` (whose
+  hooks are `hooks`) running `fetches` (a tensor, an op or a structure of
+  them, as `Session.run` takes) with the values of `feed_list`'s tensors
+  as its arguments, when the monitored session would add nothing to such
+  a run: no hook acts around a run and no queue runner's thread can ask
+  the session to stop. Otherwise None.
 
   It runs the same ops and raises the same errors (an input's end among
   them), and saves the monitored session's and `Session.run`'s per-call
@@ -85,7 +85,7 @@ def plain_run(raw_session: tf.compat.v1.Session, fetches,
   if any(map(_acts_around_runs, hooks)) or tf.compat.v1.get_collection(
       tf.compat.v1.GraphKeys.QUEUE_RUNNERS):
     return None
-  return raw_session.make_callable(fetches, feed_list=feed_list)
+  return raw_session_of(session).make_callable(fetches, feed_list=feed_list)
 
 
 def raw_session_of(session) -> tf.compat.v1.Session:
@@ -264,7 +264,7 @@ class SessionLoop:
 
   def _plain_step_or_none(self):
     """One step, (global step, loss), as `plain_run` runs it, or None."""
-    return plain_run(self.raw_session,
+    return plain_run(self._session,
                      [self._fetches['step'], self._fetches['loss']],
                      self._hooks)
 
