@@ -2,7 +2,9 @@
 NaN check and early stopping."""
 
 import math
+import os
 
+from google.protobuf import text_format
 import keras
 import numpy as np
 import pytest
@@ -199,28 +201,86 @@ def test_get_global_step_outside_a_model_fn_is_none():
   assert ert.get_global_step() is None
 
 
-def test_get_global_step_counts_steps_inside_the_model_fn(tmp_path):
-  """A step-dependent model_fn sees the global step of each step: a loss
-  multiplied by 0 after step 10 stops all updates from there on."""
+def _global_step_read(how):
+  """The global step as a model_fn reads it: 'directly', or 'nested' in a
+  tf.function of its own that closes over the variable (the loop's step
+  then takes it only as that function's captured input)."""
+  if how == 'directly':
+    return ert.get_global_step() + 0
+  variable = ert.get_global_step()
+
+  @tf.function(autograph=False)
+  def read():
+    return variable.read_value()
+  return read()
+
+
+@pytest.mark.parametrize('how', ['directly', 'nested'])
+def test_get_global_step_counts_steps_inside_the_model_fn(tmp_path, how):
+  """A step-dependent model_fn sees the global step of each step, also
+  inside one loop: a loss multiplied by 0 from step 4 on stops all updates
+  there, so 10 steps in one loop end where 4 steps did."""
   weights = M.initial_weights()
 
   def model_fn(features, labels, mode):
     out = M.build_keras_model(weights)(features['x'])
     loss = tf.reduce_mean(tf.square(out - labels))
     if mode == ert.ModeKeys.TRAIN:
-      live = tf.cast(ert.get_global_step() < 10, tf.float32)
+      live = tf.cast(_global_step_read(how) < 4, tf.float32)
       loss = loss * live
     return ert.EstimatorSpec(mode, loss=loss,
                              optimizer=keras.optimizers.SGD(0.05))
 
-  est = _estimator(tmp_path, model_fn, steps_per_loop=25,
-                   save_checkpoints_steps=10)
-  est.train(_input_fn(), max_steps=30)
-  at_10 = M.read_model_variables(M.ckpt_path(tmp_path, 10))
-  at_30 = M.read_model_variables(M.ckpt_path(tmp_path, 30))
-  assert not np.allclose(at_10[0], weights[0])
-  for a, b in zip(at_10, at_30):
+  ends = {}
+  for steps in (4, 10):
+    est = _estimator(tmp_path / str(steps), model_fn, steps_per_loop=25,
+                     save_checkpoints_steps=100)
+    est.train(_input_fn(), max_steps=steps)
+    ends[steps] = M.read_model_variables(est.latest_checkpoint())
+  assert not np.allclose(ends[4][0], weights[0])
+  for a, b in zip(ends[4], ends[10]):
     np.testing.assert_array_equal(a, b)
+
+
+def _loop_body_writes(model_dir):
+  """The AssignAddVariableOps of the compiled training loop's while body,
+  from the graph.pbtxt training wrote."""
+  graph_def = tf.compat.v1.GraphDef()
+  with open(os.path.join(model_dir, 'graph.pbtxt')) as f:
+    text_format.Parse(f.read(), graph_def)
+  return [node.name for function in graph_def.library.function
+          if 'while_body' in function.signature.name
+          for node in function.node_def if node.op == 'AssignAddVariableOp']
+
+
+def test_global_step_no_step_reads_is_counted_once_per_loop(tmp_path):
+  """A step that does not read the global step leaves its count to the
+  loop's end (two ops fewer per step); one that reads it counts it per
+  step. Both end at the same global steps with the same weights."""
+  def model_fn(reads):
+    def fn(features, labels, mode):
+      out = M.build_keras_model(M.initial_weights())(features['x'])
+      loss = tf.reduce_mean(tf.square(out - labels))
+      if reads:
+        loss += 0.0 * tf.cast(ert.get_global_step(), tf.float32)
+      return ert.EstimatorSpec(mode, loss=loss,
+                               optimizer=keras.optimizers.SGD(0.05))
+    return fn
+
+  writes, weights = {}, {}
+  for reads in (False, True):
+    model_dir = tmp_path / str(reads)
+    est = _estimator(model_dir, model_fn(reads), steps_per_loop=7,
+                     save_checkpoints_steps=7)
+    est.train(_input_fn(), max_steps=10)
+    est.train(_input_fn(), steps=4)
+    assert M.checkpoint_steps(model_dir) == [0, 7, 10, 14]
+    writes[reads] = _loop_body_writes(model_dir)
+    weights[reads] = M.read_model_variables(M.ckpt_path(model_dir, 14))
+  # The SGD's iteration count is written per step either way.
+  assert len(writes[True]) == len(writes[False]) + 1, writes
+  for a, b in zip(weights[False], weights[True]):
+    np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
 def test_early_stopping_stops_train_and_evaluate(tmp_path):

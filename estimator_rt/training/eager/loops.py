@@ -11,6 +11,7 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
+from tensorflow.python.framework.func_graph import FuncGraph  # pylint: disable=g-direct-tensorflow-import
 
 from estimator_rt.core.errors import ModelFnError
 from estimator_rt.core.errors import surface_user_errors
@@ -117,21 +118,20 @@ def saved_float_variables(graph: EagerModel) -> List[tf.Variable]:
 
 def _one_step(loss, steps):
   """The loop variables after a step that returned `loss`."""
-  return steps + 1, loss, divergence.loss_is_sound(loss)
+  return steps + 1, loss
 
 
-def _step_of_finite_input(run_step, iterator, steps, loss, loss_sound,
-                          more):
+def _step_of_finite_input(run_step, iterator, steps, loss, more):
   """A step of a loop over input that may end: the step if there is a next
   element (`more` stays True), else the loop variables as they were with
   `more` False."""
   del more
   optional = iterator.get_next_as_optional()
   ran = optional.has_value()
-  steps, loss, loss_sound = tf.cond(
+  steps, loss = tf.cond(
       ran, lambda: _one_step(run_step(optional.get_value()), steps),
-      lambda: (steps, loss, loss_sound))
-  return steps, loss, loss_sound, ran
+      lambda: (steps, loss))
+  return steps, loss, ran
 
 
 # The number of steps a compiled loop takes: an int32 tensor, so that every
@@ -239,8 +239,10 @@ def make_train_loop(graph: EagerModel, *, infinite_input: bool,
   """A compiled `(iterator, num_steps) -> (loss, steps, loss_finite,
   state_finite, global_step)`.
 
-  It runs up to `num_steps` training steps and increments the global step
-  once per step. It stops early when the input ends, or right after the
+  It runs up to `num_steps` training steps and counts them in the global
+  step: once per step where the step reads the global step (a model_fn's
+  schedule, a summary's step), so that each step sees its own; else once
+  after the loop, by the steps that ran (two ops fewer per step). It stops early when the input ends, or right after the
   first step whose loss is NaN or infinite: the global step then names the
   step that diverged. `loss` is the last step's loss (mean over the global
   batch), `steps` how many ran, `loss_finite` whether every loss was finite
@@ -269,30 +271,73 @@ def make_train_loop(graph: EagerModel, *, infinite_input: bool,
     replica_step = tf.function(replica_step, jit_compile=True,
                                autograph=False)
   global_step = graph.global_step
+  # Whether the step of the latest trace left the global step's count to
+  # the loop's end (count_after_the_loop): set when the step is traced, in
+  # the loop's trace, before the loop's end is.
+  counted_after = [False]
 
   def run_step(element):
     if split_global_batch:
       element = split_across_replicas(strategy, element)
+    step_graph = tf.compat.v1.get_default_graph()
+    first_op = len(step_graph.get_operations())
     per_replica_loss = strategy.run(replica_step, args=(element,))
+    counted_after[0] = False
     if not graph.model_fn_counts_global_step:
-      global_step.assign_add(1)
+      if _reads_variable(step_graph.get_operations()[first_op:], global_step,
+                         strategy):
+        global_step.assign_add(1)
+      else:
+        counted_after[0] = True
     return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_loss,
                            axis=None)
 
+  def count_after_the_loop(steps):
+    if counted_after[0]:
+      global_step.assign_add(tf.cast(steps, global_step.dtype))
+
   return compile_train_loop(run_step, graph=graph,
-                            infinite_input=infinite_input)
+                            infinite_input=infinite_input,
+                            after_loop=count_after_the_loop)
+
+
+def _reads_variable(ops: List[tf.Operation], variable: tf.Variable,
+                    strategy: tf.distribute.Strategy) -> bool:
+  """Whether one of `ops` (of the function graph being traced) takes
+  `variable` (or one of its replicas' copies) as an input: its handle,
+  captured from the graphs around (a read, a write, a nested function's
+  or control flow's input)."""
+  handles = {id(v.handle) for v in
+             strategy.experimental_local_results(variable)}
+  handles.add(id(variable.handle))
+  graph = tf.compat.v1.get_default_graph()
+  chain = []
+  while isinstance(graph, FuncGraph):
+    chain.append(graph)
+    graph = graph.outer_graph
+  # A graph captures the handle itself (an eager tensor) or what a graph
+  # around it captured it as: the outermost function's graph first.
+  for inner in reversed(chain):
+    for outer, internal in inner.captures:
+      if id(outer) in handles:
+        handles.add(id(internal))
+  return any(id(t) in handles for op in ops for t in op.inputs)
 
 
 def compile_train_loop(run_step: Callable, *, graph: EagerModel,
-                       infinite_input: bool,
-                       take: Callable = next) -> CompiledTrainLoop:
+                       infinite_input: bool, take: Callable = next,
+                       after_loop: Callable[[tf.Tensor], None] = (
+                           lambda steps: None)) -> CompiledTrainLoop:
   """The compiled loop of `make_train_loop` around `run_step(take(iterator))`,
-  one training step that counts the global step and returns the loss
-  reduced over every replica (and worker).
+  one training step that returns the loss reduced over every replica (and
+  worker).
 
   Args:
     take: what a step takes from the iterator (the next element; the
       in-graph client's steps take from each worker's iterator themselves).
+    after_loop: called in the trace after the loop with the number of
+      steps that ran (an int32 tensor): what the steps left to the loop's
+      end (the global step's count, see `make_train_loop`).
   """
   global_step = graph.global_step
   # Read now, after the restore: what is unsound already is not divergence.
@@ -302,26 +347,34 @@ def compile_train_loop(run_step: Callable, *, graph: EagerModel,
   # converting the loop and what it calls (the step, the divergence checks)
   # took about 0.5 s of every train() call that traced it (W2), more than
   # the bare TF2 loop's conversion of its own. The loss's soundness is part
-  # of the loop's condition (no conditional op per step): a diverged step
-  # ends the loop at once. The loss is already reduced over replicas and
-  # workers, so every synchronous worker stops at the same step.
+  # of the loop's condition, computed there from the loss (no conditional
+  # op, and no loop variable of its own, per step: each loop variable costs
+  # the executor a few nodes per step): a diverged step ends the loop at
+  # once. The loss is already reduced over replicas and workers, so every
+  # synchronous worker stops at the same step. It starts at 0 (sound) and
+  # is NaN after a loop of no step, as a step's loss was never read.
+  def going(steps, loss, num_steps):
+    return tf.logical_and(steps < num_steps, divergence.loss_is_sound(loss))
+
   @tf.function(autograph=False)
   def train_loop(iterator, num_steps):
-    start = (tf.constant(0, tf.int32), tf.constant(float('nan')),
-             tf.constant(True))
+    start = (tf.constant(0, tf.int32), tf.constant(0.0))
     if infinite_input:
-      steps, loss, loss_sound = tf.while_loop(
-          lambda steps, _, sound: tf.logical_and(steps < num_steps, sound),
-          lambda steps, *_: _one_step(run_step(take(iterator)), steps),
+      steps, loss = tf.while_loop(
+          lambda steps, loss: going(steps, loss, num_steps),
+          lambda steps, _: _one_step(run_step(take(iterator)), steps),
           start)
     else:
-      steps, loss, loss_sound, _ = tf.while_loop(
-          lambda steps, _, sound, more: tf.logical_and(
-              tf.logical_and(steps < num_steps, sound), more),
+      steps, loss, _ = tf.while_loop(
+          lambda steps, loss, more: tf.logical_and(
+              going(steps, loss, num_steps), more),
           lambda *values: _step_of_finite_input(run_step, iterator, *values),
           start + (tf.constant(True),))
-    return (loss, tf.cast(steps, tf.int64), loss_sound,
-            divergence.state_is_sound(state), global_step.read_value())
+    after_loop(steps)
+    loss_sound = divergence.loss_is_sound(loss)
+    return (tf.where(steps > 0, loss, float('nan')), tf.cast(steps, tf.int64),
+            loss_sound, divergence.state_is_sound(state),
+            global_step.read_value())
 
   return CompiledTrainLoop(train_loop)
 
