@@ -277,6 +277,29 @@ def _last_step_summaries(summaries, record) -> tf.Tensor:
                  lambda: tf.constant(''))
 
 
+def _while_loop(cond, body, *, loss_dtype: tf.DType, with_summary: bool):
+  """`derive`'s loop of `cond` and `body` over (step count, loss[,
+  summary]): (steps run, last loss (NaN after no step), whether it is
+  sound, the summary ('' without one)).
+
+  Raises:
+    CannotLoop: the step could not be built into the loop.
+  """
+  start = [tf.constant(0), tf.constant(0, loss_dtype)]
+  try:
+    steps_run, last_loss, *summary = tf.while_loop(
+        cond, body, start + ([tf.constant('')] if with_summary else []),
+        name='training_loop')
+  except Exception as e:  # pylint: disable=broad-except
+    raise CannotLoop('copying its step into a tf.while_loop failed: '
+                     f'{user_fns.describe_exception(e)}') from e
+  return (steps_run,
+          tf.where(steps_run > 0, last_loss,
+                   tf.constant(float('nan'), loss_dtype)),
+          divergence.loss_is_sound(last_loss),
+          summary[0] if summary else tf.constant(''))
+
+
 def derive(*, step: model_lib.GraphModel, placement,
            with_summaries: bool) -> LoopModel:
   """Builds the training loop from the training step the model_fn built in
@@ -350,18 +373,8 @@ def derive(*, step: model_lib.GraphModel, placement,
     return tf.logical_and(step_count < num_steps,
                           divergence.loss_is_sound(loss))
 
-  start = [tf.constant(0), tf.constant(0, loss_dtype)]
-  try:
-    steps_run, last_loss, *summary = tf.while_loop(
-        cond, body, start + ([tf.constant('')] if summaries else []),
-        name='training_loop')
-  except Exception as e:  # pylint: disable=broad-except
-    raise CannotLoop('copying its step into a tf.while_loop failed: '
-                     f'{user_fns.describe_exception(e)}') from e
-  loss_finite = divergence.loss_is_sound(last_loss)
-  last_loss = tf.where(steps_run > 0, last_loss,
-                       tf.constant(float('nan'), loss_dtype))
-  summary = summary[0] if summary else tf.constant('')
+  steps_run, last_loss, loss_finite, summary = _while_loop(
+      cond, body, loss_dtype=loss_dtype, with_summary=bool(summaries))
   return LoopModel(spec=step.spec, global_step=global_step,
                    num_steps=num_steps, record_summaries=record_summaries,
                    steps_run=steps_run, last_loss=last_loss,
