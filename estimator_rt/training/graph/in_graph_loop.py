@@ -277,29 +277,6 @@ def _last_step_summaries(summaries, record) -> tf.Tensor:
                  lambda: tf.constant(''))
 
 
-def _while_loop(cond, body, *, loss_dtype: tf.DType, with_summary: bool):
-  """`derive`'s loop of `cond` and `body` over (step count, loss[,
-  summary]): (steps run, last loss (NaN after no step), whether it is
-  sound, the summary ('' without one)).
-
-  Raises:
-    CannotLoop: the step could not be built into the loop.
-  """
-  start = [tf.constant(0), tf.constant(0, loss_dtype)]
-  try:
-    steps_run, last_loss, *summary = tf.while_loop(
-        cond, body, start + ([tf.constant('')] if with_summary else []),
-        name='training_loop')
-  except Exception as e:  # pylint: disable=broad-except
-    raise CannotLoop('copying its step into a tf.while_loop failed: '
-                     f'{user_fns.describe_exception(e)}') from e
-  return (steps_run,
-          tf.where(steps_run > 0, last_loss,
-                   tf.constant(float('nan'), loss_dtype)),
-          divergence.loss_is_sound(last_loss),
-          summary[0] if summary else tf.constant(''))
-
-
 def derive(*, step: model_lib.GraphModel, placement,
            with_summaries: bool) -> LoopModel:
   """Builds the training loop from the training step the model_fn built in
@@ -344,12 +321,8 @@ def derive(*, step: model_lib.GraphModel, placement,
                 else tf.float32)
   last_loss_variable = _last_loss_variable(loss_dtype)
 
-  # The loss's soundness is computed in the condition from the loss, and
-  # the summaries are a loop variable only when the step writes some: each
-  # loop variable costs the executor a few nodes per step. The loss starts
-  # at 0 (sound) and is NaN after a run of no step.
-  def body(step_count, loss, *summary):
-    del loss, summary  # Each step makes its own.
+  def body(step_count, loss, finite, summary):
+    del loss, finite, summary  # Each step makes its own.
     graph = tf.compat.v1.get_default_graph()
     input_map = {t.name: graph.capture(t) for t in state_outputs}
     copied = tf.graph_util.import_graph_def(
@@ -361,20 +334,23 @@ def derive(*, step: model_lib.GraphModel, placement,
       new_loss = tf.cast(tf.identity(new_loss), loss_dtype)
     with tf.control_dependencies([last_loss_variable.assign(new_loss)]):
       new_loss = tf.identity(new_loss)
-      if not summaries:
-        return step_count + 1, new_loss
       merged = _last_step_summaries(
           new_summaries,
           tf.logical_and(record_summaries, step_count + 1 >= num_steps))
-    return step_count + 1, new_loss, merged
+    return step_count + 1, new_loss, divergence.loss_is_sound(new_loss), merged
 
-  def cond(step_count, loss, *summary):
-    del summary
-    return tf.logical_and(step_count < num_steps,
-                          divergence.loss_is_sound(loss))
+  def cond(step_count, loss, finite, summary):
+    del loss, summary
+    return tf.logical_and(step_count < num_steps, finite)
 
-  steps_run, last_loss, loss_finite, summary = _while_loop(
-      cond, body, loss_dtype=loss_dtype, with_summary=bool(summaries))
+  try:
+    steps_run, last_loss, loss_finite, summary = tf.while_loop(
+        cond, body, [tf.constant(0), tf.constant(float('nan'), loss_dtype),
+                     tf.constant(True), tf.constant('')],
+        name='training_loop')
+  except Exception as e:  # pylint: disable=broad-except
+    raise CannotLoop('copying its step into a tf.while_loop failed: '
+                     f'{user_fns.describe_exception(e)}') from e
   return LoopModel(spec=step.spec, global_step=global_step,
                    num_steps=num_steps, record_summaries=record_summaries,
                    steps_run=steps_run, last_loss=last_loss,
