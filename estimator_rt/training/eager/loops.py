@@ -8,6 +8,7 @@ call is paid once per loop, not once per step.
 """
 
 import threading
+import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
@@ -19,6 +20,7 @@ from estimator_rt.inputs.pipeline import batch_size_of
 from estimator_rt.inputs.pipeline import split_across_replicas
 from estimator_rt.inputs.pipeline import split_element
 from estimator_rt.training import divergence
+from estimator_rt.training.eager import direct_call
 from estimator_rt.training.eager import loop_beside
 from estimator_rt.training.eager.model import EagerModel
 
@@ -163,6 +165,31 @@ class CompiledTrainLoop:
     # done (graph_files.written_in_background) starts then.
     self.called = threading.Event()
     self._compiling: Optional[loop_beside.CompilingAhead] = None
+    # (a weak reference to the iterator, the call of its trace): see
+    # `_trace_call`.
+    self._traced_call: Optional[Tuple[weakref.ref, Callable]] = None
+
+  def _trace_call(self, iterator) -> Callable:
+    """The call of the loop's trace for `iterator`, without tf.function's
+    dispatch (direct_call.py), kept for the next calls with the same
+    iterator (by a weak reference: the loop must not keep an iterator, and
+    its input pipeline, alive). Where functions run eagerly
+    (`tf.config.run_functions_eagerly`), or the iterator cannot be
+    referenced weakly, the tf.function's call."""
+    if tf.config.functions_run_eagerly():
+      return self._call
+    kept = self._traced_call
+    if kept is not None and kept[0]() is iterator:
+      return kept[1]
+    try:
+      reference = weakref.ref(iterator)
+    except TypeError:
+      return self._call
+    concrete = self.function.get_concrete_function(iterator, NUM_STEPS_SPEC)
+    call = surface_user_errors(direct_call.without_dispatch(
+        concrete, (iterator, tf.constant(0, tf.int32))))
+    self._traced_call = (reference, call)
+    return call
 
   def __call__(self, iterator, num_steps: int):
     return self.call_beside(iterator, num_steps, work=None)
@@ -179,17 +206,19 @@ class CompiledTrainLoop:
     if not works:
       if compiling is not None:
         compiling.wait()
-      output = self._call(iterator, num_steps)
+      output = self._trace_call(iterator)(iterator, num_steps)
     else:
       # The trace `trace` made: the helper thread must not trace (it would
       # call the model_fn off the main thread).
-      concrete = surface_user_errors(self.function.get_concrete_function(
-          iterator, NUM_STEPS_SPEC))
+      traced = self._trace_call(iterator)
+      if traced is self._call:
+        traced = surface_user_errors(self.function.get_concrete_function(
+            iterator, NUM_STEPS_SPEC))
 
       def call():
         if compiling is not None:
           compiling.wait()  # The work goes on meanwhile.
-        return concrete(iterator, num_steps)
+        return traced(iterator, num_steps)
 
       output = loop_beside.run_alongside(call, lambda: [w() for w in works])
     if not self.called.is_set():
