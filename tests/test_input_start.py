@@ -1,7 +1,7 @@
 """A few-element input is started without tf.data's default static
-optimizations (inputs/quick_start.py): the same elements in the same order,
-and a program's own choice kept; eagerly from its cardinality, in a graph
-from what its ops state."""
+optimizations and autotuning (inputs/quick_start.py): the same elements in
+the same order, and a program's own choice kept; eagerly from its
+cardinality, in a graph from what its ops state."""
 
 import numpy as np
 import pytest
@@ -21,9 +21,19 @@ def _one_example_input_fn():
           lambda f: {'x': f['x'] * 2}).batch(1)
 
 
+def _autotuned(dataset):
+  return dataset.options().autotune.enabled
+
+
 def test_only_a_few_element_dataset_without_a_choice_is_changed():
   few = _one_example_input_fn()
   assert _defaults_applied(quick_start.started_quickly(few, 3)) is False
+  assert _autotuned(quick_start.started_quickly(few, 3)) is False
+  autotune = tf.data.Options()
+  autotune.autotune.enabled = True
+  tuned = few.with_options(autotune)
+  assert _autotuned(quick_start.started_quickly(tuned, 3)) is True
+  assert _defaults_applied(quick_start.started_quickly(tuned, 3)) is None
   many = tf.data.Dataset.range(10).batch(1)
   assert _defaults_applied(quick_start.started_quickly(many, 10)) is None
   unknown = tf.data.Dataset.range(10).filter(lambda v: v > 2)

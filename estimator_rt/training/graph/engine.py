@@ -32,6 +32,7 @@ from estimator_rt.training import controller
 from estimator_rt.training import engine as engine_lib
 from estimator_rt.training import graph_files
 from estimator_rt.training import graph_identity
+from estimator_rt.inputs import constant_elements
 from estimator_rt.inputs import pipeline as inputs
 from estimator_rt.training import per_loop_hooks
 from estimator_rt.core import summaries
@@ -222,6 +223,14 @@ def _predicted_batches(prediction: _Prediction, fed: Optional[_Prediction],
 
   def fed_by_new_input(session):
     run = runner(session, True)
+    known = constant_elements.elements(fed.data.dataset)
+    if known is not None:
+      # A request's constants: its elements without a session of its own.
+      for element in known:
+        if session.should_stop():
+          return
+        yield run(*tf.nest.flatten(inputs.split_element(element)[0]))
+      return
     theirs = tf.nest.flatten(fed.features)
     with tf.compat.v1.Session(graph=fed.graph,
                               config=engine.input_session_config()) as reader:

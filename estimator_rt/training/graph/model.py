@@ -59,6 +59,7 @@ class GraphInput:
       which every `session.run` evaluates once, whatever it runs).
     cardinality: the dataset's cardinality, in the graph (None for
       tensors); see `repeats_forever`.
+    dataset: the dataset the iterator reads (None for tensors).
   """
 
   elements: Callable[[], Tuple[Any, Any]]
@@ -66,6 +67,7 @@ class GraphInput:
   features_spec: Any
   from_dataset: bool = True
   cardinality: Optional[tf.Tensor] = None
+  dataset: Optional[tf.data.Dataset] = None
 
   def next_batch(self) -> Tuple[Any, Any]:
     """(features, labels) tensors of the next element (labels may be None)."""
@@ -168,7 +170,7 @@ def read_input(input_fn: Callable, params: dict, *, role: str, config,
   return GraphInput(
       elements=lambda: inputs.split_element(iterator.get_next()),
       initializer=iterator.initializer, features_spec=features_spec,
-      cardinality=cardinality)
+      cardinality=cardinality, dataset=dataset)
 
 
 def repeats_forever(data: GraphInput) -> Optional[bool]:
