@@ -18,11 +18,10 @@ from typing import Any, List, Optional
 import numpy as np
 import tensorflow as tf
 
-# Ops that change neither the elements nor their order (input 0: the
-# dataset they read).
+from estimator_rt.inputs import dataset_chain
+
+# Ops that change neither the elements nor their order.
 _SAME_ELEMENTS_OPS = frozenset({'OptionsDataset', 'PrefetchDataset'})
-# Batching ops: (input dataset, batch_size, ..., drop_remainder last).
-_BATCH_OPS = frozenset({'BatchDatasetV2', 'ParallelBatchDataset'})
 # A longer chain is not a request's input.
 _MOST_OPS_WALKED = 8
 
@@ -35,14 +34,20 @@ def elements(dataset: Optional[tf.data.Dataset]) -> Optional[List[Any]]:
   if dataset is None:
     return None
   try:
-    steps, source = _chain(dataset._variant_tensor.op)  # pylint: disable=protected-access
-    if source is None:
+    walked = dataset_chain.walk(
+        dataset._variant_tensor.op,  # pylint: disable=protected-access
+        passes=_SAME_ELEMENTS_OPS, most=_MOST_OPS_WALKED)
+    if walked is None:
       return None
+    steps, source = walked
     rows = _source_rows(source)
     if rows is None:
       return None
-    for kind, value, drop in reversed(steps):
-      rows = _batched(rows, value, drop) if kind == 'batch' else rows[:value]
+    for step in reversed(steps):
+      if step.kind == 'batch':
+        rows = _batched(rows, step.size, step.drop)
+      elif step.size >= 0:
+        rows = rows[:step.size]
     specs = tf.nest.flatten(dataset.element_spec, expand_composites=False)
     if not all(isinstance(spec, tf.TensorSpec) for spec in specs):
       return None
@@ -52,32 +57,6 @@ def elements(dataset: Optional[tf.data.Dataset]) -> Optional[List[Any]]:
             for row in rows]
   except (AttributeError, TypeError, ValueError, IndexError):
     return None
-
-
-def _chain(op: tf.Operation):
-  """(the batch and take steps from `op` down, outermost first; the source
-  op of constants, or None where the chain is anything else)."""
-  steps = []
-  for _ in range(_MOST_OPS_WALKED):
-    kind = op.type
-    if kind in ('TensorSliceDataset', 'TensorDataset'):
-      return steps, op
-    if kind in _BATCH_OPS:
-      size = tf.get_static_value(op.inputs[1])
-      drop = tf.get_static_value(op.inputs[-1])
-      if size is None or drop is None or int(size) <= 0:
-        return steps, None
-      steps.append(('batch', int(size), bool(drop)))
-    elif kind == 'TakeDataset':
-      count = tf.get_static_value(op.inputs[1])
-      if count is None:
-        return steps, None
-      if int(count) >= 0:
-        steps.append(('take', int(count), False))
-    elif kind not in _SAME_ELEMENTS_OPS:
-      return steps, None
-    op = op.inputs[0].op
-  return steps, None
 
 
 def _source_rows(op: tf.Operation) -> Optional[List[tuple]]:

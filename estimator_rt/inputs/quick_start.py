@@ -23,16 +23,16 @@ from typing import Optional
 
 import tensorflow as tf
 
+from estimator_rt.inputs import dataset_chain
+
 # Datasets of at most this many elements are read without tf.data's
-# default static optimizations.
+# default static optimizations and autotuning.
 FEW_ELEMENTS = 4
 
 # Dataset ops with as many elements as their input dataset (input 0).
 _SAME_COUNT_OPS = frozenset({
     'MapDataset', 'ParallelMapDataset', 'ParallelMapDatasetV2',
     'PrefetchDataset', 'CacheDataset', 'CacheDatasetV2'})
-# Batching ops: (input dataset, batch_size, ..., drop_remainder last).
-_BATCH_OPS = frozenset({'BatchDatasetV2', 'ParallelBatchDataset'})
 # Longer chains are not worth walking for a few-element input.
 _MOST_OPS_WALKED = 16
 
@@ -76,42 +76,25 @@ def graph_started_quickly(dataset: tf.data.Dataset) -> tf.data.Dataset:
 
 def _stated_count(op: tf.Operation) -> Optional[int]:
   """How many elements the dataset `op` makes, where its ops and their
-  constant inputs state it; None otherwise (or where options are set)."""
-  counts = []  # What each op does to the count, outermost first.
-  for _ in range(_MOST_OPS_WALKED):
-    kind = op.type
-    if kind == 'TensorDataset':
-      count = 1
-      break
-    if kind == 'TensorSliceDataset':
-      # Dimensions under TF1 behaviour: dimension_value makes them ints.
-      firsts = {tf.compat.dimension_value(t.shape[0]) if t.shape.rank
-                else None for t in op.inputs}
-      count = firsts.pop() if len(firsts) == 1 else None
-      if count is None:
-        return None
-      break
-    if kind in _SAME_COUNT_OPS:
-      pass
-    elif kind in _BATCH_OPS:
-      size = tf.get_static_value(op.inputs[1])
-      drop = tf.get_static_value(op.inputs[-1])
-      if size is None or drop is None or int(size) <= 0:
-        return None
-      counts.append(('batch', int(size), bool(drop)))
-    elif kind == 'TakeDataset':
-      taken = tf.get_static_value(op.inputs[1])
-      if taken is None:
-        return None
-      counts.append(('take', int(taken), False))
-    else:
-      return None  # OptionsDataset among them: the program chose.
-    op = op.inputs[0].op
-  else:
+  constant inputs state it; None otherwise (or where options are set: an
+  OptionsDataset is not among the ops walked through, the program chose)."""
+  walked = dataset_chain.walk(op, passes=_SAME_COUNT_OPS,
+                              most=_MOST_OPS_WALKED)
+  if walked is None:
     return None
-  for kind, value, drop in reversed(counts):
-    if kind == 'take':
-      count = count if value < 0 else min(count, value)
+  steps, source = walked
+  if source.type == 'TensorDataset':
+    count = 1
+  else:
+    # Dimensions under TF1 behaviour: dimension_value makes them ints.
+    firsts = {tf.compat.dimension_value(t.shape[0]) if t.shape.rank
+              else None for t in source.inputs}
+    count = firsts.pop() if len(firsts) == 1 else None
+    if count is None:
+      return None
+  for step in reversed(steps):
+    if step.kind == 'take':
+      count = count if step.size < 0 else min(count, step.size)
     else:
-      count = count // value if drop else -(-count // value)
+      count = count // step.size if step.drop else -(-count // step.size)
   return count
