@@ -219,6 +219,112 @@ def test_a_variable_a_hook_creates_in_begin_is_checkpointed(tmp_path):
   assert 'hook_made' in estimator.get_variable_names()
 
 
+def test_chief_hooks_begin_first_and_their_variables_are_saved(tmp_path):
+  """2.15's MonitoredTrainingSession called the model_fn's chief hooks'
+  `begin` before the other hooks': a Saver a training hook builds in its
+  `begin` (AdaNet's _OverwriteCheckpointHook) sees the variables a chief
+  hook created in its own (an AdaNet builder's chief hooks)."""
+  order = []
+
+  class Named(tf.compat.v1.train.SessionRunHook):
+
+    def __init__(self, name, *, creates=None, saves=False):
+      self.name, self.creates, self.saves = name, creates, saves
+
+    def begin(self):
+      order.append(self.name)
+      if self.creates:
+        tf1.get_variable(self.creates, initializer=0.0)
+      if self.saves:
+        saver = tf1.train.Saver(sharded=True)
+        self.saved = sorted(v.op.name for v in saver._var_list)  # pylint: disable=protected-access
+
+  saving = Named('training_hook', saves=True)
+
+  def model_fn(features, labels, mode, params):
+    spec = linear_model_fn(features, labels, mode, params, None)
+    return spec._replace(
+        training_hooks=[saving],
+        training_chief_hooks=[Named('chief_hook', creates='chief_made')])
+
+  estimator = tf.estimator.Estimator(model_fn, str(tmp_path))
+  estimator.train(numpy_fn(), max_steps=2, hooks=[Named('caller_hook')])
+  assert order == ['chief_hook', 'caller_hook', 'training_hook']
+  assert 'chief_made' in saving.saved, saving.saved
+
+
+def _step_setting_model_fn(hook):
+  """A model_fn whose train_op leaves the global step alone, and whose
+  training hook `hook` sets it (AdaNet's _GlobalStepSetterHook)."""
+
+  def model_fn(features, labels, mode, params):
+    spec = linear_model_fn(features, labels, mode, params, None)
+    loss = spec.loss
+    train_op = tf1.train.GradientDescentOptimizer(0.1).minimize(loss)
+    return spec._replace(train_op=train_op, training_hooks=[hook])
+
+  return model_fn
+
+
+class _StepSetter(tf.compat.v1.train.SessionRunHook):
+  """Sets the global step to runs // `divisor` after each run; asks to
+  stop after `stop_after` runs (None: never)."""
+
+  def __init__(self, divisor, stop_after=None):
+    self.divisor, self.stop_after = divisor, stop_after
+
+  def begin(self):
+    self.runs = 0
+    self.value = tf1.placeholder(tf.int64, [])
+    self.assign = tf1.train.get_global_step().assign(self.value)
+
+  def after_run(self, run_context, run_values):
+    self.runs += 1
+    run_context.session.run(self.assign,
+                            {self.value: self.runs // self.divisor})
+    if self.stop_after and self.runs >= self.stop_after:
+      run_context.request_stop()
+
+
+def test_a_hook_that_sets_the_global_step_names_the_checkpoints(tmp_path):
+  """The global step a hook sets after a run is the one training ends at,
+  and names and fills the last checkpoint, as 2.15's StopAtStepHook and
+  CheckpointSaverHook read it after the run; at an equal step, the
+  checkpoint the state file names newest is the latest (AdaNet's
+  increment.ckpt-N). 2.15's own figures: model.ckpt-3 holding 3, then
+  other.ckpt-1; model.ckpt-5 holding 5."""
+  estimator = tf.estimator.Estimator(
+      _step_setting_model_fn(_StepSetter(3, stop_after=10)),
+      str(tmp_path / 'stopped'))
+  estimator.train(numpy_fn(), max_steps=100)
+  last = estimator.latest_checkpoint()
+  assert os.path.basename(last) == 'model.ckpt-3'
+  assert tf.train.load_checkpoint(last).get_tensor('global_step') == 3
+  with tf.Graph().as_default():
+    step = tf1.train.get_or_create_global_step()
+    tf1.get_variable('w', [3, 1])
+    tf1.get_variable('b', [1])
+    with tf1.Session() as session:
+      session.run(tf1.global_variables_initializer())
+      session.run(step.assign(3))
+      saver = tf1.train.Saver()
+      saver.recover_last_checkpoints([last])
+      saver.save(session, str(tmp_path / 'stopped' / 'other.ckpt'),
+                 global_step=1)
+  assert os.path.basename(estimator.latest_checkpoint()) == 'other.ckpt-1'
+
+  # max_steps reached by the step the hook set (2.15 took one run more:
+  # its StopAtStepHook read the step before the model_fn's hook set it).
+  setter = _StepSetter(2)
+  estimator = tf.estimator.Estimator(_step_setting_model_fn(setter),
+                                     str(tmp_path / 'max_steps'))
+  estimator.train(numpy_fn(), max_steps=5)
+  last = estimator.latest_checkpoint()
+  assert os.path.basename(last) == 'model.ckpt-5'
+  assert tf.train.load_checkpoint(last).get_tensor('global_step') == 5
+  assert setter.runs == 10
+
+
 def test_training_input_that_ends_at_once_evaluates_step_0(tmp_path):
   """A local train_and_evaluate whose training input ends before the first
   step (TF-Ranking's tests read a file that is not there) evaluates the

@@ -764,17 +764,21 @@ class GraphEngine(engine_lib.Engine):
 
   def _training_session_hooks(self, built, data, placement,
                               session_hooks, kept=None) -> list:
-    """The training session's SessionRunHooks, in their order: the input's
-    (unless `kept`'s input is fresh) and the replicas' initializers, the
-    caller's, the model_fn's, the in-graph loop's initializer."""
+    """The training session's SessionRunHooks, in their order: the
+    replicas' initializer, the model_fn's chief hooks (on the chief), the
+    input's (unless `kept`'s input is fresh), the caller's, the model_fn's
+    training_hooks, the in-graph loop's initializer. 2.15's
+    MonitoredTrainingSession ran chief_only_hooks before the other hooks:
+    a training hook's `begin` sees what a chief hook's `begin` created
+    (AdaNet's _OverwriteCheckpointHook builds its Saver there)."""
     spec = built.spec
-    hooks = self._input_start(kept, data)
+    hooks = (list(spec.training_chief_hooks) if self._config.is_chief
+             else [])
+    hooks += self._input_start(kept, data)
     sync = placement.sync_replicas_op()
     if sync is not None:
       hooks.insert(0, session_loop.RunOnceHook(sync))
     hooks += list(session_hooks) + list(spec.training_hooks)
-    if self._config.is_chief:
-      hooks += list(spec.training_chief_hooks)
     if isinstance(built, in_graph_loop.LoopModel):
       hooks.append(session_loop.RunOnceHook(built.initializer))
     return hooks

@@ -288,8 +288,9 @@ class SessionLoop:
                                    not self._session.should_stop()):
       # The summary op runs with the step expected to end the loop.
       with_summary = summary_at_end and self._step + 1 >= target
+      monitored = plain_step is None or with_summary
       try:
-        if plain_step is not None and not with_summary:
+        if not monitored:
           step, loss = plain_step()
         else:
           step, loss = self._monitored_step(with_summary)
@@ -298,6 +299,13 @@ class SessionLoop:
       # The loss as the run gave it, a NumPy scalar of its dtype: the step
       # log prints it as 2.15 did (tf_log.number).
       self._step = int(step)
+      if monitored and (self._step >= target or
+                        self._session.should_stop()):
+        # A hook's after_run may have set the global step after the run
+        # fetched it (AdaNet's _GlobalStepSetterHook): the loop ends, and
+        # the checkpoint is named, at the value the variable holds, as
+        # 2.15's StopAtStepHook and CheckpointSaverHook.end read it.
+        self._step = int(self.run(self._global_step))
       ran += 1
       if not divergence.loss_value_is_sound(loss):
         loss_finite = False
