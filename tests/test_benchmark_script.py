@@ -412,3 +412,16 @@ def test_model_fn_floor_builds_each_mode_in_a_graph_of_its_own():
       ('infer', False), ('infer', False), ('eval', False), ('eval', False),
       ('train', True), ('train', True)]
   assert len({id(graph) for _, graph, _ in made}) == 6
+
+
+def test_executor_probe_runs_both_executors_and_a_single_cond():
+  """scripts.bench.executor_probe trains a small MLP on either executor
+  and runs a loop with one tf.cond on the single-threaded one (its
+  nested-cond check, which hangs on TensorFlow 2.21, runs only by hand)."""
+  probe = importlib.import_module('scripts.bench.executor_probe')
+  for single_threaded in (False, True):
+    result = probe.run_side('8x16', single_threaded, loops=1)
+    assert result['steps_per_sec'] > 0
+    assert result['cpu_ms_per_100_steps'] > 0
+  # Steps 1-4 add 1.0, steps 5-10 add 0.5.
+  assert probe.run_conds(nested=False) == 7.0
