@@ -60,29 +60,17 @@ def _mlp(units: int, batch: int):
 def run_side(what: str, single_threaded: bool, loops: int) -> dict:
   """Trains `what` (UNITSxBATCH or a workload) in this process."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from scripts.bench import workloads  # pylint: disable=g-import-not-at-top
   if 'x' in what:
     dataset, model, optimizer, loss_fn = _mlp(
         *(int(n) for n in what.split('x')))
   else:
-    from scripts.bench.workloads import build_bare  # pylint: disable=g-import-not-at-top
-    dataset, model, optimizer, loss_fn = build_bare(what)
-  variables = model.trainable_variables
+    dataset, model, optimizer, loss_fn = workloads.build_bare(what)
   iterator = iter(dataset)
+  train = workloads.bare_train_loop(model, optimizer, loss_fn)
   chosen = (tf.experimental.function_executor_type(EXECUTOR)
             if single_threaded else contextlib.nullcontext())
-  with chosen:
-
-    @tf.function
-    def train(it, num_steps):
-      loss = tf.constant(0.0)
-      for _ in tf.range(num_steps):
-        features, labels = next(it)
-        with tf.GradientTape() as tape:
-          loss = loss_fn(labels, model(features['x'], training=True))
-        grads = tape.gradient(loss, variables)
-        optimizer.apply_gradients(zip(grads, variables))
-      return loss
-
+  with chosen:  # Traced at its first call, in here.
     train(iterator, tf.constant(1)).numpy()
     wall, cpu = time.perf_counter(), time.process_time()
     for _ in range(loops):

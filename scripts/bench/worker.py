@@ -60,6 +60,7 @@ from scripts.bench.protocol import check_steps
 from scripts.bench.protocol import exit_at_once
 from scripts.bench.protocol import STEPS_PER_LOOP
 from scripts.bench.protocol import write_result
+from scripts.bench.workloads import bare_train_loop
 from scripts.bench.workloads import build_bare
 from scripts.bench import tf1_model_fns
 from scripts.bench.workloads import tf1_model_fn
@@ -77,20 +78,8 @@ _IMPORTS_DONE_WALL = time.time()
 def run_bare(workload: str, total_steps: int, record) -> None:
   """Trains with a plain TF2 loop: `tf.function` over `tf.range(n)` steps."""
   dataset, model, optimizer, loss_fn = build_bare(workload)
-  variables = model.trainable_variables
   iterator = iter(dataset)
-
-  @tf.function
-  def train(it, num_steps):
-    loss = tf.constant(0.0)
-    for _ in tf.range(num_steps):
-      features, labels = next(it)
-      with tf.GradientTape() as tape:
-        loss = loss_fn(labels, model(features['x'], training=True))
-      grads = tape.gradient(loss, variables)
-      optimizer.apply_gradients(zip(grads, variables))
-    return loss
-
+  train = bare_train_loop(model, optimizer, loss_fn)
   step = 0
   for size in loop_sizes(total_steps):
     # A tensor, not a Python int: every size reuses the one trace.

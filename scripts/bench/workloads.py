@@ -135,3 +135,23 @@ def build_bare(workload: str):
   optimizer = spec['bare_optimizer']()
   optimizer.build(model.trainable_variables)
   return dataset, model, optimizer, spec['bare_loss']
+
+
+def bare_train_loop(model, optimizer, loss_fn):
+  """The bare TF2 loop: a `tf.function` `(iterator, num_steps) -> loss`
+  over `tf.range(num_steps)` steps of `model` on `features['x']`, traced
+  at its first call."""
+  variables = model.trainable_variables
+
+  @tf.function
+  def train(it, num_steps):
+    loss = tf.constant(0.0)
+    for _ in tf.range(num_steps):
+      features, labels = next(it)
+      with tf.GradientTape() as tape:
+        loss = loss_fn(labels, model(features['x'], training=True))
+      grads = tape.gradient(loss, variables)
+      optimizer.apply_gradients(zip(grads, variables))
+    return loss
+
+  return train
