@@ -109,16 +109,21 @@ def run_conds(nested: bool) -> float:
   return float(total.numpy())
 
 
+def _run_child(what: str, *flags: str, timeout: float,
+               check: bool) -> subprocess.CompletedProcess:
+  """This probe's `--child what` in a fresh process, killed past
+  `timeout` seconds (subprocess.TimeoutExpired)."""
+  return subprocess.run(
+      [sys.executable, '-m', 'scripts.bench.executor_probe', '--child',
+       what, *flags], cwd=REPO_ROOT, env=child_env(), stdout=subprocess.PIPE,
+      stderr=subprocess.DEVNULL, text=True, timeout=timeout, check=check)
+
+
 def _nested_cond_report() -> None:
   for nested in (False, True):
     what = 'nested_cond' if nested else 'one_cond'
-    command = [sys.executable, '-m', 'scripts.bench.executor_probe',
-               '--child', what]
     try:
-      result = subprocess.run(command, cwd=REPO_ROOT, env=child_env(),
-                              stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True,
-                              timeout=NESTED_COND_TIMEOUT_S, check=False)
+      result = _run_child(what, timeout=NESTED_COND_TIMEOUT_S, check=False)
       outcome = (f'ran: {result.stdout.strip().splitlines()[-1]}'
                  if result.returncode == 0 else
                  f'failed with exit code {result.returncode}')
@@ -129,13 +134,9 @@ def _nested_cond_report() -> None:
 
 
 def _child(what: str, single_threaded: bool, loops: int) -> dict:
-  command = [sys.executable, '-m', 'scripts.bench.executor_probe',
-             '--child', what, '--loops', str(loops)]
-  if single_threaded:
-    command.append('--single_threaded')
-  result = subprocess.run(command, cwd=REPO_ROOT, env=child_env(),
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                          text=True, timeout=900, check=True)
+  flags = ['--loops', str(loops)] + (
+      ['--single_threaded'] if single_threaded else [])
+  result = _run_child(what, *flags, timeout=900, check=True)
   return json.loads(result.stdout.strip().splitlines()[-1])
 
 
