@@ -11,6 +11,7 @@ import threading
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from absl import logging
 import tensorflow as tf
 from tensorflow.python.framework.func_graph import FuncGraph  # pylint: disable=g-direct-tensorflow-import
 
@@ -21,6 +22,7 @@ from estimator_rt.inputs.pipeline import split_across_replicas
 from estimator_rt.inputs.pipeline import split_element
 from estimator_rt.training import divergence
 from estimator_rt.training.eager import direct_call
+from estimator_rt.training.eager import executor_choice
 from estimator_rt.training.eager import loop_beside
 from estimator_rt.training.eager.model import EagerModel
 
@@ -149,11 +151,15 @@ class CompiledTrainLoop:
   Args:
     function: the `tf.function` `(iterator, num_steps) -> (loss, steps,
       loss_finite, state_finite, global_step)`.
+    executor: the executor it is traced and run for (executor_choice.py;
+      None: TensorFlow's default). Where that executor refuses the
+      function, it runs on the default one from then on.
   """
 
-  def __init__(self, function):
+  def __init__(self, function, *, executor: Optional[str] = None):
     self.function = function
-    self._call = surface_user_errors(function)
+    self.executor = executor
+    self._call = surface_user_errors(self._on_executor(function))
     # The graph_files.GraphFiles of its trace, once the engine made them
     # (a kept loop writes the same graph at its next calls).
     self.graph_files = None
@@ -185,11 +191,38 @@ class CompiledTrainLoop:
       reference = weakref.ref(iterator)
     except TypeError:
       return self._call
-    concrete = self.function.get_concrete_function(iterator, NUM_STEPS_SPEC)
-    call = surface_user_errors(direct_call.without_dispatch(
-        concrete, (iterator, tf.constant(0, tf.int32))))
+    concrete = self._concrete(iterator)
+    call = surface_user_errors(self._on_executor(direct_call.without_dispatch(
+        concrete, (iterator, tf.constant(0, tf.int32)))))
     self._traced_call = (reference, call)
     return call
+
+  def _concrete(self, iterator):
+    """The loop's trace for `iterator`, traced for its executor."""
+    with executor_choice.executor_scope(self.executor):
+      return self.function.get_concrete_function(iterator, NUM_STEPS_SPEC)
+
+  def _on_executor(self, call: Callable) -> Callable:
+    """`call` run on the loop's executor, on whichever thread calls it
+    (the choice is thread-local); on the default one once the chosen one
+    refused the function (before any of its ops ran)."""
+
+    def on_executor(*args):
+      executor = self.executor
+      try:
+        with executor_choice.executor_scope(executor):
+          return call(*args)
+      except (tf.errors.FailedPreconditionError,
+              tf.errors.UnimplementedError) as e:
+        if executor is None or not executor_choice.refused(e):
+          raise
+        logging.info('The training loop runs on TensorFlow\'s default '
+                     'executor: the %s refused it (%s).', executor,
+                     str(e).splitlines()[-1][:200])
+        self.executor = None
+        return call(*args)
+
+    return on_executor
 
   def __call__(self, iterator, num_steps: int):
     return self.call_beside(iterator, num_steps, work=None)
@@ -212,8 +245,8 @@ class CompiledTrainLoop:
       # call the model_fn off the main thread).
       traced = self._trace_call(iterator)
       if traced is self._call:
-        traced = surface_user_errors(self.function.get_concrete_function(
-            iterator, NUM_STEPS_SPEC))
+        traced = surface_user_errors(self._on_executor(
+            self._concrete(iterator)))
 
       def call():
         if compiling is not None:
@@ -230,8 +263,7 @@ class CompiledTrainLoop:
     in a model_fn (a loss that depends on no variable, new variables on
     each call, a Python `if` on a tensor) is refused before model_dir is
     written; the first call then reuses this trace."""
-    surface_user_errors(self.function.get_concrete_function)(
-        iterator, NUM_STEPS_SPEC)
+    surface_user_errors(self._concrete)(iterator)
 
   def compile_ahead(self, iterator) -> None:
     """Starts compiling the trace `trace` made for `iterator` on a helper
@@ -240,8 +272,7 @@ class CompiledTrainLoop:
     check of the evaluation); the first call waits for it. For a local
     loop on one replica only: on several, a call is a collective of every
     replica and worker."""
-    concrete = self.function.get_concrete_function(iterator,
-                                                   NUM_STEPS_SPEC)
+    concrete = self._on_executor(self._concrete(iterator))
     no_steps = tf.constant(0, tf.int32)
     self._compiling = loop_beside.CompilingAhead(
         lambda: concrete(iterator, no_steps), what='the training loop')
@@ -249,8 +280,7 @@ class CompiledTrainLoop:
   def traced_graph(self, iterator) -> tf.Graph:
     """The graph of the loop's trace for `iterator` (`trace` made it), or
     for an iterator of signature `iterator` (see `signature_of`)."""
-    return self.function.get_concrete_function(
-        iterator, NUM_STEPS_SPEC).graph
+    return self._concrete(iterator).graph
 
   @staticmethod
   def signature_of(iterator) -> Any:
@@ -264,7 +294,8 @@ class CompiledTrainLoop:
 
 def make_train_loop(graph: EagerModel, *, infinite_input: bool,
                     split_global_batch: bool = False,
-                    jit_compile: bool = False) -> CompiledTrainLoop:
+                    jit_compile: bool = False,
+                    executor: Optional[str] = None) -> CompiledTrainLoop:
   """A compiled `(iterator, num_steps) -> (loss, steps, loss_finite,
   state_finite, global_step)`.
 
@@ -291,6 +322,8 @@ def make_train_loop(graph: EagerModel, *, infinite_input: bool,
       worker (checkpoint_input with a strategy); each replica takes its
       rows of them (`inputs.split_across_replicas`).
     jit_compile: compile each replica's step with XLA.
+    executor: the executor the loop runs on (executor_choice.choose; None:
+      TensorFlow's default).
   """
   strategy = graph.strategy
   replica_step = _replica_train_step(graph)
@@ -327,7 +360,8 @@ def make_train_loop(graph: EagerModel, *, infinite_input: bool,
 
   return compile_train_loop(run_step, graph=graph,
                             infinite_input=infinite_input,
-                            after_loop=count_after_the_loop)
+                            after_loop=count_after_the_loop,
+                            executor=executor)
 
 
 def _reads_variable(ops: List[tf.Operation], variable: tf.Variable,
@@ -356,7 +390,8 @@ def _reads_variable(ops: List[tf.Operation], variable: tf.Variable,
 def compile_train_loop(run_step: Callable, *, graph: EagerModel,
                        infinite_input: bool, take: Callable = next,
                        after_loop: Callable[[tf.Tensor], None] = (
-                           lambda steps: None)) -> CompiledTrainLoop:
+                           lambda steps: None),
+                       executor: Optional[str] = None) -> CompiledTrainLoop:
   """The compiled loop of `make_train_loop` around `run_step(take(iterator))`,
   one training step that returns the loss reduced over every replica (and
   worker).
@@ -367,6 +402,7 @@ def compile_train_loop(run_step: Callable, *, graph: EagerModel,
     after_loop: called in the trace after the loop with the number of
       steps that ran (an int32 tensor): what the steps left to the loop's
       end (the global step's count, see `make_train_loop`).
+    executor: as for `make_train_loop`.
   """
   global_step = graph.global_step
   # Read now, after the restore: what is unsound already is not divergence.
@@ -405,7 +441,7 @@ def compile_train_loop(run_step: Callable, *, graph: EagerModel,
             loss_sound, divergence.state_is_sound(state),
             global_step.read_value())
 
-  return CompiledTrainLoop(train_loop)
+  return CompiledTrainLoop(train_loop, executor=executor)
 
 
 def make_coordinated_train_loop(train_loop: CompiledTrainLoop, coordinator,

@@ -26,6 +26,7 @@ from typing import Any, Callable, ContextManager, Optional, Tuple
 import tensorflow as tf
 
 from estimator_rt.cluster import tf_config as cluster
+from estimator_rt.training.eager import executor_choice
 from estimator_rt.training.eager import in_graph
 from estimator_rt.inputs import pipeline as inputs
 from estimator_rt.training.eager import loops
@@ -100,7 +101,10 @@ class StrategyPath:
           'default or one_device strategy, or turn jit_compile off.')
     train_loop = loops.make_train_loop(
         graph, infinite_input=data.infinite, split_global_batch=replicate,
-        jit_compile=self._config.jit_compile)
+        jit_compile=self._config.jit_compile,
+        executor=executor_choice.choose(
+            strategy=self.strategy, jit_compile=self._config.jit_compile,
+            variables=graph.model_variables, sample=data.sample))
     if iterator is None:
       iterator = iter(data.dataset)
     train_loop.trace(iterator)
