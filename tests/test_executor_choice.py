@@ -132,3 +132,47 @@ def test_a_loop_the_executor_refuses_runs_on_the_default_one(caplog):
       caplog.text)
   compiled(iterator, 2)
   assert int(counter.numpy()) == 6
+
+
+def _loop_trace(body_value):
+  """The trace of a 3-step loop adding `body_value(step)`, traced for the
+  single-threaded executor (not run)."""
+  total = tf.Variable(0.0)
+  step = tf.Variable(0, dtype=tf.int64)
+
+  @tf.function(autograph=False)
+  def loop(n):
+
+    def body(i):
+      total.assign_add(body_value(step.assign_add(1)))
+      return i + 1
+
+    return tf.while_loop(lambda i: i < n, body, [tf.constant(0)])
+
+  with executor_choice.executor_scope(SINGLE):
+    return loop.get_concrete_function(tf.TensorSpec([], tf.int32)).graph
+
+
+def _cond(s):
+  return tf.cond(s < 2, lambda: tf.constant(1.0), lambda: tf.constant(0.5))
+
+
+def _doubled(x):
+  return tf.function(lambda: x * 2.0, autograph=False)()
+
+
+@pytest.mark.parametrize('body_value, safe', [
+    (lambda s: tf.cast(s, tf.float32), True),
+    (_cond, True),
+    (lambda s: tf.while_loop(lambda j, a: j < 2, lambda j, a: (j + 1, a + 1.0),
+                             [tf.constant(0), tf.constant(0.0)])[1], True),
+    (lambda s: _doubled(tf.cast(s, tf.float32)), True),
+    # TensorFlow 2.21's single-threaded executor deadlocks on these two.
+    (lambda s: tf.cond(s < 2, lambda: tf.constant(1.0), lambda: _cond(s)),
+     False),
+    (lambda s: tf.function(lambda: _cond(s), autograph=False)(), False),
+    (lambda s: tf.py_function(lambda v: v, [tf.cast(s, tf.float32)],
+                              tf.float32), False),
+])
+def test_what_runs_safely_on_the_single_threaded_executor(body_value, safe):
+  assert executor_choice.runs_safely(_loop_trace(body_value)) is safe

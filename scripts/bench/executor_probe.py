@@ -1,7 +1,7 @@
 """TensorFlow's single-threaded function executor against its default one,
-on the bare TF2 loop of an MLP: a probe of whether the runtime could run
-its training loops on it (issue 47's twenty-first round in
-docs/benchmarks.md; the runtime does not).
+on the bare TF2 loop of an MLP: what the eager engine's choice of executor
+for small steps rests on (estimator_rt/training/eager/executor_choice.py;
+issue 47's twenty-first round in docs/benchmarks.md).
 
     python -m scripts.bench.executor_probe [--shapes 64x128,128x128] \
         [--workload W3] [--loops 20] [--rounds 2]
@@ -21,7 +21,8 @@ flow that executor refuses); prints steps/s and CPU ms per 100 steps of
 a `tf.cond` inside a `tf.while_loop` (what
 `tf.compat.v1.train.piecewise_constant` builds), and one `tf.cond` alone,
 each in a fresh process bounded by NESTED_COND_TIMEOUT_S: TensorFlow 2.21
-deadlocks on the first (the reason the runtime does not use it).
+deadlocks on the first, which is why the runtime keeps a loop that holds
+one off that executor (estimator_rt/training/eager/executor_choice.py).
 """
 
 import argparse

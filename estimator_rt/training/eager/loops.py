@@ -159,6 +159,8 @@ class CompiledTrainLoop:
   def __init__(self, function, *, executor: Optional[str] = None):
     self.function = function
     self.executor = executor
+    # Whether `trace` checked the trace against what the executor runs.
+    self._executor_checked = False
     self._call = surface_user_errors(self._on_executor(function))
     # The graph_files.GraphFiles of its trace, once the engine made them
     # (a kept loop writes the same graph at its next calls).
@@ -264,6 +266,12 @@ class CompiledTrainLoop:
     each call, a Python `if` on a tensor) is refused before model_dir is
     written; the first call then reuses this trace."""
     surface_user_errors(self._concrete)(iterator)
+    if self.executor is not None and not self._executor_checked:
+      self._executor_checked = True
+      if not executor_choice.runs_safely(self._concrete(iterator).graph):
+        # Traced unlowered, as for the chosen executor: on small steps
+        # (the only ones it is chosen for) as fast as the lowered loop.
+        self.executor = None
 
   def compile_ahead(self, iterator) -> None:
     """Starts compiling the trace `trace` made for `iterator` on a helper
