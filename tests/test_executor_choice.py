@@ -58,7 +58,7 @@ def _train(model_dir, monkeypatch, *, allow_single: bool):
 
 def test_a_small_step_runs_single_threaded_with_the_same_numbers(
     tmp_path, monkeypatch, caplog):
-  caplog.set_level(logging.INFO)
+  caplog.set_level(logging.INFO, logger='absl')
   chosen, single = _train(tmp_path / 'single', monkeypatch,
                           allow_single=True)
   assert chosen == [SINGLE]
@@ -94,7 +94,8 @@ def test_small_steps(shapes, batch, small):
   assert executor_choice.small_step(_variables(*shapes), sample) is small
 
 
-def test_not_chosen_with_xla_or_a_strategy_of_several_replicas():
+def test_not_chosen_with_xla_a_strategy_of_several_replicas_or_off(
+    monkeypatch):
   variables = _variables((4, 8), (8,))
   sample = ({'x': tf.zeros((32, 4))}, tf.zeros((32, 1)))
   default = tf.distribute.get_strategy()
@@ -102,13 +103,17 @@ def test_not_chosen_with_xla_or_a_strategy_of_several_replicas():
                                 variables=variables, sample=sample) == SINGLE
   assert executor_choice.choose(strategy=default, jit_compile=True,
                                 variables=variables, sample=sample) is None
+  monkeypatch.setenv(executor_choice.ENV_VAR, '0')
+  assert executor_choice.choose(strategy=default, jit_compile=False,
+                                variables=variables, sample=sample) is None
+  monkeypatch.delenv(executor_choice.ENV_VAR)
   mirrored = tf.distribute.MirroredStrategy(['/cpu:0'])
   assert executor_choice.choose(strategy=mirrored, jit_compile=False,
                                 variables=variables, sample=sample) is None
 
 
 def test_a_loop_the_executor_refuses_runs_on_the_default_one(caplog):
-  caplog.set_level(logging.INFO)
+  caplog.set_level(logging.INFO, logger='absl')
   counter = tf.Variable(0)
 
   @tf.function(autograph=False)

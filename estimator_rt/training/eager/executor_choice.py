@@ -37,14 +37,21 @@ op ran), the loop runs on the default executor (`CompiledTrainLoop`),
 with its unlowered trace, which on small steps is as fast as the lowered
 one (W2 4,506 / 4,635 / 4,389 steps/s lowered against 4,694 / 4,504 /
 4,515 unlowered, bare loops on the default executor).
+
+ESTIMATOR_RT_SINGLE_THREADED_EXECUTOR=0 keeps every loop on the default
+executor: the way out should a loop meet a TensorFlow fault of that
+executor the check does not know.
 """
 
 import contextlib
+import os
 from typing import Any, ContextManager, Iterable, List, Optional
 
 import tensorflow as tf
 
 SINGLE_THREADED = 'SINGLE_THREADED_EXECUTOR'
+ENV_VAR = 'ESTIMATOR_RT_SINGLE_THREADED_EXECUTOR'
+_OFF = ('0', 'false', 'no', 'off')
 # The largest tensor of a step the single-threaded executor is chosen for:
 # 32 KiB of float32. The probe's MLPs won up to 8,192-element activations
 # (1.30x at 64 units, batch 128) and lost from 16,384 (0.66x at 128 units,
@@ -97,6 +104,7 @@ def choose(*, strategy: tf.distribute.Strategy, jit_compile: bool,
   small step where it may run (see the module docstring), else None
   (TensorFlow's default)."""
   if (jit_compile or not available() or
+      os.environ.get(ENV_VAR, '').strip().lower() in _OFF or
       tf.config.functions_run_eagerly() or
       not tf.compat.v1.control_flow_v2_enabled() or
       not _single_device_cpu(strategy)):
