@@ -2,6 +2,7 @@
 single-threaded one for small steps, with the default one's numbers, and
 the default one where it is not chosen or refuses the loop."""
 
+import json
 import logging
 
 import keras
@@ -12,6 +13,7 @@ import tensorflow as tf
 import estimator_rt as ert
 from estimator_rt.training.eager import executor_choice
 from estimator_rt.training.eager import loops
+from tests import _executor_constructs as _constructs
 from tests import _models
 
 SINGLE = executor_choice.SINGLE_THREADED
@@ -181,3 +183,24 @@ def _doubled(x):
 ])
 def test_what_runs_safely_on_the_single_threaded_executor(body_value, safe):
   assert executor_choice.runs_safely(_loop_trace(body_value)) is safe
+
+
+def test_what_model_fns_put_in_a_step_returns_on_the_executor_it_is_kept_on(
+    python_runner, tmp_path):
+  # A fresh process, bounded: a loop the executor deadlocks on never
+  # returns, and nothing in the process can end it.
+  proc = python_runner(['-m', 'tests._executor_constructs', str(tmp_path)],
+                       timeout=240)
+  lines = [json.loads(line.split(' ', 1)[1])
+           for line in proc.stdout.splitlines()
+           if line.startswith('CONSTRUCT ')]
+  assert proc.returncode == 0, (lines, proc.stderr[-3000:])
+  assert [line['name'] for line in lines] == list(_constructs.CONSTRUCTS)
+  for line in lines:
+    assert line['kept'] is _constructs.CONSTRUCTS[line['name']][1], line
+    if line['kept']:
+      # The same kernels on both executors; LSTM and batch norm sum
+      # float32 rounding of a few fused ops at most.
+      assert line['single_threaded'] == pytest.approx(line['default'],
+                                                      rel=1e-6), line
+  assert tf.io.gfile.glob(str(tmp_path / 'events.out.tfevents.*'))
