@@ -374,6 +374,7 @@ def test_guard_records_figures_beside_the_others(tmp_path, monkeypatch):
     return {'command': 'python -m scripts.bench.calls --rounds 2 --json',
             'loadavg_before': (0.5, 0.5, 0.5),
             'loadavg_after': (0.7, 0.6, 0.5), 'wall_s': 600.0,
+            'machine_s': [0.7412, 0.8049],
             'figures': {'calls/v2/tf1/train': figures.figure(
                 [value], better='lower', target=0.5)}}
   suite.record(path, {'calls': ran(0.4), 'canned': ran(0.6)}, 'abc123')
@@ -384,6 +385,13 @@ def test_guard_records_figures_beside_the_others(tmp_path, monkeypatch):
   assert last['canned']['commit'] == 'abc123'
   assert last['canned']['figures']['calls/v2/tf1/train']['value'] == 0.6
   assert last['calls']['command'].startswith('python -m scripts.bench.calls')
+  assert last['calls']['machine_s'] == [0.74, 0.8]
+  # Printed beside this run's, as measured around each part.
+  line = suite._machine_line(ran(0.2) | {'machine_s': [1.31, 1.52]},  # pylint: disable=protected-access
+                             last['calls'])
+  assert '1.31 s before, 1.52 s after; 0.74 / 0.80 in the recorded run' in (
+      line)
+  assert 0 < suite.machine_seconds() < 60
 
 
 def test_model_fn_floor_builds_each_mode_in_a_graph_of_its_own():

@@ -28,8 +28,9 @@ exits 1 when a figure dropped or a benchmark failed.
 
 `--record` (`make bench RECORD=1`) writes this run's figures into `--last`
 (those of the benchmarks that ran and succeeded; the others' stay), with
-the commit, date, load average and command of each benchmark: commit it
-after a run on a quiet machine. Needs .venv-tf215
+the commit, date, load average, the machine's reference loop (a Python
+loop timed before and after the benchmark, `machine_seconds`) and command
+of each benchmark: commit it after a run on a quiet machine. Needs .venv-tf215
 (scripts/tf_estimator_215/make_venv.sh). About 20 minutes on a quiet 2-core
 machine at the default two rounds, by its parts' timings (each part's wall
 time is recorded with its figures).
@@ -76,6 +77,11 @@ SMOKE_ARGUMENTS = {
 # The most one benchmark may take before it is killed (the longest, calls,
 # takes about 10 minutes at two rounds on the 2-core machine).
 TIMEOUT_S = 3600
+# The machine's reference: a pure-Python loop of this many additions in a
+# function, timed before and after each benchmark (0.28-0.36 s on the 2-core
+# machine on 2026-12-06). Two rounds cannot tell a change of the machine's
+# speed within a run from a change of the code; this shows it.
+REFERENCE_ADDITIONS = 10**7
 
 
 def _git_commit() -> Optional[str]:
@@ -87,10 +93,20 @@ def _git_commit() -> Optional[str]:
     return None
 
 
+def machine_seconds() -> float:
+  """Seconds of REFERENCE_ADDITIONS additions in a Python loop, on this
+  process's thread: the machine's speed at that moment."""
+  started, total = time.perf_counter(), 0
+  for i in range(REFERENCE_ADDITIONS):
+    total += i
+  return time.perf_counter() - started
+
+
 def run_benchmark(name: str, rounds: int, *, smoke: bool = False) -> dict:
   """Runs benchmark `name` with `rounds` rounds (its progress goes to this
   process's stderr), briefly with `smoke` (SMOKE_ARGUMENTS); returns what
-  is recorded of it: command, report, load average, wall time.
+  is recorded of it: command, report, load average, the machine's
+  reference loop (`machine_seconds`) before and after, wall time.
 
   Raises:
     RuntimeError: it failed, printed no JSON or ran past TIMEOUT_S.
@@ -99,6 +115,7 @@ def run_benchmark(name: str, rounds: int, *, smoke: bool = False) -> dict:
   command = [sys.executable, '-m', module, *arguments,
              *(SMOKE_ARGUMENTS[name] if smoke else []), '--rounds',
              str(rounds), '--json']
+  machine_before = machine_seconds()
   load_before, started = os.getloadavg(), time.time()
   try:
     result = subprocess.run(command, cwd=REPO_ROOT, env=child_env(),
@@ -117,7 +134,8 @@ def run_benchmark(name: str, rounds: int, *, smoke: bool = False) -> dict:
                        f'{result.stdout[-2000:]}') from None
   return {'command': ' '.join(['python'] + command[1:]),
           'loadavg_before': load_before, 'loadavg_after': os.getloadavg(),
-          'wall_s': time.time() - started, 'report': report}
+          'wall_s': time.time() - started, 'report': report,
+          'machine_s': [machine_before, machine_seconds()]}
 
 
 def read_last(path: str) -> dict:
@@ -149,6 +167,7 @@ def record(path: str, ran: Dict[str, dict], commit: Optional[str]) -> None:
         'loadavg_before': [round(x, 2) for x in run['loadavg_before']],
         'loadavg_after': [round(x, 2) for x in run['loadavg_after']],
         'wall_s': round(run['wall_s']),
+        'machine_s': [round(x, 2) for x in run['machine_s']],
         'figures': {figure_name: _rounded(figure) for figure_name, figure
                     in run['figures'].items()}}
   with open(path, 'w') as f:
@@ -194,12 +213,24 @@ def _print_report(ran: Dict[str, dict], last: dict) -> List[dict]:
         print(f"note: {name} was recorded with `{last[name]['command']}`, "
               f"this run is `{ran[name]['command']}`.")
   for name in ran:
+    print(f"{name}: {_machine_line(ran[name], last.get(name))}")
     if name in last:
       print(f"{name}: last recorded at {str(last[name]['commit'])[:10]}, "
             f"{last[name]['date']}")
   rows = figures_lib.compare(new, recorded)
   print(figures_lib.format_comparison(rows))
   return rows
+
+
+def _machine_line(run: dict, recorded: Optional[dict]) -> str:
+  """The machine's reference loop around `run`, and around the recorded
+  run where it was recorded."""
+  line = ("the machine's reference loop (larger: slower) {:.2f} s before, "
+          '{:.2f} s after').format(*run['machine_s'])
+  if recorded and 'machine_s' in recorded:
+    line += '; {:.2f} / {:.2f} in the recorded run'.format(
+        *recorded['machine_s'])
+  return line
 
 
 # The project's packages whose bytecode the benchmarks' children read.
