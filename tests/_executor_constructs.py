@@ -131,10 +131,9 @@ CONSTRUCTS = {
 }
 
 
-def run(name: str, executor, logdir: str):
-  """(whether the check keeps the loop on `executor`, the loop's total or
-  None where it was not run) for a fresh loop of construct `name`."""
-  step_value = CONSTRUCTS[name][0](logdir)
+def summing_loop(step_value):
+  """(`loop(n)`, a `tf.function` whose `tf.while_loop` adds
+  `step_value(step)` for steps 1..n, the variable holding the sum)."""
   total = tf.Variable(0.0)
   step = tf.Variable(0, dtype=tf.int64)
 
@@ -147,6 +146,13 @@ def run(name: str, executor, logdir: str):
 
     return tf.while_loop(lambda i: i < n, body, [tf.constant(0)])
 
+  return loop, total
+
+
+def run(name: str, executor, logdir: str):
+  """(whether the check keeps the loop on `executor`, the loop's total or
+  None where it was not run) for a fresh loop of construct `name`."""
+  loop, total = summing_loop(CONSTRUCTS[name][0](logdir))
   with executor_choice.executor_scope(executor):
     graph = loop.get_concrete_function(tf.TensorSpec([], tf.int32)).graph
   kept = executor is None or executor_choice.runs_safely(graph)

@@ -142,20 +142,9 @@ def test_a_loop_the_executor_refuses_runs_on_the_default_one(caplog):
 
 
 def _loop_trace(body_value):
-  """The trace of a 3-step loop adding `body_value(step)`, traced for the
+  """The trace of a loop adding `body_value(step)`, traced for the
   single-threaded executor (not run)."""
-  total = tf.Variable(0.0)
-  step = tf.Variable(0, dtype=tf.int64)
-
-  @tf.function(autograph=False)
-  def loop(n):
-
-    def body(i):
-      total.assign_add(body_value(step.assign_add(1)))
-      return i + 1
-
-    return tf.while_loop(lambda i: i < n, body, [tf.constant(0)])
-
+  loop, _ = _constructs.summing_loop(body_value)
   with executor_choice.executor_scope(SINGLE):
     return loop.get_concrete_function(tf.TensorSpec([], tf.int32)).graph
 
