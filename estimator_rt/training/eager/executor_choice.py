@@ -57,8 +57,11 @@ _OFF = ('0', 'false', 'no', 'off')
 # (1.30x at 64 units, batch 128) and lost from 16,384 (0.66x at 128 units,
 # batch 128; 0.68x at 256 units, batch 32, whose middle kernel has 65,536).
 SMALL_ELEMENTS = 8192
-# What TensorFlow says when the executor refuses a function's graph.
+# What TensorFlow says, and raises, when the executor refuses a function's
+# graph.
 REFUSAL = 'Single-threaded executor'
+REFUSAL_ERRORS = (tf.errors.FailedPreconditionError,
+                  tf.errors.UnimplementedError)
 
 
 def _single_device_cpu(strategy: tf.distribute.Strategy) -> bool:
@@ -177,6 +180,4 @@ def executor_scope(executor: Optional[str]) -> ContextManager:
 def refused(error: BaseException) -> bool:
   """Whether `error` is the single-threaded executor refusing a graph
   (reported when the function is instantiated, before any op ran)."""
-  return (isinstance(error, (tf.errors.FailedPreconditionError,
-                             tf.errors.UnimplementedError)) and
-          REFUSAL in str(error))
+  return isinstance(error, REFUSAL_ERRORS) and REFUSAL in str(error)

@@ -214,8 +214,7 @@ class CompiledTrainLoop:
       try:
         with executor_choice.executor_scope(executor):
           return call(*args)
-      except (tf.errors.FailedPreconditionError,
-              tf.errors.UnimplementedError) as e:
+      except executor_choice.REFUSAL_ERRORS as e:
         if executor is None or not executor_choice.refused(e):
           raise
         logging.info('The training loop runs on TensorFlow\'s default '
@@ -265,10 +264,10 @@ class CompiledTrainLoop:
     in a model_fn (a loss that depends on no variable, new variables on
     each call, a Python `if` on a tensor) is refused before model_dir is
     written; the first call then reuses this trace."""
-    surface_user_errors(self._concrete)(iterator)
+    concrete = surface_user_errors(self._concrete)(iterator)
     if self.executor is not None and not self._executor_checked:
       self._executor_checked = True
-      if not executor_choice.runs_safely(self._concrete(iterator).graph):
+      if not executor_choice.runs_safely(concrete.graph):
         # Traced unlowered, as for the chosen executor: on small steps
         # (the only ones it is chosen for) as fast as the lowered loop.
         self.executor = None
